@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# Documentation: man pages and the format specification.

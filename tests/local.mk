@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: MIT
+# Criterion test programs, one per module.
