@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buffer_impl.h - the layout of td_buffer, shared by the tensor code for
+ * fast data access. Never installed.
+ */
+#ifndef TD_BUFFER_IMPL_H
+#define TD_BUFFER_IMPL_H
+
+#include "td_internal.h"
+
+struct td_buffer {
+	_Atomic uint32_t refs;
+	uint8_t kind;             /* td_buffer_kind */
+	uint8_t flags;            /* TD_BUFFER_READONLY */
+	int16_t device;           /* device ordinal, -1 for host memory */
+	void *data;
+	size_t nbytes;
+	td_buffer_release_fn release;
+	void *payload;
+};
+
+/* Header size of a heap buffer: the data starts this far after the struct. */
+#define TD_BUFFER_HEADER_SIZE TD_BUFFER_ALIGNMENT
+
+static inline bool td__buffer_host(const td_buffer *b)
+{
+	return b->kind != TD_BUFFER_DEVICE;
+}
+
+#endif /* TD_BUFFER_IMPL_H */

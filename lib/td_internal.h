@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * td_internal.h - what every library source includes first: config.h, the
+ * public API, error and allocation helpers, overflow-checked arithmetic.
+ * Never installed; td__ names are never exported.
+ */
+#ifndef TD_INTERNAL_H
+#define TD_INTERNAL_H
+
+#include "config.h"
+
+#include <tdstore.h>
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define TD_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TD_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TD_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#if defined(__GNUC__)
+#define TD_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#define TD_HIDDEN __attribute__((visibility("hidden")))
+#else
+#define TD_PRINTF(fmt, args)
+#define TD_HIDDEN
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Errors (error.c)                                                          */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Record `code` with a formatted message as the calling thread's last
+ * error and return `code`, so that `return td__error(TD_EINVAL, "...")`
+ * reports and fails in one line.
+ */
+int td__error(int code, const char *fmt, ...) TD_PRINTF(2, 3);
+
+/** As td__error() and also record `sys_errno`; the message gets strerror appended. */
+int td__error_os(int code, int sys_errno, const char *fmt, ...) TD_PRINTF(3, 4);
+
+/** Map an errno value to the closest td_status (ENOMEM -> TD_ENOMEM, ENOSPC -> TD_ENOSPC, ...). */
+int td__status_from_errno(int err);
+
+/** Evaluate a td_status expression; return it from the caller if negative. */
+#define TD_TRY(expr) \
+	do { \
+		int td__rc_ = (expr); \
+		if (TD_UNLIKELY(td__rc_ < 0)) \
+			return td__rc_; \
+	} while (0)
+
+/** Report TD_EINVAL for a NULL argument. */
+#define TD_CHECK_ARG(cond) \
+	do { \
+		if (TD_UNLIKELY(!(cond))) \
+			return td__error(TD_EINVAL, "%s: invalid argument (%s)", __func__, #cond); \
+	} while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Allocation (alloc.c): every allocation goes through these.                */
+/* ------------------------------------------------------------------------ */
+
+void *td__malloc(size_t size);
+void *td__calloc(size_t count, size_t size);
+void *td__realloc(void *ptr, size_t size);
+/** Memory aligned to `alignment` (a power of two); release with td__free(). */
+void *td__aligned_alloc(size_t alignment, size_t size);
+void td__free(void *ptr);
+/** A copy of `len` bytes of `s` plus a NUL; NULL on allocation failure. */
+char *td__strndup(const char *s, size_t len);
+
+/** Report TD_ENOMEM (with the size) and return it. */
+int td__error_nomem(size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Overflow-checked arithmetic: true on success, false on overflow.          */
+/* ------------------------------------------------------------------------ */
+
+static inline bool td__mul_size(size_t a, size_t b, size_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+static inline bool td__add_size(size_t a, size_t b, size_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+static inline bool td__mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_mul_overflow(a, b, out);
+}
+
+static inline bool td__add_i64(int64_t a, int64_t b, int64_t *out)
+{
+	return !__builtin_add_overflow(a, b, out);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Formatting helpers for messages                                           */
+/* ------------------------------------------------------------------------ */
+
+/** Write "[3, 4, 5]" into buf (truncated to len). @return buf. */
+char *td__format_shape(char *buf, size_t len, int ndim, const int64_t *shape);
+
+/** Size of a buffer that td__format_shape() never truncates. */
+#define TD_SHAPE_STR_LEN (TD_MAX_DIMS * 22 + 4)
+
+#endif /* TD_INTERNAL_H */

@@ -1,0 +1,451 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tensor.c - tensor creation and release, validation, properties and
+ * single-element access.
+ */
+#include "td_internal.h"
+#include "tensor_impl.h"
+
+/* ------------------------------------------------------------------------ */
+/* Validation and shape helpers                                              */
+/* ------------------------------------------------------------------------ */
+
+int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *numel_out,
+	size_t *nbytes_out, const char *fn)
+{
+	int64_t numel = 1;
+	size_t nbytes;
+	int i;
+
+	if (!td_dtype_is_valid((int)dtype))
+		return td__error(TD_EINVAL, "%s: invalid dtype %d", fn, (int)dtype);
+	if (ndim < 0 || ndim > TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: ndim %d is outside 0..%d", fn, ndim, TD_MAX_DIMS);
+	if (ndim > 0 && !shape)
+		return td__error(TD_EINVAL, "%s: NULL shape with ndim %d", fn, ndim);
+	for (i = 0; i < ndim; i++) {
+		if (shape[i] < 0)
+			return td__error(TD_EINVAL, "%s: negative size %lld at dim %d", fn,
+				(long long)shape[i], i);
+		if (!td__mul_i64(numel, shape[i], &numel))
+			goto overflow;
+	}
+	if (!td__mul_size((size_t)numel, td__itemsize(dtype), &nbytes) ||
+	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
+		goto overflow;
+	if (numel_out)
+		*numel_out = numel;
+	if (nbytes_out)
+		*nbytes_out = nbytes;
+	return TD_OK;
+overflow: {
+	char s[TD_SHAPE_STR_LEN];
+	return td__error(TD_EOVERFLOW, "%s: shape %s of %s is too large", fn,
+		td__format_shape(s, sizeof(s), ndim, shape), td_dtype_name(dtype));
+}
+}
+
+int td__wrap_dim(int dim, int ndim, int *out, const char *fn)
+{
+	int d = dim < 0 ? dim + ndim : dim;
+
+	if (d < 0 || d >= ndim)
+		return td__error(TD_EINVAL, "%s: dim %d is out of range for %d dims", fn, dim, ndim);
+	*out = d;
+	return TD_OK;
+}
+
+void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
+{
+	int64_t s = 1;
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		strides[i] = s;
+		s *= shape[i] > 1 ? shape[i] : 1;
+	}
+}
+
+bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
+{
+	int64_t expected = 1;
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		if (shape[i] == 0)
+			return true;
+		if (shape[i] == 1)
+			continue;
+		if (strides[i] != expected)
+			return false;
+		expected *= shape[i];
+	}
+	return true;
+}
+
+int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
+{
+	int64_t last = 0, numel = 1;
+	size_t end;
+	int i;
+
+	if (TD_UNLIKELY(!t))
+		return td__error(TD_EINVAL, "%s: %s is NULL", fn, what);
+	if (TD_UNLIKELY(!t->buffer))
+		return td__error(TD_EINVAL, "%s: %s is a released tensor", fn, what);
+	if (TD_UNLIKELY(!td_dtype_is_valid((int)t->dtype) || t->ndim < 0 ||
+			t->ndim > TD_MAX_DIMS || t->offset < 0))
+		return td__error(TD_EINVAL, "%s: %s is malformed (dtype %d, ndim %d)", fn, what,
+			(int)t->dtype, (int)t->ndim);
+	for (i = 0; i < t->ndim; i++) {
+		if (TD_UNLIKELY(t->shape[i] < 0 || t->strides[i] < 0))
+			return td__error(TD_EINVAL, "%s: %s has a negative size or stride", fn, what);
+		numel *= t->shape[i] ? 1 : 0;
+	}
+	if (numel == 0)
+		return TD_OK;
+	for (i = 0; i < t->ndim; i++) {
+		int64_t span;
+		if (!td__mul_i64(t->shape[i] - 1, t->strides[i], &span) ||
+		    !td__add_i64(last, span, &last))
+			return td__error(TD_EOVERFLOW, "%s: %s spans too many elements", fn, what);
+	}
+	if (!td__add_i64(last, t->offset + 1, &last) ||
+	    !td__mul_size((size_t)last, td__itemsize(t->dtype), &end) || end > t->buffer->nbytes)
+		return td__error(TD_EINDEX, "%s: %s reaches beyond its %zu-byte buffer", fn, what,
+			t->buffer->nbytes);
+	return TD_OK;
+}
+
+int td__tensor_check_read(const td_tensor *t, const char *fn, const char *what)
+{
+	TD_TRY(td__tensor_check(t, fn, what));
+	if (TD_UNLIKELY(!td__buffer_host(t->buffer)))
+		return td__error(TD_ENOTSUP, "%s: %s is in device memory; the CPU cannot access it",
+			fn, what);
+	return TD_OK;
+}
+
+int td__tensor_check_write(const td_tensor *t, const char *fn, const char *what)
+{
+	TD_TRY(td__tensor_check_read(t, fn, what));
+	if (TD_UNLIKELY(t->buffer->flags & TD_BUFFER_READONLY))
+		return td__error(TD_EREADONLY, "%s: %s is read-only", fn, what);
+	return TD_OK;
+}
+
+bool td__tensor_overlap(const td_tensor *a, const td_tensor *b)
+{
+	size_t sa = td__itemsize(a->dtype), sb = td__itemsize(b->dtype);
+	int64_t la = 0, lb = 0;
+	uintptr_t a0, a1, b0, b1;
+	int i;
+
+	if (a->buffer != b->buffer)
+		return false;
+	if (td__numel(a->ndim, a->shape) == 0 || td__numel(b->ndim, b->shape) == 0)
+		return false;
+	for (i = 0; i < a->ndim; i++)
+		la += (a->shape[i] - 1) * a->strides[i];
+	for (i = 0; i < b->ndim; i++)
+		lb += (b->shape[i] - 1) * b->strides[i];
+	a0 = (uintptr_t)a->offset * sa;
+	a1 = (uintptr_t)(a->offset + la + 1) * sa;
+	b0 = (uintptr_t)b->offset * sb;
+	b1 = (uintptr_t)(b->offset + lb + 1) * sb;
+	return a0 < b1 && b0 < a1;
+}
+
+int td__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+	int64_t *out, const char *fn)
+{
+	int n = na > nb ? na : nb;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		int ia = na - n + i, ib = nb - n + i;
+		int64_t sa = ia >= 0 ? a[ia] : 1, sb = ib >= 0 ? b[ib] : 1;
+
+		if (sa == sb || sb == 1)
+			out[i] = sa;
+		else if (sa == 1)
+			out[i] = sb;
+		else {
+			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+			return td__error(TD_ETYPE, "%s: shapes %s and %s do not broadcast", fn,
+				td__format_shape(s1, sizeof(s1), na, a),
+				td__format_shape(s2, sizeof(s2), nb, b));
+		}
+	}
+	*nout = n;
+	return TD_OK;
+}
+
+int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, int64_t *strides,
+	const char *fn)
+{
+	int i;
+
+	if (t->ndim > ndim)
+		goto mismatch;
+	for (i = 0; i < ndim; i++) {
+		int it = t->ndim - ndim + i;
+		if (it < 0)
+			strides[i] = 0;
+		else if (t->shape[it] == shape[i])
+			strides[i] = shape[i] == 1 ? 0 : t->strides[it];
+		else if (t->shape[it] == 1)
+			strides[i] = 0;
+		else
+			goto mismatch;
+	}
+	return TD_OK;
+mismatch: {
+	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+	return td__error(TD_ETYPE, "%s: shape %s does not broadcast to %s", fn,
+		td__format_shape(s1, sizeof(s1), t->ndim, t->shape),
+		td__format_shape(s2, sizeof(s2), ndim, shape));
+}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Creation                                                                  */
+/* ------------------------------------------------------------------------ */
+
+int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape, bool zero,
+	const char *fn)
+{
+	td_buffer *buf;
+	size_t nbytes;
+	int rc;
+
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
+	rc = td_buffer_new(&buf, nbytes, zero ? TD_BUFFER_ZEROED : 0);
+	if (rc < 0)
+		return rc;
+	out->buffer = buf;
+	out->offset = 0;
+	out->dtype = dtype;
+	out->ndim = ndim;
+	if (ndim > 0)
+		memcpy(out->shape, shape, (size_t)ndim * sizeof(int64_t));
+	td__contiguous_strides(ndim, out->shape, out->strides);
+	return TD_OK;
+}
+
+int td_tensor_empty(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
+{
+	td_tensor tmp;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_empty: NULL out");
+	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, false, "td_tensor_empty"));
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_zeros(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
+{
+	td_tensor tmp;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_zeros: NULL out");
+	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, true, "td_tensor_zeros"));
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_full(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape,
+	td_scalar value)
+{
+	td_tensor tmp;
+	int rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_full: NULL out");
+	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, false, "td_tensor_full"));
+	rc = td_tensor_fill(&tmp, value);
+	if (rc < 0) {
+		td_tensor_release(&tmp);
+		return rc;
+	}
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_from_data(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape,
+	const void *data)
+{
+	td_tensor tmp;
+	size_t nbytes;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_from_data: NULL out");
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, "td_tensor_from_data"));
+	if (!data && nbytes)
+		return td__error(TD_EINVAL, "td_tensor_from_data: NULL data for %zu bytes", nbytes);
+	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, false, "td_tensor_from_data"));
+	if (nbytes)
+		memcpy(tmp.buffer->data, data, nbytes);
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_from_buffer(td_tensor *out, td_buffer *buf, td_dtype dtype, int ndim,
+	const int64_t *shape, const int64_t *strides, int64_t offset)
+{
+	static const char fn[] = "td_tensor_from_buffer";
+	td_tensor tmp;
+	int i;
+
+	if (!out || !buf)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, NULL, fn));
+	if (offset < 0)
+		return td__error(TD_EINVAL, "%s: negative offset %lld", fn, (long long)offset);
+	tmp.buffer = buf;
+	tmp.offset = offset;
+	tmp.dtype = dtype;
+	tmp.ndim = ndim;
+	for (i = 0; i < ndim; i++)
+		tmp.shape[i] = shape[i];
+	if (strides) {
+		for (i = 0; i < ndim; i++) {
+			if (strides[i] < 0)
+				return td__error(TD_EINVAL, "%s: negative stride at dim %d", fn, i);
+			tmp.strides[i] = strides[i];
+		}
+	} else {
+		td__contiguous_strides(ndim, tmp.shape, tmp.strides);
+	}
+	TD_TRY(td__tensor_check(&tmp, fn, "the view"));
+	td_buffer_ref(buf);
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_empty_like(td_tensor *out, const td_tensor *t)
+{
+	td_tensor tmp;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_empty_like: NULL out");
+	TD_TRY(td__tensor_check(t, "td_tensor_empty_like", "the tensor"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, t->shape, false, "td_tensor_empty_like"));
+	td__tensor_assign(out, t, &tmp);
+	return TD_OK;
+}
+
+int td_tensor_zeros_like(td_tensor *out, const td_tensor *t)
+{
+	td_tensor tmp;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_zeros_like: NULL out");
+	TD_TRY(td__tensor_check(t, "td_tensor_zeros_like", "the tensor"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, t->shape, true, "td_tensor_zeros_like"));
+	td__tensor_assign(out, t, &tmp);
+	return TD_OK;
+}
+
+void td_tensor_ref(td_tensor *out, const td_tensor *t)
+{
+	if (!out || !t || out == t)
+		return;
+	*out = *t;
+	td_buffer_ref(out->buffer);
+}
+
+void td_tensor_release(td_tensor *t)
+{
+	static const td_tensor init = TD_TENSOR_INIT;
+
+	if (!t)
+		return;
+	td_buffer_unref(t->buffer);
+	*t = init;
+}
+
+void td_tensor_array_free(td_tensor *tensors, size_t count)
+{
+	size_t i;
+
+	if (!tensors)
+		return;
+	for (i = 0; i < count; i++)
+		td_buffer_unref(tensors[i].buffer);
+	td__free(tensors);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Properties                                                                */
+/* ------------------------------------------------------------------------ */
+
+int64_t td_tensor_numel(const td_tensor *t)
+{
+	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
+		return 0;
+	return td__numel(t->ndim, t->shape);
+}
+
+size_t td_tensor_nbytes(const td_tensor *t)
+{
+	if (!t || !td_dtype_is_valid((int)t->dtype))
+		return 0;
+	return (size_t)td_tensor_numel(t) * td__itemsize(t->dtype);
+}
+
+bool td_tensor_is_contiguous(const td_tensor *t)
+{
+	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
+		return false;
+	return td__is_contiguous(t->ndim, t->shape, t->strides);
+}
+
+void *td_tensor_data(const td_tensor *t)
+{
+	if (!t || !t->buffer || !td_dtype_is_valid((int)t->dtype))
+		return NULL;
+	return td__tensor_ptr(t);
+}
+
+/* Byte address of element `index` (already validated). */
+static int element_ptr(const td_tensor *t, const int64_t *index, char **out, const char *fn)
+{
+	int64_t off = 0;
+	int i;
+
+	if (t->ndim > 0 && !index)
+		return td__error(TD_EINVAL, "%s: NULL index for a %d-d tensor", fn, (int)t->ndim);
+	for (i = 0; i < t->ndim; i++) {
+		int64_t k = index[i] < 0 ? index[i] + t->shape[i] : index[i];
+		if (k < 0 || k >= t->shape[i])
+			return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
+				fn, (long long)index[i], i, (long long)t->shape[i]);
+		off += k * t->strides[i];
+	}
+	*out = td__tensor_ptr(t) + (size_t)off * td__itemsize(t->dtype);
+	return TD_OK;
+}
+
+int td_tensor_get(const td_tensor *t, const int64_t *index, td_scalar *out)
+{
+	char *p;
+
+	TD_TRY(td__tensor_check_read(t, "td_tensor_get", "the tensor"));
+	if (!out)
+		return td__error(TD_EINVAL, "td_tensor_get: NULL out");
+	TD_TRY(element_ptr(t, index, &p, "td_tensor_get"));
+	*out = td__scalar_load(p, t->dtype);
+	return TD_OK;
+}
+
+int td_tensor_set(td_tensor *t, const int64_t *index, td_scalar value)
+{
+	char *p;
+
+	TD_TRY(td__tensor_check_write(t, "td_tensor_set", "the tensor"));
+	TD_TRY(element_ptr(t, index, &p, "td_tensor_set"));
+	td__scalar_store(p, t->dtype, value);
+	return TD_OK;
+}

@@ -1,0 +1,604 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tensor_copy.c - dtype conversion kernels and everything built on them:
+ * strided copies with broadcasting, fill/zero, contiguous/clone/to_dtype,
+ * stack and cat, scalar load/store.
+ *
+ * Conversion rules (documented in tensor.h): to bool, nonzero is true; float
+ * to integer truncates toward zero, NaN gives 0 and out-of-range values
+ * saturate (C leaves those undefined); integer to narrower integer wraps;
+ * complex to real drops the imaginary part; float16/bfloat16 round to
+ * nearest even through float32, as torch does.
+ */
+#include "td_internal.h"
+#include "tensor_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+
+/* Every dtype: name, C storage type, class (B bool, U/I integer, H float16,
+ * G bfloat16, F float32/64, C complex). */
+#define TD_DTYPES(X) \
+	X(BOOL, uint8_t, B) \
+	X(U8, uint8_t, U) \
+	X(I8, int8_t, I) \
+	X(I16, int16_t, I) \
+	X(I32, int32_t, I) \
+	X(I64, int64_t, I) \
+	X(U16, uint16_t, U) \
+	X(U32, uint32_t, U) \
+	X(U64, uint64_t, U) \
+	X(F16, uint16_t, H) \
+	X(BF16, uint16_t, G) \
+	X(F32, float, F) \
+	X(F64, double, F) \
+	X(C64, td__cf32, C) \
+	X(C128, td__cf64, C)
+
+/* Saturating float-to-integer conversions (NaN gives 0). */
+#define SAT_DEF(DN, DT, LO, HI) \
+	static inline DT sat_##DN(double v) \
+	{ \
+		if (v != v) \
+			return 0; \
+		if (v <= (double)(LO)) \
+			return (LO); \
+		if (v >= (double)(HI)) \
+			return (HI); \
+		return (DT)v; \
+	}
+SAT_DEF(U8, uint8_t, 0, UINT8_MAX)
+SAT_DEF(I8, int8_t, INT8_MIN, INT8_MAX)
+SAT_DEF(I16, int16_t, INT16_MIN, INT16_MAX)
+SAT_DEF(I32, int32_t, INT32_MIN, INT32_MAX)
+SAT_DEF(I64, int64_t, INT64_MIN, INT64_MAX)
+SAT_DEF(U16, uint16_t, 0, UINT16_MAX)
+SAT_DEF(U32, uint32_t, 0, UINT32_MAX)
+SAT_DEF(U64, uint64_t, 0, UINT64_MAX)
+
+static inline td__cf32 mk_C64(double re, double im)
+{
+	td__cf32 c = { (float)re, (float)im };
+	return c;
+}
+
+static inline td__cf64 mk_C128(double re, double im)
+{
+	td__cf64 c = { re, im };
+	return c;
+}
+
+/* CV_<dest class>_<source class>(dest name, dest type, value) */
+#define CV_B_B(DN, DT, v) (DT)((v) != 0)
+#define CV_B_U(DN, DT, v) (DT)((v) != 0)
+#define CV_B_I(DN, DT, v) (DT)((v) != 0)
+#define CV_B_H(DN, DT, v) (DT)(td_f16_to_float(v) != 0.0f)
+#define CV_B_G(DN, DT, v) (DT)(td_bf16_to_float(v) != 0.0f)
+#define CV_B_F(DN, DT, v) (DT)((v) != 0)
+#define CV_B_C(DN, DT, v) (DT)((v).re != 0 || (v).im != 0)
+
+#define CV_I_B(DN, DT, v) (DT)((v) != 0)
+#define CV_I_U(DN, DT, v) (DT)(v)
+#define CV_I_I(DN, DT, v) (DT)(v)
+#define CV_I_H(DN, DT, v) sat_##DN(td_f16_to_float(v))
+#define CV_I_G(DN, DT, v) sat_##DN(td_bf16_to_float(v))
+#define CV_I_F(DN, DT, v) sat_##DN((double)(v))
+#define CV_I_C(DN, DT, v) sat_##DN((double)(v).re)
+#define CV_U_B CV_I_B
+#define CV_U_U CV_I_U
+#define CV_U_I CV_I_I
+#define CV_U_H CV_I_H
+#define CV_U_G CV_I_G
+#define CV_U_F CV_I_F
+#define CV_U_C CV_I_C
+
+#define CV_H_B(DN, DT, v) td_float_to_f16((v) ? 1.0f : 0.0f)
+#define CV_H_U(DN, DT, v) td_float_to_f16((float)(v))
+#define CV_H_I(DN, DT, v) td_float_to_f16((float)(v))
+#define CV_H_H(DN, DT, v) (v)
+#define CV_H_G(DN, DT, v) td_float_to_f16(td_bf16_to_float(v))
+#define CV_H_F(DN, DT, v) td_float_to_f16((float)(v))
+#define CV_H_C(DN, DT, v) td_float_to_f16((float)(v).re)
+
+#define CV_G_B(DN, DT, v) td_float_to_bf16((v) ? 1.0f : 0.0f)
+#define CV_G_U(DN, DT, v) td_float_to_bf16((float)(v))
+#define CV_G_I(DN, DT, v) td_float_to_bf16((float)(v))
+#define CV_G_H(DN, DT, v) td_float_to_bf16(td_f16_to_float(v))
+#define CV_G_G(DN, DT, v) (v)
+#define CV_G_F(DN, DT, v) td_float_to_bf16((float)(v))
+#define CV_G_C(DN, DT, v) td_float_to_bf16((float)(v).re)
+
+#define CV_F_B(DN, DT, v) (DT)((v) != 0)
+#define CV_F_U(DN, DT, v) (DT)(v)
+#define CV_F_I(DN, DT, v) (DT)(v)
+#define CV_F_H(DN, DT, v) (DT)td_f16_to_float(v)
+#define CV_F_G(DN, DT, v) (DT)td_bf16_to_float(v)
+#define CV_F_F(DN, DT, v) (DT)(v)
+#define CV_F_C(DN, DT, v) (DT)(v).re
+
+#define CV_C_B(DN, DT, v) mk_##DN((v) != 0, 0)
+#define CV_C_U(DN, DT, v) mk_##DN((double)(v), 0)
+#define CV_C_I(DN, DT, v) mk_##DN((double)(v), 0)
+#define CV_C_H(DN, DT, v) mk_##DN(td_f16_to_float(v), 0)
+#define CV_C_G(DN, DT, v) mk_##DN(td_bf16_to_float(v), 0)
+#define CV_C_F(DN, DT, v) mk_##DN((double)(v), 0)
+#define CV_C_C(DN, DT, v) mk_##DN((v).re, (v).im)
+
+/* The same list with the destination's parameters carried along. */
+#define TD_SOURCES(X, DN, DT, DC) \
+	X(DN, DT, DC, BOOL, uint8_t, B) \
+	X(DN, DT, DC, U8, uint8_t, U) \
+	X(DN, DT, DC, I8, int8_t, I) \
+	X(DN, DT, DC, I16, int16_t, I) \
+	X(DN, DT, DC, I32, int32_t, I) \
+	X(DN, DT, DC, I64, int64_t, I) \
+	X(DN, DT, DC, U16, uint16_t, U) \
+	X(DN, DT, DC, U32, uint32_t, U) \
+	X(DN, DT, DC, U64, uint64_t, U) \
+	X(DN, DT, DC, F16, uint16_t, H) \
+	X(DN, DT, DC, BF16, uint16_t, G) \
+	X(DN, DT, DC, F32, float, F) \
+	X(DN, DT, DC, F64, double, F) \
+	X(DN, DT, DC, C64, td__cf32, C) \
+	X(DN, DT, DC, C128, td__cf64, C)
+
+/* One source case inside the kernel of destination DN. */
+#define SRC_CASE(DN, DT, DC, SN, ST, SC) \
+	case TD_DTYPE_##SN: { \
+		int64_t i; \
+		for (i = 0; i < n; i++) { \
+			ST v; \
+			DT w; \
+			memcpy(&v, src + i * ss, sizeof(v)); \
+			w = CV_##DC##_##SC(DN, DT, v); \
+			memcpy(dst + i * ds, &w, sizeof(w)); \
+		} \
+		break; \
+	}
+
+/* The kernel converting any source dtype into destination DN. */
+#define DST_KERNEL(DN, DT, DC) \
+	static void convert_to_##DN(char *dst, int64_t ds, const char *src, int64_t ss, \
+		td_dtype st, int64_t n) \
+	{ \
+		switch (st) { \
+		TD_SOURCES(SRC_CASE, DN, DT, DC) \
+		default: \
+			break; \
+		} \
+	}
+
+TD_DTYPES(DST_KERNEL)
+
+typedef void (*convert_fn)(char *dst, int64_t ds, const char *src, int64_t ss, td_dtype st,
+	int64_t n);
+
+static const convert_fn convert_kernels[TD_DTYPE_COUNT] = {
+	[TD_DTYPE_BOOL] = convert_to_BOOL, [TD_DTYPE_U8] = convert_to_U8,
+	[TD_DTYPE_I8] = convert_to_I8, [TD_DTYPE_I16] = convert_to_I16,
+	[TD_DTYPE_I32] = convert_to_I32, [TD_DTYPE_I64] = convert_to_I64,
+	[TD_DTYPE_U16] = convert_to_U16, [TD_DTYPE_U32] = convert_to_U32,
+	[TD_DTYPE_U64] = convert_to_U64, [TD_DTYPE_F16] = convert_to_F16,
+	[TD_DTYPE_BF16] = convert_to_BF16, [TD_DTYPE_F32] = convert_to_F32,
+	[TD_DTYPE_F64] = convert_to_F64, [TD_DTYPE_C64] = convert_to_C64,
+	[TD_DTYPE_C128] = convert_to_C128,
+};
+
+/* Same-dtype strided copy of fixed-size elements. */
+#define COPY_LOOP(T) \
+	do { \
+		int64_t i; \
+		for (i = 0; i < n; i++) { \
+			T v; \
+			memcpy(&v, src + i * ss, sizeof(T)); \
+			memcpy(dst + i * ds, &v, sizeof(T)); \
+		} \
+	} while (0)
+
+static void copy_same(char *dst, int64_t ds, const char *src, int64_t ss, size_t size,
+	int64_t n)
+{
+	if (ds == (int64_t)size && ss == (int64_t)size) {
+		memmove(dst, src, (size_t)n * size);
+		return;
+	}
+	switch (size) {
+	case 1:
+		COPY_LOOP(uint8_t);
+		break;
+	case 2:
+		COPY_LOOP(uint16_t);
+		break;
+	case 4:
+		COPY_LOOP(uint32_t);
+		break;
+	case 8:
+		COPY_LOOP(uint64_t);
+		break;
+	default:
+		COPY_LOOP(td__cf64);
+		break;
+	}
+}
+
+void td__convert(char *dst, int64_t ds, td_dtype dt, const char *src, int64_t ss, td_dtype st,
+	int64_t n)
+{
+	if (dt == st) {
+		copy_same(dst, ds, src, ss, td__itemsize(dt), n);
+		return;
+	}
+	convert_kernels[dt](dst, ds, src, ss, st, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scalars                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static td_dtype scalar_dtype(const td_scalar *s)
+{
+	switch (s->kind) {
+	case TD_SCALAR_BOOL:
+		return TD_DTYPE_BOOL;
+	case TD_SCALAR_INT:
+		return TD_DTYPE_I64;
+	case TD_SCALAR_UINT:
+		return TD_DTYPE_U64;
+	case TD_SCALAR_FLOAT:
+		return TD_DTYPE_F64;
+	default:
+		return TD_DTYPE_C128;
+	}
+}
+
+void td__scalar_store(void *out, td_dtype dtype, td_scalar s)
+{
+	uint8_t b = s.v.b ? 1 : 0;
+	const void *src = s.kind == TD_SCALAR_BOOL ? (const void *)&b : (const void *)&s.v;
+
+	td__convert(out, 0, dtype, src, 0, scalar_dtype(&s), 1);
+}
+
+td_scalar td__scalar_load(const void *p, td_dtype dtype)
+{
+	td_scalar s;
+	uint8_t b;
+
+	switch (td_dtype_get_category(dtype)) {
+	case TD_CATEGORY_BOOL:
+		td__convert((char *)&b, 0, TD_DTYPE_BOOL, p, 0, dtype, 1);
+		return td_scalar_bool(b != 0);
+	case TD_CATEGORY_INT:
+		s.kind = TD_SCALAR_INT;
+		td__convert((char *)&s.v.i, 0, TD_DTYPE_I64, p, 0, dtype, 1);
+		return s;
+	case TD_CATEGORY_UINT:
+		s.kind = TD_SCALAR_UINT;
+		td__convert((char *)&s.v.u, 0, TD_DTYPE_U64, p, 0, dtype, 1);
+		return s;
+	case TD_CATEGORY_FLOAT:
+		s.kind = TD_SCALAR_FLOAT;
+		td__convert((char *)&s.v.f, 0, TD_DTYPE_F64, p, 0, dtype, 1);
+		return s;
+	default:
+		s.kind = TD_SCALAR_COMPLEX;
+		td__convert((char *)s.v.c, 0, TD_DTYPE_C128, p, 0, dtype, 1);
+		return s;
+	}
+}
+
+int td__scalar_check(td_scalar s, const char *fn)
+{
+	if ((unsigned)s.kind > TD_SCALAR_COMPLEX)
+		return td__error(TD_EINVAL, "%s: invalid scalar kind %d", fn, (int)s.kind);
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Strided copy                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct copy_ctx {
+	td_dtype dt, st;
+} copy_ctx;
+
+static void copy_loop(char *const *p, const int64_t *s, int64_t n, void *ctx)
+{
+	const copy_ctx *c = ctx;
+
+	td__convert(p[0], s[0], c->dt, p[1], s[1], c->st, n);
+}
+
+int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn)
+{
+	int64_t sstrides[TD_MAX_DIMS];
+	const int64_t *strides[2];
+	char *base[2];
+	size_t sizes[2];
+	copy_ctx ctx;
+	td__iter it;
+
+	TD_TRY(td__broadcast_strides(src, dst->ndim, dst->shape, sstrides, fn));
+	base[0] = td__tensor_ptr(dst);
+	base[1] = td__tensor_ptr(src);
+	strides[0] = dst->strides;
+	strides[1] = sstrides;
+	sizes[0] = td__itemsize(dst->dtype);
+	sizes[1] = td__itemsize(src->dtype);
+	ctx.dt = dst->dtype;
+	ctx.st = src->dtype;
+	td__iter_init(&it, dst->ndim, dst->shape, 2, base, strides, sizes);
+	td__iter_run(&it, copy_loop, &ctx);
+	return TD_OK;
+}
+
+int td_tensor_copy(td_tensor *dst, const td_tensor *src)
+{
+	static const char fn[] = "td_tensor_copy";
+	td_tensor tmp;
+	int rc;
+
+	TD_TRY(td__tensor_check_write(dst, fn, "the destination"));
+	TD_TRY(td__tensor_check_read(src, fn, "the source"));
+	if (!td__tensor_overlap(dst, src))
+		return td__copy_unchecked(dst, src, fn);
+	/* Overlapping views of one buffer: go through a private copy. */
+	TD_TRY(td_tensor_clone(&tmp, src));
+	rc = td__copy_unchecked(dst, &tmp, fn);
+	td_tensor_release(&tmp);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fill                                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct fill_ctx {
+	unsigned char value[16];
+	size_t size;
+} fill_ctx;
+
+#define FILL_LOOP(T) \
+	do { \
+		T v; \
+		int64_t i; \
+		memcpy(&v, c->value, sizeof(T)); \
+		for (i = 0; i < n; i++) \
+			memcpy(p[0] + i * s[0], &v, sizeof(T)); \
+	} while (0)
+
+static void fill_loop(char *const *p, const int64_t *s, int64_t n, void *ctx)
+{
+	const fill_ctx *c = ctx;
+
+	switch (c->size) {
+	case 1:
+		if (s[0] == 1) {
+			memset(p[0], c->value[0], (size_t)n);
+			return;
+		}
+		FILL_LOOP(uint8_t);
+		break;
+	case 2:
+		FILL_LOOP(uint16_t);
+		break;
+	case 4:
+		FILL_LOOP(uint32_t);
+		break;
+	case 8:
+		FILL_LOOP(uint64_t);
+		break;
+	default:
+		FILL_LOOP(td__cf64);
+		break;
+	}
+}
+
+int td__fill_unchecked(const td_tensor *t, td_scalar value)
+{
+	const int64_t *strides[1] = { t->strides };
+	char *base[1] = { td__tensor_ptr(t) };
+	size_t sizes[1] = { td__itemsize(t->dtype) };
+	fill_ctx ctx;
+	td__iter it;
+
+	memset(&ctx, 0, sizeof(ctx));
+	ctx.size = sizes[0];
+	td__scalar_store(ctx.value, t->dtype, value);
+	td__iter_init(&it, t->ndim, t->shape, 1, base, strides, sizes);
+	td__iter_run(&it, fill_loop, &ctx);
+	return TD_OK;
+}
+
+int td_tensor_fill(td_tensor *t, td_scalar value)
+{
+	TD_TRY(td__tensor_check_write(t, "td_tensor_fill", "the tensor"));
+	TD_TRY(td__scalar_check(value, "td_tensor_fill"));
+	return td__fill_unchecked(t, value);
+}
+
+int td_tensor_zero(td_tensor *t)
+{
+	TD_TRY(td__tensor_check_write(t, "td_tensor_zero", "the tensor"));
+	if (td__is_contiguous(t->ndim, t->shape, t->strides)) {
+		memset(td__tensor_ptr(t), 0,
+			(size_t)td__numel(t->ndim, t->shape) * td__itemsize(t->dtype));
+		return TD_OK;
+	}
+	return td__fill_unchecked(t, td_scalar_int(0));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contiguous, clone, to_dtype                                               */
+/* ------------------------------------------------------------------------ */
+
+static int copy_into_new(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn)
+{
+	td_tensor tmp;
+
+	TD_TRY(td__tensor_alloc(&tmp, dtype, t->ndim, t->shape, false, fn));
+	if (dtype == t->dtype && td__is_contiguous(t->ndim, t->shape, t->strides))
+		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, t->shape) *
+			td__itemsize(dtype));
+	else
+		td__copy_unchecked(&tmp, t, fn);
+	td__tensor_assign(out, t, &tmp);
+	return TD_OK;
+}
+
+int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
+{
+	static const char fn[] = "td_tensor_contiguous";
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(td__tensor_check(t, fn, "the tensor"));
+	if (td__is_contiguous(t->ndim, t->shape, t->strides)) {
+		if (out != t)
+			td_tensor_ref(out, t);
+		return TD_OK;
+	}
+	TD_TRY(td__tensor_check_read(t, fn, "the tensor"));
+	return copy_into_new(out, t, t->dtype, fn);
+}
+
+int td_tensor_clone(td_tensor *out, const td_tensor *t)
+{
+	static const char fn[] = "td_tensor_clone";
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(td__tensor_check_read(t, fn, "the tensor"));
+	return copy_into_new(out, t, t->dtype, fn);
+}
+
+int td_tensor_to_dtype(td_tensor *out, const td_tensor *t, td_dtype dtype)
+{
+	static const char fn[] = "td_tensor_to_dtype";
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	if (!td_dtype_is_valid((int)dtype))
+		return td__error(TD_EINVAL, "%s: invalid dtype %d", fn, (int)dtype);
+	TD_TRY(td__tensor_check(t, fn, "the tensor"));
+	if (dtype == t->dtype) {
+		if (out != t)
+			td_tensor_ref(out, t);
+		return TD_OK;
+	}
+	TD_TRY(td__tensor_check_read(t, fn, "the tensor"));
+	return copy_into_new(out, t, dtype, fn);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stack and cat                                                             */
+/* ------------------------------------------------------------------------ */
+
+static int join_check(const td_tensor *tensors, size_t n, td_dtype *dtype, const char *fn)
+{
+	size_t i;
+
+	if (!tensors || n == 0)
+		return td__error(TD_EINVAL, "%s: no tensors to join", fn);
+	for (i = 0; i < n; i++) {
+		char what[48];
+		snprintf(what, sizeof(what), "tensor %zu", i);
+		TD_TRY(td__tensor_check_read(&tensors[i], fn, what));
+		*dtype = i == 0 ? tensors[0].dtype : td_dtype_promote(*dtype, tensors[i].dtype);
+	}
+	return TD_OK;
+}
+
+static int shape_mismatch(const td_tensor *a, const td_tensor *b, size_t i, const char *fn)
+{
+	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+
+	return td__error(TD_ETYPE, "%s: tensor %zu has shape %s, tensor 0 has %s", fn, i,
+		td__format_shape(s1, sizeof(s1), b->ndim, b->shape),
+		td__format_shape(s2, sizeof(s2), a->ndim, a->shape));
+}
+
+int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
+{
+	static const char fn[] = "td_tensor_stack";
+	int64_t shape[TD_MAX_DIMS];
+	td_tensor tmp, slot;
+	td_dtype dtype;
+	size_t i;
+	int d, k;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(join_check(tensors, n, &dtype, fn));
+	if (tensors[0].ndim >= TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
+	if (n > (size_t)INT64_MAX)
+		return td__error(TD_EOVERFLOW, "%s: too many tensors", fn);
+	TD_TRY(td__wrap_dim(dim, tensors[0].ndim + 1, &d, fn));
+	for (i = 1; i < n; i++) {
+		if (tensors[i].ndim != tensors[0].ndim ||
+		    memcmp(tensors[i].shape, tensors[0].shape,
+			    (size_t)tensors[0].ndim * sizeof(int64_t)) != 0)
+			return shape_mismatch(&tensors[0], &tensors[i], i, fn);
+	}
+	for (k = 0, i = 0; k <= tensors[0].ndim; k++)
+		shape[k] = k == d ? (int64_t)n : tensors[0].shape[i++];
+	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim + 1, shape, false, fn));
+	for (i = 0; i < n; i++) {
+		slot = tmp;
+		slot.offset = (int64_t)i * tmp.strides[d];
+		for (k = d; k < tmp.ndim - 1; k++) {
+			slot.shape[k] = tmp.shape[k + 1];
+			slot.strides[k] = tmp.strides[k + 1];
+		}
+		slot.ndim = tmp.ndim - 1;
+		td__copy_unchecked(&slot, &tensors[i], fn);
+	}
+	/* `out` may alias tensors[0]: it was only read above. */
+	if (out == &tensors[0])
+		td_tensor_release(out);
+	*out = tmp;
+	return TD_OK;
+}
+
+int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
+{
+	static const char fn[] = "td_tensor_cat";
+	int64_t shape[TD_MAX_DIMS], total = 0, pos = 0;
+	td_tensor tmp, slot;
+	td_dtype dtype;
+	size_t i;
+	int d, k;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(join_check(tensors, n, &dtype, fn));
+	if (tensors[0].ndim == 0)
+		return td__error(TD_EINVAL, "%s: 0-d tensors cannot be concatenated", fn);
+	TD_TRY(td__wrap_dim(dim, tensors[0].ndim, &d, fn));
+	for (i = 0; i < n; i++) {
+		const td_tensor *t = &tensors[i];
+		if (t->ndim != tensors[0].ndim)
+			return shape_mismatch(&tensors[0], t, i, fn);
+		for (k = 0; k < t->ndim; k++)
+			if (k != d && t->shape[k] != tensors[0].shape[k])
+				return shape_mismatch(&tensors[0], t, i, fn);
+		if (!td__add_i64(total, t->shape[d], &total))
+			return td__error(TD_EOVERFLOW, "%s: result is too large", fn);
+	}
+	memcpy(shape, tensors[0].shape, (size_t)tensors[0].ndim * sizeof(int64_t));
+	shape[d] = total;
+	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim, shape, false, fn));
+	for (i = 0; i < n; i++) {
+		slot = tmp;
+		slot.shape[d] = tensors[i].shape[d];
+		slot.offset = pos * tmp.strides[d];
+		pos += tensors[i].shape[d];
+		if (slot.shape[d] > 0)
+			td__copy_unchecked(&slot, &tensors[i], fn);
+	}
+	if (out == &tensors[0])
+		td_tensor_release(out);
+	*out = tmp;
+	return TD_OK;
+}

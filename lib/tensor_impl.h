@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tensor_impl.h - internal helpers shared by the tensor sources: argument
+ * validation, shape arithmetic, broadcasting, the strided n-d iterator and
+ * the dtype conversion kernels. Never installed.
+ */
+#ifndef TD_TENSOR_IMPL_H
+#define TD_TENSOR_IMPL_H
+
+#include "td_internal.h"
+#include "buffer_impl.h"
+
+/* Element sizes indexed by td_dtype (valid dtypes only). */
+extern const uint8_t td__dtype_sizes[TD_DTYPE_COUNT];
+
+static inline size_t td__itemsize(td_dtype d)
+{
+	return td__dtype_sizes[d];
+}
+
+/** Address of the tensor's first element. The tensor must hold a buffer. */
+static inline char *td__tensor_ptr(const td_tensor *t)
+{
+	return (char *)t->buffer->data + (size_t)t->offset * td__itemsize(t->dtype);
+}
+
+/** Complex element layouts. */
+typedef struct td__cf32 {
+	float re, im;
+} td__cf32;
+typedef struct td__cf64 {
+	double re, im;
+} td__cf64;
+
+/* ------------------------------------------------------------------------ */
+/* Validation                                                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Check that `t` is a usable tensor (non-NULL, holds a buffer, valid
+ * dtype/ndim/shape, extent inside its buffer). `what` names it in messages.
+ */
+int td__tensor_check(const td_tensor *t, const char *fn, const char *what);
+
+/** td__tensor_check() plus: the CPU may read it (not device memory). */
+int td__tensor_check_read(const td_tensor *t, const char *fn, const char *what);
+
+/** td__tensor_check_read() plus: it may be written (not read-only). */
+int td__tensor_check_write(const td_tensor *t, const char *fn, const char *what);
+
+/**
+ * Validate a shape given by the caller and compute its element count and
+ * byte size for `dtype` (TD_EINVAL, TD_EOVERFLOW).
+ */
+int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *numel_out,
+	size_t *nbytes_out, const char *fn);
+
+/** Normalize a possibly negative dim against `ndim` dims (TD_EINVAL when out of range). */
+int td__wrap_dim(int dim, int ndim, int *out, const char *fn);
+
+/* ------------------------------------------------------------------------ */
+/* Shapes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static inline int64_t td__numel(int ndim, const int64_t *shape)
+{
+	int64_t n = 1;
+	int i;
+
+	for (i = 0; i < ndim; i++)
+		n *= shape[i];
+	return n;
+}
+
+/** C-order strides (elements) of a shape. */
+void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/** Whether a shape/strides pair is C-contiguous (size-1 dims ignored). */
+bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
+
+/**
+ * Broadcast two shapes (numpy rules) into `out`/`nout`.
+ * TD_ETYPE with a message when they do not broadcast.
+ */
+int td__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int *nout,
+	int64_t *out, const char *fn);
+
+/**
+ * Strides (elements) that make `t` appear with shape `shape` (ndim >= t's):
+ * broadcast dims get stride 0. TD_ETYPE when it does not broadcast.
+ */
+int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, int64_t *strides,
+	const char *fn);
+
+/** Allocate a new contiguous tensor (zeroed when `zero`). */
+int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape, bool zero,
+	const char *fn);
+
+/**
+ * Store a freshly computed result `*tmp` into `*out`. When `out` aliases
+ * `in` (the caller passed the same tensor as input and output), the input's
+ * old reference is released first. Always succeeds.
+ */
+static inline void td__tensor_assign(td_tensor *out, const td_tensor *in, td_tensor *tmp)
+{
+	if (out == in)
+		td_tensor_release(out);
+	*out = *tmp;
+}
+
+/** Whether two tensors' byte extents in the same buffer overlap. */
+bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
+
+/* ------------------------------------------------------------------------ */
+/* Strided iteration                                                         */
+/* ------------------------------------------------------------------------ */
+
+#define TD_ITER_MAX_OPS 3
+
+/**
+ * Walks up to three operands of one logical shape. Dims of size 1 are
+ * dropped and dims contiguous in every operand are merged, so the inner
+ * loop is as long as possible. Strides are in bytes.
+ */
+typedef struct td__iter {
+	int ndim;                                 /* >= 1 after setup */
+	int nops;
+	int64_t shape[TD_MAX_DIMS];
+	int64_t strides[TD_ITER_MAX_OPS][TD_MAX_DIMS];
+	char *base[TD_ITER_MAX_OPS];
+} td__iter;
+
+/**
+ * Inner loop: `n` elements; operand k starts at ptrs[k] and advances by
+ * strides[k] bytes.
+ */
+typedef void (*td__loop_fn)(char *const *ptrs, const int64_t *strides, int64_t n, void *ctx);
+
+/**
+ * Set up an iteration over `shape` for `nops` operands with element strides
+ * `strides[k]` (of length ndim) and element sizes `itemsizes[k]`.
+ */
+void td__iter_init(td__iter *it, int ndim, const int64_t *shape, int nops, char *const *base,
+	const int64_t *const *strides, const size_t *itemsizes);
+
+/** Run `fn` over every inner row of the iteration. */
+void td__iter_run(const td__iter *it, td__loop_fn fn, void *ctx);
+
+/* ------------------------------------------------------------------------ */
+/* Conversion (tensor_copy.c)                                                */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Convert `n` elements of dtype `st` at `src` (byte stride `ss`) into dtype
+ * `dt` at `dst` (byte stride `ds`) with the rules of td_tensor_to_dtype().
+ */
+void td__convert(char *dst, int64_t ds, td_dtype dt, const char *src, int64_t ss, td_dtype st,
+	int64_t n);
+
+/**
+ * Write the scalar converted to `dtype` into `out` (td_dtype_size(dtype)
+ * bytes).
+ */
+void td__scalar_store(void *out, td_dtype dtype, td_scalar s);
+
+/** TD_EINVAL unless `s` has a valid kind. */
+int td__scalar_check(td_scalar s, const char *fn);
+
+/** Fill a validated, writable tensor. */
+int td__fill_unchecked(const td_tensor *t, td_scalar value);
+
+/** Read one element of `dtype` at `p` as a scalar (kinds as td_tensor_get()). */
+td_scalar td__scalar_load(const void *p, td_dtype dtype);
+
+/**
+ * Copy `src` into `dst` (same shape after broadcasting `src`), converting
+ * dtypes. No argument checks and no overlap handling: internal callers use
+ * it on validated, non-overlapping tensors.
+ */
+int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn);
+
+#endif /* TD_TENSOR_IMPL_H */
