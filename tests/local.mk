@@ -1,2 +1,30 @@
 # SPDX-License-Identifier: MIT
-# Criterion test programs, one per module.
+# Criterion test programs, one per module, run through automake's TAP driver.
+if HAVE_CRITERION
+
+check_LTLIBRARIES += tests/helpers/libtdtest.la
+tests_helpers_libtdtest_la_SOURCES = \
+	%D%/helpers/td_test.h \
+	%D%/helpers/td_test.c
+tests_helpers_libtdtest_la_CFLAGS = $(AM_CFLAGS) $(CRITERION_CFLAGS)
+
+td_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/tests/helpers
+td_test_ldadd = tests/helpers/libtdtest.la libtdstore.la $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
+
+# --- lib/ ---
+check_PROGRAMS += %D%/lib/test_error
+TESTS += %D%/lib/test_error
+%C%_lib_test_error_CFLAGS = $(td_test_cflags)
+%C%_lib_test_error_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_dtype
+TESTS += %D%/lib/test_dtype
+%C%_lib_test_dtype_CFLAGS = $(td_test_cflags)
+%C%_lib_test_dtype_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_buffer
+TESTS += %D%/lib/test_buffer
+%C%_lib_test_buffer_CFLAGS = $(td_test_cflags)
+%C%_lib_test_buffer_LDADD = $(td_test_ldadd)
+
+endif

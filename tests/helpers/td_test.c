@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/* td_test.c - implementation of the shared test helpers. */
+#define _GNU_SOURCE
+#include "td_test.h"
+
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char tmpdir[4096];
+static char pathbuf[8192];
+
+void td_test_tmpdir_init(void)
+{
+	const char *base = getenv("TMPDIR");
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tdstore-test.XXXXXX", base && *base ? base : "/tmp");
+	cr_assert_not_null(mkdtemp(tmpdir), "mkdtemp failed");
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+void td_test_tmpdir_fini(void)
+{
+	if (tmpdir[0])
+		nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	tmpdir[0] = '\0';
+}
+
+const char *td_test_tmpdir(void)
+{
+	return tmpdir;
+}
+
+const char *td_test_path(const char *name)
+{
+	snprintf(pathbuf, sizeof(pathbuf), "%s/%s", tmpdir, name);
+	return pathbuf;
+}
+
+uint64_t td_test_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+void td_test_arange(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
+{
+	int64_t i, n;
+	td_tensor f;
+
+	td_cr_assert_ok(td_tensor_empty(&f, TD_DTYPE_F64, ndim, shape));
+	n = td_tensor_numel(&f);
+	for (i = 0; i < n; i++)
+		((double *)td_tensor_data(&f))[i] = (double)i;
+	td_cr_assert_ok(td_tensor_to_dtype(out, &f, dtype));
+	td_tensor_release(&f);
+}
+
+/* Visit every element of t in C order of its logical shape. */
+static int64_t flat_offset(const td_tensor *t, int64_t flat)
+{
+	int64_t off = 0;
+	int d;
+
+	for (d = t->ndim - 1; d >= 0; d--) {
+		int64_t k = t->shape[d] ? flat % t->shape[d] : 0;
+		flat = t->shape[d] ? flat / t->shape[d] : 0;
+		off += k * t->strides[d];
+	}
+	return off;
+}
+
+void td_test_random_fill(td_tensor *t, uint64_t seed)
+{
+	int64_t i, n = td_tensor_numel(t);
+	td_dtype_category cat = td_dtype_get_category(t->dtype);
+
+	for (i = 0; i < n; i++) {
+		int64_t idx[TD_MAX_DIMS], f = i;
+		int d;
+		uint64_t r = td_test_rand(&seed);
+		td_scalar s;
+
+		for (d = t->ndim - 1; d >= 0; d--) {
+			idx[d] = f % t->shape[d];
+			f /= t->shape[d];
+		}
+		if (cat == TD_CATEGORY_FLOAT || cat == TD_CATEGORY_COMPLEX)
+			s = td_scalar_float((double)(r % 20000) / 100.0 - 100.0);
+		else if (cat == TD_CATEGORY_BOOL)
+			s = td_scalar_bool(r & 1);
+		else if (cat == TD_CATEGORY_UINT)
+			s = td_scalar_int((int64_t)(r % 100));
+		else
+			s = td_scalar_int((int64_t)(r % 200) - 100);
+		td_cr_assert_ok(td_tensor_set(t, idx, s));
+	}
+}
+
+double td_test_element(const td_tensor *t, int64_t flat)
+{
+	const char *p = (const char *)td_tensor_data(t) +
+		flat_offset(t, flat) * (int64_t)td_dtype_size(t->dtype);
+	td_tensor one;
+	double v = 0;
+	td_tensor out;
+	int64_t shape0[1] = { 1 };
+
+	/* Convert one element through the library's own conversion path. */
+	td_cr_assert_ok(td_tensor_from_data(&one, t->dtype, 1, shape0, p));
+	td_cr_assert_ok(td_tensor_to_dtype(&out, &one, TD_DTYPE_F64));
+	v = *(double *)td_tensor_data(&out);
+	td_tensor_release(&out);
+	td_tensor_release(&one);
+	return v;
+}
+
+/* ---- failing allocator ---- */
+
+static long alloc_budget = -1;
+static long alloc_live;
+static long alloc_attempts;
+
+static bool alloc_allowed(void)
+{
+	alloc_attempts++;
+	if (alloc_budget == 0)
+		return false;
+	if (alloc_budget > 0)
+		alloc_budget--;
+	return true;
+}
+
+static void *t_malloc(size_t size, void *payload)
+{
+	void *p;
+	(void)payload;
+	if (!alloc_allowed())
+		return NULL;
+	p = malloc(size);
+	if (p)
+		alloc_live++;
+	return p;
+}
+
+static void *t_realloc(void *ptr, size_t size, void *payload)
+{
+	void *p;
+	(void)payload;
+	if (!alloc_allowed())
+		return NULL;
+	p = realloc(ptr, size);
+	if (p && !ptr)
+		alloc_live++;
+	return p;
+}
+
+static void *t_aligned(size_t alignment, size_t size, void *payload)
+{
+	void *p = NULL;
+	(void)payload;
+	if (!alloc_allowed())
+		return NULL;
+	if (posix_memalign(&p, alignment < sizeof(void *) ? sizeof(void *) : alignment, size) != 0)
+		return NULL;
+	alloc_live++;
+	return p;
+}
+
+static void t_free(void *ptr, void *payload)
+{
+	(void)payload;
+	if (ptr)
+		alloc_live--;
+	free(ptr);
+}
+
+void td_test_alloc_install(long succeed)
+{
+	td_allocator a = { TD_ALLOCATOR_VERSION, t_malloc, t_realloc, t_aligned, t_free, NULL };
+
+	alloc_budget = succeed;
+	alloc_live = 0;
+	alloc_attempts = 0;
+	td_cr_assert_ok(td_set_allocator(&a));
+}
+
+void td_test_alloc_uninstall(void)
+{
+	td_set_allocator(NULL);
+}
+
+long td_test_alloc_live(void)
+{
+	return alloc_live;
+}
+
+long td_test_alloc_attempts(void)
+{
+	return alloc_attempts;
+}
+
+void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), void *ctx)
+{
+	long k;
+
+	for (k = 0; k < 100000; k++) {
+		int rc;
+
+		td_test_alloc_install(k);
+		rc = body(ctx);
+		if (rc >= 0) {
+			cleanup(ctx);
+			cr_assert_eq(td_test_alloc_live(), 0, "success after %ld allocations leaked %ld",
+				k, td_test_alloc_live());
+			td_test_alloc_uninstall();
+			return;
+		}
+		cr_assert_eq(rc, TD_ENOMEM, "failure at allocation %ld returned %d (%s): %s", k, rc,
+			td_strerror(rc), td_error_last()->message);
+		cr_assert_eq(td_test_alloc_live(), 0,
+			"failure at allocation %ld leaked %ld allocations", k, td_test_alloc_live());
+		td_test_alloc_uninstall();
+	}
+	cr_assert_fail("the body never succeeded");
+}

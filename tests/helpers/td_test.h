@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * td_test.h - helpers shared by the Criterion test programs: assertions that
+ * print td_error_last() on failure, a private temporary directory per test,
+ * tensor builders, and an allocator that fails on demand (for TD_ENOMEM
+ * paths).
+ */
+#ifndef TD_TEST_H
+#define TD_TEST_H
+
+#include <criterion/criterion.h>
+#include <tdstore.h>
+
+/** Assert that a tdstore call succeeded (returned >= 0); print its error otherwise. */
+#define td_cr_assert_ok(expr) \
+	do { \
+		int td_rc_ = (expr); \
+		cr_assert(td_rc_ >= 0, "%s failed with %d (%s): %s", #expr, td_rc_, \
+			td_strerror(td_rc_), td_error_last()->message); \
+	} while (0)
+
+/**
+ * Assert that a tdstore call failed with `code`, recorded that code as the
+ * thread's last error, and left a real message.
+ */
+#define td_cr_assert_err(expr, expected) \
+	do { \
+		int td_rc_; \
+		td_error_clear(); \
+		td_rc_ = (expr); \
+		cr_assert_eq(td_rc_, (expected), "%s returned %d (%s), expected %d (%s); message: %s", \
+			#expr, td_rc_, td_strerror(td_rc_), (int)(expected), td_strerror(expected), \
+			td_error_last()->message); \
+		cr_assert_eq(td_error_last()->code, (expected), "%s: last error code %d, expected %d", \
+			#expr, td_error_last()->code, (int)(expected)); \
+		cr_assert(td_error_last()->message[0] != '\0' && \
+				  strcmp(td_error_last()->message, "no error") != 0, \
+			"%s: no error message recorded", #expr); \
+	} while (0)
+
+/* ---- per-test temporary directory (TestSuite .init/.fini) ---- */
+
+/** Create a fresh directory under $TMPDIR for the current test. */
+void td_test_tmpdir_init(void);
+/** Remove it recursively. */
+void td_test_tmpdir_fini(void);
+/** @return the current test's directory (valid between init and fini). */
+const char *td_test_tmpdir(void);
+/** @return a path inside the test directory (static buffer, overwritten per call). */
+const char *td_test_path(const char *name);
+
+/* ---- tensors ---- */
+
+/** A contiguous tensor of `dtype` holding 0, 1, 2, ... converted to `dtype`. */
+void td_test_arange(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape);
+/** Fill a tensor with pseudo-random values in [-100, 100) (integers for integer dtypes). */
+void td_test_random_fill(td_tensor *t, uint64_t seed);
+/** A splitmix64 step: deterministic pseudo-random numbers for tests. */
+uint64_t td_test_rand(uint64_t *state);
+/** Element `flat` (C order over the logical shape) of `t` as a double (real part). */
+double td_test_element(const td_tensor *t, int64_t flat);
+
+/* ---- allocation failure injection ---- */
+
+/**
+ * Install an allocator that fails every allocation after the first
+ * `succeed` ones (-1: never fail) and counts live allocations.
+ */
+void td_test_alloc_install(long succeed);
+/** Restore the default allocator. */
+void td_test_alloc_uninstall(void);
+/** @return the number of allocations made through the test allocator not yet freed. */
+long td_test_alloc_live(void);
+/** @return the number of allocations attempted since install. */
+long td_test_alloc_attempts(void);
+
+/**
+ * Run `body` with allocation failures injected at every position in turn
+ * (0, 1, 2, ... successful allocations before the failure) until it
+ * succeeds. Each failing run must return TD_ENOMEM and release everything
+ * it allocated; `cleanup` releases what a successful run produced.
+ */
+void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), void *ctx);
+
+#endif /* TD_TEST_H */
