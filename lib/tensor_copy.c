@@ -253,8 +253,13 @@ static td_dtype scalar_dtype(const td_scalar *s)
 
 void td__scalar_store(void *out, td_dtype dtype, td_scalar s)
 {
-	uint8_t b = s.v.b ? 1 : 0;
-	const void *src = s.kind == TD_SCALAR_BOOL ? (const void *)&b : (const void *)&s.v;
+	uint8_t b = 0;
+	const void *src = &s.v;
+
+	if (s.kind == TD_SCALAR_BOOL) {
+		b = s.v.b ? 1 : 0;
+		src = &b;
+	}
 
 	td__convert(out, 0, dtype, src, 0, scalar_dtype(&s), 1);
 }
