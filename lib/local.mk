@@ -14,7 +14,8 @@ libtdstore_la_SOURCES = \
 	%D%/tensor.c \
 	%D%/tensor_iter.c \
 	%D%/tensor_shape.c \
-	%D%/tensor_copy.c
+	%D%/tensor_copy.c \
+	%D%/tensor_ops.c
 
 libtdstore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 libtdstore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)
