@@ -32,4 +32,9 @@ TESTS += %D%/lib/test_tensor_ops
 %C%_lib_test_tensor_ops_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_ops_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_tensor_index
+TESTS += %D%/lib/test_tensor_index
+%C%_lib_test_tensor_index_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_index_LDADD = $(td_test_ldadd)
+
 endif
