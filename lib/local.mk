@@ -15,7 +15,8 @@ libtdstore_la_SOURCES = \
 	%D%/tensor_iter.c \
 	%D%/tensor_shape.c \
 	%D%/tensor_copy.c \
-	%D%/tensor_ops.c
+	%D%/tensor_ops.c \
+	%D%/tensor_index.c
 
 libtdstore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 libtdstore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)

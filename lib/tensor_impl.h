@@ -179,4 +179,71 @@ td_scalar td__scalar_load(const void *p, td_dtype dtype);
  */
 int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn);
 
+/* ------------------------------------------------------------------------ */
+/* Indexing (tensor_index.c)                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * td_tensor_index(), td_tensor_index_put() and td_tensor_index_fill() with
+ * the caller's name `fn` in error messages (td_dict reports its own name).
+ * The basic case of td__tensor_index() allocates nothing and costs
+ * O(t->ndim + n).
+ */
+int td__tensor_index(td_tensor *out, const td_tensor *t, const td_index *idx, size_t n,
+	const char *fn);
+int td__tensor_index_put(td_tensor *t, const td_index *idx, size_t n, const td_tensor *value,
+	const char *fn);
+int td__tensor_index_fill(td_tensor *t, const td_index *idx, size_t n, td_scalar value,
+	const char *fn);
+
+/**
+ * The shape `t[idx...]` has for a tensor `t` of shape `shape` (ndim dims),
+ * with every check td_tensor_index() makes (positions in range, mask
+ * shapes, broadcasting): a call that succeeds here succeeds there, barring
+ * TD_ENOMEM. Allocates nothing. `shape_out` needs TD_MAX_DIMS entries;
+ * `*view_out` (may be NULL) says whether the expression is basic (a view).
+ */
+int td__index_shape(int *ndim_out, int64_t *shape_out, bool *view_out, int ndim,
+	const int64_t *shape, const td_index *idx, size_t n, const char *fn);
+
+/**
+ * An index expression prepared once to be applied to many tensors whose
+ * leading dims share one shape (a td_dict's leaves share its batch shape).
+ * Applying `idx` to a tensor whose leading dims are the prepared shape gives
+ * what the original expression gives on the prepared shape, with the
+ * tensor's further dims kept whole.
+ */
+typedef struct td__index_expr {
+	td_index *idx;            /* `n` elements; owned array */
+	size_t n;
+	td_tensor *positions;     /* owned int64 position tensors the mask elements point to */
+	size_t npositions;
+	bool basic;               /* no advanced element: every result is a view */
+	int ndim;                 /* the indexed shape of the prepared shape */
+	int64_t shape[TD_MAX_DIMS];
+} td__index_expr;
+
+/**
+ * Prepare `idx` for tensors whose leading dims are `shape` (ndim dims):
+ *  - the expression is checked in full against `shape` (as
+ *    td__index_shape(); TD_EINDEX, TD_EINVAL, TD_ETYPE);
+ *  - an ellipsis is replaced by full slices over the dims of `shape` that
+ *    the expression does not name, so that it stands for those dims only;
+ *  - every mask (TD_INDEX_MASK, or a TD_INDEX_TENSOR of dtype bool with
+ *    ndim k >= 1) is replaced by k int64 TD_INDEX_TENSOR elements holding
+ *    the coordinates of its true elements (numpy's nonzero()), so that the
+ *    count is made once, not once per tensor. Mask sizes are checked here
+ *    against `shape`; the positions are in range by construction.
+ * 0-d bool tensors, lists and integer index tensors stay as given: their
+ * pointers are borrowed from `idx`, which must outlive the use of `out`.
+ *
+ * @param[out] out  written on success; release with td__index_expr_release()
+ * @return TD_OK; as td__index_shape(); TD_ENOMEM; TD_EOVERFLOW
+ */
+int td__index_expr_prepare(td__index_expr *out, const td_index *idx, size_t n, int ndim,
+	const int64_t *shape, const char *fn);
+
+/** Release what td__index_expr_prepare() made; NULL is accepted. */
+void td__index_expr_release(td__index_expr *e);
+
 #endif /* TD_TENSOR_IMPL_H */
