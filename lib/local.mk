@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 # libtdstore: the in-memory core (lib/) - later issues add storage/ and gpu/.
+# All objects go into a convenience library, compiled once: libtdstore.la
+# (which exports only TD_API symbols) is made from it, and tests of internal
+# td__ functions link it directly.
+noinst_LTLIBRARIES += libtdcore.la
 lib_LTLIBRARIES += libtdstore.la
 
-libtdstore_la_SOURCES = \
+libtdcore_la_SOURCES = \
 	%D%/td_internal.h \
 	%D%/buffer_impl.h \
 	%D%/tensor_impl.h \
@@ -16,10 +20,23 @@ libtdstore_la_SOURCES = \
 	%D%/tensor_shape.c \
 	%D%/tensor_copy.c \
 	%D%/tensor_ops.c \
-	%D%/tensor_index.c
+	%D%/tensor_index.c \
+	%D%/dict_impl.h \
+	%D%/dict.c \
+	%D%/dict_key.c \
+	%D%/dict_access.c \
+	%D%/dict_iter.c \
+	%D%/dict_ops.c \
+	%D%/dict_flatten.c \
+	%D%/dict_apply.c \
+	%D%/dict_batch.c \
+	%D%/dict_join.c
 
-libtdstore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
-libtdstore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)
+libtdcore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
+libtdcore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)
+
+libtdstore_la_SOURCES =
+libtdstore_la_LIBADD = libtdcore.la
 libtdstore_la_LDFLAGS = $(AM_LDFLAGS) \
 	-version-info $(TD_LT_CURRENT):$(TD_LT_REVISION):$(TD_LT_AGE) \
 	-no-undefined

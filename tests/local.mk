@@ -12,12 +12,9 @@ td_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/tests/helpers
 td_test_ldadd = tests/helpers/libtdtest.la libtdstore.la $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 
 # The shared library exports only td_ symbols. Programs that test internal
-# td__ functions link this static copy of the library instead.
-check_LTLIBRARIES += tests/helpers/libtdstore_internal.la
-tests_helpers_libtdstore_internal_la_SOURCES = $(libtdstore_la_SOURCES)
-tests_helpers_libtdstore_internal_la_CFLAGS = $(libtdstore_la_CFLAGS)
-td_test_internal_ldadd = tests/helpers/libtdtest.la tests/helpers/libtdstore_internal.la \
-	$(CRITERION_LIBS) $(libtdstore_la_LIBADD) -lm
+# td__ functions link the library's convenience archive instead.
+td_test_internal_ldadd = tests/helpers/libtdtest.la libtdcore.la \
+	$(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 
 # --- lib/ ---
 check_PROGRAMS += %D%/lib/test_error
@@ -49,5 +46,20 @@ check_PROGRAMS += %D%/lib/test_tensor_index_internal
 TESTS += %D%/lib/test_tensor_index_internal
 %C%_lib_test_tensor_index_internal_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_index_internal_LDADD = $(td_test_internal_ldadd)
+
+check_PROGRAMS += %D%/lib/test_dict
+TESTS += %D%/lib/test_dict
+%C%_lib_test_dict_CFLAGS = $(td_test_cflags)
+%C%_lib_test_dict_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_dict_ops
+TESTS += %D%/lib/test_dict_ops
+%C%_lib_test_dict_ops_CFLAGS = $(td_test_cflags)
+%C%_lib_test_dict_ops_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_dict_batch
+TESTS += %D%/lib/test_dict_batch
+%C%_lib_test_dict_batch_CFLAGS = $(td_test_cflags)
+%C%_lib_test_dict_batch_LDADD = $(td_test_ldadd)
 
 endif

@@ -402,9 +402,11 @@ TD_API void td_dict_iter_free(td_dict_iter *it);
 TD_API int td_dict_update(td_dict *d, const td_dict *other);
 
 /**
- * Copy every leaf of `other` into the existing tensor of `d` under the same
- * key (tensordict's update_()). Every key of `other` must exist in `d`;
- * this is checked before anything is written.
+ * Copy every tensor of `other` into the existing tensor of `d` under the
+ * same key (tensordict's update_()); a non-tensor value replaces the
+ * existing non-tensor value. Every key of `other` must exist in `d` with a
+ * value of the same kind; this is checked before anything is written.
+ * Allowed on locked dicts.
  *
  * @return TD_OK; TD_ENOTFOUND; TD_ETYPE; TD_EREADONLY
  */

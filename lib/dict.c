@@ -1,0 +1,686 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict.c - the td_dict map: creation and release, the insertion-ordered
+ * entry array with its open-addressing index, path walking, and the batch
+ * shape and lock state.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+/* ------------------------------------------------------------------------ */
+/* Allocation and release                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Index size for `cap` entries: a power of two at least twice as large. */
+static uint32_t index_size(uint32_t cap)
+{
+	uint32_t size = 16;
+
+	while (size < 2 * cap)
+		size *= 2;
+	return size;
+}
+
+int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, uint32_t cap,
+	const char *fn)
+{
+	size_t size;
+	td_dict *d;
+	int i;
+
+	if (batch_ndim < 0 || batch_ndim > TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: batch ndim %d is outside 0..%d", fn, batch_ndim,
+			TD_MAX_DIMS);
+	if (batch_ndim > 0 && !batch_shape)
+		return td__error(TD_EINVAL, "%s: NULL batch shape", fn);
+	for (i = 0; i < batch_ndim; i++)
+		if (batch_shape[i] < 0)
+			return td__error(TD_EINVAL, "%s: negative batch size %lld at dim %d", fn,
+				(long long)batch_shape[i], i);
+	if (cap > UINT32_MAX / 4)
+		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
+	size = sizeof(*d) + (size_t)cap * sizeof(td__entry);
+	d = td__malloc(size);
+	if (!d)
+		return td__error_nomem(size);
+	d->index = NULL;
+	if (cap > TD_DICT_SCAN_MAX) {
+		uint32_t isize = index_size(cap);
+		d->index = td__calloc(isize, sizeof(uint32_t));
+		if (!d->index) {
+			td__free(d);
+			return td__error_nomem((size_t)isize * sizeof(uint32_t));
+		}
+		d->index_mask = isize - 1;
+	} else {
+		d->index_mask = 0;
+	}
+	d->entries = cap ? (td__entry *)(d + 1) : NULL;
+	d->used = 0;
+	d->count = 0;
+	d->cap = cap;
+	d->index_fill = 0;
+	d->locked = false;
+	d->entries_inline = cap > 0;
+	d->batch_ndim = batch_ndim;
+	d->parent = NULL;
+	if (batch_ndim > 0)
+		memcpy(d->batch_shape, batch_shape, (size_t)batch_ndim * sizeof(int64_t));
+	*out = d;
+	return TD_OK;
+}
+
+int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape)
+{
+	if (!out)
+		return td__error(TD_EINVAL, "td_dict_new: NULL out");
+	*out = NULL;
+	return td__dict_alloc(out, batch_ndim, batch_shape, 4, "td_dict_new");
+}
+
+static void dict_destroy(td_dict *d);
+
+void td__value_release(td_value *v)
+{
+	switch (v->kind) {
+	case TD_VALUE_TENSOR:
+		td_buffer_unref(v->u.tensor.buffer);
+		break;
+	case TD_VALUE_DICT:
+		dict_destroy(v->u.dict);
+		break;
+	case TD_VALUE_STRING:
+	case TD_VALUE_BYTES:
+		td_buffer_unref(v->u.blob.buffer);
+		break;
+	}
+}
+
+static void dict_destroy(td_dict *d)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->used; i++) {
+		td__entry *e = &d->entries[i];
+		if (!e->key)
+			continue;
+		td__kstr_unref(e->key);
+		td__value_release(&e->value);
+	}
+	td__free(d->index);
+	if (!d->entries_inline)
+		td__free(d->entries);
+	td__free(d);
+}
+
+void td_dict_free(td_dict *d)
+{
+	if (d && !d->parent)
+		dict_destroy(d);
+}
+
+void td_dict_array_free(td_dict **dicts, size_t count)
+{
+	size_t i;
+
+	if (!dicts)
+		return;
+	for (i = 0; i < count; i++)
+		td_dict_free(dicts[i]);
+	td__free(dicts);
+}
+
+int td__value_share(td_value *out, const td_value *v, const char *fn)
+{
+	switch (v->kind) {
+	case TD_VALUE_DICT: {
+		td_dict *copy;
+		TD_TRY(td__dict_copy(&copy, v->u.dict, fn));
+		out->kind = TD_VALUE_DICT;
+		out->u.dict = copy;
+		return TD_OK;
+	}
+	case TD_VALUE_TENSOR:
+		*out = *v;
+		td_buffer_ref(out->u.tensor.buffer);
+		return TD_OK;
+	default:
+		*out = *v;
+		td_buffer_ref(out->u.blob.buffer);
+		return TD_OK;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The index                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static inline bool key_eq(const td__kstr *k, const char *s, uint32_t len, uint64_t hash)
+{
+	return k->hash == hash && k->len == len && memcmp(k->data, s, len) == 0;
+}
+
+td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64_t hash)
+{
+	uint32_t i, mask, v;
+
+	if (!d->index) {
+		for (i = 0; i < d->used; i++) {
+			td__entry *e = &d->entries[i];
+			if (e->key && key_eq(e->key, key, len, hash))
+				return e;
+		}
+		return NULL;
+	}
+	mask = d->index_mask;
+	for (i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
+		v = d->index[i];
+		if (v == 0)
+			return NULL;
+		if (v != TD_DICT_TOMB && key_eq(d->entries[v - 1].key, key, len, hash))
+			return &d->entries[v - 1];
+	}
+}
+
+static void index_insert(td_dict *d, uint64_t hash, uint32_t slot)
+{
+	uint32_t mask = d->index_mask, i;
+
+	for (i = (uint32_t)hash & mask; d->index[i] != 0 && d->index[i] != TD_DICT_TOMB;
+	     i = (i + 1) & mask)
+		;
+	if (d->index[i] == 0)
+		d->index_fill++;
+	d->index[i] = slot + 1;
+}
+
+/* Refill `index` (size mask + 1, already allocated) from the live entries. */
+static void index_fill_all(td_dict *d, uint32_t *index, uint32_t mask)
+{
+	uint32_t i;
+
+	memset(index, 0, ((size_t)mask + 1) * sizeof(uint32_t));
+	d->index = index;
+	d->index_mask = mask;
+	d->index_fill = 0;
+	for (i = 0; i < d->used; i++)
+		if (d->entries[i].key)
+			index_insert(d, d->entries[i].key->hash, i);
+}
+
+/* Close the holes left by deletions, in place. */
+static void compact(td_dict *d)
+{
+	uint32_t i, j = 0;
+
+	for (i = 0; i < d->used; i++)
+		if (d->entries[i].key)
+			d->entries[j++] = d->entries[i];
+	d->used = j;
+	if (d->index)
+		index_fill_all(d, d->index, d->index_mask);
+}
+
+/* Make room for one more entry. */
+static int grow(td_dict *d, const char *fn)
+{
+	uint32_t new_cap, isize = 0;
+	uint32_t *new_index = NULL;
+	td__entry *new_entries;
+	size_t bytes;
+
+	if (d->used - d->count >= d->used / 2 && d->used > d->count) {
+		compact(d);
+		return TD_OK;
+	}
+	if (d->cap >= UINT32_MAX / 4)
+		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
+	new_cap = d->cap ? d->cap * 2 : 4;
+	bytes = (size_t)new_cap * sizeof(td__entry);
+	new_entries = td__malloc(bytes);
+	if (!new_entries)
+		return td__error_nomem(bytes);
+	if (new_cap > TD_DICT_SCAN_MAX && (!d->index || index_size(new_cap) > d->index_mask + 1)) {
+		isize = index_size(new_cap);
+		new_index = td__malloc((size_t)isize * sizeof(uint32_t));
+		if (!new_index) {
+			td__free(new_entries);
+			return td__error_nomem((size_t)isize * sizeof(uint32_t));
+		}
+	}
+	if (d->used)
+		memcpy(new_entries, d->entries, (size_t)d->used * sizeof(td__entry));
+	if (!d->entries_inline)
+		td__free(d->entries);
+	d->entries = new_entries;
+	d->entries_inline = false;
+	d->cap = new_cap;
+	compact(d);
+	if (new_index) {
+		td__free(d->index);
+		index_fill_all(d, new_index, isize - 1);
+	}
+	return TD_OK;
+}
+
+int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char *fn)
+{
+	uint32_t slot;
+
+	if (d->used == d->cap)
+		TD_TRY(grow(d, fn));
+	if (d->index && (d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+		index_fill_all(d, d->index, d->index_mask); /* drop tombstones */
+	slot = d->used++;
+	d->entries[slot].key = key;
+	d->entries[slot].value = *value;
+	d->count++;
+	if (d->index)
+		index_insert(d, key->hash, slot);
+	return TD_OK;
+}
+
+void td__dict_remove_slot(td_dict *d, uint32_t i)
+{
+	td__entry *e = &d->entries[i];
+
+	if (d->index) {
+		uint32_t mask = d->index_mask, k;
+		for (k = (uint32_t)e->key->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
+			;
+		d->index[k] = TD_DICT_TOMB;
+	}
+	td__kstr_unref(e->key);
+	e->key = NULL;
+	td__value_release(&e->value);
+	d->count--;
+	while (d->used > 0 && !d->entries[d->used - 1].key)
+		d->used--;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Batch shape, depth, locks                                                 */
+/* ------------------------------------------------------------------------ */
+
+int td__dict_check_batch(const td_dict *d, int ndim, const int64_t *shape, const char *key,
+	const char *fn)
+{
+	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+
+	if (ndim >= d->batch_ndim &&
+	    memcmp(shape, d->batch_shape, (size_t)d->batch_ndim * sizeof(int64_t)) == 0)
+		return TD_OK;
+	return td__error(TD_ETYPE, "%s: '%s' has shape %s, which does not start with the batch "
+		"shape %s", fn, key, td__format_shape(s1, sizeof(s1), ndim, shape),
+		td__format_shape(s2, sizeof(s2), d->batch_ndim, d->batch_shape));
+}
+
+size_t td__dict_height(const td_dict *d)
+{
+	size_t h = 0, i;
+
+	for (i = 0; i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		if (e->key && e->value.kind == TD_VALUE_DICT) {
+			size_t c = td__dict_height(e->value.u.dict);
+			if (c > h)
+				h = c;
+		}
+	}
+	return h + 1;
+}
+
+size_t td__dict_depth(const td_dict *d)
+{
+	size_t n = 0;
+
+	while (d->parent) {
+		d = d->parent;
+		n++;
+	}
+	return n;
+}
+
+void td__dict_set_locked(td_dict *d, bool locked)
+{
+	uint32_t i;
+
+	d->locked = locked;
+	for (i = 0; i < d->used; i++) {
+		td__entry *e = &d->entries[i];
+		if (e->key && e->value.kind == TD_VALUE_DICT)
+			td__dict_set_locked(e->value.u.dict, locked);
+	}
+}
+
+int td_dict_lock(td_dict *d)
+{
+	if (!d)
+		return td__error(TD_EINVAL, "td_dict_lock: NULL dict");
+	td__dict_set_locked(d, true);
+	return TD_OK;
+}
+
+int td_dict_unlock(td_dict *d)
+{
+	const td_dict *p;
+
+	if (!d)
+		return td__error(TD_EINVAL, "td_dict_unlock: NULL dict");
+	for (p = d->parent; p; p = p->parent)
+		if (p->locked)
+			return td__error(TD_ELOCKED, "td_dict_unlock: a parent of this dict is locked; "
+				"unlock the parent instead");
+	td__dict_set_locked(d, false);
+	return TD_OK;
+}
+
+bool td_dict_is_locked(const td_dict *d)
+{
+	return d && d->locked;
+}
+
+int td_dict_batch_ndim(const td_dict *d)
+{
+	return d ? d->batch_ndim : 0;
+}
+
+const int64_t *td_dict_batch_shape(const td_dict *d)
+{
+	return d ? d->batch_shape : NULL;
+}
+
+int64_t td_dict_batch_numel(const td_dict *d)
+{
+	return d ? td__numel(d->batch_ndim, d->batch_shape) : 0;
+}
+
+td_dict *td_dict_parent(const td_dict *d)
+{
+	return d ? d->parent : NULL;
+}
+
+size_t td_dict_len(const td_dict *d)
+{
+	return d ? d->count : 0;
+}
+
+/* The shape of an entry's value that must start with the batch shape. */
+static bool value_shape(const td_value *v, int *ndim, const int64_t **shape)
+{
+	if (v->kind == TD_VALUE_TENSOR) {
+		*ndim = v->u.tensor.ndim;
+		*shape = v->u.tensor.shape;
+		return true;
+	}
+	if (v->kind == TD_VALUE_DICT) {
+		*ndim = v->u.dict->batch_ndim;
+		*shape = v->u.dict->batch_shape;
+		return true;
+	}
+	return false;
+}
+
+int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_shape)
+{
+	static const char fn[] = "td_dict_set_batch_shape";
+	td_dict probe;
+	uint32_t i;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (d->locked)
+		return td__error(TD_ELOCKED, "%s: the dict is locked", fn);
+	if (batch_ndim < 0 || batch_ndim > TD_MAX_DIMS || (batch_ndim > 0 && !batch_shape))
+		return td__error(TD_EINVAL, "%s: invalid batch shape (ndim %d)", fn, batch_ndim);
+	for (i = 0; i < (uint32_t)batch_ndim; i++)
+		if (batch_shape[i] < 0)
+			return td__error(TD_EINVAL, "%s: negative batch size at dim %u", fn, i);
+	if (d->parent)
+		TD_TRY(td__dict_check_batch(d->parent, batch_ndim, batch_shape, "the dict", fn));
+	probe.batch_ndim = batch_ndim;
+	if (batch_ndim)
+		memcpy(probe.batch_shape, batch_shape, (size_t)batch_ndim * sizeof(int64_t));
+	for (i = 0; i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		const int64_t *shape;
+		int ndim;
+
+		if (e->key && value_shape(&e->value, &ndim, &shape))
+			TD_TRY(td__dict_check_batch(&probe, ndim, shape, e->key->data, fn));
+	}
+	d->batch_ndim = batch_ndim;
+	if (batch_ndim)
+		memcpy(d->batch_shape, batch_shape, (size_t)batch_ndim * sizeof(int64_t));
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Paths                                                                     */
+/* ------------------------------------------------------------------------ */
+
+td__entry *td__dict_lookup_quiet(const td_dict *d, const td__kref *parts, size_t n,
+	td_dict **parent_out)
+{
+	size_t i;
+
+	for (i = 0;; i++) {
+		td__entry *e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
+		if (!e)
+			return NULL;
+		if (i == n - 1) {
+			if (parent_out)
+				*parent_out = (td_dict *)d;
+			return e;
+		}
+		if (e->value.kind != TD_VALUE_DICT)
+			return NULL;
+		d = e->value.u.dict;
+	}
+}
+
+int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry **out,
+	td_dict **parent_out, const char *fn)
+{
+	char path[512];
+	size_t i;
+
+	*out = td__dict_lookup_quiet(d, parts, n, parent_out);
+	if (*out)
+		return TD_OK;
+	/* Walk again to say which component failed. */
+	for (i = 0; i < n; i++) {
+		const td__entry *e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
+		if (!e) {
+			td__kpath_format(path, sizeof(path), parts, n);
+			if (n == 1)
+				return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, path);
+			return td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn,
+				path, (int)parts[i].len, parts[i].s);
+		}
+		if (e->value.kind != TD_VALUE_DICT) {
+			td__kpath_format(path, sizeof(path), parts, n);
+			return td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
+				(int)parts[i].len, parts[i].s);
+		}
+		d = e->value.u.dict;
+	}
+	return td__error(TD_ERROR, "%s: lookup failed", fn);
+}
+
+void td__dict_undo(td__undo *undo)
+{
+	if (undo->dict)
+		td__dict_remove_slot(undo->dict, undo->slot);
+	undo->dict = NULL;
+}
+
+/* Append a new empty child dict named `part` to `d`. */
+static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, const char *fn)
+{
+	td_value v;
+	td__kstr *k;
+	td_dict *c;
+	int rc;
+
+	if (td__dict_depth(d) + 1 >= TD_KEY_MAX_DEPTH)
+		return td__error(TD_EINVAL, "%s: dicts cannot nest deeper than %d levels", fn,
+			TD_KEY_MAX_DEPTH);
+	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 4, fn));
+	k = td__kstr_new(part->s, part->len, part->hash);
+	if (!k) {
+		td__free(c);
+		return td__error_nomem(part->len);
+	}
+	v.kind = TD_VALUE_DICT;
+	v.u.dict = c;
+	rc = td__dict_append(d, k, &v, fn);
+	if (rc < 0) {
+		td__kstr_unref(k);
+		td__free(c);
+		return rc;
+	}
+	c->parent = d;
+	*child_out = c;
+	return TD_OK;
+}
+
+int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
+	td_dict **parent_out, const char *fn)
+{
+	char path[512];
+	size_t i;
+	int rc;
+
+	if (undo)
+		undo->dict = NULL;
+	for (i = 0; i + 1 < n; i++) {
+		td__entry *e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
+
+		if (e && e->value.kind == TD_VALUE_DICT) {
+			d = e->value.u.dict;
+			continue;
+		}
+		td__kpath_format(path, sizeof(path), parts, n);
+		if (e)
+			rc = td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
+				(int)parts[i].len, parts[i].s);
+		else if (!undo)
+			rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn,
+				path, (int)parts[i].len, parts[i].s);
+		else if (d->locked)
+			rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, path);
+		else {
+			td_dict *child = NULL;
+			rc = add_child(d, &parts[i], &child, fn);
+			if (rc == TD_OK) {
+				if (!undo->dict) {
+					undo->dict = d;
+					undo->slot = d->used - 1;
+				}
+				d = child;
+				continue;
+			}
+		}
+		if (undo)
+			td__dict_undo(undo);
+		return rc;
+	}
+	*parent_out = d;
+	return TD_OK;
+}
+
+/* Check that a dict value fits under `parent` (batch, nesting, cycles). */
+static int check_child(td_dict *parent, td_dict *child, const char *key, const char *fn)
+{
+	const td_dict *p;
+
+	if (child->parent)
+		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn,
+			key);
+	for (p = parent; p; p = p->parent)
+		if (p == child)
+			return td__error(TD_EINVAL, "%s: '%s': a dict cannot contain itself", fn, key);
+	TD_TRY(td__dict_check_batch(parent, child->batch_ndim, child->batch_shape, key, fn));
+	if (td__dict_depth(parent) + td__dict_height(child) >= TD_KEY_MAX_DEPTH)
+		return td__error(TD_EINVAL, "%s: '%s': dicts cannot nest deeper than %d levels", fn,
+			key, TD_KEY_MAX_DEPTH);
+	return TD_OK;
+}
+
+static int check_value(td_dict *parent, const td_value *v, const char *key, const char *fn)
+{
+	if (v->kind == TD_VALUE_TENSOR)
+		return td__dict_check_batch(parent, v->u.tensor.ndim, v->u.tensor.shape, key, fn);
+	if (v->kind == TD_VALUE_DICT)
+		return check_child(parent, v->u.dict, key, fn);
+	return TD_OK;
+}
+
+/* Store `v` in an existing entry of `parent`. */
+static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const char *key,
+	const char *fn)
+{
+	td_value old;
+
+	if (parent->locked) {
+		if (e->value.kind == TD_VALUE_TENSOR && v->kind == TD_VALUE_TENSOR)
+			return td_tensor_copy(&e->value.u.tensor, &v->u.tensor);
+		return td__error(TD_ELOCKED, "%s: cannot replace '%s': the dict is locked", fn, key);
+	}
+	old = e->value;
+	e->value = *v;
+	if (v->kind == TD_VALUE_TENSOR)
+		td_buffer_ref(v->u.tensor.buffer);
+	else if (v->kind == TD_VALUE_DICT)
+		v->u.dict->parent = parent;
+	else
+		td_buffer_ref(v->u.blob.buffer);
+	td__value_release(&old);
+	return TD_OK;
+}
+
+int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn)
+{
+	const td__kref *last = &parts[n - 1];
+	char key[512];
+	td_dict *parent;
+	td__undo undo;
+	td__entry *e;
+	td__kstr *k;
+	int rc;
+
+	TD_TRY(td__dict_walk(d, parts, n, &undo, &parent, fn));
+	td__kpath_format(key, sizeof(key), parts, n);
+	rc = check_value(parent, v, key, fn);
+	if (rc < 0)
+		goto fail;
+	e = td__dict_find(parent, last->s, last->len, last->hash);
+	if (e)
+		return replace_value(parent, e, v, key, fn);
+	if (parent->locked) {
+		rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
+		goto fail;
+	}
+	k = td__kstr_new(last->s, last->len, last->hash);
+	if (!k) {
+		rc = td__error_nomem(last->len);
+		goto fail;
+	}
+	rc = td__dict_append(parent, k, v, fn);
+	if (rc < 0) {
+		td__kstr_unref(k);
+		goto fail;
+	}
+	if (v->kind == TD_VALUE_TENSOR)
+		td_buffer_ref(v->u.tensor.buffer);
+	else if (v->kind == TD_VALUE_DICT)
+		v->u.dict->parent = parent;
+	else
+		td_buffer_ref(v->u.blob.buffer);
+	return TD_OK;
+fail:
+	td__dict_undo(&undo);
+	return rc;
+}

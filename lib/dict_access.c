@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_access.c - the public get / set / delete / rename / membership
+ * functions in their three key forms (dotted string, path array, key
+ * handle). Each form resolves its key into components and calls one shared
+ * implementation.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+#include <stdio.h>
+
+/* Resolve one of the three key forms into `p` (exactly one is non-NULL). */
+static int resolve(td__kpath *p, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const char *fn)
+{
+	if (key)
+		return td__kpath_key(p, key, fn);
+	if (parts)
+		return td__kpath_parts(p, parts, n, fn);
+	return td__kpath_dotted(p, dotted, fn);
+}
+
+#define KEY_ARGS(dotted, parts, n, key) (dotted), (parts), (n), (key)
+#define FORM_DOTTED(k) KEY_ARGS(k, NULL, 0, NULL)
+#define FORM_PATH(p, n) KEY_ARGS(NULL, p, n, NULL)
+#define FORM_KEY(k) KEY_ARGS(NULL, NULL, 0, k)
+
+/* ------------------------------------------------------------------------ */
+/* Membership                                                                */
+/* ------------------------------------------------------------------------ */
+
+static int contains_impl(const td_dict *d, const char *dotted, const char *const *parts,
+	size_t n, const td_key *key, unsigned flags, const char *fn)
+{
+	const td__entry *e;
+	td__kpath p;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (flags & ~(unsigned)TD_LEAVES_ONLY)
+		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	if (key) {
+		e = td__dict_lookup_quiet(d, key->part, key->n, NULL);
+	} else {
+		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+		e = td__dict_lookup_quiet(d, p.part, p.n, NULL);
+	}
+	if (!e)
+		return 0;
+	return !(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT;
+}
+
+int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
+{
+	return contains_impl(d, FORM_DOTTED(key), flags, "td_dict_contains");
+}
+
+int td_dict_contains_path(const td_dict *d, const char *const *parts, size_t n, unsigned flags)
+{
+	return contains_impl(d, FORM_PATH(parts, n), flags, "td_dict_contains_path");
+}
+
+int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned flags)
+{
+	if (!key)
+		return td__error(TD_EINVAL, "td_dict_contains_key: NULL key handle");
+	return contains_impl(d, FORM_KEY(key), flags, "td_dict_contains_key");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lookup                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int get_impl(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, td__entry **out, const char *fn)
+{
+	td__kpath p;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (key)
+		return td__dict_lookup(d, key->part, key->n, out, NULL, fn);
+	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+	return td__dict_lookup(d, p.part, p.n, out, NULL, fn);
+}
+
+static int not_kind(const td__entry *e, const char *want, const char *fn)
+{
+	static const char *const names[] = { "?", "a tensor", "a dict", "a string", "bytes" };
+
+	return td__error(TD_ETYPE, "%s: '%s' holds %s, not %s", fn, e->key->data,
+		names[e->value.kind <= TD_VALUE_BYTES ? e->value.kind : 0], want);
+}
+
+static int get_value(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_value **out, const char *fn)
+{
+	td__entry *e;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	*out = &e->value;
+	return TD_OK;
+}
+
+int td_dict_get(const td_dict *d, const char *key, const td_value **out)
+{
+	return get_value(d, FORM_DOTTED(key), out, "td_dict_get");
+}
+
+int td_dict_get_path(const td_dict *d, const char *const *parts, size_t n, const td_value **out)
+{
+	return get_value(d, FORM_PATH(parts, n), out, "td_dict_get_path");
+}
+
+int td_dict_get_key(const td_dict *d, const td_key *key, const td_value **out)
+{
+	if (!key)
+		return td__error(TD_EINVAL, "td_dict_get_key: NULL key handle");
+	return get_value(d, FORM_KEY(key), out, "td_dict_get_key");
+}
+
+static int get_tensor(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_tensor **out, const char *fn)
+{
+	td__entry *e;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	if (e->value.kind != TD_VALUE_TENSOR)
+		return not_kind(e, "a tensor", fn);
+	*out = &e->value.u.tensor;
+	return TD_OK;
+}
+
+int td_dict_get_tensor(const td_dict *d, const char *key, const td_tensor **out)
+{
+	return get_tensor(d, FORM_DOTTED(key), out, "td_dict_get_tensor");
+}
+
+int td_dict_get_tensor_path(const td_dict *d, const char *const *parts, size_t n,
+	const td_tensor **out)
+{
+	return get_tensor(d, FORM_PATH(parts, n), out, "td_dict_get_tensor_path");
+}
+
+int td_dict_get_tensor_key(const td_dict *d, const td_key *key, const td_tensor **out)
+{
+	if (!key)
+		return td__error(TD_EINVAL, "td_dict_get_tensor_key: NULL key handle");
+	return get_tensor(d, FORM_KEY(key), out, "td_dict_get_tensor_key");
+}
+
+static int get_dict(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	td_dict **out, const char *fn)
+{
+	td__entry *e;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, dotted, parts, n, NULL, &e, fn));
+	if (e->value.kind != TD_VALUE_DICT)
+		return not_kind(e, "a dict", fn);
+	*out = e->value.u.dict;
+	return TD_OK;
+}
+
+int td_dict_get_dict(const td_dict *d, const char *key, td_dict **out)
+{
+	return get_dict(d, key, NULL, 0, out, "td_dict_get_dict");
+}
+
+int td_dict_get_dict_path(const td_dict *d, const char *const *parts, size_t n, td_dict **out)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_get_dict_path: NULL path");
+	return get_dict(d, NULL, parts, n, out, "td_dict_get_dict_path");
+}
+
+int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
+	size_t *length_out)
+{
+	static const char fn[] = "td_dict_get_blob";
+	td__entry *e;
+
+	if (!data_out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, FORM_DOTTED(key), &e, fn));
+	if (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES)
+		return not_kind(e, "a string or bytes", fn);
+	*data_out = e->value.u.blob.data;
+	if (length_out)
+		*length_out = e->value.u.blob.length;
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Setting                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int set_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_value *v, const char *fn)
+{
+	td__kpath p;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (key)
+		return td__dict_set_value(d, key->part, key->n, v, fn);
+	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+	return td__dict_set_value(d, p.part, p.n, v, fn);
+}
+
+static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_tensor *t, const char *fn)
+{
+	td_value v;
+
+	TD_TRY(td__tensor_check(t, fn, "the tensor"));
+	v.kind = TD_VALUE_TENSOR;
+	v.u.tensor = *t;
+	return set_impl(d, dotted, parts, n, key, &v, fn);
+}
+
+int td_dict_set_tensor(td_dict *d, const char *key, const td_tensor *t)
+{
+	return set_tensor(d, FORM_DOTTED(key), t, "td_dict_set_tensor");
+}
+
+int td_dict_set_tensor_path(td_dict *d, const char *const *parts, size_t n, const td_tensor *t)
+{
+	return set_tensor(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_path");
+}
+
+int td_dict_set_tensor_key(td_dict *d, const td_key *key, const td_tensor *t)
+{
+	if (!key)
+		return td__error(TD_EINVAL, "td_dict_set_tensor_key: NULL key handle");
+	return set_tensor(d, FORM_KEY(key), t, "td_dict_set_tensor_key");
+}
+
+int td_dict_set_tensor_take(td_dict *d, const char *key, td_tensor *t)
+{
+	TD_TRY(set_tensor(d, FORM_DOTTED(key), t, "td_dict_set_tensor_take"));
+	td_tensor_release(t);
+	return TD_OK;
+}
+
+static int set_inplace(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_tensor *t, const char *fn)
+{
+	td__entry *e;
+
+	TD_TRY(td__tensor_check(t, fn, "the tensor"));
+	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	if (e->value.kind != TD_VALUE_TENSOR)
+		return not_kind(e, "a tensor", fn);
+	return td_tensor_copy(&e->value.u.tensor, t);
+}
+
+int td_dict_set_tensor_inplace(td_dict *d, const char *key, const td_tensor *t)
+{
+	return set_inplace(d, FORM_DOTTED(key), t, "td_dict_set_tensor_inplace");
+}
+
+int td_dict_set_tensor_inplace_path(td_dict *d, const char *const *parts, size_t n,
+	const td_tensor *t)
+{
+	return set_inplace(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_inplace_path");
+}
+
+int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const td_tensor *t)
+{
+	if (!key)
+		return td__error(TD_EINVAL, "td_dict_set_tensor_inplace_key: NULL key handle");
+	return set_inplace(d, FORM_KEY(key), t, "td_dict_set_tensor_inplace_key");
+}
+
+static int set_dict_copy(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_dict *child, const char *fn)
+{
+	const td_dict *p;
+	td_value v;
+	int rc;
+
+	if (!child)
+		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
+	for (p = d; p; p = p->parent)
+		if (p == child)
+			return td__error(TD_EINVAL, "%s: a dict cannot contain itself", fn);
+	v.kind = TD_VALUE_DICT;
+	TD_TRY(td__dict_copy(&v.u.dict, child, fn));
+	if (d && d->locked)
+		td__dict_set_locked(v.u.dict, true);
+	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
+	if (rc < 0)
+		td_dict_free(v.u.dict);
+	return rc;
+}
+
+int td_dict_set_dict(td_dict *d, const char *key, const td_dict *child)
+{
+	return set_dict_copy(d, key, NULL, 0, child, "td_dict_set_dict");
+}
+
+int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n, const td_dict *child)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_set_dict_path: NULL path");
+	return set_dict_copy(d, NULL, parts, n, child, "td_dict_set_dict_path");
+}
+
+int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child)
+{
+	static const char fn[] = "td_dict_set_dict_take";
+	td_value v;
+
+	if (!child)
+		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
+	if (child->parent)
+		return td__error(TD_EINVAL, "%s: the dict already belongs to another dict", fn);
+	v.kind = TD_VALUE_DICT;
+	v.u.dict = child;
+	return set_impl(d, FORM_DOTTED(key), &v, fn);
+}
+
+/* A blob value in a new buffer; `string` adds the terminating NUL. */
+static int make_blob(td_value *v, const void *data, size_t length, bool string, const char *fn)
+{
+	td_buffer *b;
+
+	if (length == SIZE_MAX)
+		return td__error(TD_EOVERFLOW, "%s: value too long", fn);
+	TD_TRY(td_buffer_new(&b, length + 1, 0));
+	if (length)
+		memcpy(td_buffer_data(b), data, length);
+	((char *)td_buffer_data(b))[length] = '\0';
+	v->kind = string ? TD_VALUE_STRING : TD_VALUE_BYTES;
+	v->u.blob.buffer = b;
+	v->u.blob.data = td_buffer_data(b);
+	v->u.blob.length = length;
+	return TD_OK;
+}
+
+/* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+static bool valid_utf8(const unsigned char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		unsigned c = s[i];
+		size_t n;
+		uint32_t cp;
+
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else
+			return false;
+		if (len - i <= n)
+			return false;
+		for (size_t k = 1; k <= n; k++) {
+			if ((s[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = (cp << 6) | (s[i + k] & 0x3f);
+		}
+		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return false;
+		i += n + 1;
+	}
+	return true;
+}
+
+static int set_blob(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const void *data, size_t length, bool string, const char *fn)
+{
+	td_value v;
+	int rc;
+
+	if (!data && length)
+		return td__error(TD_EINVAL, "%s: NULL data", fn);
+	if (string && !valid_utf8(data, length))
+		return td__error(TD_EINVAL, "%s: the string is not valid UTF-8", fn);
+	TD_TRY(make_blob(&v, data, length, string, fn));
+	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
+	td_buffer_unref(v.u.blob.buffer);
+	return rc;
+}
+
+int td_dict_set_string(td_dict *d, const char *key, const char *utf8)
+{
+	if (!utf8)
+		return td__error(TD_EINVAL, "td_dict_set_string: NULL string");
+	return set_blob(d, key, NULL, 0, utf8, strlen(utf8), true, "td_dict_set_string");
+}
+
+int td_dict_set_string_path(td_dict *d, const char *const *parts, size_t n, const char *utf8)
+{
+	if (!utf8 || !parts)
+		return td__error(TD_EINVAL, "td_dict_set_string_path: NULL argument");
+	return set_blob(d, NULL, parts, n, utf8, strlen(utf8), true, "td_dict_set_string_path");
+}
+
+int td_dict_set_bytes(td_dict *d, const char *key, const void *data, size_t length)
+{
+	return set_blob(d, key, NULL, 0, data, length, false, "td_dict_set_bytes");
+}
+
+int td_dict_set_bytes_path(td_dict *d, const char *const *parts, size_t n, const void *data,
+	size_t length)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_set_bytes_path: NULL path");
+	return set_blob(d, NULL, parts, n, data, length, false, "td_dict_set_bytes_path");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deleting and renaming                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int del_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const char *fn)
+{
+	td_dict *parent;
+	td__entry *e;
+	td__kpath p;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_TRY(resolve(&p, dotted, parts, n, NULL, fn));
+	TD_TRY(td__dict_lookup(d, p.part, p.n, &e, &parent, fn));
+	if (parent->locked)
+		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the dict is locked", fn,
+			e->key->data);
+	td__dict_remove_slot(parent, (uint32_t)(e - parent->entries));
+	return TD_OK;
+}
+
+int td_dict_del(td_dict *d, const char *key)
+{
+	return del_impl(d, key, NULL, 0, "td_dict_del");
+}
+
+int td_dict_del_path(td_dict *d, const char *const *parts, size_t n)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_del_path: NULL path");
+	return del_impl(d, NULL, parts, n, "td_dict_del_path");
+}
+
+/* Point the index cell of `slot` (found by `hash`) at nothing. */
+static void index_forget(td_dict *d, uint64_t hash, uint32_t slot)
+{
+	uint32_t mask = d->index_mask, i;
+
+	for (i = (uint32_t)hash & mask; d->index[i] != slot + 1; i = (i + 1) & mask)
+		;
+	d->index[i] = TD_DICT_TOMB;
+}
+
+/* Rename within one dict: the entry keeps its position. */
+static int rename_here(td_dict *d, td__entry *e, const td__kref *to)
+{
+	uint32_t slot = (uint32_t)(e - d->entries);
+	td__kstr *k = td__kstr_new(to->s, to->len, to->hash);
+
+	if (!k)
+		return td__error_nomem(to->len);
+	if (d->index) {
+		uint32_t mask = d->index_mask, i;
+
+		index_forget(d, e->key->hash, slot);
+		for (i = (uint32_t)k->hash & mask; d->index[i] != 0 && d->index[i] != TD_DICT_TOMB;
+		     i = (i + 1) & mask)
+			;
+		/* Reusing a tombstone or an empty cell: the fill count never exceeds its bound
+		 * because the cell just forgotten offsets the one taken. */
+		d->index[i] = slot + 1;
+	}
+	td__kstr_unref(e->key);
+	e->key = k;
+	return TD_OK;
+}
+
+/* Check that moving value `v` out of `from` into `to` keeps the tree valid. */
+static int check_move(const td_dict *to, const td_value *v, const char *key, const char *fn)
+{
+	const td_dict *p;
+	const td_dict *child;
+
+	if (v->kind == TD_VALUE_TENSOR)
+		return td__dict_check_batch(to, v->u.tensor.ndim, v->u.tensor.shape, key, fn);
+	if (v->kind != TD_VALUE_DICT)
+		return TD_OK;
+	child = v->u.dict;
+	for (p = to; p; p = p->parent)
+		if (p == child)
+			return td__error(TD_EINVAL, "%s: cannot move '%s' into itself", fn, key);
+	TD_TRY(td__dict_check_batch(to, child->batch_ndim, child->batch_shape, key, fn));
+	if (td__dict_depth(to) + td__dict_height(child) >= TD_KEY_MAX_DEPTH)
+		return td__error(TD_EINVAL, "%s: dicts cannot nest deeper than %d levels", fn,
+			TD_KEY_MAX_DEPTH);
+	return TD_OK;
+}
+
+/* Move the entry holding key `old` of `from` into `to` as `name`. */
+static int rename_move(td_dict *from, const td__kstr *old, td_dict *to, const td__kref *name,
+	const char *key, const char *fn)
+{
+	td__entry *e = td__dict_find(from, old->data, old->len, old->hash);
+	td_value v = e->value;
+	td__kstr *k;
+	int rc;
+
+	TD_TRY(check_move(to, &v, key, fn));
+	if (to->locked)
+		return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
+	k = td__kstr_new(name->s, name->len, name->hash);
+	if (!k)
+		return td__error_nomem(name->len);
+	rc = td__dict_append(to, k, &v, fn);
+	if (rc < 0) {
+		td__kstr_unref(k);
+		return rc;
+	}
+	if (v.kind == TD_VALUE_DICT)
+		v.u.dict->parent = to;
+	/* The value now lives in `to`: empty the old slot without releasing it. */
+	e = td__dict_find(from, old->data, old->len, old->hash);
+	e->value.kind = TD_VALUE_BYTES;
+	e->value.u.blob.buffer = NULL;
+	td__dict_remove_slot(from, (uint32_t)(e - from->entries));
+	return TD_OK;
+}
+
+static int rename_impl(td_dict *d, const td__kpath *po, const td__kpath *pn, const char *fn)
+{
+	const td__kref *last = &pn->part[pn->n - 1];
+	td_dict *from, *to;
+	char key[512];
+	td__entry *e;
+	td__kstr *old;
+	td__undo undo;
+	int rc;
+
+	TD_TRY(td__dict_lookup(d, po->part, po->n, &e, &from, fn));
+	if (from->locked)
+		return td__error(TD_ELOCKED, "%s: cannot rename '%s': the dict is locked", fn,
+			e->key->data);
+	old = td__kstr_ref(e->key);
+	rc = td__dict_walk(d, pn->part, pn->n, &undo, &to, fn);
+	if (rc < 0)
+		goto out;
+	td__kpath_format(key, sizeof(key), pn->part, pn->n);
+	if (td__dict_find(to, last->s, last->len, last->hash)) {
+		rc = td__error(TD_EEXISTS, "%s: key '%s' already exists", fn, key);
+	} else if (to == from) {
+		rc = rename_here(from, td__dict_find(from, old->data, old->len, old->hash), last);
+	} else {
+		rc = rename_move(from, old, to, last, key, fn);
+	}
+	if (rc < 0)
+		td__dict_undo(&undo);
+out:
+	td__kstr_unref(old);
+	return rc;
+}
+
+int td_dict_rename(td_dict *d, const char *old_key, const char *new_key)
+{
+	static const char fn[] = "td_dict_rename";
+	td__kpath po, pn;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_TRY(td__kpath_dotted(&po, old_key, fn));
+	TD_TRY(td__kpath_dotted(&pn, new_key, fn));
+	return rename_impl(d, &po, &pn, fn);
+}
+
+int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t old_n,
+	const char *const *new_parts, size_t new_n)
+{
+	static const char fn[] = "td_dict_rename_path";
+	td__kpath po, pn;
+
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_TRY(td__kpath_parts(&po, old_parts, old_n, fn));
+	TD_TRY(td__kpath_parts(&pn, new_parts, new_n, fn));
+	return rename_impl(d, &po, &pn, fn);
+}

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_apply.c - per-leaf operations: apply (callbacks), elementwise
+ * arithmetic with another dict or a scalar, zero, equality. In-place
+ * variants check every leaf before writing any, so a refused operation
+ * leaves the dict unchanged.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+/* ------------------------------------------------------------------------ */
+/* apply                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct apply_state {
+	td_apply_fn fn;
+	void *payload;
+	const char *path[TD_KEY_MAX_DEPTH];
+	const char *name;
+} apply_state;
+
+/* Run the callback on one leaf; *keep is false when it asked to skip the leaf. */
+static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tensor *r,
+	bool *keep)
+{
+	td_item item;
+	int rc;
+
+	item.path = st->path;
+	item.depth = depth + 1;
+	item.key = e->key->data;
+	item.value = &e->value;
+	*r = (td_tensor)TD_TENSOR_INIT;
+	rc = st->fn(r, &e->value.u.tensor, &item, st->payload);
+	*keep = rc == 0;
+	if (rc < 0 || rc > 0)
+		td_tensor_release(r);
+	if (rc < 0 && td_error_last()->code != rc)
+		td__error(rc, "%s: the callback failed on '%s' with %d", st->name, e->key->data, rc);
+	return rc < 0 ? rc : TD_OK;
+}
+
+static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t depth)
+{
+	td_dict *nd;
+	uint32_t i;
+	int rc = 0;
+
+	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, st->name));
+	for (i = 0; i < d->used && rc == 0; i++) {
+		const td__entry *e = &d->entries[i];
+		bool keep = true;
+		td_value v;
+
+		if (!e->key)
+			continue;
+		st->path[depth] = e->key->data;
+		v.kind = e->value.kind;
+		if (e->value.kind == TD_VALUE_TENSOR) {
+			rc = call_leaf(st, e, depth, &v.u.tensor, &keep);
+			if (rc == 0 && keep) {
+				rc = td__tensor_check(&v.u.tensor, st->name, "the callback's result");
+				if (rc == 0)
+					rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
+						e->key->data, st->name);
+				if (rc < 0)
+					td_tensor_release(&v.u.tensor);
+			}
+		} else if (e->value.kind == TD_VALUE_DICT) {
+			rc = apply_rec(&v.u.dict, e->value.u.dict, st, depth + 1);
+		} else {
+			rc = td__value_share(&v, &e->value, st->name);
+		}
+		if (rc == 0 && keep) {
+			rc = td__dict_append(nd, td__kstr_ref(e->key), &v, st->name);
+			if (rc < 0) {
+				td__kstr_unref(e->key);
+				td__value_release(&v);
+			} else if (v.kind == TD_VALUE_DICT) {
+				v.u.dict->parent = nd;
+			}
+		}
+	}
+	if (rc < 0) {
+		td_dict_free(nd);
+		return rc;
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+int td_dict_apply(td_dict **out, const td_dict *d, td_apply_fn fn, void *payload)
+{
+	apply_state st;
+
+	if (!out || !d || !fn)
+		return td__error(TD_EINVAL, "td_dict_apply: NULL argument");
+	*out = NULL;
+	st.fn = fn;
+	st.payload = payload;
+	st.name = "td_dict_apply";
+	return apply_rec(out, d, &st, 0);
+}
+
+static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->used; i++) {
+		td__entry *e = &d->entries[i];
+		td_tensor r;
+		bool keep;
+		int rc;
+
+		if (!e->key)
+			continue;
+		st->path[depth] = e->key->data;
+		if (e->value.kind == TD_VALUE_DICT) {
+			TD_TRY(apply_inplace_rec(e->value.u.dict, st, depth + 1));
+			continue;
+		}
+		if (e->value.kind != TD_VALUE_TENSOR)
+			continue;
+		TD_TRY(call_leaf(st, e, depth, &r, &keep));
+		if (!keep)
+			continue;
+		rc = td_tensor_copy(&e->value.u.tensor, &r);
+		td_tensor_release(&r);
+		TD_TRY(rc);
+	}
+	return TD_OK;
+}
+
+int td_dict_apply_inplace(td_dict *d, td_apply_fn fn, void *payload)
+{
+	apply_state st;
+
+	if (!d || !fn)
+		return td__error(TD_EINVAL, "td_dict_apply_inplace: NULL argument");
+	st.fn = fn;
+	st.payload = payload;
+	st.name = "td_dict_apply_inplace";
+	return apply_inplace_rec(d, &st, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pairing the leaves of two dicts                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Check that `a` and `b` hold the same keys with the same kinds, nested.
+ * Returns TD_ENOTFOUND / TD_ETYPE with a message naming the key.
+ */
+static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->used; i++) {
+		const td__entry *ea = &a->entries[i], *eb;
+
+		if (!ea->key)
+			continue;
+		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		if (!eb)
+			return td__error(TD_ENOTFOUND, "%s: key '%s' is missing from the second dict",
+				fn, ea->key->data);
+		if ((ea->value.kind == TD_VALUE_DICT) != (eb->value.kind == TD_VALUE_DICT) ||
+		    (ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
+			return td__error(TD_ETYPE, "%s: '%s' holds different kinds of values", fn,
+				ea->key->data);
+		if (ea->value.kind == TD_VALUE_DICT)
+			TD_TRY(same_structure(ea->value.u.dict, eb->value.u.dict, fn));
+	}
+	if (a->count != b->count)
+		return td__error(TD_ENOTFOUND, "%s: the second dict has keys the first lacks", fn);
+	return TD_OK;
+}
+
+static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_binop op,
+	const char *fn)
+{
+	td_dict *nd;
+	uint32_t i;
+	int rc = 0;
+
+	TD_TRY(td__dict_alloc(&nd, a->batch_ndim, a->batch_shape, a->count, fn));
+	for (i = 0; i < a->used && rc == 0; i++) {
+		const td__entry *ea = &a->entries[i], *eb;
+		td_value v;
+
+		if (!ea->key)
+			continue;
+		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		v.kind = ea->value.kind;
+		if (ea->value.kind == TD_VALUE_TENSOR) {
+			rc = td_tensor_binary(&v.u.tensor, &ea->value.u.tensor, &eb->value.u.tensor, op);
+			if (rc == 0) {
+				rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
+					ea->key->data, fn);
+				if (rc < 0)
+					td_tensor_release(&v.u.tensor);
+			}
+		} else if (ea->value.kind == TD_VALUE_DICT) {
+			rc = binary_rec(&v.u.dict, ea->value.u.dict, eb->value.u.dict, op, fn);
+		} else {
+			rc = td__value_share(&v, &ea->value, fn);
+		}
+		if (rc == 0) {
+			rc = td__dict_append(nd, td__kstr_ref(ea->key), &v, fn);
+			if (rc < 0) {
+				td__kstr_unref(ea->key);
+				td__value_release(&v);
+			} else if (v.kind == TD_VALUE_DICT) {
+				v.u.dict->parent = nd;
+			}
+		}
+	}
+	if (rc < 0) {
+		td_dict_free(nd);
+		return rc;
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+int td_dict_binary(td_dict **out, const td_dict *a, const td_dict *b, td_binop op)
+{
+	static const char fn[] = "td_dict_binary";
+
+	if (!out || !a || !b)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	*out = NULL;
+	if ((unsigned)op > TD_OP_NE)
+		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
+	TD_TRY(same_structure(a, b, fn));
+	return binary_rec(out, a, b, op, fn);
+}
+
+typedef struct scalar_ctx {
+	td_scalar s;
+	td_binop op;
+} scalar_ctx;
+
+static int leaf_binary_scalar(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	const scalar_ctx *c = ctx;
+
+	return td_tensor_binary_scalar(out, in, c->s, c->op);
+}
+
+int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop op)
+{
+	static const char fn[] = "td_dict_binary_scalar";
+	scalar_ctx c;
+
+	if (!out || !a)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	*out = NULL;
+	if ((unsigned)op > TD_OP_NE)
+		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
+	TD_TRY(td__scalar_check(s, fn));
+	c.s = s;
+	c.op = op;
+	return td__dict_transform(out, a, a->batch_ndim, a->batch_shape, leaf_binary_scalar, &c,
+		fn);
+}
+
+/* The category a scalar brings into an operation. */
+static td_dtype_category scalar_category(td_scalar s)
+{
+	switch (s.kind) {
+	case TD_SCALAR_BOOL:
+		return TD_CATEGORY_BOOL;
+	case TD_SCALAR_INT:
+	case TD_SCALAR_UINT:
+		return TD_CATEGORY_INT;
+	case TD_SCALAR_FLOAT:
+		return TD_CATEGORY_FLOAT;
+	default:
+		return TD_CATEGORY_COMPLEX;
+	}
+}
+
+/*
+ * Whether `a <op>= (something of category cat)` can be done in place on a
+ * leaf of dtype dt, following the in-place rules of td_tensor_binary_inplace().
+ */
+/* Cast ranks of torch's can_cast: signed and unsigned integers are one kind. */
+static int cast_rank(td_dtype_category c)
+{
+	return c == TD_CATEGORY_BOOL ? 0 : c <= TD_CATEGORY_INT ? 1 : (int)c - 1;
+}
+
+static int inplace_ok(const td_tensor *t, td_dtype_category cat, td_binop op, const char *key,
+	const char *fn)
+{
+	td_dtype_category tc = td_dtype_get_category(t->dtype);
+	td_dtype_category need = cat;
+
+	TD_TRY(td__tensor_check_write(t, fn, key));
+	if (op == TD_OP_SUB && tc == TD_CATEGORY_BOOL)
+		return td__error(TD_ETYPE, "%s: '%s': subtraction of bool tensors is not supported",
+			fn, key);
+	if (op == TD_OP_DIV && need < TD_CATEGORY_FLOAT)
+		need = TD_CATEGORY_FLOAT;
+	if (cast_rank(need) > cast_rank(tc))
+		return td__error(TD_ETYPE, "%s: the result cannot be stored in '%s' of dtype %s", fn,
+			key, td_dtype_name(t->dtype));
+	return TD_OK;
+}
+
+/* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
+static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
+	bool write, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < a->used; i++) {
+		td__entry *ea = &a->entries[i];
+		const td__entry *eb = NULL;
+		td_tensor *t;
+
+		if (!ea->key)
+			continue;
+		if (b)
+			eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		if (ea->value.kind == TD_VALUE_DICT) {
+			TD_TRY(binary_inplace_rec(ea->value.u.dict, eb ? eb->value.u.dict : NULL, s, op,
+				write, fn));
+			continue;
+		}
+		if (ea->value.kind != TD_VALUE_TENSOR)
+			continue;
+		t = &ea->value.u.tensor;
+		if (write && eb) {
+			TD_TRY(td_tensor_binary_inplace(t, &eb->value.u.tensor, op));
+		} else if (write) {
+			TD_TRY(td_tensor_binary_scalar_inplace(t, s, op));
+		} else if (eb) {
+			int64_t strides[TD_MAX_DIMS];
+			const td_tensor *o = &eb->value.u.tensor;
+			if (op == TD_OP_SUB && o->dtype == TD_DTYPE_BOOL)
+				return td__error(TD_ETYPE, "%s: '%s': subtraction of bool tensors is not "
+					"supported", fn, ea->key->data);
+			TD_TRY(inplace_ok(t, td_dtype_get_category(td_dtype_promote(t->dtype, o->dtype)),
+				op, ea->key->data, fn));
+			TD_TRY(td__broadcast_strides(o, t->ndim, t->shape, strides, fn));
+		} else {
+			TD_TRY(inplace_ok(t, scalar_category(s), op, ea->key->data, fn));
+		}
+	}
+	return TD_OK;
+}
+
+static int check_inplace_op(td_binop op, const char *fn)
+{
+	if (op == TD_OP_EQ || op == TD_OP_NE)
+		return td__error(TD_EINVAL, "%s: comparisons cannot be done in place", fn);
+	if ((unsigned)op > TD_OP_NE)
+		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
+	return TD_OK;
+}
+
+int td_dict_binary_inplace(td_dict *a, const td_dict *b, td_binop op)
+{
+	static const char fn[] = "td_dict_binary_inplace";
+	td_scalar none = td_scalar_int(0);
+
+	if (!a || !b)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_TRY(check_inplace_op(op, fn));
+	TD_TRY(same_structure(a, b, fn));
+	TD_TRY(binary_inplace_rec(a, b, none, op, false, fn));
+	return binary_inplace_rec(a, b, none, op, true, fn);
+}
+
+int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
+{
+	static const char fn[] = "td_dict_binary_scalar_inplace";
+
+	if (!a)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_TRY(check_inplace_op(op, fn));
+	TD_TRY(td__scalar_check(s, fn));
+	TD_TRY(binary_inplace_rec(a, NULL, s, op, false, fn));
+	return binary_inplace_rec(a, NULL, s, op, true, fn);
+}
+
+/* ------------------------------------------------------------------------ */
+/* zero, equal, allclose                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int zero_rec(td_dict *d, bool write, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->used; i++) {
+		td__entry *e = &d->entries[i];
+
+		if (!e->key)
+			continue;
+		if (e->value.kind == TD_VALUE_DICT)
+			TD_TRY(zero_rec(e->value.u.dict, write, fn));
+		else if (e->value.kind == TD_VALUE_TENSOR && write)
+			TD_TRY(td_tensor_zero(&e->value.u.tensor));
+		else if (e->value.kind == TD_VALUE_TENSOR)
+			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, e->key->data));
+	}
+	return TD_OK;
+}
+
+int td_dict_zero(td_dict *d)
+{
+	if (!d)
+		return td__error(TD_EINVAL, "td_dict_zero: NULL dict");
+	TD_TRY(zero_rec(d, false, "td_dict_zero"));
+	return zero_rec(d, true, "td_dict_zero");
+}
+
+typedef struct cmp_opts {
+	bool close;
+	double rtol, atol;
+	bool equal_nan;
+} cmp_opts;
+
+static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
+{
+	uint32_t i;
+
+	if (a->batch_ndim != b->batch_ndim || a->count != b->count ||
+	    memcmp(a->batch_shape, b->batch_shape, (size_t)a->batch_ndim * sizeof(int64_t)) != 0)
+		return 0;
+	for (i = 0; i < a->used; i++) {
+		const td__entry *ea = &a->entries[i], *eb;
+		const td_value *va, *vb;
+		int r;
+
+		if (!ea->key)
+			continue;
+		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		if (!eb || eb->value.kind != ea->value.kind)
+			return 0;
+		va = &ea->value;
+		vb = &eb->value;
+		if (va->kind == TD_VALUE_DICT)
+			r = equal_rec(va->u.dict, vb->u.dict, o);
+		else if (va->kind != TD_VALUE_TENSOR)
+			r = va->u.blob.length == vb->u.blob.length &&
+			    memcmp(va->u.blob.data, vb->u.blob.data, va->u.blob.length) == 0;
+		else if (!o->close)
+			r = td_tensor_equal(&va->u.tensor, &vb->u.tensor);
+		else if (va->u.tensor.ndim != vb->u.tensor.ndim ||
+			 memcmp(va->u.tensor.shape, vb->u.tensor.shape,
+				 (size_t)va->u.tensor.ndim * sizeof(int64_t)) != 0)
+			r = 0;
+		else
+			r = td_tensor_allclose(&va->u.tensor, &vb->u.tensor, o->rtol, o->atol,
+				o->equal_nan);
+		if (r <= 0)
+			return r;
+	}
+	return 1;
+}
+
+int td_dict_equal(const td_dict *a, const td_dict *b)
+{
+	cmp_opts o = { false, 0, 0, false };
+
+	if (!a || !b)
+		return td__error(TD_EINVAL, "td_dict_equal: NULL argument");
+	return equal_rec(a, b, &o);
+}
+
+int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double atol,
+	bool equal_nan)
+{
+	cmp_opts o = { true, rtol, atol, equal_nan };
+
+	if (!a || !b)
+		return td__error(TD_EINVAL, "td_dict_allclose: NULL argument");
+	if (!(rtol >= 0) || !(atol >= 0))
+		return td__error(TD_EINVAL, "td_dict_allclose: tolerances must be >= 0");
+	return equal_rec(a, b, &o);
+}

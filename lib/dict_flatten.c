@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_flatten.c - flatten_keys / unflatten_keys: nested keys joined with a
+ * separator into flat keys, and back.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+/* Append leaf `v` of `out` under `prefix<sep>key` (prefix may be empty). */
+static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, size_t cap,
+	const char *sep, size_t seplen, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		size_t klen;
+
+		if (!e->key)
+			continue;
+		if (len + (len ? seplen : 0) + e->key->len + 1 > cap)
+			return td__error(TD_EINVAL, "%s: a flattened key is longer than %zu bytes", fn,
+				cap - 1);
+		klen = len;
+		if (len) {
+			memcpy(buf + klen, sep, seplen);
+			klen += seplen;
+		}
+		memcpy(buf + klen, e->key->data, e->key->len);
+		klen += e->key->len;
+		buf[klen] = '\0';
+		if (e->value.kind == TD_VALUE_DICT) {
+			TD_TRY(flatten_rec(out, e->value.u.dict, buf, klen, cap, sep, seplen, fn));
+		} else {
+			uint64_t h = td__hash(buf, klen);
+			td__kstr *k;
+			td_value v;
+			int rc;
+
+			if (td__dict_find(out, buf, (uint32_t)klen, h))
+				return td__error(TD_EEXISTS, "%s: two keys flatten to '%s'", fn, buf);
+			TD_TRY(td__value_share(&v, &e->value, fn));
+			k = td__kstr_new(buf, klen, h);
+			if (!k) {
+				td__value_release(&v);
+				return td__error_nomem(klen);
+			}
+			rc = td__dict_append(out, k, &v, fn);
+			if (rc < 0) {
+				td__kstr_unref(k);
+				td__value_release(&v);
+				return rc;
+			}
+		}
+	}
+	return TD_OK;
+}
+
+/* Most bytes a flattened key may have. */
+#define FLAT_KEY_MAX 65536
+
+int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
+{
+	static const char fn[] = "td_dict_flatten_keys";
+	td_dict *nd;
+	char *buf;
+	int rc;
+
+	if (!out || !d || !sep)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	*out = NULL;
+	if (!*sep)
+		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
+	buf = td__malloc(FLAT_KEY_MAX);
+	if (!buf)
+		return td__error_nomem(FLAT_KEY_MAX);
+	rc = td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, fn);
+	if (rc == 0) {
+		rc = flatten_rec(nd, d, buf, 0, FLAT_KEY_MAX, sep, strlen(sep), fn);
+		if (rc < 0)
+			td_dict_free(nd);
+		else
+			*out = nd;
+	}
+	td__free(buf);
+	return rc;
+}
+
+/* Split `key` on `sep` into `p` (components borrowed from key). */
+static int split_key(td__kpath *p, const td__kstr *key, const char *sep, size_t seplen,
+	const char *fn)
+{
+	const char *s = key->data, *end = key->data + key->len;
+	size_t n = 0;
+
+	for (;;) {
+		const char *hit = seplen ? strstr(s, sep) : NULL;
+		size_t len = hit ? (size_t)(hit - s) : (size_t)(end - s);
+
+		if (len == 0)
+			return td__error(TD_EINVAL, "%s: key '%s' has an empty component", fn,
+				key->data);
+		if (n == TD_KEY_MAX_DEPTH)
+			return td__error(TD_EINVAL, "%s: key '%s' is deeper than %d", fn, key->data,
+				TD_KEY_MAX_DEPTH);
+		p->part[n].s = s;
+		p->part[n].len = (uint32_t)len;
+		p->part[n].hash = (hit || n) ? td__hash(s, len) : key->hash;
+		n++;
+		if (!hit)
+			break;
+		s = hit + seplen;
+	}
+	p->n = n;
+	return TD_OK;
+}
+
+static int unflatten_rec(td_dict **out, const td_dict *d, const char *sep, size_t seplen,
+	const char *fn);
+
+/* Merge the already unflattened dict `src` into `dst`; leaves must not collide. */
+static int merge(td_dict *dst, const td_dict *src, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < src->used; i++) {
+		const td__entry *e = &src->entries[i];
+		td__entry *hit;
+		td__kref k;
+		td_value v;
+		int rc;
+
+		if (!e->key)
+			continue;
+		hit = td__dict_find(dst, e->key->data, e->key->len, e->key->hash);
+		if (hit) {
+			if (hit->value.kind != TD_VALUE_DICT || e->value.kind != TD_VALUE_DICT)
+				return td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
+					e->key->data);
+			TD_TRY(merge(hit->value.u.dict, e->value.u.dict, fn));
+			continue;
+		}
+		TD_TRY(td__value_share(&v, &e->value, fn));
+		k.s = e->key->data;
+		k.len = e->key->len;
+		k.hash = e->key->hash;
+		rc = td__dict_set_value(dst, &k, 1, &v, fn);
+		if (v.kind != TD_VALUE_DICT || rc < 0)
+			td__value_release(&v);
+		TD_TRY(rc);
+	}
+	return TD_OK;
+}
+
+/* Put one entry of the flat dict at its nested place in `nd`. */
+static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, size_t seplen,
+	const char *fn)
+{
+	td_dict *parent;
+	td__entry *existing;
+	td__undo undo;
+	td__kpath p;
+	td_value v;
+	int rc;
+
+	TD_TRY(split_key(&p, e->key, sep, seplen, fn));
+	rc = td__dict_walk(nd, p.part, p.n, &undo, &parent, fn);
+	if (rc == TD_ETYPE)
+		return td__error(TD_EEXISTS, "%s: '%s' needs a dict where a leaf already is", fn,
+			e->key->data);
+	TD_TRY(rc);
+	existing = td__dict_find(parent, p.part[p.n - 1].s, p.part[p.n - 1].len,
+		p.part[p.n - 1].hash);
+	if (e->value.kind == TD_VALUE_DICT) {
+		v.kind = TD_VALUE_DICT;
+		rc = unflatten_rec(&v.u.dict, e->value.u.dict, sep, seplen, fn);
+	} else {
+		rc = td__value_share(&v, &e->value, fn);
+	}
+	if (rc == 0 && existing) {
+		/* Only two dicts may meet at one key: merge them. */
+		if (existing->value.kind == TD_VALUE_DICT && v.kind == TD_VALUE_DICT)
+			rc = merge(existing->value.u.dict, v.u.dict, fn);
+		else
+			rc = td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
+				e->key->data);
+		td__value_release(&v);
+		if (rc < 0)
+			td__dict_undo(&undo);
+		return rc;
+	}
+	if (rc == 0) {
+		rc = td__dict_set_value(parent, &p.part[p.n - 1], 1, &v, fn);
+		if (v.kind == TD_VALUE_DICT) {
+			if (rc < 0)
+				td_dict_free(v.u.dict);
+		} else {
+			td__value_release(&v);
+		}
+	}
+	if (rc < 0)
+		td__dict_undo(&undo);
+	return rc;
+}
+
+static int unflatten_rec(td_dict **out, const td_dict *d, const char *sep, size_t seplen,
+	const char *fn)
+{
+	td_dict *nd;
+	uint32_t i;
+	int rc = 0;
+
+	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, fn));
+	for (i = 0; i < d->used && rc == 0; i++)
+		if (d->entries[i].key)
+			rc = unflatten_entry(nd, &d->entries[i], sep, seplen, fn);
+	if (rc < 0) {
+		td_dict_free(nd);
+		return rc;
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *sep)
+{
+	static const char fn[] = "td_dict_unflatten_keys";
+
+	if (!out || !d || !sep)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	*out = NULL;
+	if (!*sep)
+		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
+	return unflatten_rec(out, d, sep, strlen(sep), fn);
+}

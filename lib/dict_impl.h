@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_impl.h - the layout of td_dict and the internal API shared by the
+ * dict sources (dict.c: the map; dict_key.c: key paths and handles;
+ * dict_iter.c: iteration; dict_ops.c: whole-dict operations; dict_batch.c:
+ * batch operations). Never installed.
+ *
+ * A dict keeps its entries in an array in insertion order. Deleting leaves
+ * a hole (key == NULL) that compaction removes later, as CPython's dict
+ * does. Lookups scan the array for small dicts and use an open-addressing
+ * index of entry positions for larger ones. Keys are immutable,
+ * reference-counted strings with their hash, so copies of a dict (views,
+ * batch indexing, shallow copies) share them without allocating.
+ */
+#ifndef TD_DICT_IMPL_H
+#define TD_DICT_IMPL_H
+
+#include "td_internal.h"
+#include "tensor_impl.h"
+
+/** An immutable key string with its length and hash, shared by reference. */
+typedef struct td__kstr {
+	_Atomic uint32_t refs;
+	uint32_t len;
+	uint64_t hash;
+	char data[]; /* NUL-terminated */
+} td__kstr;
+
+typedef struct td__entry {
+	td__kstr *key; /* NULL for a deleted slot */
+	td_value value;
+} td__entry;
+
+/* Dicts with at most this many slots are searched without an index. */
+#define TD_DICT_SCAN_MAX 8
+
+struct td_dict {
+	td__entry *entries;   /* `used` slots in insertion order, holes included */
+	uint32_t *index;      /* 0: empty, TD_DICT_TOMB: deleted, else slot + 1; NULL if small */
+	uint32_t used;        /* slots used in entries[] */
+	uint32_t count;       /* live entries */
+	uint32_t cap;         /* capacity of entries[] */
+	uint32_t index_mask;  /* index size - 1 (index size is a power of two) */
+	uint32_t index_fill;  /* index cells that are not empty (live + tombstones) */
+	bool locked;
+	bool entries_inline;  /* entries[] lives in the same allocation as the dict */
+	int32_t batch_ndim;
+	td_dict *parent;
+	int64_t batch_shape[TD_MAX_DIMS];
+};
+
+#define TD_DICT_TOMB UINT32_MAX
+
+/* One component of a key path: borrowed bytes plus hash. */
+typedef struct td__kref {
+	const char *s;
+	uint32_t len;
+	uint64_t hash;
+} td__kref;
+
+struct td_key {
+	size_t n;
+	char *strings; /* the components, NUL-separated */
+	td__kref part[];
+};
+
+/** A key path resolved from one of the three key forms (borrowed strings). */
+typedef struct td__kpath {
+	size_t n;
+	td__kref part[TD_KEY_MAX_DEPTH];
+} td__kpath;
+
+/* ---- keys (dict_key.c) ---- */
+
+uint64_t td__hash(const char *s, size_t len);
+/** A new key string (one reference). NULL on allocation failure (no error recorded). */
+td__kstr *td__kstr_new(const char *s, size_t len, uint64_t hash);
+static inline td__kstr *td__kstr_ref(td__kstr *k)
+{
+	atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
+	return k;
+}
+void td__kstr_unref(td__kstr *k);
+
+/** Split a dotted key into a path (TD_EINVAL for empty components or too deep). */
+int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn);
+/** A path from an array of components. */
+int td__kpath_parts(td__kpath *p, const char *const *parts, size_t n, const char *fn);
+/** A path from a key handle (the handle must outlive the path). */
+int td__kpath_key(td__kpath *p, const td_key *key, const char *fn);
+/** Write "a.b.c" (components 0..n-1) into buf for messages. @return buf. */
+char *td__kpath_format(char *buf, size_t len, const td__kref *parts, size_t n);
+
+/* ---- the map (dict.c) ---- */
+
+/** A new empty dict with room for `cap` entries (entries inline). */
+int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, uint32_t cap,
+	const char *fn);
+/** Find the entry for a key, or NULL. */
+td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64_t hash);
+/**
+ * Append a new entry (the key must be absent), taking over `key` (one
+ * reference) and `value` (its references). On failure nothing is taken.
+ */
+int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char *fn);
+/** Release a value's references (tensor buffer, nested dict, blob buffer). */
+void td__value_release(td_value *v);
+/** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */
+int td__value_share(td_value *out, const td_value *v, const char *fn);
+/** Remove the entry at slot `i`. */
+void td__dict_remove_slot(td_dict *d, uint32_t i);
+/** Height of the dict tree (1 for a dict without nested dicts). */
+size_t td__dict_height(const td_dict *d);
+/** Depth of d below its root (0 for a root). */
+size_t td__dict_depth(const td_dict *d);
+/** Whether `shape` starts with d's batch shape; TD_ETYPE with a message naming `key` if not. */
+int td__dict_check_batch(const td_dict *d, int ndim, const int64_t *shape, const char *key,
+	const char *fn);
+/** Set `locked` on d and every nested dict. */
+void td__dict_set_locked(td_dict *d, bool locked);
+
+/** Where td__dict_walk() created its first new dict, to undo it on failure. */
+typedef struct td__undo {
+	td_dict *dict; /* NULL when nothing was created */
+	uint32_t slot;
+} td__undo;
+
+/**
+ * Walk all but the last of `n` components from `d`. With `undo` non-NULL,
+ * missing dicts are created with their parent's batch shape (refused when
+ * locked) and the first creation is recorded in *undo. On success
+ * *parent_out is the dict that holds (or will hold) the last component.
+ */
+int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
+	td_dict **parent_out, const char *fn);
+/** Undo what td__dict_walk() created. */
+void td__dict_undo(td__undo *undo);
+/** Find the entry named by a path, or NULL; records no error (for membership tests). */
+td__entry *td__dict_lookup_quiet(const td_dict *d, const td__kref *parts, size_t n,
+	td_dict **parent_out);
+/** As td__dict_lookup_quiet() but reports TD_ENOTFOUND / TD_ETYPE with a message. */
+int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry **out,
+	td_dict **parent_out, const char *fn);
+/**
+ * Store a value under a path: tensors and blobs get a new reference; a dict
+ * value must be a root and is adopted on success. On a locked dict an
+ * existing tensor is overwritten in place instead.
+ */
+int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn);
+
+/* ---- whole-dict helpers (dict_ops.c, dict_batch.c) ---- */
+
+/** Shallow copy: new dict nodes, tensors and blobs shared. The copy is an unlocked root. */
+int td__dict_copy(td_dict **out, const td_dict *d, const char *fn);
+
+/** Per-leaf function of td__dict_transform(): compute `out` from `in`. */
+typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
+
+/**
+ * A new dict with d's structure whose batch shape is `ndim`/`shape` and whose
+ * tensors are fn(leaf). A nested dict with batch (d's batch + extra dims)
+ * gets (new batch + extra dims). Non-tensor values are shared.
+ */
+int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
+	td__leaf_fn fn, void *ctx, const char *fn_name);
+
+#endif /* TD_DICT_IMPL_H */

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_join.c - dense stack and cat of dicts with identical structure:
+ * every leaf is joined with td_tensor_stack() / td_tensor_cat().
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+typedef struct join {
+	size_t n;
+	int dim;
+	bool stack;            /* stack (new dim) or cat (existing dim) */
+	td_tensor *tensors;    /* scratch, n values */
+	const char *fn;
+} join;
+
+static bool blob_eq(const td_value *a, const td_value *b)
+{
+	return a->kind == b->kind && a->u.blob.length == b->u.blob.length &&
+	       memcmp(a->u.blob.data, b->u.blob.data, a->u.blob.length) == 0;
+}
+
+/* The batch shape of the joined dict of `ds`. */
+static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int64_t *shape)
+{
+	const td_dict *d0 = ds[0];
+	size_t i;
+	int k;
+
+	for (i = 1; i < j->n; i++) {
+		bool same = ds[i]->batch_ndim == d0->batch_ndim;
+		for (k = 0; same && k < d0->batch_ndim; k++)
+			if (ds[i]->batch_shape[k] != d0->batch_shape[k] && (j->stack || k != j->dim))
+				same = false;
+		if (!same) {
+			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+			return td__error(TD_ETYPE, "%s: dict %zu has batch shape %s, dict 0 has %s",
+				j->fn, i,
+				td__format_shape(s1, sizeof(s1), ds[i]->batch_ndim, ds[i]->batch_shape),
+				td__format_shape(s2, sizeof(s2), d0->batch_ndim, d0->batch_shape));
+		}
+	}
+	if (j->stack) {
+		if (d0->batch_ndim >= TD_MAX_DIMS)
+			return td__error(TD_EINVAL, "%s: the batch would exceed %d dims", j->fn,
+				TD_MAX_DIMS);
+		for (k = 0, i = 0; k <= d0->batch_ndim; k++)
+			shape[k] = k == j->dim ? (int64_t)j->n : d0->batch_shape[i++];
+		*ndim = d0->batch_ndim + 1;
+		return TD_OK;
+	}
+	memcpy(shape, d0->batch_shape, (size_t)d0->batch_ndim * sizeof(int64_t));
+	shape[j->dim] = 0;
+	for (i = 0; i < j->n; i++)
+		if (!td__add_i64(shape[j->dim], ds[i]->batch_shape[j->dim], &shape[j->dim]))
+			return td__error(TD_EOVERFLOW, "%s: the joined batch is too large", j->fn);
+	*ndim = d0->batch_ndim;
+	return TD_OK;
+}
+
+/* Join one entry (key of ds[0] entry e0) across all dicts into *v. */
+static int join_entry(const join *j, const td_dict *const *ds, const td__entry *e0,
+	td_value *v);
+
+static int join_rec(const join *j, const td_dict *const *ds, td_dict **out)
+{
+	const td_dict *d0 = ds[0];
+	int64_t shape[TD_MAX_DIMS];
+	td_dict *nd;
+	uint32_t i;
+	size_t k;
+	int ndim = 0, rc = 0;
+
+	TD_TRY(joined_shape(j, ds, &ndim, shape));
+	for (k = 1; k < j->n; k++)
+		if (ds[k]->count != d0->count)
+			return td__error(TD_ETYPE, "%s: dict %zu has %u keys, dict 0 has %u", j->fn, k,
+				ds[k]->count, d0->count);
+	TD_TRY(td__dict_alloc(&nd, ndim, shape, d0->count, j->fn));
+	for (i = 0; i < d0->used && rc == 0; i++) {
+		const td__entry *e0 = &d0->entries[i];
+		td_value v;
+
+		if (!e0->key)
+			continue;
+		rc = join_entry(j, ds, e0, &v);
+		if (rc < 0)
+			break;
+		rc = td__dict_append(nd, td__kstr_ref(e0->key), &v, j->fn);
+		if (rc < 0) {
+			td__kstr_unref(e0->key);
+			td__value_release(&v);
+		} else if (v.kind == TD_VALUE_DICT) {
+			v.u.dict->parent = nd;
+		}
+	}
+	if (rc < 0) {
+		td_dict_free(nd);
+		return rc;
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+static int join_entry(const join *j, const td_dict *const *ds, const td__entry *e0, td_value *v)
+{
+	const td_dict **children = NULL;
+	size_t k;
+	int rc;
+
+	if (e0->value.kind == TD_VALUE_DICT) {
+		children = td__calloc(j->n, sizeof(*children));
+		if (!children)
+			return td__error_nomem(j->n * sizeof(*children));
+	}
+	for (k = 0; k < j->n; k++) {
+		const td__entry *e = td__dict_find(ds[k], e0->key->data, e0->key->len,
+			e0->key->hash);
+		if (!e || e->value.kind != e0->value.kind) {
+			td__free(children);
+			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, e0->key->data,
+				e ? "a different kind of value" : "missing", k);
+		}
+		if (children)
+			children[k] = e->value.u.dict;
+		else if (e->value.kind == TD_VALUE_TENSOR)
+			j->tensors[k] = e->value.u.tensor;
+		else if (!blob_eq(&e->value, &e0->value))
+			return td__error(TD_ETYPE, "%s: non-tensor '%s' differs between dicts", j->fn,
+				e0->key->data);
+	}
+	v->kind = e0->value.kind;
+	if (children) {
+		rc = join_rec(j, children, &v->u.dict);
+		td__free(children);
+		return rc;
+	}
+	if (e0->value.kind != TD_VALUE_TENSOR)
+		return td__value_share(v, &e0->value, j->fn);
+	/* j->tensors is scratch shared by the whole recursion: it is filled
+	 * above and consumed here before any other entry is visited. */
+	if (j->stack)
+		return td_tensor_stack(&v->u.tensor, j->tensors, j->n, j->dim);
+	return td_tensor_cat(&v->u.tensor, j->tensors, j->n, j->dim);
+}
+
+static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int dim, bool stack,
+	const char *fn)
+{
+	join j;
+	size_t i;
+	int rc;
+
+	if (!out || !dicts || n == 0)
+		return td__error(TD_EINVAL, "%s: no dicts to join", fn);
+	*out = NULL;
+	for (i = 0; i < n; i++)
+		if (!dicts[i])
+			return td__error(TD_EINVAL, "%s: dict %zu is NULL", fn, i);
+	if (stack)
+		TD_TRY(td__wrap_dim(dim, dicts[0]->batch_ndim + 1, &j.dim, fn));
+	else if (dicts[0]->batch_ndim == 0)
+		return td__error(TD_EINVAL, "%s: dicts without batch dims cannot be concatenated",
+			fn);
+	else
+		TD_TRY(td__wrap_dim(dim, dicts[0]->batch_ndim, &j.dim, fn));
+	j.n = n;
+	j.stack = stack;
+	j.fn = fn;
+	j.tensors = td__calloc(n, sizeof(td_tensor));
+	if (!j.tensors)
+		return td__error_nomem(n * sizeof(td_tensor));
+	rc = join_rec(&j, dicts, out);
+	td__free(j.tensors);
+	return rc;
+}
+
+int td_dict_stack(td_dict **out, const td_dict *const *dicts, size_t n, int dim)
+{
+	return join_impl(out, dicts, n, dim, true, "td_dict_stack");
+}
+
+int td_dict_cat(td_dict **out, const td_dict *const *dicts, size_t n, int dim)
+{
+	return join_impl(out, dicts, n, dim, false, "td_dict_cat");
+}

@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dict_ops.c - whole-dict operations: copies, the leaf transform that batch
+ * operations are built on, update, select/exclude, empty, apply, and
+ * elementwise arithmetic and equality.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+
+/* ------------------------------------------------------------------------ */
+/* Transform: same structure, new batch shape, new leaves                    */
+/* ------------------------------------------------------------------------ */
+
+/* Append `v` (whose references are taken) under a shared key; release v on failure. */
+static int append_shared_key(td_dict *nd, td__kstr *key, td_value *v, const char *fn)
+{
+	int rc = td__dict_append(nd, td__kstr_ref(key), v, fn);
+
+	if (rc < 0) {
+		td__kstr_unref(key);
+		td__value_release(v);
+		return rc;
+	}
+	if (v->kind == TD_VALUE_DICT)
+		v->u.dict->parent = nd;
+	return TD_OK;
+}
+
+static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
+	const int64_t *shape, td__leaf_fn fn, void *ctx, const char *name)
+{
+	int extra = d->batch_ndim - old_root;
+	int64_t nb[TD_MAX_DIMS];
+	td_dict *nd;
+	uint32_t i;
+	int rc;
+
+	if (ndim + extra > TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: a nested batch would exceed %d dims", name,
+			TD_MAX_DIMS);
+	memcpy(nb, shape, (size_t)ndim * sizeof(int64_t));
+	memcpy(nb + ndim, d->batch_shape + old_root, (size_t)extra * sizeof(int64_t));
+	TD_TRY(td__dict_alloc(&nd, ndim + extra, nb, d->count, name));
+	for (i = 0; i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		td_value v;
+
+		if (!e->key)
+			continue;
+		v.kind = e->value.kind;
+		if (e->value.kind == TD_VALUE_TENSOR)
+			rc = fn(&v.u.tensor, &e->value.u.tensor, ctx);
+		else if (e->value.kind == TD_VALUE_DICT)
+			rc = transform_rec(&v.u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
+				name);
+		else
+			rc = td__value_share(&v, &e->value, name);
+		if (rc < 0)
+			goto fail;
+		rc = append_shared_key(nd, e->key, &v, name);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = nd;
+	return TD_OK;
+fail:
+	td_dict_free(nd);
+	return rc;
+}
+
+int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
+	td__leaf_fn fn, void *ctx, const char *fn_name)
+{
+	return transform_rec(out, d, d->batch_ndim, ndim, shape, fn, ctx, fn_name);
+}
+
+static int leaf_share(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	(void)ctx;
+	*out = *in;
+	td_buffer_ref(out->buffer);
+	return TD_OK;
+}
+
+static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	(void)ctx;
+	return td_tensor_clone(out, in);
+}
+
+int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
+{
+	return td__dict_transform(out, d, d->batch_ndim, d->batch_shape, leaf_share, NULL, fn);
+}
+
+int td_dict_copy(td_dict **out, const td_dict *d)
+{
+	if (!out || !d)
+		return td__error(TD_EINVAL, "td_dict_copy: NULL argument");
+	*out = NULL;
+	return td__dict_copy(out, d, "td_dict_copy");
+}
+
+int td_dict_clone(td_dict **out, const td_dict *d)
+{
+	if (!out || !d)
+		return td__error(TD_EINVAL, "td_dict_clone: NULL argument");
+	*out = NULL;
+	return td__dict_transform(out, d, d->batch_ndim, d->batch_shape, leaf_clone, NULL,
+		"td_dict_clone");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Empty                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *fn)
+{
+	td_dict *nd;
+	uint32_t i;
+	int rc;
+
+	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, recurse ? d->count : 0, fn));
+	for (i = 0; recurse && i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		td_value v;
+
+		if (!e->key || e->value.kind != TD_VALUE_DICT)
+			continue;
+		v.kind = TD_VALUE_DICT;
+		rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
+		if (rc == 0)
+			rc = append_shared_key(nd, e->key, &v, fn);
+		if (rc < 0) {
+			td_dict_free(nd);
+			return rc;
+		}
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
+{
+	if (!out || !d)
+		return td__error(TD_EINVAL, "td_dict_empty: NULL argument");
+	*out = NULL;
+	return empty_rec(out, d, recurse, "td_dict_empty");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Update                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static td__kref kref_of(const td__kstr *k)
+{
+	td__kref r = { k->data, k->len, k->hash };
+	return r;
+}
+
+static int update_rec(td_dict *d, const td_dict *o, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->used; i++) {
+		const td__entry *eo = &o->entries[i];
+		td__kref k;
+		td__entry *e;
+		int rc;
+
+		if (!eo->key)
+			continue;
+		e = td__dict_find(d, eo->key->data, eo->key->len, eo->key->hash);
+		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
+			TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
+			continue;
+		}
+		k = kref_of(eo->key);
+		if (eo->value.kind == TD_VALUE_DICT) {
+			td_value v;
+			TD_TRY(td__value_share(&v, &eo->value, fn));
+			if (d->locked)
+				td__dict_set_locked(v.u.dict, true);
+			rc = td__dict_set_value(d, &k, 1, &v, fn);
+			if (rc < 0)
+				td_dict_free(v.u.dict);
+		} else {
+			rc = td__dict_set_value(d, &k, 1, &eo->value, fn);
+		}
+		TD_TRY(rc);
+	}
+	return TD_OK;
+}
+
+int td_dict_update(td_dict *d, const td_dict *other)
+{
+	if (!d || !other)
+		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
+	if (d == other)
+		return TD_OK;
+	return update_rec(d, other, "td_dict_update");
+}
+
+/*
+ * Walk `o` and its counterpart in `d`: every tensor of `o` must meet a
+ * tensor of `d` that it broadcasts to, every non-tensor value a non-tensor
+ * value. With `write`, copy the tensors in and replace the values.
+ */
+static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const char *fn)
+{
+	uint32_t i;
+
+	for (i = 0; i < o->used; i++) {
+		const td__entry *eo = &o->entries[i];
+		td__entry *e;
+
+		if (!eo->key)
+			continue;
+		e = td__dict_find(d, eo->key->data, eo->key->len, eo->key->hash);
+		if (!e)
+			return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, eo->key->data);
+		if (eo->value.kind == TD_VALUE_DICT) {
+			if (e->value.kind != TD_VALUE_DICT)
+				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
+					fn, eo->key->data);
+			TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write, fn));
+		} else if (eo->value.kind != TD_VALUE_TENSOR) {
+			/* Non-tensor values are immutable: updating one replaces it. */
+			if (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES)
+				return td__error(TD_ETYPE, "%s: '%s' is not a non-tensor value", fn,
+					eo->key->data);
+			if (write) {
+				td_buffer_unref(e->value.u.blob.buffer);
+				e->value = eo->value;
+				td_buffer_ref(e->value.u.blob.buffer);
+			}
+		} else {
+			int64_t strides[TD_MAX_DIMS];
+			const td_tensor *t = &e->value.u.tensor;
+			if (e->value.kind != TD_VALUE_TENSOR)
+				return td__error(TD_ETYPE, "%s: '%s' is not a tensor", fn, eo->key->data);
+			if (write)
+				TD_TRY(td_tensor_copy(&e->value.u.tensor, &eo->value.u.tensor));
+			else {
+				TD_TRY(td__tensor_check_write(t, fn, eo->key->data));
+				TD_TRY(td__broadcast_strides(&eo->value.u.tensor, t->ndim, t->shape, strides,
+					fn));
+			}
+		}
+	}
+	return TD_OK;
+}
+
+int td_dict_update_inplace(td_dict *d, const td_dict *other)
+{
+	static const char fn[] = "td_dict_update_inplace";
+
+	if (!d || !other)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	if (d == other)
+		return TD_OK;
+	TD_TRY(update_inplace_rec(d, other, false, fn));
+	return update_inplace_rec(d, other, true, fn);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Select and exclude                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sel_path {
+	const td__kref *part;
+	size_t n;
+	bool found;
+} sel_path;
+
+static bool part_is(const sel_path *p, size_t level, const td__kstr *k)
+{
+	const td__kref *r = &p->part[level];
+	return r->hash == k->hash && r->len == k->len && memcmp(r->s, k->data, k->len) == 0;
+}
+
+/* Which paths name this entry exactly, and which pass through it, at `level`. */
+static void classify(sel_path *paths, size_t np, size_t level, const td__kstr *k, bool *exact,
+	bool *through)
+{
+	size_t j;
+
+	*exact = false;
+	*through = false;
+	for (j = 0; j < np; j++) {
+		if (paths[j].n <= level || !part_is(&paths[j], level, k))
+			continue;
+		if (paths[j].n == level + 1) {
+			*exact = true;
+			paths[j].found = true;
+		} else {
+			*through = true;
+		}
+	}
+}
+
+/*
+ * select: keep exact matches whole, recurse into dicts a path goes through
+ * (keeping them only if something was selected inside). exclude: drop
+ * exact matches, recurse into dicts a path goes through, keep the rest.
+ */
+static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t np, size_t level,
+	bool select, const char *fn)
+{
+	td_dict *nd;
+	uint32_t i;
+	int rc = 0;
+
+	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, fn));
+	for (i = 0; i < d->used && rc == 0; i++) {
+		const td__entry *e = &d->entries[i];
+		bool exact, through, descend;
+		td_value v;
+
+		if (!e->key)
+			continue;
+		classify(paths, np, level, e->key, &exact, &through);
+		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
+		if (descend) {
+			v.kind = TD_VALUE_DICT;
+			rc = filter_rec(&v.u.dict, e->value.u.dict, paths, np, level + 1, select, fn);
+			if (rc == 0 && select && v.u.dict->count == 0) {
+				td_dict_free(v.u.dict);
+				continue;
+			}
+		} else if (exact == select) {
+			rc = td__value_share(&v, &e->value, fn);
+		} else {
+			continue;
+		}
+		if (rc == 0)
+			rc = append_shared_key(nd, e->key, &v, fn);
+	}
+	if (rc < 0) {
+		td_dict_free(nd);
+		return rc;
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
+	const td_key *const *handles, size_t n, bool select, bool strict, const char *fn)
+{
+	td__kpath *store = NULL;
+	sel_path *paths;
+	size_t i;
+	int rc = 0;
+
+	if (!out || !d || (n && !keys && !handles))
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	*out = NULL;
+	paths = td__calloc(n ? n : 1, sizeof(*paths));
+	if (keys)
+		store = td__calloc(n ? n : 1, sizeof(*store));
+	if (!paths || (keys && !store)) {
+		td__free(paths);
+		td__free(store);
+		return td__error_nomem(n * sizeof(td__kpath));
+	}
+	for (i = 0; i < n && rc == 0; i++) {
+		if (keys) {
+			rc = td__kpath_dotted(&store[i], keys[i], fn);
+			paths[i].part = store[i].part;
+			paths[i].n = store[i].n;
+		} else if (!handles[i]) {
+			rc = td__error(TD_EINVAL, "%s: key handle %zu is NULL", fn, i);
+		} else {
+			paths[i].part = handles[i]->part;
+			paths[i].n = handles[i]->n;
+		}
+	}
+	if (rc == 0)
+		rc = filter_rec(out, d, paths, n, 0, select, fn);
+	for (i = 0; rc == 0 && select && strict && i < n; i++) {
+		if (!paths[i].found) {
+			char path[512];
+			td__kpath_format(path, sizeof(path), paths[i].part, paths[i].n);
+			td_dict_free(*out);
+			*out = NULL;
+			rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, path);
+		}
+	}
+	td__free(paths);
+	td__free(store);
+	return rc;
+}
+
+int td_dict_select(td_dict **out, const td_dict *d, const char *const *keys, size_t n,
+	bool strict)
+{
+	return filter_impl(out, d, keys, NULL, n, true, strict, "td_dict_select");
+}
+
+int td_dict_select_keys(td_dict **out, const td_dict *d, const td_key *const *keys, size_t n,
+	bool strict)
+{
+	if (n && !keys)
+		return td__error(TD_EINVAL, "td_dict_select_keys: NULL keys");
+	return filter_impl(out, d, NULL, keys, n, true, strict, "td_dict_select_keys");
+}
+
+int td_dict_exclude(td_dict **out, const td_dict *d, const char *const *keys, size_t n)
+{
+	return filter_impl(out, d, keys, NULL, n, false, false, "td_dict_exclude");
+}
+
+int td_dict_exclude_keys(td_dict **out, const td_dict *d, const td_key *const *keys, size_t n)
+{
+	if (n && !keys)
+		return td__error(TD_EINVAL, "td_dict_exclude_keys: NULL keys");
+	return filter_impl(out, d, NULL, keys, n, false, false, "td_dict_exclude_keys");
+}

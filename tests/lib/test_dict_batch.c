@@ -1,0 +1,497 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_dict_batch.c - batch operations on dicts: indexing with every index
+ * kind, indexed writes, unbind/split/chunk, stack/cat, reshape/view,
+ * unsqueeze/squeeze/permute. Leaves are checked against the same tensor
+ * operation applied leaf by leaf; nested dicts with longer batches keep
+ * their extra dims.
+ */
+#include "td_test.h"
+
+static const int64_t B34[] = { 3, 4 };
+
+/* {a: arange f32[3,4,5], b: {b1: arange i64[3,4], c: {t: arange f32[3,4,2,2]} (batch
+ * [3,4,2])}, s: "text"} */
+static td_dict *fixture(void)
+{
+	int64_t sa[] = { 3, 4, 5 }, sc[] = { 3, 4, 2 }, st[] = { 3, 4, 2, 2 };
+	td_dict *d, *c;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, B34));
+	td_test_arange(&t, TD_DTYPE_F32, 3, sa);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &t));
+	td_test_arange(&t, TD_DTYPE_I64, 2, B34);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "b.b1", &t));
+	td_cr_assert_ok(td_dict_new(&c, 3, sc));
+	td_test_arange(&t, TD_DTYPE_F32, 4, st);
+	td_cr_assert_ok(td_dict_set_tensor_take(c, "t", &t));
+	{
+		td_dict *b;
+		td_cr_assert_ok(td_dict_get_dict(d, "b", &b));
+		td_cr_assert_ok(td_dict_set_dict_take(b, "c", c));
+	}
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	return d;
+}
+
+static const td_tensor *leaf(const td_dict *d, const char *key)
+{
+	const td_tensor *t;
+
+	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	return t;
+}
+
+static void expect_shape(const td_tensor *t, int ndim, const int64_t *shape)
+{
+	int i;
+
+	cr_assert_eq(t->ndim, ndim);
+	for (i = 0; i < ndim; i++)
+		cr_assert_eq(t->shape[i], shape[i], "dim %d: %lld != %lld", i,
+			(long long)t->shape[i], (long long)shape[i]);
+}
+
+static void expect_batch(const td_dict *d, int ndim, const int64_t *shape)
+{
+	int i;
+
+	cr_assert_eq(td_dict_batch_ndim(d), ndim);
+	for (i = 0; i < ndim; i++)
+		cr_assert_eq(td_dict_batch_shape(d)[i], shape[i]);
+}
+
+/* Every leaf of `got` equals the tensor op applied to the matching leaf of `src`. */
+static void expect_leaves(const td_dict *got, const td_dict *src, const td_index *idx,
+	size_t n)
+{
+	static const char *keys[] = { "a", "b.b1", "b.c.t" };
+	size_t k;
+
+	for (k = 0; k < 3; k++) {
+		td_tensor ref;
+		td_cr_assert_ok(td_tensor_index(&ref, leaf(src, keys[k]), idx, n));
+		cr_assert_eq(td_tensor_equal(leaf(got, keys[k]), &ref), 1, "leaf %s", keys[k]);
+		td_tensor_release(&ref);
+	}
+}
+
+Test(dict_batch, int_index_drops_the_first_batch_dim)
+{
+	td_dict *d = fixture(), *r, *c;
+	td_index idx[] = { td_index_int(1) };
+	int64_t b4[] = { 4 }, b42[] = { 4, 2 }, s45[] = { 4, 5 };
+
+	td_cr_assert_ok(td_dict_index(&r, d, idx, 1));
+	expect_batch(r, 1, b4);
+	expect_shape(leaf(r, "a"), 2, s45);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 2, b42);
+	cr_assert_eq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a basic index is a view");
+	cr_assert_eq(td_dict_contains(r, "s", 0), 1);
+	expect_leaves(r, d, idx, 1);
+	td_dict_free(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, ellipsis_stands_for_batch_dims_only)
+{
+	td_dict *d = fixture(), *r;
+	td_index idx[] = { td_index_ellipsis(), td_index_int(-1) };
+	td_index explicit_idx[] = { td_index_all(), td_index_int(-1) };
+	int64_t b3[] = { 3 }, s35[] = { 3, 5 };
+
+	td_cr_assert_ok(td_dict_index(&r, d, idx, 2));
+	expect_batch(r, 1, b3);
+	expect_shape(leaf(r, "a"), 2, s35);
+	expect_leaves(r, d, explicit_idx, 2);
+	td_dict_free(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, every_index_kind_applies_to_every_leaf)
+{
+	td_dict *d = fixture(), *r;
+	int64_t list[] = { 2, 0, 2 };
+	bool mask[] = { true, false, true, true };
+	bool mask2d[12] = { true, false, false, true, false, true, false, false, true, true, true,
+		false };
+	td_tensor mt, it;
+	int64_t list2[] = { 1, 2 };
+	int64_t ishape[] = { 2 };
+	size_t k;
+
+	td_cr_assert_ok(td_tensor_from_data(&mt, TD_DTYPE_BOOL, 2, B34, mask2d));
+	td_cr_assert_ok(td_tensor_from_data(&it, TD_DTYPE_I64, 1, ishape, list2));
+	{
+		struct {
+			td_index idx[3];
+			size_t n;
+		} cases[] = {
+			{ { td_index_slice(0, TD_SLICE_NONE, 2) }, 1 },
+			{ { td_index_all(), td_index_slice(1, 3, 1) }, 2 },
+			{ { td_index_range(0, 2, 1) }, 1 },
+			{ { td_index_newaxis(), td_index_int(2) }, 2 },
+			{ { td_index_int(0), td_index_int(3) }, 2 },
+			{ { td_index_list(list, 3) }, 1 },
+			{ { td_index_all(), td_index_mask(mask, 4) }, 2 },
+			{ { td_index_tensor(&mt) }, 1 },
+			{ { td_index_tensor(&it), td_index_list(list2, 2) }, 2 },
+			{ { td_index_list(list, 3), td_index_int(1) }, 2 },
+		};
+		for (k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+			td_cr_assert_ok(td_dict_index(&r, d, cases[k].idx, cases[k].n));
+			expect_leaves(r, d, cases[k].idx, cases[k].n);
+			td_dict_free(r);
+		}
+	}
+	td_tensor_release(&mt);
+	td_tensor_release(&it);
+	td_dict_free(d);
+}
+
+Test(dict_batch, bad_index_expressions_are_refused)
+{
+	td_dict *d = fixture(), *r;
+	td_index three[] = { td_index_int(0), td_index_int(0), td_index_int(0) };
+	td_index two_ell[] = { td_index_ellipsis(), td_index_ellipsis() };
+	td_index oob[] = { td_index_int(3) };
+	bool mask[] = { true, false };
+	td_index badmask[] = { td_index_mask(mask, 2) };
+
+	td_cr_assert_err(td_dict_index(&r, d, three, 3), TD_EINDEX);
+	cr_assert_null(r);
+	td_cr_assert_err(td_dict_index(&r, d, two_ell, 2), TD_EINVAL);
+	td_cr_assert_err(td_dict_index(&r, d, oob, 1), TD_EINDEX);
+	td_cr_assert_err(td_dict_index(&r, d, badmask, 1), TD_EINDEX);
+	td_cr_assert_err(td_dict_index(&r, d, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_index(NULL, d, oob, 1), TD_EINVAL);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_writes_a_dict_at_an_index)
+{
+	td_dict *d = fixture(), *v, *r;
+	td_index idx[] = { td_index_int(1) };
+
+	td_cr_assert_ok(td_dict_index(&v, d, idx, 1));
+	td_cr_assert_ok(td_dict_clone(&r, v));
+	td_cr_assert_ok(td_dict_zero(r));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, r));
+	td_dict_free(v);
+	td_cr_assert_ok(td_dict_index(&v, d, idx, 1));
+	cr_assert_eq(td_dict_equal(v, r), 1);
+	td_dict_free(v);
+	{
+		/* Other rows are untouched. */
+		td_index row0[] = { td_index_int(0) };
+		td_dict *fresh = fixture(), *a, *b;
+		td_cr_assert_ok(td_dict_index(&a, d, row0, 1));
+		td_cr_assert_ok(td_dict_index(&b, fresh, row0, 1));
+		cr_assert_eq(td_dict_equal(a, b), 1);
+		td_dict_free(a);
+		td_dict_free(b);
+		td_dict_free(fresh);
+	}
+	td_dict_free(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_creates_missing_keys_and_checks_shapes)
+{
+	td_dict *d = fixture(), *v;
+	int64_t b4[] = { 4 }, s47[] = { 4, 7 }, s347[] = { 3, 4, 7 }, b5[] = { 5 };
+	td_index idx[] = { td_index_int(2) };
+	td_tensor t;
+	td_scalar s;
+	int64_t at[] = { 2, 1, 6 }, at0[] = { 0, 1, 6 };
+
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 2, s47, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "new.x", &t));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	expect_shape(leaf(d, "new.x"), 3, s347);
+	td_cr_assert_ok(td_tensor_get(leaf(d, "new.x"), at, &s));
+	cr_assert_eq(s.v.i, 9);
+	td_cr_assert_ok(td_tensor_get(leaf(d, "new.x"), at0, &s));
+	cr_assert_eq(s.v.i, 0);
+	td_dict_free(v);
+	td_cr_assert_ok(td_dict_new(&v, 1, b5));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	td_dict_free(v);
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "other", &t));
+	td_cr_assert_ok(td_dict_lock(d));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ELOCKED);
+	td_cr_assert_ok(td_dict_unlock(d));
+	td_cr_assert_ok(td_dict_set_string(v, "s", "different"));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	cr_assert_eq(td_dict_contains(d, "other", 0), 0, "a refused write adds nothing");
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, NULL), TD_EINVAL);
+	td_dict_free(v);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_fill_sets_every_leaf_at_the_index)
+{
+	td_dict *d = fixture();
+	td_index idx[] = { td_index_all(), td_index_int(0) };
+	td_scalar s;
+	int64_t a0[] = { 2, 0, 3 }, a1[] = { 2, 1, 3 }, t0[] = { 1, 0, 1, 1 };
+
+	td_cr_assert_ok(td_dict_index_fill(d, idx, 2, td_scalar_float(-1)));
+	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), a0, &s));
+	cr_assert_eq(s.v.f, -1);
+	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), a1, &s));
+	cr_assert_neq(s.v.f, -1);
+	td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), t0, &s));
+	cr_assert_eq(s.v.f, -1);
+	td_cr_assert_err(td_dict_index_fill(d, idx, 2, (td_scalar){ .kind = 42 }), TD_EINVAL);
+	td_dict_free(d);
+}
+
+Test(dict_batch, unbind_gives_views_along_a_batch_dim)
+{
+	td_dict *d = fixture(), **parts;
+	size_t n, i;
+	int64_t b3[] = { 3 };
+
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 1));
+	cr_assert_eq(n, 4);
+	for (i = 0; i < n; i++) {
+		td_index idx[] = { td_index_all(), td_index_int((int64_t)i) };
+		expect_batch(parts[i], 1, b3);
+		expect_leaves(parts[i], d, idx, 2);
+		cr_assert_eq(leaf(parts[i], "a")->buffer, leaf(d, "a")->buffer);
+	}
+	td_dict_array_free(parts, n);
+	td_cr_assert_err(td_dict_unbind(&parts, &n, d, 2), TD_EINVAL);
+	{
+		td_dict *e;
+		td_cr_assert_ok(td_dict_new(&e, 0, NULL));
+		td_cr_assert_err(td_dict_unbind(&parts, &n, e, 0), TD_EINVAL);
+		td_dict_free(e);
+	}
+	td_dict_array_free(NULL, 0);
+	td_dict_free(d);
+}
+
+Test(dict_batch, split_and_chunk_follow_torch)
+{
+	td_dict *d = fixture(), **parts;
+	size_t n;
+	int64_t sizes[] = { 1, 3 };
+
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, 3, 1));
+	cr_assert_eq(n, 2);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[1], 3);
+	cr_assert_eq(td_dict_batch_shape(parts[1])[1], 1);
+	{
+		td_index idx[] = { td_index_all(), td_index_slice(3, 4, 1) };
+		expect_leaves(parts[1], d, idx, 2);
+	}
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 3, 0));
+	cr_assert_eq(n, 3);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 3, 1)); /* 4 over 3 chunks: 2 + 2 */
+	cr_assert_eq(n, 2);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, sizes, 2, -1));
+	cr_assert_eq(n, 2);
+	cr_assert_eq(td_dict_batch_shape(parts[1])[1], 3);
+	td_dict_array_free(parts, n);
+	td_cr_assert_err(td_dict_split_sizes(&parts, &n, d, sizes, 1, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_split(&parts, &n, d, 0, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_chunk(&parts, &n, d, 0, 1), TD_EINVAL);
+	td_dict_free(d);
+}
+
+Test(dict_batch, stack_and_cat_join_dicts)
+{
+	td_dict *d = fixture(), *e = fixture(), *r, **parts;
+	const td_dict *two[2];
+	size_t n;
+	int64_t b234[] = { 2, 3, 4 }, b64[] = { 6, 4 }, b342[] = { 3, 4, 2 };
+
+	two[0] = d;
+	two[1] = e;
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, 0));
+	expect_batch(r, 3, b234);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, r, 0));
+	cr_assert_eq(td_dict_equal(parts[1], e), 1);
+	td_dict_array_free(parts, n);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, -1));
+	expect_batch(r, 3, b342);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_cat(&r, two, 2, 0));
+	expect_batch(r, 2, b64);
+	{
+		td_index idx[] = { td_index_slice(3, 6, 1) };
+		td_dict *tail;
+		td_cr_assert_ok(td_dict_index(&tail, r, idx, 1));
+		cr_assert_eq(td_dict_equal(tail, e), 1);
+		td_dict_free(tail);
+	}
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_set_string(e, "s", "different"));
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+	td_cr_assert_ok(td_dict_del(e, "s"));
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+	td_cr_assert_err(td_dict_stack(&r, two, 0, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 5), TD_EINVAL);
+	td_dict_free(d);
+	td_dict_free(e);
+}
+
+Test(dict_batch, reshape_view_unsqueeze_squeeze_permute)
+{
+	td_dict *d = fixture(), *r, *r2, *c;
+	int64_t b12[] = { 12 }, b26[] = { 2, -1 }, b134[] = { 1, 3, 4 }, b43[] = { 4, 3 };
+	int64_t s125[] = { 12, 5 }, s4352[] = { 4, 3, 2, 2 };
+	int perm[] = { 1, 0 };
+
+	td_cr_assert_ok(td_dict_reshape(&r, d, 1, b12));
+	expect_shape(leaf(r, "a"), 2, s125);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	cr_assert_eq(td_dict_batch_ndim(c), 2);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_view(&r, d, 2, b26));
+	cr_assert_eq(td_dict_batch_shape(r)[1], 6);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_unsqueeze(&r, d, 0));
+	expect_batch(r, 3, b134);
+	td_cr_assert_ok(td_dict_squeeze(&r2, r, 0));
+	cr_assert_eq(td_dict_equal(r2, d), 1);
+	td_dict_free(r2);
+	td_cr_assert_ok(td_dict_squeeze(&r2, r, 1)); /* size 3: unchanged */
+	cr_assert_eq(td_dict_equal(r2, r), 1);
+	td_dict_free(r2);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_permute(&r, d, perm));
+	expect_batch(r, 2, b43);
+	expect_shape(leaf(r, "b.c.t"), 4, s4352);
+	/* A permuted dict cannot be viewed flat, but can be reshaped (copied). */
+	td_cr_assert_err(td_dict_view(&r2, r, 1, b12), TD_ETYPE);
+	td_cr_assert_ok(td_dict_reshape(&r2, r, 1, b12));
+	td_dict_free(r2);
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_reshape(&r, d, 1, (int64_t[]){ 5 }), TD_ETYPE);
+	td_cr_assert_err(td_dict_permute(&r, d, (int[]){ 0, 0 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_unsqueeze(&r, d, 4), TD_EINVAL);
+	td_dict_free(d);
+}
+
+/* Random batch shapes and basic/advanced index expressions against per-leaf indexing. */
+Test(dict_batch, random_index_expressions_match_leaf_indexing)
+{
+	uint64_t seed = 42;
+	int iter;
+
+	for (iter = 0; iter < 300; iter++) {
+		int64_t batch[3], shape[5];
+		int bn = 1 + (int)(td_test_rand(&seed) % 3), i, extra;
+		td_index idx[4];
+		int64_t lists[4][3];
+		size_t n = 0;
+		td_dict *d, *r;
+		td_tensor t, ref;
+
+		for (i = 0; i < bn; i++)
+			batch[i] = 1 + (int64_t)(td_test_rand(&seed) % 4);
+		extra = (int)(td_test_rand(&seed) % 3);
+		memcpy(shape, batch, (size_t)bn * sizeof(int64_t));
+		for (i = 0; i < extra; i++)
+			shape[bn + i] = 1 + (int64_t)(td_test_rand(&seed) % 3);
+		td_cr_assert_ok(td_dict_new(&d, bn, batch));
+		td_test_arange(&t, TD_DTYPE_I32, bn + extra, shape);
+		td_cr_assert_ok(td_dict_set_tensor_take(d, "x.y", &t));
+		for (i = 0; i < bn; i++) {
+			uint64_t r2 = td_test_rand(&seed) % 4;
+			int64_t sz = batch[i];
+			if (r2 == 0)
+				idx[n++] = td_index_int((int64_t)(td_test_rand(&seed) % (uint64_t)sz));
+			else if (r2 == 1)
+				idx[n++] = td_index_slice((int64_t)(td_test_rand(&seed) % (uint64_t)sz),
+					TD_SLICE_NONE, 1 + (int64_t)(td_test_rand(&seed) % 2));
+			else if (r2 == 2) {
+				int k;
+				for (k = 0; k < 3; k++)
+					lists[n][k] = (int64_t)(td_test_rand(&seed) % (uint64_t)sz);
+				idx[n] = td_index_list(lists[n], 3);
+				n++;
+			} else
+				idx[n++] = td_index_all();
+		}
+		td_cr_assert_ok(td_dict_index(&r, d, idx, n));
+		{
+			const td_tensor *src, *got;
+			td_cr_assert_ok(td_dict_get_tensor(d, "x.y", &src));
+			td_cr_assert_ok(td_tensor_index(&ref, src, idx, n));
+			td_cr_assert_ok(td_dict_get_tensor(r, "x.y", &got));
+			cr_assert_eq(td_tensor_equal(got, &ref), 1, "iteration %d", iter);
+			cr_assert_eq(td_dict_batch_ndim(r), ref.ndim - extra);
+			td_tensor_release(&ref);
+		}
+		td_dict_free(r);
+		td_dict_free(d);
+	}
+}
+
+/* ---- allocation failures ---- */
+
+typedef struct batch_ctx {
+	td_dict *src, *out[4];
+	td_dict **parts;
+	size_t nparts;
+} batch_ctx;
+
+static int batch_body(void *arg)
+{
+	batch_ctx *c = arg;
+	int64_t list[] = { 0, 2 };
+	td_index adv[] = { td_index_list(list, 2) };
+	td_index basic[] = { td_index_int(1) };
+	const td_dict *two[2];
+	int rc, i;
+
+	for (i = 0; i < 4; i++)
+		c->out[i] = NULL;
+	c->parts = NULL;
+	rc = td_dict_index(&c->out[0], c->src, adv, 1);
+	if (rc == 0)
+		rc = td_dict_index(&c->out[1], c->src, basic, 1);
+	two[0] = two[1] = c->src;
+	if (rc == 0)
+		rc = td_dict_stack(&c->out[2], two, 2, 1);
+	if (rc == 0)
+		rc = td_dict_permute(&c->out[3], c->src, (int[]){ 1, 0 });
+	if (rc == 0)
+		rc = td_dict_unbind(&c->parts, &c->nparts, c->src, 1);
+	if (rc < 0)
+		for (i = 0; i < 4; i++)
+			td_dict_free(c->out[i]);
+	return rc;
+}
+
+static void batch_cleanup(void *arg)
+{
+	batch_ctx *c = arg;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		td_dict_free(c->out[i]);
+	td_dict_array_free(c->parts, c->nparts);
+}
+
+Test(dict_batch, allocation_failures_are_reported_and_leak_nothing)
+{
+	batch_ctx c;
+
+	c.src = fixture();
+	td_test_enomem_sweep(batch_body, batch_cleanup, &c);
+	td_dict_free(c.src);
+}
