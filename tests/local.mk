@@ -28,3 +28,7 @@ TESTS += %D%/lib/test_buffer
 %C%_lib_test_buffer_LDADD = $(td_test_ldadd)
 
 endif
+
+# --- tools/ (script tests: TAP, run through SH_LOG_DRIVER) ---
+TESTS += %D%/tools/test_cli.sh
+EXTRA_DIST += %D%/tools/test_cli.sh
