@@ -9,6 +9,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/td-install.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT PIPE TERM
 prefix=$tmp/prefix
 jobs=$(nproc 2>/dev/null || echo 2)
 

@@ -21,6 +21,7 @@ fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/td-check-symbols.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT PIPE TERM
 
 # Declared: the name of every declaration that starts with TD_API, read up
 # to its ';' (declarations may span lines): the last identifier before the

@@ -18,6 +18,7 @@ expected=$(sed -n 's/^#define TD_VERSION_STRING "\(.*\)"$/\1/p' "$version_h")
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/td-test-cli.XXXXXX") || exit 99
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT PIPE TERM
 n=0
 failed=0
 
