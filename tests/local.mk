@@ -63,3 +63,7 @@ TESTS += %D%/lib/test_dict_batch
 %C%_lib_test_dict_batch_LDADD = $(td_test_ldadd)
 
 endif
+
+# --- tools/ (script tests: TAP, run through SH_LOG_DRIVER) ---
+TESTS += %D%/tools/test_cli.sh
+EXTRA_DIST += %D%/tools/test_cli.sh

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * headertest.c - <tdstore.h> compiles as strict C99 (-std=c99 -pedantic
+ * -Werror, built by `make headertest`), and a program using its types,
+ * macros and inline helpers links against libtdstore and runs.
+ */
+#include <tdstore.h>
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void)
+{
+	const int64_t shape[2] = { 3, 4 };
+	const int64_t at[1] = { 2 };
+	td_tensor t = TD_TENSOR_INIT;
+	td_tensor row = TD_TENSOR_INIT;
+	td_index idx[3];
+	td_scalar got;
+	td_value_kind kind = TD_VALUE_TENSOR;
+	int major = -1;
+	const char *version = td_version(&major, NULL, NULL);
+
+	idx[0] = td_index_int(1);
+	idx[1] = td_index_slice(0, TD_SLICE_NONE, 2);
+	idx[2] = td_index_ellipsis();
+	if (strcmp(version, TD_VERSION_STRING) != 0 || major != TD_VERSION_MAJOR)
+		return 1;
+	if (idx[1].kind != TD_INDEX_SLICE || kind != TD_VALUE_TENSOR || sizeof(td_value) == 0)
+		return 1;
+	if (td_tensor_zeros(&t, TD_DTYPE_F32, 2, shape) != TD_OK ||
+	    td_tensor_fill(&t, td_scalar_float(2.5)) != TD_OK ||
+	    td_tensor_select(&row, &t, 0, 1) != TD_OK ||
+	    td_tensor_get(&row, at, &got) != TD_OK) {
+		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
+		return 1;
+	}
+	td_tensor_release(&row);
+	td_tensor_release(&t);
+	if (got.kind != TD_SCALAR_FLOAT || got.v.f != 2.5)
+		return 1;
+	return strcmp(td_strerror(TD_EINVAL), "invalid argument") == 0 ? 0 : 1;
+}

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+//
+// headertest.cc - <tdstore.h> compiles as C++11 (-std=c++11 -pedantic
+// -Werror, built by `make headertest`), and its functions link with C
+// linkage from a C++ program.
+#include <tdstore.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+int main()
+{
+	const std::int64_t shape[2] = { 3, 4 };
+	const std::int64_t at[1] = { 2 };
+	td_tensor t = TD_TENSOR_INIT;
+	td_tensor row = TD_TENSOR_INIT;
+	const td_index idx[3] = { td_index_int(-1), td_index_all(), td_index_newaxis() };
+	td_scalar got = td_scalar_int(0);
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	td_dict *dict = nullptr;
+	td_key *key = nullptr;
+
+	if (std::strcmp(td_version(nullptr, nullptr, nullptr), TD_VERSION_STRING) != 0)
+		return 1;
+	if (idx[0].start != -1 || opts.version != TD_BUFFER_WRAP_OPTS_VERSION || dict || key)
+		return 1;
+	if (td_tensor_zeros(&t, TD_DTYPE_I64, 2, shape) != TD_OK ||
+	    td_tensor_fill(&t, td_scalar_int(7)) != TD_OK ||
+	    td_tensor_select(&row, &t, 0, 2) != TD_OK ||
+	    td_tensor_get(&row, at, &got) != TD_OK) {
+		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
+		return 1;
+	}
+	td_tensor_release(&row);
+	td_tensor_release(&t);
+	return got.kind == TD_SCALAR_INT && got.v.i == 7 ? 0 : 1;
+}
