@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_suites.h - the row tables of tdbench, one per Python benchmark file
+ * of tensordict's seed table.
+ */
+#ifndef TD_BENCH_SUITES_H
+#define TD_BENCH_SUITES_H
+
+#include "bench.h"
+
+/** The seed's other files: nn, functorch, vmap, tensorclass, distributed (bench_na.c) */
+extern const bench_suite bench_nn_suite;
+extern const bench_suite bench_tensorclass_suite;
+extern const bench_suite bench_distributed_suite;
+
+#endif /* TD_BENCH_SUITES_H */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdbench.c - the benchmark program that mirrors tensordict's CI benchmark
+ * table (CPU run): every row, measured or n/a, in the seed's order.
+ */
+#include "config.h"
+
+#include "bench.h"
+#include "bench_suites.h"
+
+static const bench_suite *const suites[] = {
+	&bench_distributed_suite,
+	&bench_nn_suite,
+	&bench_tensorclass_suite,
+};
+
+static const bench_program tdbench = {
+	"tdbench", suites, sizeof(suites) / sizeof(suites[0]), true, NULL
+};
+
+int main(int argc, char **argv)
+{
+	return bench_main(&tdbench, argc, argv);
+}
