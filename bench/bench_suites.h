@@ -8,6 +8,8 @@
 
 #include "bench.h"
 
+/** benchmarks/common/common_ops_test.py (bench_core.c) */
+extern const bench_suite bench_core_suite;
 /** The seed's other files: nn, functorch, vmap, tensorclass, distributed (bench_na.c) */
 extern const bench_suite bench_nn_suite;
 extern const bench_suite bench_tensorclass_suite;

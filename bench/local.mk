@@ -9,10 +9,13 @@ EXTRA_PROGRAMS += %D%/tdbench
 %C%_tdbench_SOURCES = \
 	%D%/bench.h \
 	%D%/bench_impl.h \
+	%D%/bench_fixtures.h \
 	%D%/bench_suites.h \
 	%D%/bench.c \
 	%D%/bench_report.c \
 	%D%/bench_alloc.c \
+	%D%/bench_fixtures.c \
+	%D%/bench_core.c \
 	%D%/bench_na.c \
 	%D%/tdbench.c
 nodist_%C%_tdbench_SOURCES = %D%/seed_cpu.c
