@@ -10,6 +10,10 @@
 
 /** benchmarks/common/common_ops_test.py (bench_core.c) */
 extern const bench_suite bench_core_suite;
+/** benchmarks/common/memmap_benchmarks_test.py (bench_memmap.c) */
+extern const bench_suite bench_memmap_suite;
+/** benchmarks/common/pytree_benchmarks_test.py (bench_pytree.c) */
+extern const bench_suite bench_pytree_suite;
 /** The seed's other files: nn, functorch, vmap, tensorclass, distributed (bench_na.c) */
 extern const bench_suite bench_nn_suite;
 extern const bench_suite bench_tensorclass_suite;

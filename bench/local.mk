@@ -16,6 +16,8 @@ EXTRA_PROGRAMS += %D%/tdbench
 	%D%/bench_alloc.c \
 	%D%/bench_fixtures.c \
 	%D%/bench_core.c \
+	%D%/bench_memmap.c \
+	%D%/bench_pytree.c \
 	%D%/bench_na.c \
 	%D%/tdbench.c
 nodist_%C%_tdbench_SOURCES = %D%/seed_cpu.c

@@ -2,7 +2,7 @@
 /*
  * tdbench.c - the benchmark program that mirrors tensordict's CI benchmark
  * table (CPU run): every row, measured or n/a, in the seed's order, and the
- * memory per leaf of big_td and big_nested_td.
+ * memory per leaf of big_td and big_nested_td. See bench/README.md.
  */
 #include "config.h"
 
@@ -12,6 +12,8 @@
 
 static const bench_suite *const suites[] = {
 	&bench_core_suite,
+	&bench_memmap_suite,
+	&bench_pytree_suite,
 	&bench_distributed_suite,
 	&bench_nn_suite,
 	&bench_tensorclass_suite,
