@@ -36,6 +36,7 @@ CLEANFILES += \
 	%D%/seed_cpu.c.tmp
 
 EXTRA_DIST += \
+	%D%/README.md \
 	%D%/seed_cpu.tsv \
 	%D%/seed_cpu.awk
 
