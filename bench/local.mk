@@ -1,2 +1,51 @@
 # SPDX-License-Identifier: MIT
-# Benchmarks, built and run by `make bench`, never by `make check`.
+# Benchmarks, built and run by `make bench`, never by `make check` (they are
+# EXTRA_PROGRAMS: built only on request). They are compiled with the same
+# CFLAGS as the library (configure's default -g -O2). Pass options with
+# `make bench BENCH_ARGS="--json --filter nested"`; see bench/README.md.
+
+EXTRA_PROGRAMS += %D%/tdbench
+
+%C%_tdbench_SOURCES = \
+	%D%/bench.h \
+	%D%/bench_impl.h \
+	%D%/bench_fixtures.h \
+	%D%/bench_suites.h \
+	%D%/bench.c \
+	%D%/bench_report.c \
+	%D%/bench_alloc.c \
+	%D%/bench_fixtures.c \
+	%D%/bench_core.c \
+	%D%/bench_memmap.c \
+	%D%/bench_pytree.c \
+	%D%/bench_na.c \
+	%D%/tdbench.c
+nodist_%C%_tdbench_SOURCES = %D%/seed_cpu.c
+%C%_tdbench_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/%D%
+%C%_tdbench_LDADD = libtdstore.la
+
+# The seed table is compiled in, generated from the committed TSV.
+%D%/seed_cpu.c: $(top_srcdir)/%D%/seed_cpu.tsv $(top_srcdir)/%D%/seed_cpu.awk
+	$(AM_V_GEN)$(MKDIR_P) $(@D) && \
+	$(AWK) -f $(top_srcdir)/%D%/seed_cpu.awk $(top_srcdir)/%D%/seed_cpu.tsv > $@.tmp && \
+	mv -f $@.tmp $@
+
+CLEANFILES += \
+	%D%/tdbench$(EXEEXT) \
+	%D%/seed_cpu.c \
+	%D%/seed_cpu.c.tmp
+
+EXTRA_DIST += \
+	%D%/README.md \
+	%D%/seed_cpu.tsv \
+	%D%/seed_cpu.awk
+
+bench_programs = %D%/tdbench$(EXEEXT)
+
+bench: $(bench_programs)
+	@for p in $(bench_programs); do \
+		echo "== $$p $(BENCH_ARGS)" >&2; \
+		./$$p $(BENCH_ARGS) || exit $$?; \
+	done
+
+.PHONY: bench

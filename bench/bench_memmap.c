@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_memmap.c - the rows of tensordict's
+ * benchmarks/common/memmap_benchmarks_test.py. The fixtures are anonymous
+ * memory-mapped tensors (MemoryMappedTensor without a file name): here one
+ * MAP_SHARED | MAP_ANONYMOUS mapping per tensor, wrapped as a
+ * TD_BUFFER_SHM buffer. Rows that time the making of memory-mapped tensors
+ * or the saving of a model belong to the storage layer and are n/a here.
+ */
+#include "config.h"
+
+#include "bench.h"
+#include "bench_fixtures.h"
+#include "bench_suites.h"
+
+#include <tdstore.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MEMMAP_KEYS 30
+
+static const int64_t b340[2] = { 3, 40 };
+
+typedef struct mm {
+	td_tensor mmt;  /* memmap_tensor: MemoryMappedTensor.zeros((3, 4, 5)) */
+	td_dict *td;    /* td_memmap: 30 keys, zeros(3, 40) + i, batch [3, 40] */
+} mm;
+
+static void unmap_release(void *data, size_t nbytes, void *payload)
+{
+	(void)payload;
+	munmap(data, nbytes);
+}
+
+/* A float32 tensor of `shape` in its own anonymous shared mapping (zeros). */
+static int shm_tensor(td_tensor *out, int ndim, const int64_t *shape)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	size_t nbytes = sizeof(float);
+	td_buffer *buf;
+	void *p;
+	int i, rc;
+
+	for (i = 0; i < ndim; i++)
+		nbytes *= (size_t)shape[i];
+	p = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return bench_fail("mmap of %zu bytes: %s", nbytes, strerror(errno));
+	opts.kind = TD_BUFFER_SHM;
+	opts.release = unmap_release;
+	rc = td_buffer_wrap(&buf, p, nbytes, &opts);
+	if (rc < 0) {
+		munmap(p, nbytes);
+		return rc;
+	}
+	rc = td_tensor_from_buffer(out, buf, TD_DTYPE_F32, ndim, shape, NULL, 0);
+	td_buffer_unref(buf);
+	return rc;
+}
+
+/* TensorDict({str(i): zeros(3, 40) + i for i in range(30)}, [3, 40]).memmap_() */
+static int make_td_memmap(td_dict **out)
+{
+	td_dict *d;
+	size_t i;
+	int rc;
+
+	rc = td_dict_new(&d, 2, b340);
+	for (i = 0; rc >= 0 && i < MEMMAP_KEYS; i++) {
+		td_tensor t = TD_TENSOR_INIT;
+
+		rc = shm_tensor(&t, 2, b340);
+		if (rc >= 0)
+			rc = td_tensor_fill(&t, td_scalar_float((double)i));
+		if (rc >= 0)
+			rc = td_dict_set_tensor(d, fix_key(i), &t);
+		td_tensor_release(&t);
+	}
+	if (rc < 0) {
+		td_dict_free(d);
+		return rc;
+	}
+	*out = d;
+	return 0;
+}
+
+static void mm_teardown(void *state)
+{
+	mm *s = state;
+
+	if (!s)
+		return;
+	td_tensor_release(&s->mmt);
+	td_dict_free(s->td);
+	free(s);
+}
+
+static int mm_setup(void **state, const void *arg)
+{
+	mm *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return bench_fail("out of memory");
+	*state = s;
+	rc = shm_tensor(&s->mmt, 3, fix_s345);
+	if (rc >= 0 && arg)
+		rc = make_td_memmap(&s->td);
+	return rc < 0 ? rc : 0;
+}
+
+/* memmap_tensor + 1 */
+static int run_add_one(void *state, size_t i)
+{
+	mm *s = state;
+	td_tensor out;
+	int rc;
+
+	(void)i;
+	rc = td_tensor_binary_scalar(&out, &s->mmt, td_scalar_int(1), TD_OP_ADD);
+	if (rc >= 0)
+		td_tensor_release(&out);
+	return rc;
+}
+
+/* memmap_tensor.contiguous() */
+static int run_contiguous(void *state, size_t i)
+{
+	mm *s = state;
+	td_tensor out;
+	int rc;
+
+	(void)i;
+	rc = td_tensor_contiguous(&out, &s->mmt);
+	if (rc >= 0)
+		td_tensor_release(&out);
+	return rc;
+}
+
+/* torch.stack([memmap_tensor] * 2, 0) */
+static int run_stack(void *state, size_t i)
+{
+	mm *s = state;
+	td_tensor two[2], out;
+	int rc;
+
+	(void)i;
+	two[0] = s->mmt;
+	two[1] = s->mmt;
+	rc = td_tensor_stack(&out, two, 2, 0);
+	if (rc >= 0)
+		td_tensor_release(&out);
+	return rc;
+}
+
+static int apply_same(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	(void)item;
+	(void)payload;
+	td_tensor_ref(out, in);
+	return 0;
+}
+
+static int apply_add_one(td_tensor *out, const td_tensor *in, const td_item *item,
+	void *payload)
+{
+	(void)item;
+	(void)payload;
+	return td_tensor_binary_scalar(out, in, td_scalar_int(1), TD_OP_ADD);
+}
+
+/* td_memmap[0], then optionally .apply(fn) on it; both results dropped */
+static int index_then(const mm *s, td_apply_fn fn)
+{
+	static const td_index zero[1] = { { .kind = TD_INDEX_INT, .start = 0, .step = 1 } };
+	td_dict *row = NULL, *applied = NULL;
+	int rc;
+
+	rc = td_dict_index(&row, s->td, zero, 1);
+	if (rc >= 0 && fn)
+		rc = td_dict_apply(&applied, row, fn, NULL);
+	td_dict_free(applied);
+	td_dict_free(row);
+	return rc;
+}
+
+static int run_index(void *state, size_t i)
+{
+	(void)i;
+	return index_then(state, NULL);
+}
+
+static int run_index_astensor(void *state, size_t i)
+{
+	(void)i;
+	return index_then(state, apply_same);
+}
+
+static int run_index_op(void *state, size_t i)
+{
+	(void)i;
+	return index_then(state, apply_add_one);
+}
+
+static const int with_td = 1;
+
+#define ROW(nm, fn, n, arg_) { .name = nm, .setup = mm_setup, .run = fn, \
+	.teardown = mm_teardown, .entries = n, .arg = arg_ }
+#define ROW_NA(nm, why) { .name = nm, .note = why }
+
+#define NA_CREATE "making an anonymous memory-mapped tensor is the storage layer's " \
+	"job (storage issue)"
+#define NA_SAVE "saves nn.Transformer's weights (184 leaves, 176 MB) as a memmap " \
+	"directory: the storage layer's save (storage issue)"
+#define NA_PICKLE "torch.save of a state_dict (Python pickle): a Python-only reference " \
+	"with no tdstore counterpart"
+
+static const bench_row memmap_rows[] = {
+	ROW_NA("test_creation[device0]", "MemoryMappedTensor.empty((3, 4, 5)): " NA_CREATE),
+	ROW_NA("test_creation_from_tensor", "MemoryMappedTensor.from_tensor(zeros(3, 4, 5)): "
+		NA_CREATE),
+	ROW("test_add_one[memmap_tensor0]", run_add_one, 0, NULL),
+	ROW("test_contiguous[memmap_tensor0]", run_contiguous, 0, NULL),
+	ROW("test_stack[memmap_tensor0]", run_stack, 0, NULL),
+	ROW("test_memmaptd_index", run_index, MEMMAP_KEYS, &with_td),
+	{ .name = "test_memmaptd_index_astensor", .setup = mm_setup,
+		.run = run_index_astensor, .teardown = mm_teardown, .entries = MEMMAP_KEYS,
+		.arg = &with_td, .note = "as_tensor() rebuilds the dict with the same leaves: "
+		"td_dict_apply() with a callback returning a new reference" },
+	ROW("test_memmaptd_index_op", run_index_op, MEMMAP_KEYS, &with_td),
+	ROW_NA("test_serialize_model", "from_module(nn.Transformer()) then memmap(dir): "
+		NA_SAVE),
+	ROW_NA("test_serialize_model_pickle", NA_PICKLE),
+	ROW_NA("test_serialize_weights", "weights.memmap(dir, num_threads=32): " NA_SAVE),
+	ROW_NA("test_serialize_weights_returnearly", "memmap(..., return_early=True), "
+		"asynchronous: " NA_SAVE),
+	ROW_NA("test_serialize_weights_pickle", NA_PICKLE),
+	ROW_NA("test_serialize_weights_filesystem", "memmap() into anonymous shared memory: "
+		NA_SAVE),
+	ROW_NA("test_serialize_model_filesystem", "from_module() then memmap() into "
+		"anonymous shared memory: " NA_SAVE),
+};
+
+const bench_suite bench_memmap_suite = {
+	"benchmarks/common/memmap_benchmarks_test.py", memmap_rows,
+	sizeof(memmap_rows) / sizeof(memmap_rows[0])
+};
