@@ -75,7 +75,7 @@ int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape)
 	if (!out)
 		return td__error(TD_EINVAL, "td_dict_new: NULL out");
 	*out = NULL;
-	return td__dict_alloc(out, batch_ndim, batch_shape, 4, "td_dict_new");
+	return td__dict_alloc(out, batch_ndim, batch_shape, 0, "td_dict_new");
 }
 
 static void dict_destroy(td_dict *d);
@@ -235,7 +235,7 @@ static int grow(td_dict *d, const char *fn)
 	}
 	if (d->cap >= UINT32_MAX / 4)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
-	new_cap = d->cap ? d->cap * 2 : 4;
+	new_cap = d->cap ? d->cap * 2 : 2;
 	bytes = (size_t)new_cap * sizeof(td__entry);
 	new_entries = td__malloc(bytes);
 	if (!new_entries)
@@ -526,7 +526,7 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 	if (td__dict_depth(d) + 1 >= TD_KEY_MAX_DEPTH)
 		return td__error(TD_EINVAL, "%s: dicts cannot nest deeper than %d levels", fn,
 			TD_KEY_MAX_DEPTH);
-	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 4, fn));
+	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 1, fn));
 	k = td__kstr_new(part->s, part->len, part->hash);
 	if (!k) {
 		td__free(c);
@@ -608,19 +608,32 @@ static int check_child(td_dict *parent, td_dict *child, const char *key, const c
 	return TD_OK;
 }
 
-static int check_value(td_dict *parent, const td_value *v, const char *key, const char *fn)
+static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
+	const char *fn)
 {
-	if (v->kind == TD_VALUE_TENSOR)
-		return td__dict_check_batch(parent, v->u.tensor.ndim, v->u.tensor.shape, key, fn);
-	if (v->kind == TD_VALUE_DICT)
+	char key[256];
+
+	if (v->kind == TD_VALUE_TENSOR) {
+		const td_tensor *t = &v->u.tensor;
+		if (TD_LIKELY(t->ndim >= parent->batch_ndim &&
+			      memcmp(t->shape, parent->batch_shape,
+				      (size_t)parent->batch_ndim * sizeof(int64_t)) == 0))
+			return TD_OK;
+		td__kpath_format(key, sizeof(key), last, 1);
+		return td__dict_check_batch(parent, t->ndim, t->shape, key, fn);
+	}
+	if (v->kind == TD_VALUE_DICT) {
+		td__kpath_format(key, sizeof(key), last, 1);
 		return check_child(parent, v->u.dict, key, fn);
+	}
 	return TD_OK;
 }
 
 /* Store `v` in an existing entry of `parent`. */
-static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const char *key,
-	const char *fn)
+static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const char *fn)
 {
+	const char *key = e->key->data;
+
 	td_value old;
 
 	if (parent->locked) {
@@ -652,14 +665,14 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 	int rc;
 
 	TD_TRY(td__dict_walk(d, parts, n, &undo, &parent, fn));
-	td__kpath_format(key, sizeof(key), parts, n);
-	rc = check_value(parent, v, key, fn);
+	rc = check_value(parent, v, last, fn);
 	if (rc < 0)
 		goto fail;
 	e = td__dict_find(parent, last->s, last->len, last->hash);
 	if (e)
-		return replace_value(parent, e, v, key, fn);
+		return replace_value(parent, e, v, fn);
 	if (parent->locked) {
+		td__kpath_format(key, sizeof(key), parts, n);
 		rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
 		goto fail;
 	}
