@@ -37,6 +37,6 @@ libtdcore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)
 
 libtdstore_la_SOURCES =
 libtdstore_la_LIBADD = libtdcore.la
-libtdstore_la_LDFLAGS = $(AM_LDFLAGS) \
+libtdstore_la_LDFLAGS = $(AM_LDFLAGS) $(TD_LIB_LDFLAGS) \
 	-version-info $(TD_LT_CURRENT):$(TD_LT_REVISION):$(TD_LT_AGE) \
 	-no-undefined
