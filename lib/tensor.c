@@ -71,9 +71,11 @@ bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
 	int64_t expected = 1;
 	int i;
 
-	for (i = ndim - 1; i >= 0; i--) {
+	/* Without elements any strides are contiguous (torch's rule), whichever dim is 0. */
+	for (i = 0; i < ndim; i++)
 		if (shape[i] == 0)
 			return true;
+	for (i = ndim - 1; i >= 0; i--) {
 		if (shape[i] == 1)
 			continue;
 		if (strides[i] != expected)
