@@ -456,6 +456,7 @@ int td_tensor_set(td_tensor *t, const int64_t *index, td_scalar value)
 	char *p;
 
 	TD_TRY(td__tensor_check_write(t, "td_tensor_set", "the tensor"));
+	TD_TRY(td__scalar_check(value, "td_tensor_set"));
 	TD_TRY(element_ptr(t, index, &p, "td_tensor_set"));
 	td__scalar_store(p, t->dtype, value);
 	return TD_OK;
