@@ -253,7 +253,8 @@ static td_dtype scalar_dtype(const td_scalar *s)
 
 void td__scalar_store(void *out, td_dtype dtype, td_scalar s)
 {
-	uint8_t b = s.v.b ? 1 : 0;
+	/* Read the bool member only when it is the one the scalar holds. */
+	uint8_t b = s.kind == TD_SCALAR_BOOL && s.v.b;
 	const void *src = s.kind == TD_SCALAR_BOOL ? (const void *)&b : (const void *)&s.v;
 
 	td__convert(out, 0, dtype, src, 0, scalar_dtype(&s), 1);
