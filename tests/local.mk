@@ -27,4 +27,9 @@ TESTS += %D%/lib/test_buffer
 %C%_lib_test_buffer_CFLAGS = $(td_test_cflags)
 %C%_lib_test_buffer_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_tensor
+TESTS += %D%/lib/test_tensor
+%C%_lib_test_tensor_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_LDADD = $(td_test_ldadd)
+
 endif
