@@ -32,4 +32,9 @@ TESTS += %D%/lib/test_tensor
 %C%_lib_test_tensor_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_tensor_shape
+TESTS += %D%/lib/test_tensor_shape
+%C%_lib_test_tensor_shape_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_shape_LDADD = $(td_test_ldadd)
+
 endif
