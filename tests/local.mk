@@ -37,4 +37,9 @@ TESTS += %D%/lib/test_tensor_shape
 %C%_lib_test_tensor_shape_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_shape_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_tensor_copy
+TESTS += %D%/lib/test_tensor_copy
+%C%_lib_test_tensor_copy_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_copy_LDADD = $(td_test_ldadd)
+
 endif
