@@ -43,6 +43,8 @@ void td_error_clear(void)
 	tls_error.pub.message = "no error";
 }
 
+static int error_vset(int code, int sys_errno, const char *fmt, va_list ap) TD_PRINTF(3, 0);
+
 static int error_vset(int code, int sys_errno, const char *fmt, va_list ap)
 {
 	int n = vsnprintf(tls_error.message, sizeof(tls_error.message), fmt, ap);

@@ -71,9 +71,11 @@ bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
 	int64_t expected = 1;
 	int i;
 
-	for (i = ndim - 1; i >= 0; i--) {
+	/* Without elements any strides are contiguous (torch's rule), whichever dim is 0. */
+	for (i = 0; i < ndim; i++)
 		if (shape[i] == 0)
 			return true;
+	for (i = ndim - 1; i >= 0; i--) {
 		if (shape[i] == 1)
 			continue;
 		if (strides[i] != expected)
@@ -85,7 +87,8 @@ bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
 
 int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 {
-	int64_t last = 0, numel = 1;
+	int64_t last = 0;
+	bool empty = false;
 	size_t end;
 	int i;
 
@@ -100,20 +103,28 @@ int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 	for (i = 0; i < t->ndim; i++) {
 		if (TD_UNLIKELY(t->shape[i] < 0 || t->strides[i] < 0))
 			return td__error(TD_EINVAL, "%s: %s has a negative size or stride", fn, what);
-		numel *= t->shape[i] ? 1 : 0;
+		empty = empty || t->shape[i] == 0;
 	}
-	if (numel == 0)
-		return TD_OK;
+	/*
+	 * The extent is checked even without elements: views of an empty
+	 * tensor (select, narrow, the iterator) do arithmetic with its
+	 * offset and strides, which must not overflow. Only the comparison
+	 * with the buffer size is skipped, as torch allows an empty view
+	 * anywhere.
+	 */
 	for (i = 0; i < t->ndim; i++) {
 		int64_t span;
+		if (t->shape[i] == 0)
+			continue;
 		if (!td__mul_i64(t->shape[i] - 1, t->strides[i], &span) ||
 		    !td__add_i64(last, span, &last))
 			return td__error(TD_EOVERFLOW, "%s: %s spans too many elements", fn, what);
 	}
-	if (!td__add_i64(last, t->offset + 1, &last) ||
-	    !td__mul_size((size_t)last, td__itemsize(t->dtype), &end) || end > t->buffer->nbytes)
-		return td__error(TD_EINDEX, "%s: %s reaches beyond its %zu-byte buffer", fn, what,
-			t->buffer->nbytes);
+	if (!td__add_i64(last, t->offset, &last) || !td__add_i64(last, 1, &last) ||
+	    !td__mul_size((size_t)last, td__itemsize(t->dtype), &end) ||
+	    end > (size_t)PTRDIFF_MAX || (!empty && end > t->buffer->nbytes))
+		return td__error(TD_EINDEX, "%s: %s (offset %lld) reaches beyond its %zu-byte buffer",
+			fn, what, (long long)t->offset, t->buffer->nbytes);
 	return TD_OK;
 }
 
@@ -445,6 +456,7 @@ int td_tensor_set(td_tensor *t, const int64_t *index, td_scalar value)
 	char *p;
 
 	TD_TRY(td__tensor_check_write(t, "td_tensor_set", "the tensor"));
+	TD_TRY(td__scalar_check(value, "td_tensor_set"));
 	TD_TRY(element_ptr(t, index, &p, "td_tensor_set"));
 	td__scalar_store(p, t->dtype, value);
 	return TD_OK;

@@ -523,6 +523,23 @@ static int shape_mismatch(const td_tensor *a, const td_tensor *b, size_t i, cons
 		td__format_shape(s2, sizeof(s2), a->ndim, a->shape));
 }
 
+/*
+ * Store a joined result. `out` may alias any of the inputs (only read
+ * before this point): that input's reference is then released.
+ */
+static void join_assign(td_tensor *out, const td_tensor *tensors, size_t n, td_tensor *tmp)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (out == &tensors[i]) {
+			td_tensor_release(out);
+			break;
+		}
+	}
+	*out = *tmp;
+}
+
 int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 {
 	static const char fn[] = "td_tensor_stack";
@@ -559,10 +576,7 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 		slot.ndim = tmp.ndim - 1;
 		td__copy_unchecked(&slot, &tensors[i], fn);
 	}
-	/* `out` may alias tensors[0]: it was only read above. */
-	if (out == &tensors[0])
-		td_tensor_release(out);
-	*out = tmp;
+	join_assign(out, tensors, n, &tmp);
 	return TD_OK;
 }
 
@@ -602,8 +616,6 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 		if (slot.shape[d] > 0)
 			td__copy_unchecked(&slot, &tensors[i], fn);
 	}
-	if (out == &tensors[0])
-		td_tensor_release(out);
-	*out = tmp;
+	join_assign(out, tensors, n, &tmp);
 	return TD_OK;
 }

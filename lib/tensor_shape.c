@@ -195,6 +195,7 @@ int td_tensor_unsqueeze(td_tensor *out, const td_tensor *t, int dim)
 {
 	static const char fn[] = "td_tensor_unsqueeze";
 	td_tensor tmp;
+	int64_t stride = 1;
 	int d, i;
 
 	if (!out)
@@ -203,13 +204,21 @@ int td_tensor_unsqueeze(td_tensor *out, const td_tensor *t, int dim)
 	if (t->ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: a tensor has at most %d dims", fn, TD_MAX_DIMS);
 	TD_TRY(td__wrap_dim(dim, t->ndim + 1, &d, fn));
+	/*
+	 * torch gives the new dim the stride size * stride of the dim it is
+	 * inserted before. The stride of a size-1 dim never matters, so when
+	 * that product overflows (a huge stride in a huge device buffer) 1 is
+	 * used instead.
+	 */
+	if (d < t->ndim && !td__mul_i64(t->shape[d], t->strides[d], &stride))
+		stride = 1;
 	tmp = *t;
 	for (i = t->ndim; i > d; i--) {
 		tmp.shape[i] = t->shape[i - 1];
 		tmp.strides[i] = t->strides[i - 1];
 	}
 	tmp.shape[d] = 1;
-	tmp.strides[d] = d < t->ndim ? t->shape[d] * t->strides[d] : 1;
+	tmp.strides[d] = stride;
 	tmp.ndim = t->ndim + 1;
 	td_buffer_ref(tmp.buffer);
 	td__tensor_assign(out, t, &tmp);

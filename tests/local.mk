@@ -62,6 +62,21 @@ TESTS += %D%/lib/test_dict_batch
 %C%_lib_test_dict_batch_CFLAGS = $(td_test_cflags)
 %C%_lib_test_dict_batch_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_tensor
+TESTS += %D%/lib/test_tensor
+%C%_lib_test_tensor_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_tensor_shape
+TESTS += %D%/lib/test_tensor_shape
+%C%_lib_test_tensor_shape_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_shape_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/lib/test_tensor_copy
+TESTS += %D%/lib/test_tensor_copy
+%C%_lib_test_tensor_copy_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_copy_LDADD = $(td_test_ldadd)
+
 endif
 
 # --- tools/ (script tests: TAP, run through SH_LOG_DRIVER) ---
