@@ -19,8 +19,8 @@ struct td_buffer {
 	void *payload;
 };
 
-/* Header size of a heap buffer: the data starts this far after the struct. */
-#define TD_BUFFER_HEADER_SIZE TD_BUFFER_ALIGNMENT
+/* Upper bound of a heap buffer's header and alignment padding, in bytes. */
+#define TD_BUFFER_HEADER_SIZE (2 * TD_BUFFER_ALIGNMENT)
 
 static inline bool td__buffer_host(const td_buffer *b)
 {

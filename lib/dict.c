@@ -157,7 +157,17 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 
 static inline bool key_eq(const td__kstr *k, const char *s, uint32_t len, uint64_t hash)
 {
-	return k->hash == hash && k->len == len && memcmp(k->data, s, len) == 0;
+	uint32_t i;
+
+	if (k->hash != hash || k->len != len)
+		return false;
+	if (len > 16)
+		return memcmp(k->data, s, len) == 0;
+	/* Short keys (the usual case): no call. */
+	for (i = 0; i < len; i++)
+		if (k->data[i] != s[i])
+			return false;
+	return true;
 }
 
 td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64_t hash)
@@ -278,6 +288,19 @@ int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char
 	if (d->index)
 		index_insert(d, key->hash, slot);
 	return TD_OK;
+}
+
+void td__dict_push(td_dict *d, td__kstr *key)
+{
+	uint32_t slot = d->used++;
+
+	d->entries[slot].key = key;
+	d->count++;
+	if (d->index) {
+		if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+			index_fill_all(d, d->index, d->index_mask);
+		index_insert(d, key->hash, slot);
+	}
 }
 
 void td__dict_remove_slot(td_dict *d, uint32_t i)

@@ -53,6 +53,14 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 
 int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 {
+	td__kref k;
+
+	/* Fast path: a single-component key needs no path. */
+	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY)) &&
+	    !*td__kref_scan(key, &k) && k.len > 0) {
+		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
+		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
+	}
 	return contains_impl(d, FORM_DOTTED(key), flags, "td_dict_contains");
 }
 

@@ -16,106 +16,200 @@
 #define MAX_INDEX (TD_MAX_DIMS * 4)
 
 typedef struct batch_index {
-	td_index idx[MAX_INDEX]; /* ellipsis expanded into full slices over batch dims */
+	const td_index *idx;      /* what every leaf is indexed with */
 	size_t n;
+	td_index expanded[MAX_INDEX]; /* storage: the ellipsis expanded over batch dims */
+	td__index_expr prepared;  /* masks turned into positions, when there are masks */
+	bool has_prepared;
 	int ndim;                 /* resulting batch ndim */
 	int64_t shape[TD_MAX_DIMS];
+	/*
+	 * For a basic expression, the view every leaf gets, computed once:
+	 * leaf offset += sum(start[d] * stride[d]) over the batch dims d; result
+	 * dim j is batch dim src[j] (-1: a new axis) stepped by step[j].
+	 */
+	bool basic;
+	int nbatch;
+	int64_t start[TD_MAX_DIMS];
+	int src[TD_MAX_DIMS];
+	int64_t step[TD_MAX_DIMS];
 } batch_index;
 
-/* A one-byte, never-freed buffer: index expressions are probed on a
- * zero-stride view of it to learn the resulting batch shape. */
-static unsigned char probe_byte;
-static struct td_buffer probe_buffer = {
-	(1u << 30), TD_BUFFER_EXTERNAL, TD_BUFFER_READONLY, -1, &probe_byte, 1, NULL, NULL
-};
-
-static int dims_consumed(const td_index *x, int *out, const char *fn)
+static bool is_mask(const td_index *x)
 {
-	switch (x->kind) {
-	case TD_INDEX_NEWAXIS:
-	case TD_INDEX_ELLIPSIS:
-		*out = 0;
-		return TD_OK;
-	case TD_INDEX_TENSOR:
-		if (!x->tensor)
-			return td__error(TD_EINVAL, "%s: NULL index tensor", fn);
-		*out = x->tensor->dtype == TD_DTYPE_BOOL ? x->tensor->ndim : 1;
-		return TD_OK;
-	case TD_INDEX_INT:
-	case TD_INDEX_SLICE:
-	case TD_INDEX_RANGE:
-	case TD_INDEX_LIST:
-	case TD_INDEX_MASK:
-		*out = 1;
-		return TD_OK;
-	default:
-		return td__error(TD_EINVAL, "%s: invalid index kind %d", fn, (int)x->kind);
+	return x->kind == TD_INDEX_MASK ||
+	       (x->kind == TD_INDEX_TENSOR && x->tensor && x->tensor->dtype == TD_DTYPE_BOOL &&
+		x->tensor->ndim > 0);
+}
+
+/* Python's slice rules for a nonnegative step (validated before). */
+static void slice_bounds(const td_index *x, int64_t size, int64_t *start, int64_t *len,
+	int64_t *step)
+{
+	int64_t st = x->step == TD_SLICE_NONE ? 1 : x->step;
+	int64_t a = x->start, b = x->stop;
+
+	if (x->kind == TD_INDEX_RANGE) {
+		*start = a;
+		*len = b > a ? (b - a + st - 1) / st : 0;
+		*step = st;
+		return;
+	}
+	a = a == TD_SLICE_NONE ? 0 : a < 0 ? a + size : a;
+	b = b == TD_SLICE_NONE ? size : b < 0 ? b + size : b;
+	a = a < 0 ? 0 : a > size ? size : a;
+	b = b < 0 ? 0 : b > size ? size : b;
+	*start = a;
+	*len = b > a ? (b - a + st - 1) / st : 0;
+	*step = st;
+}
+
+/* The view plan of a validated basic expression (see batch_index). */
+static void plan_basic(batch_index *bi, const td_dict *d)
+{
+	int in = 0, out = 0, k;
+	size_t i;
+
+	bi->basic = true;
+	bi->nbatch = d->batch_ndim;
+	for (i = 0; i < bi->n; i++) {
+		const td_index *x = &bi->idx[i];
+		int64_t len, step, start;
+
+		if (x->kind == TD_INDEX_NEWAXIS) {
+			bi->src[out] = -1;
+			bi->step[out++] = 0;
+			continue;
+		}
+		if (x->kind == TD_INDEX_INT) {
+			bi->start[in] = x->start < 0 ? x->start + d->batch_shape[in] : x->start;
+			in++;
+			continue;
+		}
+		slice_bounds(x, d->batch_shape[in], &start, &len, &step);
+		bi->start[in] = len > 0 ? start : 0;
+		bi->src[out] = in++;
+		bi->step[out++] = step;
+	}
+	for (k = in; k < d->batch_ndim; k++) {
+		bi->start[k] = 0;
+		bi->src[out] = k;
+		bi->step[out++] = 1;
 	}
 }
 
+/* Apply the basic plan to one leaf: a view, no checks (leaves are valid). */
+static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
+{
+	int64_t offset = in->offset;
+	int j, k, n = bi->ndim;
+
+	for (k = 0; k < bi->nbatch; k++)
+		offset += bi->start[k] * in->strides[k];
+	out->buffer = td_buffer_ref(in->buffer);
+	out->offset = offset;
+	out->dtype = in->dtype;
+	for (j = 0; j < n; j++) {
+		int sd = bi->src[j];
+		out->shape[j] = bi->shape[j];
+		out->strides[j] = sd < 0 ? 1 : in->strides[sd] * bi->step[j];
+	}
+	for (k = bi->nbatch; k < in->ndim; k++, j++) {
+		out->shape[j] = in->shape[k];
+		out->strides[j] = in->strides[k];
+	}
+	out->ndim = j;
+	return TD_OK;
+}
+
+/*
+ * Check `idx` against d's batch shape, compute the resulting batch shape,
+ * and rewrite the expression so that it applies to any leaf: an ellipsis
+ * becomes full slices over the batch dims it stands for (not the leaf's
+ * own dims), and masks become positions once for all leaves.
+ */
 static int prepare_index(batch_index *bi, const td_dict *d, const td_index *idx, size_t n,
 	const char *fn)
 {
-	int consumed = 0, c = 0;
 	size_t i, ellipsis = SIZE_MAX;
-	td_tensor probe, res;
+	bool masks = false;
+	int consumed = 0, c;
 
 	if (n && !idx)
 		return td__error(TD_EINVAL, "%s: NULL index", fn);
-	if (n > MAX_INDEX / 2)
-		return td__error(TD_EINVAL, "%s: %zu index elements is too many", fn, n);
+	bi->has_prepared = false;
+	TD_TRY(td__index_shape(&bi->ndim, bi->shape, &bi->basic, d->batch_ndim, d->batch_shape,
+		idx, n, fn));
 	for (i = 0; i < n; i++) {
-		TD_TRY(dims_consumed(&idx[i], &c, fn));
-		consumed += c;
-		if (idx[i].kind == TD_INDEX_ELLIPSIS) {
-			if (ellipsis != SIZE_MAX)
-				return td__error(TD_EINVAL, "%s: an index can hold only one ellipsis", fn);
+		masks = masks || is_mask(&idx[i]);
+		if (idx[i].kind == TD_INDEX_ELLIPSIS)
 			ellipsis = i;
-		}
 	}
-	if (consumed > d->batch_ndim)
-		return td__error(TD_EINDEX, "%s: %d indices for a batch of %d dims", fn, consumed,
-			(int)d->batch_ndim);
+	if (masks) {
+		TD_TRY(td__index_expr_prepare(&bi->prepared, idx, n, d->batch_ndim, d->batch_shape,
+			fn));
+		bi->has_prepared = true;
+		bi->idx = bi->prepared.idx;
+		bi->n = bi->prepared.n;
+		return TD_OK;
+	}
+	if (ellipsis == SIZE_MAX) {
+		bi->idx = idx;
+		bi->n = n;
+		if (bi->basic)
+			plan_basic(bi, d);
+		return TD_OK;
+	}
+	if (n > MAX_INDEX - TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: %zu index elements is too many", fn, n);
+	for (i = 0; i < n; i++)
+		if (idx[i].kind != TD_INDEX_NEWAXIS && idx[i].kind != TD_INDEX_ELLIPSIS)
+			consumed += idx[i].kind == TD_INDEX_TENSOR &&
+					    idx[i].tensor->dtype == TD_DTYPE_BOOL ?
+					    idx[i].tensor->ndim : 1;
 	bi->n = 0;
 	for (i = 0; i < n; i++) {
-		if (i == ellipsis) {
-			for (c = 0; c < d->batch_ndim - consumed; c++)
-				bi->idx[bi->n++] = td_index_all();
+		if (i != ellipsis) {
+			bi->expanded[bi->n++] = idx[i];
 			continue;
 		}
-		bi->idx[bi->n++] = idx[i];
+		for (c = 0; c < d->batch_ndim - consumed; c++)
+			bi->expanded[bi->n++] = td_index_all();
 	}
-	/* Probe: a zero-stride view with the batch shape gives the result's shape. */
-	probe.buffer = &probe_buffer;
-	probe.offset = 0;
-	probe.dtype = TD_DTYPE_BOOL;
-	probe.ndim = d->batch_ndim;
-	memcpy(probe.shape, d->batch_shape, (size_t)d->batch_ndim * sizeof(int64_t));
-	memset(probe.strides, 0, sizeof(probe.strides));
-	TD_TRY(td_tensor_index(&res, &probe, bi->idx, bi->n));
-	bi->ndim = res.ndim;
-	memcpy(bi->shape, res.shape, (size_t)res.ndim * sizeof(int64_t));
-	td_tensor_release(&res);
+	bi->idx = bi->expanded;
+	if (bi->basic)
+		plan_basic(bi, d);
 	return TD_OK;
+}
+
+static void release_index(batch_index *bi)
+{
+	if (bi->has_prepared)
+		td__index_expr_release(&bi->prepared);
 }
 
 static int leaf_index(td_tensor *out, const td_tensor *in, void *ctx)
 {
 	const batch_index *bi = ctx;
 
-	return td_tensor_index(out, in, bi->idx, bi->n);
+	if (bi->basic)
+		return leaf_view(out, in, bi);
+	return td__tensor_index(out, in, bi->idx, bi->n, "td_dict_index");
 }
 
 int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n)
 {
 	static const char fn[] = "td_dict_index";
 	batch_index bi;
+	int rc;
 
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
-	return td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
+	rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
+	release_index(&bi);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -193,8 +287,8 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 				return td__error(TD_ETYPE, "%s: '%s' is a tensor in the value only", fn,
 					ev->key->data);
 			if (write)
-				TD_TRY(td_tensor_index_put(&e->value.u.tensor, bi->idx, bi->n,
-					&ev->value.u.tensor));
+				TD_TRY(td__tensor_index_put(&e->value.u.tensor, bi->idx, bi->n,
+					&ev->value.u.tensor, fn));
 			else
 				TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, ev->key->data));
 		} else if (e->value.kind != ev->value.kind ||
@@ -212,6 +306,7 @@ int td_dict_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *
 {
 	static const char fn[] = "td_dict_index_put";
 	batch_index bi;
+	int rc;
 
 	if (!d || !value)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
@@ -219,13 +314,17 @@ int td_dict_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *
 	if (value->batch_ndim != bi.ndim ||
 	    memcmp(value->batch_shape, bi.shape, (size_t)bi.ndim * sizeof(int64_t)) != 0) {
 		char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
+		release_index(&bi);
 		return td__error(TD_ETYPE, "%s: the value's batch shape %s is not the indexed "
 			"batch shape %s", fn,
 			td__format_shape(s1, sizeof(s1), value->batch_ndim, value->batch_shape),
 			td__format_shape(s2, sizeof(s2), bi.ndim, bi.shape));
 	}
-	TD_TRY(put_rec(d, value, &bi, d->batch_ndim, value->batch_ndim, false, fn));
-	return put_rec(d, value, &bi, d->batch_ndim, value->batch_ndim, true, fn);
+	rc = put_rec(d, value, &bi, d->batch_ndim, value->batch_ndim, false, fn);
+	if (rc == 0)
+		rc = put_rec(d, value, &bi, d->batch_ndim, value->batch_ndim, true, fn);
+	release_index(&bi);
+	return rc;
 }
 
 static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, const char *fn)
@@ -240,7 +339,7 @@ static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, 
 		if (e->value.kind == TD_VALUE_DICT)
 			TD_TRY(fill_rec(e->value.u.dict, bi, s, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
-			TD_TRY(td_tensor_index_fill(&e->value.u.tensor, bi->idx, bi->n, s));
+			TD_TRY(td__tensor_index_fill(&e->value.u.tensor, bi->idx, bi->n, s, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR)
 			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, e->key->data));
 	}
@@ -251,13 +350,17 @@ int td_dict_index_fill(td_dict *d, const td_index *idx, size_t n, td_scalar s)
 {
 	static const char fn[] = "td_dict_index_fill";
 	batch_index bi;
+	int rc;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	TD_TRY(td__scalar_check(s, fn));
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
-	TD_TRY(fill_rec(d, &bi, s, false, fn));
-	return fill_rec(d, &bi, s, true, fn);
+	rc = fill_rec(d, &bi, s, false, fn);
+	if (rc == 0)
+		rc = fill_rec(d, &bi, s, true, fn);
+	release_index(&bi);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------ */

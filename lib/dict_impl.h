@@ -72,6 +72,48 @@ typedef struct td__kpath {
 
 /* ---- keys (dict_key.c) ---- */
 
+/*
+ * Keys are short (a few to a few dozen bytes), so a byte-at-a-time FNV-1a
+ * that runs in the same pass as the search for '.' beats a block hash
+ * (measured with callgrind: about 60 instructions fewer per lookup of a
+ * 1-byte key than XXH3). The final mix (MurmurHash3's fmix64) spreads the
+ * bits into the low ones that index the table.
+ */
+#define TD_HASH_INIT 0xcbf29ce484222325ull
+
+static inline uint64_t td__hash_step(uint64_t h, unsigned char c)
+{
+	return (h ^ c) * 0x100000001b3ull;
+}
+
+static inline uint64_t td__hash_finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h;
+}
+
+/**
+ * Read one component of a dotted key starting at `s` into `out` (length
+ * and hash; the length must then be checked by the caller) and return
+ * where it ends: at '.' or at the terminating NUL.
+ */
+static inline const char *td__kref_scan(const char *s, td__kref *out)
+{
+	uint64_t h = TD_HASH_INIT;
+	const char *c;
+
+	for (c = s; *c && *c != '.'; c++)
+		h = td__hash_step(h, (unsigned char)*c);
+	out->s = s;
+	out->len = (uint32_t)(c - s);
+	out->hash = td__hash_finish(h);
+	return c;
+}
+
 uint64_t td__hash(const char *s, size_t len);
 /** A new key string (one reference). NULL on allocation failure (no error recorded). */
 td__kstr *td__kstr_new(const char *s, size_t len, uint64_t hash);
@@ -103,6 +145,12 @@ td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64
  * reference) and `value` (its references). On failure nothing is taken.
  */
 int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char *fn);
+/**
+ * Commit the entry the caller wrote in place at d->entries[d->used] (there
+ * must be room: d->used < d->cap) under `key`, taking over that reference.
+ * Used to build dicts of known size without copying values around.
+ */
+void td__dict_push(td_dict *d, td__kstr *key);
 /** Release a value's references (tensor buffer, nested dict, blob buffer). */
 void td__value_release(td_value *v);
 /** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */

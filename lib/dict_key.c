@@ -8,12 +8,14 @@
 
 #include <stdio.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 uint64_t td__hash(const char *s, size_t len)
 {
-	return XXH3_64bits(s, len);
+	uint64_t h = TD_HASH_INIT;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = td__hash_step(h, (unsigned char)s[i]);
+	return td__hash_finish(h);
 }
 
 td__kstr *td__kstr_new(const char *s, size_t len, uint64_t hash)
@@ -41,15 +43,16 @@ void td__kstr_unref(td__kstr *k)
 
 int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn)
 {
-	const char *s = dotted;
+	const char *s = dotted, *c;
 	size_t n = 0;
 
 	if (!dotted)
 		return td__error(TD_EINVAL, "%s: NULL key", fn);
 	for (;;) {
-		const char *dot = strchr(s, '.');
-		size_t len = dot ? (size_t)(dot - s) : strlen(s);
+		size_t len;
 
+		c = td__kref_scan(s, &p->part[n]);
+		len = (size_t)(c - s);
 		if (len == 0)
 			return td__error(TD_EINVAL, "%s: key '%s' has an empty component", fn, dotted);
 		if (n == TD_KEY_MAX_DEPTH)
@@ -57,13 +60,10 @@ int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn)
 				TD_KEY_MAX_DEPTH);
 		if (len >= UINT32_MAX)
 			return td__error(TD_EINVAL, "%s: key component too long", fn);
-		p->part[n].s = s;
-		p->part[n].len = (uint32_t)len;
-		p->part[n].hash = td__hash(s, len);
 		n++;
-		if (!dot)
+		if (!*c)
 			break;
-		s = dot + 1;
+		s = c + 1;
 	}
 	p->n = n;
 	return TD_OK;
@@ -79,16 +79,19 @@ int td__kpath_parts(td__kpath *p, const char *const *parts, size_t n, const char
 		return td__error(TD_EINVAL, "%s: key path of %zu components is deeper than %d", fn, n,
 			TD_KEY_MAX_DEPTH);
 	for (i = 0; i < n; i++) {
-		size_t len;
+		uint64_t h = TD_HASH_INIT;
+		const char *c;
 
 		if (!parts[i])
 			return td__error(TD_EINVAL, "%s: key path component %zu is NULL", fn, i);
-		len = strlen(parts[i]);
-		if (len >= UINT32_MAX)
+		/* One pass: the length and the hash together. */
+		for (c = parts[i]; *c; c++)
+			h = td__hash_step(h, (unsigned char)*c);
+		if ((size_t)(c - parts[i]) >= UINT32_MAX)
 			return td__error(TD_EINVAL, "%s: key component too long", fn);
 		p->part[i].s = parts[i];
-		p->part[i].len = (uint32_t)len;
-		p->part[i].hash = td__hash(parts[i], len);
+		p->part[i].len = (uint32_t)(c - parts[i]);
+		p->part[i].hash = td__hash_finish(h);
 	}
 	p->n = n;
 	return TD_OK;

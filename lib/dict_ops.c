@@ -43,23 +43,24 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 	TD_TRY(td__dict_alloc(&nd, ndim + extra, nb, d->count, name));
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
-		td_value v;
+		/* Build the value in place in the next slot, then commit it. */
+		td_value *v = &nd->entries[nd->used].value;
 
 		if (!e->key)
 			continue;
-		v.kind = e->value.kind;
+		v->kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR)
-			rc = fn(&v.u.tensor, &e->value.u.tensor, ctx);
+			rc = fn(&v->u.tensor, &e->value.u.tensor, ctx);
 		else if (e->value.kind == TD_VALUE_DICT)
-			rc = transform_rec(&v.u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
+			rc = transform_rec(&v->u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
 				name);
 		else
-			rc = td__value_share(&v, &e->value, name);
+			rc = td__value_share(v, &e->value, name);
 		if (rc < 0)
 			goto fail;
-		rc = append_shared_key(nd, e->key, &v, name);
-		if (rc < 0)
-			goto fail;
+		if (v->kind == TD_VALUE_DICT)
+			v->u.dict->parent = nd;
+		td__dict_push(nd, td__kstr_ref(e->key));
 	}
 	*out = nd;
 	return TD_OK;

@@ -85,26 +85,35 @@ bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
 	return true;
 }
 
+/* Why a tensor failed td__tensor_check(), kept off the fast path. */
+static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, const char *fn,
+	const char *what, int reason)
+{
+	if (!t)
+		return td__error(TD_EINVAL, "%s: %s is NULL", fn, what);
+	if (!t->buffer)
+		return td__error(TD_EINVAL, "%s: %s is a released tensor", fn, what);
+	if (reason == TD_EINVAL)
+		return td__error(TD_EINVAL, "%s: %s is malformed (dtype %d, ndim %d, a negative "
+			"offset, size or stride)", fn, what, (int)t->dtype, (int)t->ndim);
+	if (reason == TD_EOVERFLOW)
+		return td__error(TD_EOVERFLOW, "%s: %s spans too many elements", fn, what);
+	return td__error(TD_EINDEX, "%s: %s (offset %lld) reaches beyond its %zu-byte buffer", fn,
+		what, (long long)t->offset, t->buffer->nbytes);
+}
+
 int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 {
-	int64_t last = 0;
+	int64_t last, span;
 	bool empty = false;
 	size_t end;
 	int i;
 
-	if (TD_UNLIKELY(!t))
-		return td__error(TD_EINVAL, "%s: %s is NULL", fn, what);
-	if (TD_UNLIKELY(!t->buffer))
-		return td__error(TD_EINVAL, "%s: %s is a released tensor", fn, what);
-	if (TD_UNLIKELY(!td_dtype_is_valid((int)t->dtype) || t->ndim < 0 ||
-			t->ndim > TD_MAX_DIMS || t->offset < 0))
-		return td__error(TD_EINVAL, "%s: %s is malformed (dtype %d, ndim %d)", fn, what,
-			(int)t->dtype, (int)t->ndim);
-	for (i = 0; i < t->ndim; i++) {
-		if (TD_UNLIKELY(t->shape[i] < 0 || t->strides[i] < 0))
-			return td__error(TD_EINVAL, "%s: %s has a negative size or stride", fn, what);
-		empty = empty || t->shape[i] == 0;
-	}
+	if (TD_UNLIKELY(!t || !t->buffer))
+		return tensor_invalid(t, fn, what, TD_EINVAL);
+	if (TD_UNLIKELY((unsigned)t->dtype >= TD_DTYPE_COUNT || (unsigned)t->ndim > TD_MAX_DIMS ||
+			t->offset < 0))
+		return tensor_invalid(t, fn, what, TD_EINVAL);
 	/*
 	 * The extent is checked even without elements: views of an empty
 	 * tensor (select, narrow, the iterator) do arithmetic with its
@@ -112,19 +121,24 @@ int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 	 * with the buffer size is skipped, as torch allows an empty view
 	 * anywhere.
 	 */
+	last = t->offset;
 	for (i = 0; i < t->ndim; i++) {
-		int64_t span;
-		if (t->shape[i] == 0)
+		int64_t n = t->shape[i], st = t->strides[i];
+
+		if (TD_UNLIKELY((n | st) < 0))
+			return tensor_invalid(t, fn, what, TD_EINVAL);
+		if (n == 0) {
+			empty = true;
 			continue;
-		if (!td__mul_i64(t->shape[i] - 1, t->strides[i], &span) ||
-		    !td__add_i64(last, span, &last))
-			return td__error(TD_EOVERFLOW, "%s: %s spans too many elements", fn, what);
+		}
+		if (TD_UNLIKELY(__builtin_mul_overflow(n - 1, st, &span) ||
+				__builtin_add_overflow(last, span, &last)))
+			return tensor_invalid(t, fn, what, TD_EOVERFLOW);
 	}
-	if (!td__add_i64(last, t->offset, &last) || !td__add_i64(last, 1, &last) ||
-	    !td__mul_size((size_t)last, td__itemsize(t->dtype), &end) ||
-	    end > (size_t)PTRDIFF_MAX || (!empty && end > t->buffer->nbytes))
-		return td__error(TD_EINDEX, "%s: %s (offset %lld) reaches beyond its %zu-byte buffer",
-			fn, what, (long long)t->offset, t->buffer->nbytes);
+	if (TD_UNLIKELY(__builtin_add_overflow(last, 1, &last) ||
+			__builtin_mul_overflow((size_t)last, td__itemsize(t->dtype), &end) ||
+			end > (size_t)PTRDIFF_MAX || (!empty && end > t->buffer->nbytes)))
+		return tensor_invalid(t, fn, what, TD_EINDEX);
 	return TD_OK;
 }
 
@@ -363,18 +377,20 @@ void td_tensor_ref(td_tensor *out, const td_tensor *t)
 {
 	if (!out || !t || out == t)
 		return;
-	*out = *t;
+	td__tensor_copy_meta(out, t);
 	td_buffer_ref(out->buffer);
 }
 
 void td_tensor_release(td_tensor *t)
 {
-	static const td_tensor init = TD_TENSOR_INIT;
-
 	if (!t)
 		return;
 	td_buffer_unref(t->buffer);
-	*t = init;
+	/* What TD_TENSOR_INIT sets that matters: no buffer, no dims. */
+	t->buffer = NULL;
+	t->offset = 0;
+	t->dtype = TD_DTYPE_F32;
+	t->ndim = 0;
 }
 
 void td_tensor_array_free(td_tensor *tensors, size_t count)

@@ -24,6 +24,24 @@ static inline char *td__tensor_ptr(const td_tensor *t)
 	return (char *)t->buffer->data + (size_t)t->offset * td__itemsize(t->dtype);
 }
 
+/**
+ * Copy a tensor value's fields and its ndim sizes and strides (not the
+ * unused tail of the arrays). Takes no reference.
+ */
+static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
+{
+	int i, n = src->ndim;
+
+	dst->buffer = src->buffer;
+	dst->offset = src->offset;
+	dst->dtype = src->dtype;
+	dst->ndim = n;
+	for (i = 0; i < n; i++) {
+		dst->shape[i] = src->shape[i];
+		dst->strides[i] = src->strides[i];
+	}
+}
+
 /** Complex element layouts. */
 typedef struct td__cf32 {
 	float re, im;

@@ -303,8 +303,9 @@ TD_API int td_tensor_zeros_like(td_tensor *out, const td_tensor *t);
 TD_API void td_tensor_ref(td_tensor *out, const td_tensor *t);
 
 /**
- * Drop the tensor's buffer reference and reset it to TD_TENSOR_INIT.
- * NULL and already released tensors are accepted.
+ * Drop the tensor's buffer reference and reset the value to an empty one
+ * (buffer NULL, ndim 0, offset 0, float32), as TD_TENSOR_INIT. NULL and
+ * already released tensors are accepted.
  */
 TD_API void td_tensor_release(td_tensor *t);
 

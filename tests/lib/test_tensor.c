@@ -531,7 +531,13 @@ Test(tensor, ref_and_release_count_buffer_references)
 	td_tensor_ref(&r, NULL);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 2);
 	td_tensor_release(&t);
-	cr_assert_eq(memcmp(&t, &init, sizeof(t)), 0);
+	/* Released: the fields of TD_TENSOR_INIT that matter (the unused tails
+	 * of shape and strides are not rewritten). */
+	cr_assert_eq(t.buffer, init.buffer);
+	cr_assert_eq(t.ndim, init.ndim);
+	cr_assert_eq(t.offset, init.offset);
+	cr_assert_eq(t.dtype, init.dtype);
+	cr_assert_eq(td_tensor_numel(&t), 1);
 	cr_assert_null(td_tensor_data(&t));
 	cr_assert_eq(td_buffer_refcount(r.buffer), 1);
 	cr_assert_eq(hook_calls, 0);
