@@ -28,15 +28,6 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	td_dict *d;
 	int i;
 
-	if (batch_ndim < 0 || batch_ndim > TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "%s: batch ndim %d is outside 0..%d", fn, batch_ndim,
-			TD_MAX_DIMS);
-	if (batch_ndim > 0 && !batch_shape)
-		return td__error(TD_EINVAL, "%s: NULL batch shape", fn);
-	for (i = 0; i < batch_ndim; i++)
-		if (batch_shape[i] < 0)
-			return td__error(TD_EINVAL, "%s: negative batch size %lld at dim %d", fn,
-				(long long)batch_shape[i], i);
 	if (cap > UINT32_MAX / 4)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
 	size = sizeof(*d) + (size_t)cap * sizeof(td__entry);
@@ -64,17 +55,29 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d->entries_inline = cap > 0;
 	d->batch_ndim = batch_ndim;
 	d->parent = NULL;
-	if (batch_ndim > 0)
-		memcpy(d->batch_shape, batch_shape, (size_t)batch_ndim * sizeof(int64_t));
+	for (i = 0; i < batch_ndim; i++)
+		d->batch_shape[i] = batch_shape[i];
 	*out = d;
 	return TD_OK;
 }
 
 int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape)
 {
+	static const char fn[] = "td_dict_new";
+	int i;
+
 	if (!out)
 		return td__error(TD_EINVAL, "td_dict_new: NULL out");
 	*out = NULL;
+	if (batch_ndim < 0 || batch_ndim > TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: batch ndim %d is outside 0..%d", fn, batch_ndim,
+			TD_MAX_DIMS);
+	if (batch_ndim > 0 && !batch_shape)
+		return td__error(TD_EINVAL, "%s: NULL batch shape", fn);
+	for (i = 0; i < batch_ndim; i++)
+		if (batch_shape[i] < 0)
+			return td__error(TD_EINVAL, "%s: negative batch size %lld at dim %d", fn,
+				(long long)batch_shape[i], i);
 	return td__dict_alloc(out, batch_ndim, batch_shape, 0, "td_dict_new");
 }
 
@@ -283,7 +286,7 @@ int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char
 		index_fill_all(d, d->index, d->index_mask); /* drop tombstones */
 	slot = d->used++;
 	d->entries[slot].key = key;
-	d->entries[slot].value = *value;
+	td__value_assign(&d->entries[slot].value, value);
 	d->count++;
 	if (d->index)
 		index_insert(d, key->hash, slot);
@@ -665,7 +668,7 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		return td__error(TD_ELOCKED, "%s: cannot replace '%s': the dict is locked", fn, key);
 	}
 	old = e->value;
-	e->value = *v;
+	td__value_assign(&e->value, v);
 	if (v->kind == TD_VALUE_TENSOR)
 		td_buffer_ref(v->u.tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)

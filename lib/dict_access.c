@@ -226,10 +226,14 @@ static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, 
 	const td_key *key, const td_tensor *t, const char *fn)
 {
 	td_value v;
+	td__kref k;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	v.kind = TD_VALUE_TENSOR;
-	v.u.tensor = *t;
+	td__tensor_copy_meta(&v.u.tensor, t);
+	/* Fast path: a single-component dotted key needs no path. */
+	if (d && dotted && !*td__kref_scan(dotted, &k) && k.len > 0)
+		return td__dict_set_value(d, &k, 1, &v, fn);
 	return set_impl(d, dotted, parts, n, key, &v, fn);
 }
 

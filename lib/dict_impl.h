@@ -135,7 +135,23 @@ char *td__kpath_format(char *buf, size_t len, const td__kref *parts, size_t n);
 
 /* ---- the map (dict.c) ---- */
 
-/** A new empty dict with room for `cap` entries (entries inline). */
+/** Copy a value without its unused bytes (a tensor's shape tail). No references taken. */
+static inline void td__value_assign(td_value *dst, const td_value *src)
+{
+	dst->kind = src->kind;
+	if (src->kind == TD_VALUE_TENSOR)
+		td__tensor_copy_meta(&dst->u.tensor, &src->u.tensor);
+	else if (src->kind == TD_VALUE_DICT)
+		dst->u.dict = src->u.dict;
+	else
+		dst->u.blob = src->u.blob;
+}
+
+
+/**
+ * A new empty dict with room for `cap` entries (entries inline). The batch
+ * shape is not checked: callers pass a valid one.
+ */
 int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, uint32_t cap,
 	const char *fn);
 /** Find the entry for a key, or NULL. */
