@@ -28,7 +28,7 @@ int td_buffer_new(td_buffer **out, size_t nbytes, unsigned flags)
 		return td__error(TD_EINVAL, "td_buffer_new: unknown flags 0x%x", flags);
 	if (!td__add_size(nbytes, HEAP_SLACK, &total) || total > (size_t)PTRDIFF_MAX)
 		return td__error(TD_EOVERFLOW, "td_buffer_new: %zu bytes is too large", nbytes);
-	b = td__malloc(total);
+	b = td__alloc_small(total);
 	if (!b)
 		return td__error_nomem(total);
 	atomic_init(&b->refs, 1);
@@ -99,7 +99,7 @@ void td_buffer_unref(td_buffer *buf)
 	if (atomic_fetch_sub_explicit(&buf->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	if (buf->kind == TD_BUFFER_HEAP) {
-		td__free(buf);
+		td__free_small(buf, buf->nbytes + HEAP_SLACK);
 		return;
 	}
 	if (buf->release)

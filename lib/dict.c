@@ -31,7 +31,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	if (cap > UINT32_MAX / 4)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
 	size = sizeof(*d) + (size_t)cap * sizeof(td__entry);
-	d = td__malloc(size);
+	d = td__alloc_small(size);
 	if (!d)
 		return td__error_nomem(size);
 	d->index = NULL;
@@ -39,7 +39,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 		uint32_t isize = index_size(cap);
 		d->index = td__calloc(isize, sizeof(uint32_t));
 		if (!d->index) {
-			td__free(d);
+			td__free_small(d, size);
 			return td__error_nomem((size_t)isize * sizeof(uint32_t));
 		}
 		d->index_mask = isize - 1;
@@ -50,6 +50,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d->used = 0;
 	d->count = 0;
 	d->cap = cap;
+	d->block_cap = cap;
 	d->index_fill = 0;
 	d->locked = false;
 	d->entries_inline = cap > 0;
@@ -113,7 +114,7 @@ static void dict_destroy(td_dict *d)
 	td__free(d->index);
 	if (!d->entries_inline)
 		td__free(d->entries);
-	td__free(d);
+	td__free_small(d, sizeof(*d) + (size_t)d->block_cap * sizeof(td__entry));
 }
 
 void td_dict_free(td_dict *d)
@@ -555,7 +556,7 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 1, fn));
 	k = td__kstr_new(part->s, part->len, part->hash);
 	if (!k) {
-		td__free(c);
+		td_dict_free(c);
 		return td__error_nomem(part->len);
 	}
 	v.kind = TD_VALUE_DICT;
@@ -563,7 +564,7 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 	rc = td__dict_append(d, k, &v, fn);
 	if (rc < 0) {
 		td__kstr_unref(k);
-		td__free(c);
+		td_dict_free(c);
 		return rc;
 	}
 	c->parent = d;

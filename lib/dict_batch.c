@@ -372,13 +372,16 @@ typedef struct slice_ctx {
 	int64_t start, length; /* length < 0: select `start` and drop the dim */
 } slice_ctx;
 
+/* Leaves are valid and share the batch dims, whose bounds were checked. */
 static int leaf_slice(td_tensor *out, const td_tensor *in, void *ctx)
 {
 	const slice_ctx *c = ctx;
 
 	if (c->length < 0)
-		return td_tensor_select(out, in, c->dim, c->start);
-	return td_tensor_narrow(out, in, c->dim, c->start, c->length);
+		td__view_select(out, in, c->dim, c->start);
+	else
+		td__view_narrow(out, in, c->dim, c->start, c->length);
+	return TD_OK;
 }
 
 static int batch_dim(const td_dict *d, int dim, int *out, const char *fn)

@@ -44,6 +44,7 @@ struct td_dict {
 	uint32_t index_fill;  /* index cells that are not empty (live + tombstones) */
 	bool locked;
 	bool entries_inline;  /* entries[] lives in the same allocation as the dict */
+	uint32_t block_cap;   /* entries allocated with the dict (its block's size) */
 	int32_t batch_ndim;
 	td_dict *parent;
 	int64_t batch_shape[TD_MAX_DIMS];

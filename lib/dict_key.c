@@ -24,7 +24,7 @@ td__kstr *td__kstr_new(const char *s, size_t len, uint64_t hash)
 
 	if (len >= UINT32_MAX)
 		return NULL;
-	k = td__malloc(sizeof(*k) + len + 1);
+	k = td__alloc_small(sizeof(*k) + len + 1);
 	if (!k)
 		return NULL;
 	atomic_init(&k->refs, 1);
@@ -38,7 +38,7 @@ td__kstr *td__kstr_new(const char *s, size_t len, uint64_t hash)
 void td__kstr_unref(td__kstr *k)
 {
 	if (k && atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1)
-		td__free(k);
+		td__free_small(k, sizeof(*k) + k->len + 1);
 }
 
 int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn)

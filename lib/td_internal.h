@@ -69,6 +69,15 @@ void *td__realloc(void *ptr, size_t size);
 /** Memory aligned to `alignment` (a power of two); release with td__free(). */
 void *td__aligned_alloc(size_t alignment, size_t size);
 void td__free(void *ptr);
+/**
+ * Small blocks of a known size (dict nodes, key strings, small heap
+ * buffers): served from a per-thread cache while the default allocator is
+ * in use. A block from td__alloc_small(size) must be released with
+ * td__free_small(ptr, size) and the same size.
+ */
+void *td__alloc_small(size_t size);
+void td__free_small(void *ptr, size_t size);
+
 /** A copy of `len` bytes of `s` plus a NUL; NULL on allocation failure. */
 char *td__strndup(const char *s, size_t len);
 

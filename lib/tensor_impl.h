@@ -42,6 +42,38 @@ static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
 	}
 }
 
+/**
+ * The view `t[..., k, ...]` at dim d (validated by the caller: t valid,
+ * 0 <= d < ndim, 0 <= k < shape[d]); takes a buffer reference. `out` must
+ * not alias `t`.
+ */
+static inline void td__view_select(td_tensor *out, const td_tensor *t, int d, int64_t k)
+{
+	int i, j = 0;
+
+	out->buffer = td_buffer_ref(t->buffer);
+	out->offset = t->offset + k * t->strides[d];
+	out->dtype = t->dtype;
+	for (i = 0; i < t->ndim; i++) {
+		if (i == d)
+			continue;
+		out->shape[j] = t->shape[i];
+		out->strides[j++] = t->strides[i];
+	}
+	out->ndim = t->ndim - 1;
+}
+
+/** The view of [start, start + len) along dim d (validated by the caller); no aliasing. */
+static inline void td__view_narrow(td_tensor *out, const td_tensor *t, int d, int64_t start,
+	int64_t len)
+{
+	td__tensor_copy_meta(out, t);
+	if (len > 0)
+		out->offset += start * t->strides[d];
+	out->shape[d] = len;
+	td_buffer_ref(out->buffer);
+}
+
 /** Complex element layouts. */
 typedef struct td__cf32 {
 	float re, im;
@@ -122,8 +154,8 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 static inline void td__tensor_assign(td_tensor *out, const td_tensor *in, td_tensor *tmp)
 {
 	if (out == in)
-		td_tensor_release(out);
-	*out = *tmp;
+		td_buffer_unref(out->buffer);
+	td__tensor_copy_meta(out, tmp);
 }
 
 /** Whether two tensors' byte extents in the same buffer overlap. */

@@ -11,7 +11,7 @@ int td_tensor_select(td_tensor *out, const td_tensor *t, int dim, int64_t index)
 {
 	static const char fn[] = "td_tensor_select";
 	td_tensor tmp;
-	int d, i;
+	int d;
 	int64_t k;
 
 	if (!out)
@@ -22,14 +22,7 @@ int td_tensor_select(td_tensor *out, const td_tensor *t, int dim, int64_t index)
 	if (k < 0 || k >= t->shape[d])
 		return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
 			fn, (long long)index, dim, (long long)t->shape[d]);
-	tmp = *t;
-	tmp.offset += k * t->strides[d];
-	for (i = d; i < t->ndim - 1; i++) {
-		tmp.shape[i] = t->shape[i + 1];
-		tmp.strides[i] = t->strides[i + 1];
-	}
-	tmp.ndim = t->ndim - 1;
-	td_buffer_ref(tmp.buffer);
+	td__view_select(&tmp, t, d, k);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -48,11 +41,7 @@ int td_tensor_narrow(td_tensor *out, const td_tensor *t, int dim, int64_t start,
 		return td__error(TD_EINDEX, "%s: [%lld, %lld + %lld) is outside dim %d of size %lld",
 			fn, (long long)start, (long long)start, (long long)length, dim,
 			(long long)t->shape[d]);
-	tmp = *t;
-	if (length > 0)
-		tmp.offset += start * t->strides[d];
-	tmp.shape[d] = length;
-	td_buffer_ref(tmp.buffer);
+	td__view_narrow(&tmp, t, d, start, length);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
