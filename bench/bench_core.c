@@ -380,9 +380,14 @@ static int run_unlock(void *state, size_t i)
 /* Whole-dict operations                                                     */
 /* ------------------------------------------------------------------------ */
 
-static int drop(int rc, td_dict *out)
+/*
+ * Free what a call made. Takes the address: with drop(f(&out), out) C
+ * would be free to read `out` before f() runs (argument evaluation order
+ * is unspecified), and GCC does, which leaked every result.
+ */
+static int drop(int rc, td_dict **out)
 {
-	td_dict_free(out);
+	td_dict_free(*out);
 	return rc;
 }
 
@@ -393,7 +398,7 @@ static int run_flatten(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_flatten_keys(&out, s->td, "."), out);
+	return drop(td_dict_flatten_keys(&out, s->td, "."), &out);
 }
 
 static int extra_flatten(core *s)
@@ -408,7 +413,7 @@ static int run_unflatten(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_unflatten_keys(&out, s->other, "."), out);
+	return drop(td_dict_unflatten_keys(&out, s->other, "."), &out);
 }
 
 /* td.clone() */
@@ -418,7 +423,7 @@ static int run_clone(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_clone(&out, s->td), out);
+	return drop(td_dict_clone(&out, s->td), &out);
 }
 
 /* td.select(LEAF) */
@@ -429,7 +434,7 @@ static int run_select_nested(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_select(&out, s->td, keys, 1, true), out);
+	return drop(td_dict_select(&out, s->td, keys, 1, true), &out);
 }
 
 /* td.exclude(LEAF) */
@@ -440,7 +445,7 @@ static int run_exclude_nested(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_exclude(&out, s->td, keys, 1), out);
+	return drop(td_dict_exclude(&out, s->td, keys, 1), &out);
 }
 
 /* td.empty(recurse=...) */
@@ -450,7 +455,7 @@ static int run_empty(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_empty(&out, s->td, s->arg->recurse), out);
+	return drop(td_dict_empty(&out, s->td, s->arg->recurse), &out);
 }
 
 /* td.unbind(dim) / td.split(2, dim) / td.chunk(10, dim): views, then dropped */
@@ -504,7 +509,7 @@ static int run_creation(void *state, size_t i)
 
 	(void)state;
 	(void)i;
-	return drop(td_dict_new(&d, 2, fix_b34), d);
+	return drop(td_dict_new(&d, 2, fix_b34), &d);
 }
 
 /* TensorDict({"a": a, "b": b}, [3, 4]) */
@@ -514,7 +519,7 @@ static int run_creation_empty(void *state, size_t i)
 	td_dict *d = NULL;
 
 	(void)i;
-	return drop(build_flat_ab(&d, &s->a, &s->b), d);
+	return drop(build_flat_ab(&d, &s->a, &s->b), &d);
 }
 
 /* TensorDict({"a": a, ("b", "b1"): b}, [3, 4]) */
@@ -531,7 +536,7 @@ static int run_creation_nested_1(void *state, size_t i)
 		rc = td_dict_set_tensor(d, "a", &s->a);
 	if (rc >= 0)
 		rc = td_dict_set_tensor_path(d, b_b1, 2, &s->b);
-	return drop(rc, d);
+	return drop(rc, &d);
 }
 
 /* TensorDict({"a": a, "b": {"b1": b}}, [3, 4]) */
@@ -541,7 +546,7 @@ static int run_creation_nested_2(void *state, size_t i)
 	td_dict *d = NULL;
 
 	(void)i;
-	return drop(fix_build_td(&d, &s->a, &s->b), d);
+	return drop(fix_build_td(&d, &s->a, &s->b), &d);
 }
 
 static int extra_many(core *s)
@@ -581,7 +586,7 @@ static int run_creation_many(void *state, size_t i)
 	rc = td_dict_new(&d, 2, fix_b34);
 	if (rc >= 0)
 		rc = set_many(d, s->many, s->arg->count);
-	return drop(rc, d);
+	return drop(rc, &d);
 }
 
 /* The same N keys, plus "nested": the same N keys again */
@@ -602,7 +607,7 @@ static int run_creation_nested_many(void *state, size_t i)
 	if (rc >= 0 && (rc = td_dict_set_dict_take(d, "nested", child)) >= 0)
 		child = NULL;
 	td_dict_free(child);
-	return drop(rc, d);
+	return drop(rc, &d);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -616,7 +621,7 @@ static int run_getitem(void *state, size_t i)
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_index(&out, s->td, s->arg->idx, s->arg->nidx), out);
+	return drop(td_dict_index(&out, s->td, s->arg->idx, s->arg->nidx), &out);
 }
 
 /* The value of test_setitem_dim: td[index].clone().zero_(), made once (it
@@ -656,7 +661,7 @@ static int clone_and_set(core *s, const char *const *path, size_t depth, const t
 		*keep = c;
 		return 0;
 	}
-	return drop(rc, c);
+	return drop(rc, &c);
 }
 
 static const char *const key_b_b1[2] = { "b", "b1" };
@@ -674,7 +679,7 @@ static int run_clone_set_c(void *state, size_t i)
 	rc = td_dict_clone(&c, s->td);
 	if (rc >= 0)
 		rc = td_dict_set_tensor(c, "c", &s->c);
-	return drop(rc, c);
+	return drop(rc, &c);
 }
 
 /* tdc = td.clone(); tdc["b", "b1"] = b */
@@ -708,7 +713,7 @@ static int run_select(void *state, size_t i)
 	if (rc >= 0)
 		rc = td_dict_select(&sel, c, keys, 3, false);
 	td_dict_free(sel);
-	return drop(rc, c);
+	return drop(rc, &c);
 }
 
 static int extra_clone_other(core *s)
@@ -727,7 +732,7 @@ static int run_update(void *state, size_t i)
 	rc = td_dict_clone(&c, s->td);
 	if (rc >= 0)
 		rc = s->arg->flags ? td_dict_update_inplace(c, s->other) : td_dict_update(c, s->other);
-	return drop(rc, c);
+	return drop(rc, &c);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -780,21 +785,21 @@ static int ops_creation(ops_ctx *x)
 	td_dict *d = NULL;
 	int rc;
 
-	rc = drop(td_dict_new(&d, 2, fix_b34), d);
+	rc = drop(td_dict_new(&d, 2, fix_b34), &d);
 	if (rc >= 0 && (rc = fresh_ab(x)) >= 0) {
 		d = NULL;
-		rc = drop(build_flat_ab(&d, &x->a, &x->b), d);
+		rc = drop(build_flat_ab(&d, &x->a, &x->b), &d);
 	}
 	if (rc >= 0 && (rc = fresh_ab(x)) >= 0) {
 		d = NULL;
 		rc = td_dict_new(&d, 2, fix_b34);
 		if (rc >= 0 && (rc = td_dict_set_tensor(d, "a", &x->a)) >= 0)
 			rc = td_dict_set_tensor_path(d, key_b_b1, 2, &x->b);
-		rc = drop(rc, d);
+		rc = drop(rc, &d);
 	}
 	if (rc >= 0 && (rc = fresh_ab(x)) >= 0) {
 		d = NULL;
-		rc = drop(fix_build_td(&d, &x->a, &x->b), d);
+		rc = drop(fix_build_td(&d, &x->a, &x->b), &d);
 	}
 	return rc;
 }
