@@ -152,7 +152,12 @@ typedef struct block_cache {
 	void *slot[CACHE_CLASSES][CACHE_DEPTH];
 } block_cache;
 
-static _Thread_local block_cache *tcache;
+/*
+ * initial-exec: one %fs-relative load instead of a __tls_get_addr() call
+ * per access (measured: ~110 instructions per dict built). It takes 8 bytes
+ * of static TLS, which glibc reserves even for dlopen()ed libraries.
+ */
+static _Thread_local block_cache *tcache __attribute__((tls_model("initial-exec")));
 static pthread_key_t tcache_key;
 static pthread_once_t tcache_once = PTHREAD_ONCE_INIT;
 static bool tcache_key_ok;

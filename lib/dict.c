@@ -588,16 +588,7 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 			d = e->value.u.dict;
 			continue;
 		}
-		td__kpath_format(path, sizeof(path), parts, n);
-		if (e)
-			rc = td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
-				(int)parts[i].len, parts[i].s);
-		else if (!undo)
-			rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn,
-				path, (int)parts[i].len, parts[i].s);
-		else if (d->locked)
-			rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, path);
-		else {
+		if (!e && undo && !d->locked) {
 			td_dict *child = NULL;
 			rc = add_child(d, &parts[i], &child, fn);
 			if (rc == TD_OK) {
@@ -608,6 +599,18 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 				d = child;
 				continue;
 			}
+		} else {
+			/* Only now format the path: the message needs it. */
+			td__kpath_format(path, sizeof(path), parts, n);
+			if (e)
+				rc = td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
+					(int)parts[i].len, parts[i].s);
+			else if (!undo)
+				rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)",
+					fn, path, (int)parts[i].len, parts[i].s);
+			else
+				rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn,
+					path);
 		}
 		if (undo)
 			td__dict_undo(undo);
@@ -618,20 +621,33 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 }
 
 /* Check that a dict value fits under `parent` (batch, nesting, cycles). */
-static int check_child(td_dict *parent, td_dict *child, const char *key, const char *fn)
+static int check_child(td_dict *parent, td_dict *child, const td__kref *last, const char *fn)
 {
 	const td_dict *p;
+	char key[256];
 
-	if (child->parent)
+	if (child->parent) {
+		td__kpath_format(key, sizeof(key), last, 1);
 		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn,
 			key);
-	for (p = parent; p; p = p->parent)
-		if (p == child)
+	}
+	for (p = parent; p; p = p->parent) {
+		if (p == child) {
+			td__kpath_format(key, sizeof(key), last, 1);
 			return td__error(TD_EINVAL, "%s: '%s': a dict cannot contain itself", fn, key);
-	TD_TRY(td__dict_check_batch(parent, child->batch_ndim, child->batch_shape, key, fn));
-	if (td__dict_depth(parent) + td__dict_height(child) >= TD_KEY_MAX_DEPTH)
+		}
+	}
+	if (child->batch_ndim < parent->batch_ndim ||
+	    memcmp(child->batch_shape, parent->batch_shape,
+		    (size_t)parent->batch_ndim * sizeof(int64_t)) != 0) {
+		td__kpath_format(key, sizeof(key), last, 1);
+		return td__dict_check_batch(parent, child->batch_ndim, child->batch_shape, key, fn);
+	}
+	if (td__dict_depth(parent) + td__dict_height(child) >= TD_KEY_MAX_DEPTH) {
+		td__kpath_format(key, sizeof(key), last, 1);
 		return td__error(TD_EINVAL, "%s: '%s': dicts cannot nest deeper than %d levels", fn,
 			key, TD_KEY_MAX_DEPTH);
+	}
 	return TD_OK;
 }
 
@@ -649,10 +665,8 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__dict_check_batch(parent, t->ndim, t->shape, key, fn);
 	}
-	if (v->kind == TD_VALUE_DICT) {
-		td__kpath_format(key, sizeof(key), last, 1);
-		return check_child(parent, v->u.dict, key, fn);
-	}
+	if (v->kind == TD_VALUE_DICT)
+		return check_child(parent, v->u.dict, last, fn);
 	return TD_OK;
 }
 

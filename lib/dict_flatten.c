@@ -56,14 +56,35 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 	return TD_OK;
 }
 
-/* Most bytes a flattened key may have. */
-#define FLAT_KEY_MAX 65536
+/* The longest flattened key of d's subtree, in bytes, and its leaf count. */
+static size_t longest_key(const td_dict *d, size_t seplen, size_t *leaves)
+{
+	size_t best = 0;
+	uint32_t i;
+
+	for (i = 0; i < d->used; i++) {
+		const td__entry *e = &d->entries[i];
+		size_t len;
+
+		if (!e->key)
+			continue;
+		len = e->key->len;
+		if (e->value.kind == TD_VALUE_DICT)
+			len += seplen + longest_key(e->value.u.dict, seplen, leaves);
+		else
+			(*leaves)++;
+		if (len > best)
+			best = len;
+	}
+	return best;
+}
 
 int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 {
 	static const char fn[] = "td_dict_flatten_keys";
+	char stackbuf[1024], *buf = stackbuf;
+	size_t cap, seplen, leaves = 0;
 	td_dict *nd;
-	char *buf;
 	int rc;
 
 	if (!out || !d || !sep)
@@ -71,18 +92,26 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	*out = NULL;
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
-	buf = td__malloc(FLAT_KEY_MAX);
-	if (!buf)
-		return td__error_nomem(FLAT_KEY_MAX);
-	rc = td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, fn);
+	seplen = strlen(sep);
+	/* Keys are at most 64 levels of strings each < 4 GiB: no overflow. */
+	cap = longest_key(d, seplen, &leaves) + 1;
+	if (leaves > UINT32_MAX / 4)
+		return td__error(TD_EOVERFLOW, "%s: too many leaves", fn);
+	if (cap > sizeof(stackbuf)) {
+		buf = td__malloc(cap);
+		if (!buf)
+			return td__error_nomem(cap);
+	}
+	rc = td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, (uint32_t)leaves, fn);
 	if (rc == 0) {
-		rc = flatten_rec(nd, d, buf, 0, FLAT_KEY_MAX, sep, strlen(sep), fn);
+		rc = flatten_rec(nd, d, buf, 0, cap, sep, seplen, fn);
 		if (rc < 0)
 			td_dict_free(nd);
 		else
 			*out = nd;
 	}
-	td__free(buf);
+	if (buf != stackbuf)
+		td__free(buf);
 	return rc;
 }
 

@@ -506,9 +506,12 @@ static int join_check(const td_tensor *tensors, size_t n, td_dtype *dtype, const
 	if (!tensors || n == 0)
 		return td__error(TD_EINVAL, "%s: no tensors to join", fn);
 	for (i = 0; i < n; i++) {
-		char what[48];
-		snprintf(what, sizeof(what), "tensor %zu", i);
-		TD_TRY(td__tensor_check_read(&tensors[i], fn, what));
+		if (TD_UNLIKELY(td__tensor_check_read(&tensors[i], fn, "a tensor") < 0)) {
+			/* Name the culprit: format only on this path. */
+			char what[48];
+			snprintf(what, sizeof(what), "tensor %zu", i);
+			return td__tensor_check_read(&tensors[i], fn, what);
+		}
 		*dtype = i == 0 ? tensors[0].dtype : td_dtype_promote(*dtype, tensors[i].dtype);
 	}
 	return TD_OK;
@@ -540,12 +543,47 @@ static void join_assign(td_tensor *out, const td_tensor *tensors, size_t n, td_t
 	*out = *tmp;
 }
 
+/*
+ * Join contiguous inputs of the result's dtype with memcpy: along dim d
+ * the result is `outer` repetitions of each input's block of `inner[i]`
+ * bytes side by side (stack and cat alike). False when an input does not
+ * qualify; the strided path then does the work.
+ */
+static bool join_contiguous(const td_tensor *res, const td_tensor *tensors, size_t n, int d)
+{
+	size_t size = td__itemsize(res->dtype), i;
+	int64_t outer = 1, o;
+	char *dst = td__tensor_ptr(res);
+	int k;
+
+	for (i = 0; i < n; i++)
+		if (tensors[i].dtype != res->dtype ||
+		    !td__is_contiguous(tensors[i].ndim, tensors[i].shape, tensors[i].strides))
+			return false;
+	for (k = 0; k < d; k++)
+		outer *= res->shape[k];
+	for (o = 0; o < outer; o++) {
+		for (i = 0; i < n; i++) {
+			int64_t inner = 1;
+			size_t bytes;
+			for (k = d; k < tensors[i].ndim; k++)
+				inner *= tensors[i].shape[k];
+			bytes = (size_t)inner * size;
+			if (bytes)
+				memcpy(dst, td__tensor_ptr(&tensors[i]) + (size_t)o * bytes, bytes);
+			dst += bytes;
+		}
+	}
+	return true;
+}
+
 int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 {
 	static const char fn[] = "td_tensor_stack";
 	int64_t shape[TD_MAX_DIMS];
 	td_tensor tmp, slot;
 	td_dtype dtype;
+	bool fast;
 	size_t i;
 	int d, k;
 
@@ -566,7 +604,8 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	for (k = 0, i = 0; k <= tensors[0].ndim; k++)
 		shape[k] = k == d ? (int64_t)n : tensors[0].shape[i++];
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim + 1, shape, false, fn));
-	for (i = 0; i < n; i++) {
+	fast = join_contiguous(&tmp, tensors, n, d);
+	for (i = 0; !fast && i < n; i++) {
 		slot = tmp;
 		slot.offset = (int64_t)i * tmp.strides[d];
 		for (k = d; k < tmp.ndim - 1; k++) {
@@ -586,6 +625,7 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	int64_t shape[TD_MAX_DIMS], total = 0, pos = 0;
 	td_tensor tmp, slot;
 	td_dtype dtype;
+	bool fast;
 	size_t i;
 	int d, k;
 
@@ -608,7 +648,8 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	memcpy(shape, tensors[0].shape, (size_t)tensors[0].ndim * sizeof(int64_t));
 	shape[d] = total;
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim, shape, false, fn));
-	for (i = 0; i < n; i++) {
+	fast = join_contiguous(&tmp, tensors, n, d);
+	for (i = 0; !fast && i < n; i++) {
 		slot = tmp;
 		slot.shape[d] = tensors[i].shape[d];
 		slot.offset = pos * tmp.strides[d];
