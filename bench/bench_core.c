@@ -66,6 +66,13 @@ struct core {
 	size_t ends[128];         /* where each nested key ends in `pool` */
 	td_dict **fresh;          /* a fresh fixture per call (lock / unlock) */
 	size_t nfresh;
+	/*
+	 * Python's tuple keys hold strings whose hashes Python caches after the
+	 * first use; their C counterpart is a precompiled td_key, made once
+	 * untimed (the rows note it).
+	 */
+	td_key *k_arg;            /* arg->path */
+	td_key *k_k20, *k_leaf, *k_node;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -133,6 +140,10 @@ static void core_teardown(void *state)
 	td_tensor_release(&s->c);
 	td_tensor_release(&s->t);
 	fix_release(s->many, 100);
+	td_key_free(s->k_arg);
+	td_key_free(s->k_k20);
+	td_key_free(s->k_leaf);
+	td_key_free(s->k_node);
 	free(s);
 }
 
@@ -150,6 +161,14 @@ static int core_setup(void **state, const void *arg)
 		rc = td_tensor_zeros(&s->b, TD_DTYPE_F32, 3, fix_s345);
 	if (rc >= 0)
 		rc = td_tensor_zeros(&s->c, TD_DTYPE_F32, 3, fix_s345);
+	if (rc >= 0 && s->arg->path)
+		rc = td_key_from_path(&s->k_arg, s->arg->path, s->arg->depth);
+	if (rc >= 0)
+		rc = td_key_from_path(&s->k_k20, fix_k20, 20);
+	if (rc >= 0)
+		rc = td_key_from_path(&s->k_leaf, fix_leaf, 20);
+	if (rc >= 0)
+		rc = td_key_from_path(&s->k_node, fix_leaf, 19);
 	if (rc >= 0 && !s->arg->per_call)
 		rc = build_fixture(s);
 	if (rc >= 0)
@@ -171,7 +190,7 @@ static int run_set_k20(void *state, size_t i)
 	core *s = state;
 
 	(void)i;
-	return td_dict_set_tensor_path(s->td, fix_k20, 20, &s->t);
+	return td_dict_set_tensor_key(s->td, s->k_k20, &s->t);
 }
 
 static int extra_set_k20(core *s)
@@ -185,7 +204,7 @@ static int run_set_k20_inplace(void *state, size_t i)
 	core *s = state;
 
 	(void)i;
-	return td_dict_set_tensor_inplace_path(s->td, fix_k20, 20, &s->t);
+	return td_dict_set_tensor_inplace_key(s->td, s->k_k20, &s->t);
 }
 
 /* list(td.items() / keys() / values()) on big_td */
@@ -255,7 +274,7 @@ static int run_contains(void *state, size_t i)
 	if (a->key)
 		r = td_dict_contains(s->td, a->key, a->flags);
 	else
-		r = td_dict_contains_path(s->td, a->path, a->depth, a->flags);
+		r = td_dict_contains_key(s->td, s->k_arg, a->flags);
 	if (r < 0)
 		return r;
 	if (r != a->expect)
@@ -271,7 +290,7 @@ static int run_get(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_path(s->td, s->arg->path, s->arg->depth, &v);
+	rc = td_dict_get_key(s->td, s->k_arg, &v);
 	BENCH_USE(v);
 	return rc;
 }
@@ -284,7 +303,7 @@ static int run_getitem_leaf(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_tensor_path(s->td, fix_leaf, 20, &t);
+	rc = td_dict_get_tensor_key(s->td, s->k_leaf, &t);
 	BENCH_USE(t);
 	return rc;
 }
@@ -293,12 +312,14 @@ static int run_getitem_leaf(void *state, size_t i)
 static int run_getitem_node(void *state, size_t i)
 {
 	core *s = state;
-	td_dict *d;
+	const td_value *v;
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_dict_path(s->td, fix_leaf, 19, &d);
-	BENCH_USE(d);
+	rc = td_dict_get_key(s->td, s->k_node, &v);
+	if (rc >= 0 && v->kind != TD_VALUE_DICT)
+		return bench_fail("td[NODE] is not a dict");
+	BENCH_USE(v);
 	return rc;
 }
 
@@ -430,22 +451,22 @@ static int run_clone(void *state, size_t i)
 static int run_select_nested(void *state, size_t i)
 {
 	core *s = state;
-	const char *keys[1] = { fix_leaf_dotted };
+	const td_key *keys[1] = { s->k_leaf };
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_select(&out, s->td, keys, 1, true), &out);
+	return drop(td_dict_select_keys(&out, s->td, keys, 1, true), &out);
 }
 
 /* td.exclude(LEAF) */
 static int run_exclude_nested(void *state, size_t i)
 {
 	core *s = state;
-	const char *keys[1] = { fix_leaf_dotted };
+	const td_key *keys[1] = { s->k_leaf };
 	td_dict *out = NULL;
 
 	(void)i;
-	return drop(td_dict_exclude(&out, s->td, keys, 1), &out);
+	return drop(td_dict_exclude_keys(&out, s->td, keys, 1), &out);
 }
 
 /* td.empty(recurse=...) */
@@ -910,6 +931,8 @@ static int run_common_ops(void *state, size_t i)
 
 #define NOTE_FRESH "a fresh fixture per call, built untimed (pedantic setup); " \
 	"list(td) is td_dict_unbind(dim 0), then the 3 views are freed"
+#define NOTE_KEY "the tuple key is a td_key made once, untimed: Python caches the hashes " \
+	"of the tuple's strings, a td_key holds them precomputed"
 #define NOTE_SETITEM "the value td[index].clone().zero_() is made once, untimed: " \
 	"the assignment does not change it"
 
@@ -934,11 +957,11 @@ static const td_index idx_list[1] = {
 };
 
 static const bench_row core_rows[] = {
-	ROW("test_plain_set_nested", run_set_k20, 0, .fixture = FIX_NESTED),
-	ROW("test_plain_set_stack_nested", run_set_k20, 0, .fixture = FIX_STACKED),
-	ROW("test_plain_set_nested_inplace", run_set_k20_inplace, 0, .fixture = FIX_NESTED,
+	ROW_NOTE("test_plain_set_nested", run_set_k20, 0, NOTE_KEY, .fixture = FIX_NESTED),
+	ROW_NOTE("test_plain_set_stack_nested", run_set_k20, 0, NOTE_KEY, .fixture = FIX_STACKED),
+	ROW_NOTE("test_plain_set_nested_inplace", run_set_k20_inplace, 0, NOTE_KEY, .fixture = FIX_NESTED,
 		.extra = extra_set_k20),
-	ROW("test_plain_set_stack_nested_inplace", run_set_k20_inplace, 0,
+	ROW_NOTE("test_plain_set_stack_nested_inplace", run_set_k20_inplace, 0, NOTE_KEY,
 		.fixture = FIX_STACKED, .extra = extra_set_k20),
 	ROW("test_items", run_items_flat, 100, .fixture = FIX_BIG, .collect = COLLECT_ITEMS,
 		.expect = 100),
@@ -989,33 +1012,33 @@ static const bench_row core_rows[] = {
 		.fixture = FIX_STACKED, .lock = true, .flags = NESTED, .collect = COLLECT_VALUES,
 		.expect = NESTED_ENTRIES),
 	ROW("test_membership", run_contains, 0, .fixture = FIX_BIG, .key = "a", .expect = 0),
-	ROW("test_membership_nested", run_contains, 0, .fixture = FIX_NESTED, .path = key_a,
+	ROW_NOTE("test_membership_nested", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = key_a,
 		.depth = 1, .expect = 0),
-	ROW("test_membership_nested_leaf", run_contains, 0, .fixture = FIX_NESTED, .path = key_a,
+	ROW_NOTE("test_membership_nested_leaf", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = key_a,
 		.depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
-	ROW("test_membership_stacked_nested", run_contains, 0, .fixture = FIX_STACKED,
+	ROW_NOTE("test_membership_stacked_nested", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
 		.path = key_a, .depth = 1, .expect = 0),
-	ROW("test_membership_stacked_nested_leaf", run_contains, 0, .fixture = FIX_STACKED,
+	ROW_NOTE("test_membership_stacked_nested_leaf", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
 		.path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
-	ROW("test_membership_nested_last", run_contains, 0, .fixture = FIX_NESTED,
+	ROW_NOTE("test_membership_nested_last", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
 		.path = key_0_t, .depth = 2, .expect = 1),
-	ROW("test_membership_nested_leaf_last", run_contains, 0, .fixture = FIX_NESTED,
+	ROW_NOTE("test_membership_nested_leaf_last", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
 		.path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
-	ROW("test_membership_stacked_nested_last", run_contains, 0, .fixture = FIX_STACKED,
+	ROW_NOTE("test_membership_stacked_nested_last", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
 		.path = key_0_t, .depth = 2, .expect = 1),
-	ROW("test_membership_stacked_nested_leaf_last", run_contains, 0, .fixture = FIX_STACKED,
+	ROW_NOTE("test_membership_stacked_nested_leaf_last", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
 		.path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
-	ROW("test_nested_getleaf", run_get, 0, .fixture = FIX_NESTED, .path = fix_leaf,
+	ROW_NOTE("test_nested_getleaf", run_get, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = fix_leaf,
 		.depth = 20),
-	ROW("test_nested_get", run_get, 0, .fixture = FIX_NESTED, .path = fix_leaf, .depth = 19),
-	ROW("test_stacked_getleaf", run_get, 0, .fixture = FIX_STACKED, .path = fix_leaf,
+	ROW_NOTE("test_nested_get", run_get, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = fix_leaf, .depth = 19),
+	ROW_NOTE("test_stacked_getleaf", run_get, 0, NOTE_KEY, .fixture = FIX_STACKED, .path = fix_leaf,
 		.depth = 20),
-	ROW("test_stacked_get", run_get, 0, .fixture = FIX_STACKED, .path = fix_leaf,
+	ROW_NOTE("test_stacked_get", run_get, 0, NOTE_KEY, .fixture = FIX_STACKED, .path = fix_leaf,
 		.depth = 19),
-	ROW("test_nested_getitemleaf", run_getitem_leaf, 0, .fixture = FIX_NESTED),
-	ROW("test_nested_getitem", run_getitem_node, 0, .fixture = FIX_NESTED),
-	ROW("test_stacked_getitemleaf", run_getitem_leaf, 0, .fixture = FIX_STACKED),
-	ROW("test_stacked_getitem", run_getitem_node, 0, .fixture = FIX_STACKED),
+	ROW_NOTE("test_nested_getitemleaf", run_getitem_leaf, 0, NOTE_KEY, .fixture = FIX_NESTED),
+	ROW_NOTE("test_nested_getitem", run_getitem_node, 0, NOTE_KEY, .fixture = FIX_NESTED),
+	ROW_NOTE("test_stacked_getitemleaf", run_getitem_leaf, 0, NOTE_KEY, .fixture = FIX_STACKED),
+	ROW_NOTE("test_stacked_getitem", run_getitem_node, 0, NOTE_KEY, .fixture = FIX_STACKED),
 	ROW_FRESH("test_lock_nested", run_lock, .fixture = FIX_NESTED, .per_call = true),
 	ROW_FRESH("test_lock_stack_nested", run_lock, .fixture = FIX_STACKED, .per_call = true),
 	ROW_FRESH("test_unlock_nested", run_unlock, .fixture = FIX_NESTED, .per_call = true,
@@ -1071,8 +1094,8 @@ static const bench_row core_rows[] = {
 	ROW("test_set_nested", run_set_nested, 0, .fixture = FIX_TD),
 	ROW("test_set_nested_new", run_set_nested_new, 0, .fixture = FIX_TD),
 	ROW("test_select", run_select, 0, .fixture = FIX_TD),
-	ROW("test_select_nested", run_select_nested, 0, .fixture = FIX_NESTED),
-	ROW("test_exclude_nested", run_exclude_nested, 0, .fixture = FIX_NESTED),
+	ROW_NOTE("test_select_nested", run_select_nested, 0, NOTE_KEY, .fixture = FIX_NESTED),
+	ROW_NOTE("test_exclude_nested", run_exclude_nested, 0, NOTE_KEY, .fixture = FIX_NESTED),
 	ROW("test_empty[True]", run_empty, 0, .fixture = FIX_NESTED, .recurse = true),
 	ROW("test_empty[False]", run_empty, 0, .fixture = FIX_NESTED, .recurse = false),
 	ROW_NA("test_to", "td.to(\"cuda:0\"): GPU only (gpu/ transfer benchmarks)"),

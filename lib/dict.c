@@ -159,11 +159,16 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 /* The index                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static inline bool key_eq(const td__kstr *k, const char *s, uint32_t len, uint64_t hash)
+/* Whether the live entry e holds the key (s, len, hash); the hash is checked first. */
+static inline bool key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
 {
+	const td__kstr *k;
 	uint32_t i;
 
-	if (k->hash != hash || k->len != len)
+	if (e->hash != hash)
+		return false;
+	k = e->key;
+	if (k->len != len)
 		return false;
 	if (len > 16)
 		return memcmp(k->data, s, len) == 0;
@@ -181,7 +186,7 @@ td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64
 	if (!d->index) {
 		for (i = 0; i < d->used; i++) {
 			td__entry *e = &d->entries[i];
-			if (e->key && key_eq(e->key, key, len, hash))
+			if (e->key && key_eq(e, key, len, hash))
 				return e;
 		}
 		return NULL;
@@ -191,7 +196,7 @@ td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64
 		v = d->index[i];
 		if (v == 0)
 			return NULL;
-		if (v != TD_DICT_TOMB && key_eq(d->entries[v - 1].key, key, len, hash))
+		if (v != TD_DICT_TOMB && key_eq(&d->entries[v - 1], key, len, hash))
 			return &d->entries[v - 1];
 	}
 }
@@ -219,7 +224,7 @@ static void index_fill_all(td_dict *d, uint32_t *index, uint32_t mask)
 	d->index_fill = 0;
 	for (i = 0; i < d->used; i++)
 		if (d->entries[i].key)
-			index_insert(d, d->entries[i].key->hash, i);
+			index_insert(d, d->entries[i].hash, i);
 }
 
 /* Close the holes left by deletions, in place. */
@@ -287,6 +292,7 @@ int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char
 		index_fill_all(d, d->index, d->index_mask); /* drop tombstones */
 	slot = d->used++;
 	d->entries[slot].key = key;
+	d->entries[slot].hash = key->hash;
 	td__value_assign(&d->entries[slot].value, value);
 	d->count++;
 	if (d->index)
@@ -299,6 +305,7 @@ void td__dict_push(td_dict *d, td__kstr *key)
 	uint32_t slot = d->used++;
 
 	d->entries[slot].key = key;
+	d->entries[slot].hash = key->hash;
 	d->count++;
 	if (d->index) {
 		if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
@@ -313,7 +320,7 @@ void td__dict_remove_slot(td_dict *d, uint32_t i)
 
 	if (d->index) {
 		uint32_t mask = d->index_mask, k;
-		for (k = (uint32_t)e->key->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
+		for (k = (uint32_t)e->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
 			;
 		d->index[k] = TD_DICT_TOMB;
 	}

@@ -502,6 +502,7 @@ static int rename_here(td_dict *d, td__entry *e, const td__kref *to)
 	}
 	td__kstr_unref(e->key);
 	e->key = k;
+	e->hash = k->hash;
 	return TD_OK;
 }
 

@@ -27,6 +27,7 @@ typedef struct td__kstr {
 } td__kstr;
 
 typedef struct td__entry {
+	uint64_t hash; /* key->hash, kept here so that a probe reads one line */
 	td__kstr *key; /* NULL for a deleted slot */
 	td_value value;
 } td__entry;

@@ -17,14 +17,21 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 	if (!d)
 		return 0;
 	if (d->used == d->count) {
-		/* No holes: a straight copy. */
+		/* No holes: one straight pass writing what was asked for. */
 		size_t m = d->count < cap ? d->count : cap;
-		if (keys_out)
+		const td__entry *e = d->entries;
+		if (keys_out && values_out) {
+			for (i = 0; i < m; i++) {
+				keys_out[i] = e[i].key->data;
+				values_out[i] = &e[i].value;
+			}
+		} else if (keys_out) {
 			for (i = 0; i < m; i++)
-				keys_out[i] = d->entries[i].key->data;
-		if (values_out)
+				keys_out[i] = e[i].key->data;
+		} else if (values_out) {
 			for (i = 0; i < m; i++)
-				values_out[i] = &d->entries[i].value;
+				values_out[i] = &e[i].value;
+		}
 		return d->count;
 	}
 	for (i = 0; i < d->used; i++) {
