@@ -37,5 +37,6 @@ const tool_cmd *tool_find_cmd(const char *name);
 /* Subcommands (tools/cmd_<name>.c; `help` lives in tools/tdstore.c). */
 int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
 
 #endif /* TD_TOOLS_CMD_H */

@@ -6,6 +6,13 @@ bin_PROGRAMS += tools/tdstore
 tools_tdstore_SOURCES = \
 	%D%/cmd.h \
 	%D%/tdstore.c \
-	%D%/cmd_version.c
+	%D%/cmd_version.c \
+	%D%/cmd_demo.c \
+	%D%/demo.h \
+	%D%/demo_util.c \
+	%D%/demo_fixtures.c \
+	%D%/demo_access.c \
+	%D%/demo_shape.c \
+	%D%/demo_ops.c
 
-tools_tdstore_LDADD = libtdstore.la
+tools_tdstore_LDADD = libtdstore.la -lm

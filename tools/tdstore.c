@@ -12,6 +12,8 @@
 static const tool_cmd commands[] = {
 	{ "help", "[SUBCOMMAND]", "list the subcommands, or show how to call one", cmd_help },
 	{ "version", "", "print the version of the loaded libtdstore", cmd_version },
+	{ "demo", "[--quiet]", "build the benchmark fixtures, run and verify the core operations",
+		cmd_demo },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

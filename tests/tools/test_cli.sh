@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Tests of the tdstore command line, as TAP: `tdstore version` prints the
-# library version, and bad command lines exit 2 with usage on stderr.
+# library version, `tdstore demo` runs every step and verifies it (exit 0),
+# and bad command lines exit 2 with usage on stderr.
 # Run by `make check` (TD_BUILDDIR points at the build tree). TD_TOOL_WRAPPER,
 # when set, prefixes every tdstore run (make check-valgrind uses it).
 # Everything the tool writes to stderr is copied to this script's stderr so
@@ -44,7 +45,7 @@ check() {
 	fi
 }
 
-echo "1..9"
+echo "1..16"
 
 run version
 check "version exits 0" test "$rc" -eq 0
@@ -70,5 +71,32 @@ check "help lists the subcommands and exits 0" \
 run help version
 check "help SUBCOMMAND prints its usage" \
 	sh -c 'test "$1" -eq 0 && grep -q "^usage: tdstore version$" "$2"' sh "$rc" "$tmp/out"
+
+run demo --quiet
+check "demo --quiet exits 0" test "$rc" -eq 0
+check "demo --quiet prints only the summary line" \
+	sh -c 'test "$(wc -l <"$1")" -eq 1 && grep -q "^tdstore demo: OK, [0-9][0-9]* steps, [0-9][0-9]* checks passed in " "$1" && test ! -s "$2"' \
+	sh "$tmp/out" "$tmp/err"
+
+run demo
+steps=$(sed -n 's/^tdstore demo: libtdstore .*, \([0-9][0-9]*\) steps$/\1/p' "$tmp/out")
+check "demo exits 0 and prints one line per step" \
+	sh -c 'test "$1" -eq 0 && test -n "$3" &&
+		test "$(grep -c "^\[ *[0-9][0-9]*/$3\] " "$2")" -eq "$3" &&
+		grep -q "^tdstore demo: OK, $3 steps, " "$2"' sh "$rc" "$tmp/out" "${steps:-}"
+
+run demo --help
+check "demo --help prints its usage and the steps, exits 0" \
+	sh -c 'test "$1" -eq 0 && grep -q "^usage: tdstore demo \[--quiet\]$" "$2" &&
+		grep -q "^steps:$" "$2"' sh "$rc" "$tmp/out"
+
+run demo --bogus
+check "demo with an unknown option exits 2" test "$rc" -eq 2
+check "demo with an unknown option names it and prints usage on stderr" \
+	sh -c 'grep -q "unknown option '"'"'--bogus'"'"'" "$1" && grep -q "^usage: tdstore demo" "$1" &&
+		test ! -s "$2"' sh "$tmp/err" "$tmp/out"
+
+run help
+check "help lists demo" grep -q "^  demo " "$tmp/out"
 
 exit $failed
