@@ -4,7 +4,9 @@
 # Man pages: man1/ for the tool, man3/ for the library (one page per group
 # of related functions; every other name it documents is a one-line
 # `.so man3/<page>.3` alias, so that `man <name>` finds it), man7/tdstore.7
-# for the overview. One file per line.
+# for the overview. One file per line: `make check-man` fails when a page
+# in doc/man is missing here, when an exported td_ function has no page,
+# or when a page renders with warnings.
 dist_man_MANS += \
 	%D%/man/man1/tdstore.1 \
 	%D%/man/man3/td_bf16_to_float.3 \
