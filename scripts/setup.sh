@@ -23,6 +23,8 @@ PACKAGES="
 	libjansson-dev
 	libdlpack-dev
 	python3
+	groff-base
+	man-db
 "
 
 missing=""
