@@ -576,7 +576,10 @@ static int rename_impl(td_dict *d, const td__kpath *po, const td__kpath *pn, con
 	if (rc < 0)
 		goto out;
 	td__kpath_format(key, sizeof(key), pn->part, pn->n);
-	if (td__dict_find(to, last->s, last->len, last->hash)) {
+	if (to == from && last->hash == old->hash && last->len == old->len &&
+	    memcmp(last->s, old->data, old->len) == 0) {
+		rc = TD_OK; /* renamed to itself: nothing to do */
+	} else if (td__dict_find(to, last->s, last->len, last->hash)) {
 		rc = td__error(TD_EEXISTS, "%s: key '%s' already exists", fn, key);
 	} else if (to == from) {
 		rc = rename_here(from, td__dict_find(from, old->data, old->len, old->hash), last);

@@ -265,50 +265,6 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 		fn);
 }
 
-/* The category a scalar brings into an operation. */
-static td_dtype_category scalar_category(td_scalar s)
-{
-	switch (s.kind) {
-	case TD_SCALAR_BOOL:
-		return TD_CATEGORY_BOOL;
-	case TD_SCALAR_INT:
-	case TD_SCALAR_UINT:
-		return TD_CATEGORY_INT;
-	case TD_SCALAR_FLOAT:
-		return TD_CATEGORY_FLOAT;
-	default:
-		return TD_CATEGORY_COMPLEX;
-	}
-}
-
-/*
- * Whether `a <op>= (something of category cat)` can be done in place on a
- * leaf of dtype dt, following the in-place rules of td_tensor_binary_inplace().
- */
-/* Cast ranks of torch's can_cast: signed and unsigned integers are one kind. */
-static int cast_rank(td_dtype_category c)
-{
-	return c == TD_CATEGORY_BOOL ? 0 : c <= TD_CATEGORY_INT ? 1 : (int)c - 1;
-}
-
-static int inplace_ok(const td_tensor *t, td_dtype_category cat, td_binop op, const char *key,
-	const char *fn)
-{
-	td_dtype_category tc = td_dtype_get_category(t->dtype);
-	td_dtype_category need = cat;
-
-	TD_TRY(td__tensor_check_write(t, fn, key));
-	if (op == TD_OP_SUB && tc == TD_CATEGORY_BOOL)
-		return td__error(TD_ETYPE, "%s: '%s': subtraction of bool tensors is not supported",
-			fn, key);
-	if (op == TD_OP_DIV && need < TD_CATEGORY_FLOAT)
-		need = TD_CATEGORY_FLOAT;
-	if (cast_rank(need) > cast_rank(tc))
-		return td__error(TD_ETYPE, "%s: the result cannot be stored in '%s' of dtype %s", fn,
-			key, td_dtype_name(t->dtype));
-	return TD_OK;
-}
-
 /* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
 static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
 	bool write, const char *fn)
@@ -332,22 +288,13 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 		if (ea->value.kind != TD_VALUE_TENSOR)
 			continue;
 		t = &ea->value.u.tensor;
-		if (write && eb) {
+		if (write && eb)
 			TD_TRY(td_tensor_binary_inplace(t, &eb->value.u.tensor, op));
-		} else if (write) {
+		else if (write)
 			TD_TRY(td_tensor_binary_scalar_inplace(t, s, op));
-		} else if (eb) {
-			int64_t strides[TD_MAX_DIMS];
-			const td_tensor *o = &eb->value.u.tensor;
-			if (op == TD_OP_SUB && o->dtype == TD_DTYPE_BOOL)
-				return td__error(TD_ETYPE, "%s: '%s': subtraction of bool tensors is not "
-					"supported", fn, ea->key->data);
-			TD_TRY(inplace_ok(t, td_dtype_get_category(td_dtype_promote(t->dtype, o->dtype)),
-				op, ea->key->data, fn));
-			TD_TRY(td__broadcast_strides(o, t->ndim, t->shape, strides, fn));
-		} else {
-			TD_TRY(inplace_ok(t, scalar_category(s), op, ea->key->data, fn));
-		}
+		else
+			TD_TRY(td__binary_inplace_check(t, eb ? &eb->value.u.tensor : NULL, &s, op,
+				fn));
 	}
 	return TD_OK;
 }

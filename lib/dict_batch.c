@@ -216,6 +216,19 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 /* Indexed writes                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* Whether `value` can be written into `t` at the index: nothing is written. */
+static int check_put(const td_tensor *t, const td_tensor *value, const batch_index *bi,
+	const char *key, const char *fn)
+{
+	int64_t shape[TD_MAX_DIMS], strides[TD_MAX_DIMS];
+	int ndim;
+
+	TD_TRY(td__tensor_check_write(t, fn, key));
+	TD_TRY(td__tensor_check_read(value, fn, key));
+	TD_TRY(td__index_shape(&ndim, shape, NULL, t->ndim, t->shape, bi->idx, bi->n, fn));
+	return td__broadcast_strides(value, ndim, shape, strides, fn);
+}
+
 /*
  * Check (write == false) or perform the write of `v` into `d` at the index.
  * `root_v` is the batch ndim of the value's root and `root_d` of d's root:
@@ -290,7 +303,8 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 				TD_TRY(td__tensor_index_put(&e->value.u.tensor, bi->idx, bi->n,
 					&ev->value.u.tensor, fn));
 			else
-				TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, ev->key->data));
+				TD_TRY(check_put(&e->value.u.tensor, &ev->value.u.tensor, bi,
+					ev->key->data, fn));
 		} else if (e->value.kind != ev->value.kind ||
 			   e->value.u.blob.length != ev->value.u.blob.length ||
 			   memcmp(e->value.u.blob.data, ev->value.u.blob.data,
@@ -641,6 +655,8 @@ int td_dict_squeeze(td_dict **out, const td_dict *d, int dim)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	if (d->batch_ndim == 0 && (dim == 0 || dim == -1))
+		return td__dict_copy(out, d, fn); /* as td_tensor_squeeze() of a 0-d tensor */
 	TD_TRY(batch_dim(d, dim, &c.dim, fn));
 	if (d->batch_shape[c.dim] != 1)
 		return td__dict_copy(out, d, fn);

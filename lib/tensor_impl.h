@@ -229,6 +229,14 @@ td_scalar td__scalar_load(const void *p, td_dtype dtype);
  */
 int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn);
 
+/**
+ * Every check td_tensor_binary_inplace() (b non-NULL) or
+ * td_tensor_binary_scalar_inplace() (*s) makes, without writing: callers
+ * that update many tensors check them all before writing any.
+ */
+int td__binary_inplace_check(const td_tensor *a, const td_tensor *b, const td_scalar *s,
+	td_binop op, const char *fn);
+
 /* ------------------------------------------------------------------------ */
 /* Indexing (tensor_index.c)                                                 */
 /* ------------------------------------------------------------------------ */

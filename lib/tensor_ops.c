@@ -536,6 +536,29 @@ static bool inplace_needs_copy(const td_tensor *a, const td_tensor *b, const int
 	return false;
 }
 
+int td__binary_inplace_check(const td_tensor *a, const td_tensor *b, const td_scalar *s,
+	td_binop op, const char *fn)
+{
+	int64_t bs[TD_MAX_DIMS];
+	td_dtype rt, ct;
+
+	TD_TRY(td__tensor_check_write(a, fn, "a"));
+	TD_TRY(inplace_op_check(op, fn));
+	if (b) {
+		TD_TRY(td__tensor_check_read(b, fn, "b"));
+		TD_TRY(op_dtypes(td_dtype_promote(a->dtype, b->dtype), op,
+			a->dtype == TD_DTYPE_BOOL || b->dtype == TD_DTYPE_BOOL, &rt, &ct, fn));
+	} else {
+		TD_TRY(td__scalar_check(*s, fn));
+		TD_TRY(op_dtypes(scalar_promote(a->dtype, s), op,
+			a->dtype == TD_DTYPE_BOOL || s->kind == TD_SCALAR_BOOL, &rt, &ct, fn));
+	}
+	TD_TRY(inplace_check(a, rt, fn));
+	if (b)
+		TD_TRY(td__broadcast_strides(b, a->ndim, a->shape, bs, fn));
+	return TD_OK;
+}
+
 int td_tensor_binary_inplace(td_tensor *a, const td_tensor *b, td_binop op)
 {
 	static const char fn[] = "td_tensor_binary_inplace";

@@ -33,9 +33,11 @@ typedef struct td_allocator {
  * Replace the allocator used by the library.
  *
  * Call it before any other tdstore call, or when no tdstore object is
- * alive: memory is always released with the allocator that was current
- * when it was allocated only if the allocator is not changed in between.
- * Not thread-safe with respect to concurrent tdstore calls.
+ * alive: memory is released with whichever allocator is current when it is
+ * released, so objects must not outlive the allocator that made them.
+ * Not thread-safe with respect to concurrent tdstore calls. While the
+ * default allocator is in use, the library keeps a small per-thread cache
+ * of freed small blocks; a caller's allocator sees every allocation.
  *
  * @param alloc  the allocator (copied), or NULL to restore the C library's
  * @return TD_OK; TD_EINVAL if a function pointer is NULL or `version` is

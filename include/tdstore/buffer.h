@@ -85,7 +85,9 @@ TD_API int td_buffer_new(td_buffer **out, size_t nbytes, unsigned flags);
  * @param nbytes    their size
  * @param opts      description, or NULL for TD_BUFFER_WRAP_OPTS_INIT
  * @return TD_OK; TD_EINVAL for NULL `out`, NULL `data` with a nonzero size,
- *         an unknown kind, flag or version; TD_ENOMEM
+ *         an unknown kind, flag or version, the kind TD_BUFFER_HEAP (heap
+ *         buffers come from td_buffer_new()), or a device ordinal that does
+ *         not fit the kind (>= 0 for device memory, -1 otherwise); TD_ENOMEM
  */
 TD_API int td_buffer_wrap(td_buffer **out, void *data, size_t nbytes,
 	const td_buffer_wrap_opts *opts);

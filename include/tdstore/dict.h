@@ -32,6 +32,10 @@
  * Batch operations (indexing, unbind, reshape, ...) apply to the batch
  * dimensions only; a nested dict whose batch is longer than its parent's
  * keeps its extra dimensions.
+ *
+ * Limits: dicts nest at most TD_KEY_MAX_DEPTH levels (so that every leaf
+ * has a key path of at most TD_KEY_MAX_DEPTH components); a nested dict's
+ * batch shape always starts with its parent's.
  */
 #ifndef TDSTORE_DICT_H
 #define TDSTORE_DICT_H
@@ -276,7 +280,8 @@ TD_API int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const t
 /**
  * Store a nested dict: a shallow copy of `child` (new dict nodes, tensors
  * sharing their buffers). Its batch shape must start with the batch shape of
- * the dict that receives it. It is locked if the receiver is.
+ * the dict that receives it. A locked receiver refuses it (a new key or a
+ * replaced value).
  *
  * @return as td_dict_set_tensor(); TD_EINVAL if `child` is `d` or one of
  *         its ancestors
@@ -320,6 +325,7 @@ TD_API int td_dict_del_path(td_dict *d, const char *const *parts, size_t n);
 /**
  * Rename an entry. Within one dict the entry keeps its position; moved to
  * another nested dict it goes last there (missing dicts are created).
+ * Renaming a key to itself does nothing.
  *
  * @return TD_OK; TD_ENOTFOUND (old key); TD_EEXISTS (new key present);
  *         TD_ETYPE (batch shapes differ); TD_ELOCKED; TD_EINVAL (moving a
@@ -393,11 +399,14 @@ TD_API void td_dict_iter_free(td_dict_iter *it);
 /**
  * Merge `other` into `d`: each leaf of `other` is stored in `d` (sharing
  * buffers), nested dicts are merged recursively (tensordict's update()).
+ * Where a dict of `other` meets a leaf of `d` (or the reverse), the value of
+ * `other` replaces it.
  *
- * @return TD_OK; TD_ETYPE (batch mismatch, a dict meeting a leaf);
- *         TD_ELOCKED (a key new to a locked dict; on a locked dict existing
- *         tensors are written in place); TD_ENOMEM. On failure, the entries
- *         already merged stay merged.
+ * @return TD_OK; TD_ETYPE (a value whose shape does not start with the
+ *         batch shape); TD_ELOCKED (a key new to a locked dict, or a value
+ *         that would replace another kind of value in a locked dict; on a
+ *         locked dict existing tensors are written in place); TD_ENOMEM. On
+ *         failure, the entries already merged stay merged.
  */
 TD_API int td_dict_update(td_dict *d, const td_dict *other);
 
@@ -602,7 +611,11 @@ TD_API int td_dict_view(td_dict **out, const td_dict *d, int ndim, const int64_t
 /** Insert a batch dim of size 1 at `dim` (0 <= dim <= batch ndim, or negative). */
 TD_API int td_dict_unsqueeze(td_dict **out, const td_dict *d, int dim);
 
-/** Remove batch dim `dim` if its size is 1 (otherwise an unchanged view). */
+/**
+ * Remove batch dim `dim` if its size is 1 (otherwise an unchanged view). A
+ * dict without batch dims accepts dim 0 or -1 and gives a shallow copy, as
+ * td_tensor_squeeze() of a 0-d tensor.
+ */
 TD_API int td_dict_squeeze(td_dict **out, const td_dict *d, int dim);
 
 /** Reorder the batch dims: result batch dim i is input batch dim `dims[i]`. */

@@ -11,6 +11,8 @@
  * (index lists, index tensors, boolean masks) returns copies, as in torch.
  *
  * Conventions for every function below:
+ *  - A dim outside the tensor's dims is TD_EINVAL; a position outside a
+ *    dim is TD_EINDEX.
  *  - `out` is written only on success; its previous content is overwritten
  *    without being released. `out` may point to the same tensor as an input:
  *    that input's reference is then released and replaced by the result
@@ -122,8 +124,11 @@ static inline td_scalar td_scalar_complex(double re, double im)
 /** The kinds of index, as in Python's `t[...]`. */
 typedef enum td_index_kind {
 	TD_INDEX_INT = 0,      /**< one position (`start`); negative counts from the end; drops the dim */
-	TD_INDEX_SLICE = 1,    /**< start:stop:step with Python slice rules (clamped, negatives wrap) */
-	TD_INDEX_RANGE = 2,    /**< range(start, stop, step): every position must be in bounds; a view */
+	TD_INDEX_SLICE = 1,    /**< start:stop:step with Python slice rules (clamped, negatives wrap);
+	                            the step must be positive (views have no negative strides);
+	                            TD_SLICE_NONE as step means 1 */
+	TD_INDEX_RANGE = 2,    /**< range(start, stop, step), step > 0: every position must be in
+	                            bounds; a view */
 	TD_INDEX_NEWAXIS = 3,  /**< None: inserts a dimension of size 1 */
 	TD_INDEX_ELLIPSIS = 4, /**< ...: as many full slices as needed */
 	TD_INDEX_LIST = 5,     /**< positions `list[0..count)`: advanced, gives a copy */
@@ -522,15 +527,19 @@ TD_API int td_tensor_binary(td_tensor *out, const td_tensor *a, const td_tensor 
 
 /**
  * `a <op> s` elementwise. As torch, a scalar of a higher category than `a`
- * (a float with an integer tensor, say) gives float32 (complex64 for a
- * complex scalar); otherwise the result keeps a's dtype.
+ * (a float with an integer tensor, say) counts as float32 (complex64 for a
+ * complex scalar) and is promoted with a's dtype (so a complex scalar with
+ * a float64 tensor gives complex128); otherwise the result keeps a's dtype.
+ * Signed and unsigned integers are one category, as in torch.
  */
 TD_API int td_tensor_binary_scalar(td_tensor *out, const td_tensor *a, td_scalar s, td_binop op);
 
 /**
  * `a <op>= b` in place; `b` is broadcast to a's shape. The result must be
  * representable in a's dtype category (an integer tensor cannot receive a
- * float result): TD_ETYPE otherwise, as torch. EQ/NE are refused (TD_EINVAL).
+ * float result): TD_ETYPE otherwise, as torch. EQ/NE are refused, and so
+ * is an `a` expanded along a dim (stride 0: several elements share one
+ * location): TD_EINVAL.
  */
 TD_API int td_tensor_binary_inplace(td_tensor *a, const td_tensor *b, td_binop op);
 
@@ -554,9 +563,11 @@ TD_API int td_tensor_equal(const td_tensor *a, const td_tensor *b);
 
 /**
  * Whether |a - b| <= atol + rtol * |b| holds for every element (a and b
- * broadcast together), as torch.allclose.
+ * broadcast together), as torch.allclose; dtypes may differ (compared in
+ * float64 / complex128).
  *
- * @return 1, 0, or a negative td_status (TD_ETYPE when shapes do not broadcast)
+ * @return 1, 0, or a negative td_status (TD_ETYPE when shapes do not
+ *         broadcast; TD_EINVAL for a negative or NaN tolerance)
  */
 TD_API int td_tensor_allclose(const td_tensor *a, const td_tensor *b, double rtol, double atol,
 	bool equal_nan);

@@ -495,3 +495,40 @@ Test(dict_batch, allocation_failures_are_reported_and_leak_nothing)
 	td_test_enomem_sweep(batch_body, batch_cleanup, &c);
 	td_dict_free(c.src);
 }
+
+Test(dict_batch, index_put_checks_every_leaf_before_writing)
+{
+	td_dict *d = fixture(), *v;
+	td_index idx[] = { td_index_int(0) };
+	int64_t b4[] = { 4 }, s45[] = { 4, 5 }, s47[] = { 4, 7 };
+	td_tensor t;
+	td_scalar s;
+	int64_t at[] = { 0, 0, 0 };
+
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, s45, td_scalar_float(7)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "a", &t));
+	/* b.b1 is [3,4] in d: indexed [4]; a [4,7] value does not broadcast to it. */
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, s47));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.b1", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), at, &s));
+	cr_assert_eq(s.v.f, 0, "the first leaf was not written");
+	td_dict_free(v);
+	td_dict_free(d);
+}
+
+Test(dict_batch, squeeze_of_a_dict_without_batch_dims_is_a_copy)
+{
+	td_dict *d, *r;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "x"));
+	td_cr_assert_ok(td_dict_squeeze(&r, d, 0));
+	cr_assert_eq(td_dict_equal(r, d), 1);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_squeeze(&r, d, -1));
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_squeeze(&r, d, 1), TD_EINVAL);
+	td_dict_free(d);
+}

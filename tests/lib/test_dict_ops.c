@@ -497,3 +497,33 @@ Test(dict_ops, allocation_failures_are_reported_and_leak_nothing)
 	td_test_enomem_sweep(ops_body, ops_cleanup, &c);
 	td_dict_free(c.src);
 }
+
+Test(dict_ops, in_place_arithmetic_refuses_expanded_leaves_before_writing)
+{
+	td_dict *d = fixture();
+	td_tensor one, wide;
+	int64_t s1[] = { 1 }, s34[] = { 3, 4 };
+
+	td_cr_assert_ok(td_tensor_zeros(&one, TD_DTYPE_F32, 1, s1));
+	td_cr_assert_ok(td_tensor_expand(&wide, &one, 2, s34));
+	td_tensor_release(&one);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "z_expanded", &wide));
+	td_cr_assert_err(td_dict_binary_scalar_inplace(d, td_scalar_float(1), TD_OP_ADD),
+		TD_EINVAL);
+	cr_assert_eq(val(d, "a"), 1, "the leaves before the expanded one are unchanged");
+	cr_assert_eq(val(d, "b.b1"), 2);
+	td_dict_free(d);
+}
+
+Test(dict_ops, renaming_a_key_to_itself_changes_nothing)
+{
+	td_dict *d = fixture();
+	const char *keys[4];
+
+	td_cr_assert_ok(td_dict_rename(d, "b.b1", "b.b1"));
+	cr_assert_eq(td_dict_contains(d, "b.b1", 0), 1);
+	td_cr_assert_ok(td_dict_rename(d, "a", "a"));
+	cr_assert_eq(td_dict_items(d, keys, NULL, 4), 3);
+	cr_assert_str_eq(keys[0], "a");
+	td_dict_free(d);
+}
