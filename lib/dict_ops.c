@@ -86,7 +86,7 @@ static int leaf_share(td_tensor *out, const td_tensor *in, void *ctx)
 static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 {
 	(void)ctx;
-	return td_tensor_clone(out, in);
+	return td__tensor_clone_valid(out, in, "td_dict_clone");
 }
 
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)

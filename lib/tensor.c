@@ -258,6 +258,29 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 	return TD_OK;
 }
 
+int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn)
+{
+	size_t nbytes;
+	td_buffer *buf;
+	int rc, i;
+
+	/* t is valid: its shape is checked, only the byte size for `dtype` is new. */
+	if (!td__mul_size((size_t)td__numel(t->ndim, t->shape), td__itemsize(dtype), &nbytes))
+		return td__error(TD_EOVERFLOW, "%s: the tensor is too large as %s", fn,
+			td_dtype_name(dtype));
+	rc = td_buffer_new(&buf, nbytes, 0);
+	if (rc < 0)
+		return rc;
+	out->buffer = buf;
+	out->offset = 0;
+	out->dtype = dtype;
+	out->ndim = t->ndim;
+	for (i = 0; i < t->ndim; i++)
+		out->shape[i] = t->shape[i];
+	td__contiguous_strides(t->ndim, out->shape, out->strides);
+	return TD_OK;
+}
+
 int td_tensor_empty(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
 {
 	td_tensor tmp;

@@ -441,7 +441,7 @@ static int copy_into_new(td_tensor *out, const td_tensor *t, td_dtype dtype, con
 {
 	td_tensor tmp;
 
-	TD_TRY(td__tensor_alloc(&tmp, dtype, t->ndim, t->shape, false, fn));
+	TD_TRY(td__tensor_alloc_like(&tmp, t, dtype, fn));
 	if (dtype == t->dtype && td__is_contiguous(t->ndim, t->shape, t->strides))
 		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, t->shape) *
 			td__itemsize(dtype));
@@ -464,6 +464,14 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 		return TD_OK;
 	}
 	TD_TRY(td__tensor_check_read(t, fn, "the tensor"));
+	return copy_into_new(out, t, t->dtype, fn);
+}
+
+int td__tensor_clone_valid(td_tensor *out, const td_tensor *t, const char *fn)
+{
+	if (TD_UNLIKELY(!td__buffer_host(t->buffer)))
+		return td__error(TD_ENOTSUP, "%s: a tensor is in device memory; the CPU cannot copy "
+			"it", fn);
 	return copy_into_new(out, t, t->dtype, fn);
 }
 

@@ -142,6 +142,15 @@ int td__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int
 int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, int64_t *strides,
 	const char *fn);
 
+/**
+ * A new contiguous tensor with the shape of the valid tensor `t` and dtype
+ * `dtype` (contents unspecified): no re-validation of the shape.
+ */
+int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn);
+
+/** td_tensor_clone() of a tensor known to be valid (held by a dict); `out` must not alias it. */
+int td__tensor_clone_valid(td_tensor *out, const td_tensor *t, const char *fn);
+
 /** Allocate a new contiguous tensor (zeroed when `zero`). */
 int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape, bool zero,
 	const char *fn);
