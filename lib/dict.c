@@ -113,7 +113,7 @@ static void dict_destroy(td_dict *d)
 	}
 	td__free(d->index);
 	if (!d->entries_inline)
-		td__free(d->entries);
+		td__free_small(d->entries, (size_t)d->cap * sizeof(td__entry));
 	td__free_small(d, sizeof(*d) + (size_t)d->block_cap * sizeof(td__entry));
 }
 
@@ -256,21 +256,21 @@ static int grow(td_dict *d, const char *fn)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
 	new_cap = d->cap ? d->cap * 2 : 2;
 	bytes = (size_t)new_cap * sizeof(td__entry);
-	new_entries = td__malloc(bytes);
+	new_entries = td__alloc_small(bytes);
 	if (!new_entries)
 		return td__error_nomem(bytes);
 	if (new_cap > TD_DICT_SCAN_MAX && (!d->index || index_size(new_cap) > d->index_mask + 1)) {
 		isize = index_size(new_cap);
 		new_index = td__malloc((size_t)isize * sizeof(uint32_t));
 		if (!new_index) {
-			td__free(new_entries);
+			td__free_small(new_entries, bytes);
 			return td__error_nomem((size_t)isize * sizeof(uint32_t));
 		}
 	}
 	if (d->used)
 		memcpy(new_entries, d->entries, (size_t)d->used * sizeof(td__entry));
 	if (!d->entries_inline)
-		td__free(d->entries);
+		td__free_small(d->entries, (size_t)d->cap * sizeof(td__entry));
 	d->entries = new_entries;
 	d->entries_inline = false;
 	d->cap = new_cap;
