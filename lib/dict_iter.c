@@ -18,19 +18,24 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 		return 0;
 	if (d->used == d->count) {
 		/* No holes: one straight pass writing what was asked for. */
-		size_t m = d->count < cap ? d->count : cap;
 		const td__entry *e = d->entries;
+		const td__entry *end = e + (d->count < cap ? d->count : cap);
+
+		/* Unrolled: these loops are the whole cost of keys()/values()/items(). */
 		if (keys_out && values_out) {
-			for (i = 0; i < m; i++) {
-				keys_out[i] = e[i].key->data;
-				values_out[i] = &e[i].value;
+#pragma GCC unroll 4
+			for (; e < end; e++) {
+				*keys_out++ = e->key->data;
+				*values_out++ = &e->value;
 			}
 		} else if (keys_out) {
-			for (i = 0; i < m; i++)
-				keys_out[i] = e[i].key->data;
+#pragma GCC unroll 4
+			for (; e < end; e++)
+				*keys_out++ = e->key->data;
 		} else if (values_out) {
-			for (i = 0; i < m; i++)
-				values_out[i] = &e[i].value;
+#pragma GCC unroll 4
+			for (; e < end; e++)
+				*values_out++ = &e->value;
 		}
 		return d->count;
 	}
