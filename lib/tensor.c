@@ -66,24 +66,6 @@ void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 	}
 }
 
-bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
-{
-	int64_t expected = 1;
-	int i;
-
-	/* Without elements any strides are contiguous (torch's rule), whichever dim is 0. */
-	for (i = 0; i < ndim; i++)
-		if (shape[i] == 0)
-			return true;
-	for (i = ndim - 1; i >= 0; i--) {
-		if (shape[i] == 1)
-			continue;
-		if (strides[i] != expected)
-			return false;
-		expected *= shape[i];
-	}
-	return true;
-}
 
 /* Why a tensor failed td__tensor_check(), kept off the fast path. */
 static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, const char *fn,

@@ -457,12 +457,16 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	if (td__is_contiguous(t->ndim, t->shape, t->strides)) {
+	/* A contiguous tensor is returned as is: only what the reference needs
+	 * is checked (its data is not touched here). */
+	if (TD_LIKELY(t && t->buffer && (unsigned)t->ndim <= TD_MAX_DIMS &&
+		      (unsigned)t->dtype < TD_DTYPE_COUNT && t->offset >= 0 &&
+		      td__is_contiguous(t->ndim, t->shape, t->strides))) {
 		if (out != t)
 			td_tensor_ref(out, t);
 		return TD_OK;
 	}
+	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__tensor_check_read(t, fn, "the tensor"));
 	return copy_into_new(out, t, t->dtype, fn);
 }

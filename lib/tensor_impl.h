@@ -125,8 +125,26 @@ static inline int64_t td__numel(int ndim, const int64_t *shape)
 /** C-order strides (elements) of a shape. */
 void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
-/** Whether a shape/strides pair is C-contiguous (size-1 dims ignored). */
-bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides);
+/** Whether a shape/strides pair is C-contiguous (size-1 dims ignored; empty shapes are). */
+static inline bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
+{
+	int64_t expected = 1;
+	int i;
+
+	/* Without elements any strides are contiguous (torch's rule), whichever dim is 0. */
+	for (i = 0; i < ndim; i++)
+		if (shape[i] == 0)
+			return true;
+	for (i = ndim - 1; i >= 0; i--) {
+		if (shape[i] == 1)
+			continue;
+		if (strides[i] != expected)
+			return false;
+		expected *= shape[i];
+	}
+	return true;
+}
+
 
 /**
  * Broadcast two shapes (numpy rules) into `out`/`nout`.

@@ -474,7 +474,7 @@ int td_tensor_binary_scalar(td_tensor *out, const td_tensor *a, td_scalar s, td_
 	TD_TRY(op_check(op, fn));
 	TD_TRY(op_dtypes(scalar_promote(a->dtype, &s), op,
 		a->dtype == TD_DTYPE_BOOL || s.kind == TD_SCALAR_BOOL, &rt, &ct, fn));
-	TD_TRY(td__tensor_alloc(&tmp, rt, a->ndim, a->shape, false, fn));
+	TD_TRY(td__tensor_alloc_like(&tmp, a, rt, fn));
 	oa.base = td__tensor_ptr(a);
 	oa.strides = a->strides;
 	oa.dtype = a->dtype;
