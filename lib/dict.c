@@ -79,7 +79,7 @@ int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape)
 		if (batch_shape[i] < 0)
 			return td__error(TD_EINVAL, "%s: negative batch size %lld at dim %d", fn,
 				(long long)batch_shape[i], i);
-	return td__dict_alloc(out, batch_ndim, batch_shape, 0, "td_dict_new");
+	return td__dict_alloc(out, batch_ndim, batch_shape, 2, "td_dict_new");
 }
 
 static void dict_destroy(td_dict *d);
@@ -666,8 +666,7 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	if (v->kind == TD_VALUE_TENSOR) {
 		const td_tensor *t = &v->u.tensor;
 		if (TD_LIKELY(t->ndim >= parent->batch_ndim &&
-			      memcmp(t->shape, parent->batch_shape,
-				      (size_t)parent->batch_ndim * sizeof(int64_t)) == 0))
+			      td__shape_eq(t->shape, parent->batch_shape, parent->batch_ndim)))
 			return TD_OK;
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__dict_check_batch(parent, t->ndim, t->shape, key, fn);

@@ -36,10 +36,26 @@ static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
 	dst->offset = src->offset;
 	dst->dtype = src->dtype;
 	dst->ndim = n;
-	for (i = 0; i < n; i++) {
-		dst->shape[i] = src->shape[i];
-		dst->strides[i] = src->strides[i];
+	/* Four dims per step with fixed-size copies (inlined as vector moves,
+	 * where a variable-length loop becomes two memcpy calls); the arrays
+	 * hold TD_MAX_DIMS, a multiple of 4, so the tail stays in bounds. */
+	for (i = 0; i < n; i += 4) {
+		memcpy(&dst->shape[i], &src->shape[i], 4 * sizeof(int64_t));
+		memcpy(&dst->strides[i], &src->strides[i], 4 * sizeof(int64_t));
 	}
+}
+
+_Static_assert(TD_MAX_DIMS % 4 == 0, "td__tensor_copy_meta copies dims by 4");
+
+/** Whether two shapes of `n` dims are equal (a short loop: no memcmp call). */
+static inline bool td__shape_eq(const int64_t *a, const int64_t *b, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (a[i] != b[i])
+			return false;
+	return true;
 }
 
 /**
