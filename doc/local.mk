@@ -185,3 +185,6 @@ dist_man_MANS += \
 	%D%/man/man3/td_tensor_zeros_like.3 \
 	%D%/man/man3/td_version.3 \
 	%D%/man/man7/tdstore.7
+
+EXTRA_DIST += \
+	%D%/design.md
