@@ -332,6 +332,28 @@ void td__dict_remove_slot(td_dict *d, uint32_t i)
 		d->used--;
 }
 
+void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key)
+{
+	td__entry *e = &d->entries[i];
+
+	if (d->index) {
+		uint32_t mask = d->index_mask, k;
+		for (k = (uint32_t)e->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
+			;
+		d->index[k] = TD_DICT_TOMB;
+	}
+	td__kstr_unref(e->key);
+	e->key = key;
+	e->hash = key->hash;
+	if (!d->index)
+		return;
+	/* The new key may take an empty cell: keep the load bound, as appends do. */
+	if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+		index_fill_all(d, d->index, d->index_mask);
+	else
+		index_insert(d, key->hash, i);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Batch shape, depth, locks                                                 */
 /* ------------------------------------------------------------------------ */

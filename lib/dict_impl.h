@@ -175,6 +175,11 @@ void td__value_release(td_value *v);
 int td__value_share(td_value *out, const td_value *v, const char *fn);
 /** Remove the entry at slot `i`. */
 void td__dict_remove_slot(td_dict *d, uint32_t i);
+/**
+ * Give the entry at slot `i` the new key `key` (absent from d), taking over
+ * that reference and releasing the old key; the entry keeps its position.
+ */
+void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key);
 /** Height of the dict tree (1 for a dict without nested dicts). */
 size_t td__dict_height(const td_dict *d);
 /** Depth of d below its root (0 for a root). */

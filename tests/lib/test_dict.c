@@ -1589,3 +1589,39 @@ Test(dict, non_tensor_values_take_no_part_in_batch_checks)
 	td_cr_assert_err(td_dict_set_bytes(d, "huge", "x", SIZE_MAX), TD_EOVERFLOW);
 	td_dict_free(d);
 }
+
+/*
+ * Each rename in an indexed dict leaves a tombstone and may take an empty
+ * index cell. The index must stay within its load bound, or a lookup of a
+ * missing key (which every rename makes) never finds an empty cell.
+ */
+Test(dict, many_renames_in_an_indexed_dict_keep_lookups_finite, .timeout = 20)
+{
+	td_dict *d = new34();
+	char from[32], to[32];
+	int i, j;
+
+	for (i = 0; i < 9; i++) {
+		snprintf(from, sizeof(from), "k%d", i);
+		put(d, from, 2, B34);
+	}
+	snprintf(from, sizeof(from), "k0");
+	for (i = 0; i < 500; i++) {
+		snprintf(to, sizeof(to), "r%d", i);
+		td_cr_assert_ok(td_dict_rename(d, from, to));
+		cr_assert_eq(td_dict_contains(d, "missing", 0), 0);
+		strcpy(from, to);
+	}
+	cr_assert_eq(td_dict_contains(d, from, 0), 1);
+	for (j = 1; j < 9; j++) {
+		snprintf(to, sizeof(to), "k%d", j);
+		cr_assert_eq(td_dict_contains(d, to, 0), 1, "%s", to);
+	}
+	/* Appends after all those renames still find room. */
+	for (i = 0; i < 50; i++) {
+		snprintf(to, sizeof(to), "n%d", i);
+		put(d, to, 2, B34);
+	}
+	cr_assert_eq(td_dict_len(d), 59);
+	td_dict_free(d);
+}
