@@ -1625,3 +1625,37 @@ Test(dict, many_renames_in_an_indexed_dict_keep_lookups_finite, .timeout = 20)
 	cr_assert_eq(td_dict_len(d), 59);
 	td_dict_free(d);
 }
+
+/* A dotted key one component too deep is refused before anything is written past
+ * the TD_KEY_MAX_DEPTH components of a path (checked by the sanitizer build). */
+Test(dict, dotted_keys_deeper_than_the_limit_are_refused_in_every_function)
+{
+	char key[4 * TD_KEY_MAX_DEPTH];
+	const char *keys[1] = { key };
+	td_dict *d = new34(), *out;
+	const td_value *v;
+	td_key *k;
+	td_tensor t;
+	size_t depth;
+
+	zeros(&t, 2, B34);
+	for (depth = TD_KEY_MAX_DEPTH + 1; depth <= TD_KEY_MAX_DEPTH + 20; depth += 19) {
+		size_t i;
+		for (i = 0; i < depth; i++) {
+			key[2 * i] = 'k';
+			key[2 * i + 1] = '.';
+		}
+		key[2 * depth - 1] = '\0';
+		td_cr_assert_err(td_key_new(&k, key), TD_EINVAL);
+		cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s",
+			td_error_last()->message);
+		td_cr_assert_err(td_dict_get(d, key, &v), TD_EINVAL);
+		td_cr_assert_err(td_dict_contains(d, key, 0), TD_EINVAL);
+		td_cr_assert_err(td_dict_set_tensor(d, key, &t), TD_EINVAL);
+		td_cr_assert_err(td_dict_rename(d, "x", key), TD_EINVAL);
+		td_cr_assert_err(td_dict_select(&out, d, keys, 1, false), TD_EINVAL);
+		td_cr_assert_err(td_dict_exclude(&out, d, keys, 1), TD_EINVAL);
+	}
+	td_tensor_release(&t);
+	td_dict_free(d);
+}
