@@ -300,6 +300,20 @@ static void classify(sel_path *paths, size_t np, size_t level, const td__kstr *k
 	}
 }
 
+/* An entry kept whole holds the paths below it that exist: they are found too. */
+static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entry *e)
+{
+	size_t j;
+
+	if (e->value.kind != TD_VALUE_DICT)
+		return;
+	for (j = 0; j < np; j++)
+		if (paths[j].n > level + 1 && !paths[j].found && part_is(&paths[j], level, e->key) &&
+		    td__dict_lookup_quiet(e->value.u.dict, paths[j].part + level + 1,
+			    paths[j].n - level - 1, NULL))
+			paths[j].found = true;
+}
+
 /*
  * select: keep exact matches whole, recurse into dicts a path goes through
  * (keeping them only if something was selected inside). exclude: drop
@@ -321,6 +335,8 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 		if (!e->key)
 			continue;
 		classify(paths, np, level, e->key, &exact, &through);
+		if (exact && through && select)
+			mark_inside(paths, np, level, e);
 		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
 		if (descend) {
 			v.kind = TD_VALUE_DICT;

@@ -562,6 +562,41 @@ Test(dict_ops, exclude_with_overlapping_paths_drops_the_outer_one)
 	td_dict_free(d);
 }
 
+/* A path inside an entry that another path selects whole is found (tensordict:
+ * td.select("b", ("b", "b1"), strict=True)); one that does not exist is not. */
+Test(dict_ops, strict_select_with_overlapping_paths)
+{
+	td_dict *d = fixture(), *s;
+	const char *both[] = { "b", "b.b1" };
+	const char *reversed[] = { "b.b1", "b" };
+	const char *missing_inside[] = { "b", "b.nope" };
+	const char *through_leaf[] = { "a", "a.x" };
+	td_key *k[2];
+
+	td_cr_assert_ok(td_dict_select(&s, d, both, 2, true));
+	cr_assert_eq(td_dict_len(s), 1);
+	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
+	td_dict_free(s);
+	td_cr_assert_ok(td_dict_select(&s, d, reversed, 2, true));
+	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
+	td_dict_free(s);
+	td_cr_assert_err(td_dict_select(&s, d, missing_inside, 2, true), TD_ENOTFOUND);
+	cr_assert(strstr(td_error_last()->message, "b.nope") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_select(&s, d, through_leaf, 2, true), TD_ENOTFOUND);
+	td_cr_assert_ok(td_dict_select(&s, d, missing_inside, 2, false));
+	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
+	td_dict_free(s);
+	td_cr_assert_ok(td_key_new(&k[0], "b"));
+	td_cr_assert_ok(td_key_new(&k[1], "b.b1"));
+	td_cr_assert_ok(td_dict_select_keys(&s, d, (const td_key *const *)k, 2, true));
+	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
+	td_dict_free(s);
+	td_key_free(k[0]);
+	td_key_free(k[1]);
+	td_dict_free(d);
+}
+
 /* ---- flatten and unflatten ---- */
 
 Test(dict_ops, flatten_with_a_long_separator_and_keys_holding_it)
