@@ -690,6 +690,30 @@ Test(dict_batch, splitting_a_dim_of_size_zero)
 	td_dict_free(d);
 }
 
+/* Huge split sizes and chunk counts are valid: one piece, or one per element. */
+Test(dict_batch, huge_split_sizes_and_chunk_counts_do_not_overflow)
+{
+	td_dict *d = fixture(), **parts;
+	size_t n;
+
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, INT64_MAX, 0));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[0], 3);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, INT64_MAX - 1, 1));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[1], 4);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, (size_t)INT64_MAX, 0));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(td_dict_batch_shape(parts[2])[0], 1);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 5, 1));
+	cr_assert_eq(n, 4);
+	td_dict_array_free(parts, n);
+	td_dict_free(d);
+}
+
 /* ---- stack and cat ---- */
 
 Test(dict_batch, stack_and_cat_with_nested_dicts_and_strings)
