@@ -193,13 +193,29 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 	return TD_OK;
 }
 
+static const td_dict *root_of(const td_dict *d)
+{
+	while (d->parent)
+		d = d->parent;
+	return d;
+}
+
 int td_dict_update(td_dict *d, const td_dict *other)
 {
+	td_dict *copy;
+	int rc;
+
 	if (!d || !other)
 		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
 	if (d == other)
 		return TD_OK;
-	return update_rec(d, other, "td_dict_update");
+	if (root_of(d) != root_of(other))
+		return update_rec(d, other, "td_dict_update");
+	/* `other` lies in d's tree and could be replaced while it is read: read a copy. */
+	TD_TRY(td__dict_copy(&copy, other, "td_dict_update"));
+	rc = update_rec(d, copy, "td_dict_update");
+	td_dict_free(copy);
+	return rc;
 }
 
 /*

@@ -517,6 +517,74 @@ Test(dict_ops, update_inplace_replaces_non_tensor_values)
 	td_dict_free(d);
 }
 
+/* update(root, root.a) replaces root.a by its own leaf "a": the source must
+ * survive its own replacement (checked by the sanitizer build). */
+Test(dict_ops, update_from_a_dict_inside_the_target)
+{
+	td_dict *d, *a;
+	td_buffer *inner;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, B34));
+	put_full(d, "a.a", TD_DTYPE_F32, 2, B34, 1);
+	put_full(d, "a.x", TD_DTYPE_F32, 2, B34, 2);
+	inner = tensor(d, "a.a")->buffer;
+	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_update(d, a));
+	cr_assert_eq(tensor(d, "a")->buffer, inner, "the leaf replaced its dict");
+	cr_assert_eq(val(d, "x"), 2);
+	cr_assert_eq(td_dict_len(d), 2);
+	td_dict_free(d);
+	/* The other way round: a dict updated from its root. */
+	td_cr_assert_ok(td_dict_new(&d, 2, B34));
+	put_full(d, "a.y", TD_DTYPE_F32, 2, B34, 1);
+	put_full(d, "z", TD_DTYPE_F32, 2, B34, 3);
+	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_update(a, d));
+	cr_assert_eq(val(d, "a.z"), 3);
+	cr_assert_eq(td_dict_contains(d, "a.a.y", 0), 1, "a copy of 'a' as it was");
+	td_dict_free(d);
+}
+
+typedef struct alias_ctx {
+	td_dict *src, *out;
+} alias_ctx;
+
+static int alias_body(void *arg)
+{
+	alias_ctx *c = arg;
+	td_dict *b;
+	int rc;
+
+	rc = td_dict_clone(&c->out, c->src);
+	if (rc == 0)
+		rc = td_dict_get_dict(c->out, "b", &b);
+	if (rc == 0)
+		rc = td_dict_update(c->out, b);
+	if (rc < 0) {
+		td_dict_free(c->out);
+		c->out = NULL;
+	}
+	return rc;
+}
+
+static void alias_cleanup(void *arg)
+{
+	alias_ctx *c = arg;
+
+	cr_assert_eq(val(c->out, "b1"), 2);
+	td_dict_free(c->out);
+}
+
+Test(dict_ops, update_from_inside_the_target_leaks_nothing_on_allocation_failures)
+{
+	alias_ctx c;
+
+	c.src = fixture();
+	c.out = NULL;
+	td_test_enomem_sweep(alias_body, alias_cleanup, &c);
+	td_dict_free(c.src);
+}
+
 /* ---- select and exclude ---- */
 
 Test(dict_ops, select_drops_dicts_where_nothing_was_selected)
