@@ -207,7 +207,9 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
-	rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
+	rc = td__batch_check_numel(bi.ndim, bi.shape, fn);
+	if (rc == 0)
+		rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
 	release_index(&bi);
 	return rc;
 }

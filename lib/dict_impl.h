@@ -150,6 +150,8 @@ static inline void td__value_assign(td_value *dst, const td_value *src)
 }
 
 
+/** TD_EOVERFLOW (with a message) unless the product of the batch sizes fits in int64. */
+int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn);
 /**
  * A new empty dict with room for `cap` entries (entries inline). The batch
  * shape is not checked: callers pass a valid one.

@@ -1659,3 +1659,49 @@ Test(dict, dotted_keys_deeper_than_the_limit_are_refused_in_every_function)
 	td_tensor_release(&t);
 	td_dict_free(d);
 }
+
+/* A batch shape whose element count does not fit in int64 is refused like a
+ * tensor shape (TD_EOVERFLOW), so td_dict_batch_numel() never overflows. */
+Test(dict, batch_shapes_with_too_many_elements_are_refused)
+{
+	int64_t huge[] = { INT64_MAX, 2 }, big[] = { (int64_t)1 << 32, (int64_t)1 << 31 };
+	int64_t fits[] = { (int64_t)1 << 32, ((int64_t)1 << 31) - 1 }, zero[] = { 0, INT64_MAX };
+	td_dict *d = (td_dict *)0x1, *r;
+	const td_dict *four[4];
+
+	td_cr_assert_err(td_dict_new(&d, 2, huge), TD_EOVERFLOW);
+	cr_assert_null(d);
+	td_cr_assert_err(td_dict_new(&d, 2, big), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_new(&d, 2, fits));
+	cr_assert_eq(td_dict_batch_numel(d), ((int64_t)1 << 32) * (((int64_t)1 << 31) - 1));
+	td_cr_assert_err(td_dict_set_batch_shape(d, 2, big), TD_EOVERFLOW);
+	cr_assert_eq(td_dict_batch_shape(d)[1], ((int64_t)1 << 31) - 1);
+	/* Stacking four empty dicts of 2^62 elements would make 2^64. */
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 1, (int64_t[]){ (int64_t)1 << 62 }));
+	four[0] = four[1] = four[2] = four[3] = d;
+	td_cr_assert_err(td_dict_stack(&r, four, 4, 0), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_stack(&r, four, 1, 0));
+	td_dict_free(r);
+	/* Concatenating two [2^31, 2^31] dicts would make [2^32, 2^31]. */
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
+		(int64_t[]){ (int64_t)1 << 31, (int64_t)1 << 31 }));
+	td_cr_assert_err(td_dict_cat(&r, four, 2, 0), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_cat(&r, four, 1, 0));
+	td_dict_free(r);
+	/* A position list that repeats rows can grow the batch too. */
+	{
+		int64_t rows[] = { 0, 1, 0, 1 };
+		td_index idx[] = { td_index_list(rows, 4) };
+		td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
+			(int64_t[]){ 2, (int64_t)1 << 61 }));
+		td_cr_assert_err(td_dict_index(&r, d, idx, 1), TD_EOVERFLOW);
+		cr_assert_null(r);
+		idx[0] = td_index_list(rows, 2);
+		td_cr_assert_ok(td_dict_index(&r, d, idx, 1));
+		td_dict_free(r);
+	}
+	td_dict_free(d);
+	td_cr_assert_ok(td_dict_new(&d, 2, zero));
+	cr_assert_eq(td_dict_batch_numel(d), 0);
+	td_dict_free(d);
+}
