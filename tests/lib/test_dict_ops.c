@@ -996,6 +996,36 @@ Test(dict_ops, in_place_arithmetic_follows_torchs_casting_rules)
 	td_dict_free(a);
 }
 
+/* td_tensor_binary_inplace() refuses an expanded (stride 0) destination; the
+ * dict's check pass must refuse it too, before any leaf is written. */
+Test(dict_ops, in_place_arithmetic_with_another_dict_refuses_expanded_leaves)
+{
+	td_dict *a, *b;
+	td_tensor row, wide;
+
+	td_cr_assert_ok(td_dict_new(&a, 2, B34));
+	put_full(a, "first", TD_DTYPE_F32, 2, B34, 1);
+	td_cr_assert_ok(td_tensor_full(&row, TD_DTYPE_F32, 2, (int64_t[]){ 3, 1 },
+		td_scalar_float(1)));
+	td_cr_assert_ok(td_tensor_expand(&wide, &row, 2, B34));
+	td_cr_assert_ok(td_dict_set_tensor_take(a, "expanded", &wide));
+	td_tensor_release(&row);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_int(1), TD_OP_ADD),
+		TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "expanded") != NULL, "%s",
+		td_error_last()->message);
+	cr_assert_eq(val(a, "first"), 1, "nothing was written");
+	td_cr_assert_ok(td_dict_copy(&b, a));
+	td_cr_assert_err(td_dict_binary_inplace(a, b, TD_OP_MUL), TD_EINVAL);
+	cr_assert_eq(val(a, "first"), 1, "nothing was written");
+	/* Out of place, the result is a new tensor: fine. */
+	td_dict_free(b);
+	td_cr_assert_ok(td_dict_binary_scalar(&b, a, td_scalar_int(1), TD_OP_ADD));
+	cr_assert_eq(val(b, "expanded"), 2);
+	td_dict_free(b);
+	td_dict_free(a);
+}
+
 Test(dict_ops, equality_compares_batches_keys_kinds_and_shapes)
 {
 	td_dict *a = fixture(), *b = fixture(), *c;
