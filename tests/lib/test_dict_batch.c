@@ -589,6 +589,47 @@ Test(dict_batch, index_put_refuses_values_of_another_kind)
 	td_dict_free(d);
 }
 
+/* index_put checks every leaf before writing any: a value leaf that does not
+ * broadcast to its indexed region leaves d untouched, new keys included. */
+Test(dict_batch, index_put_checks_every_shape_before_writing)
+{
+	td_dict *d = fixture(), *v, *snapshot;
+	int64_t b4[] = { 4 }, s45[] = { 4, 5 }, s4227[] = { 4, 2, 2, 7 }, s47[] = { 4, 7 };
+	td_index idx[] = { td_index_int(0) };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_clone(&snapshot, d));
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, s45, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "a", &t));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, s47, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "new", &t));
+	/* b.c has batch [3, 4, 2]; its leaf t is [3, 4, 2, 2]: [4, 2, 2, 7] does not fit. */
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 4, s4227, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.c.t", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "[4, 2, 2, 7]") != NULL, "%s",
+		td_error_last()->message);
+	cr_assert_eq(td_dict_contains(d, "new", 0), 0, "no key was created");
+	cr_assert_eq(td_dict_equal(d, snapshot), 1, "no leaf was written");
+	/* With a value that broadcasts ([4, 1, 2, 1] to [4, 2, 2]), everything is written. */
+	td_cr_assert_ok(td_dict_del(v, "b"));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 3, (int64_t[]){ 4, 1, 2 },
+		td_scalar_int(7)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.c.t", &t));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	cr_assert_eq(td_dict_contains(d, "new", 0), 1);
+	{
+		td_scalar s;
+		int64_t at[] = { 0, 3, 1, 1 };
+		td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), at, &s));
+		cr_assert_eq(s.v.f, 7);
+	}
+	td_dict_free(v);
+	td_dict_free(snapshot);
+	td_dict_free(d);
+}
+
 Test(dict_batch, index_put_refuses_leaves_that_would_exceed_the_dims)
 {
 	td_dict *d, *v;
