@@ -1473,6 +1473,11 @@ static int more_body(void *arg)
 		rc = td_dict_set_dict_path(c->d, (const char *[]){ "copies", "two" }, 2, child);
 	if (rc == 0)
 		rc = td_dict_set_dict_take(c->d, "taken.here", child);
+	/* "copies" holds two entries in two slots: the move makes it grow. */
+	if (rc == 0)
+		rc = td_dict_rename(c->d, "b6", "copies.b6");
+	if (rc == 0)
+		rc = td_dict_rename(c->d, "copies.b6", "b6");
 	if (rc < 0) {
 		td_dict_free(child);
 		return more_fail(c, rc);
@@ -1480,6 +1485,11 @@ static int more_body(void *arg)
 	rc = td_dict_iter_new(&c->it, c->d, TD_ITER_NESTED);
 	if (rc < 0)
 		return more_fail(c, rc);
+	/* A copy of a dict of more than 8 entries is made with its index. */
+	rc = td_dict_copy(&child, c->d);
+	if (rc < 0)
+		return more_fail(c, rc);
+	td_dict_free(child);
 	return TD_OK;
 }
 

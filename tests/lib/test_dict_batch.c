@@ -657,6 +657,15 @@ Test(dict_batch, index_put_refuses_leaves_that_would_exceed_the_dims)
 	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
 	cr_assert_eq(leaf(d, "x")->ndim, TD_MAX_DIMS);
 	td_dict_free(v);
+	/* d[None] on a 16-dim leaf would have 17 dims: an existing leaf is refused too. */
+	{
+		td_index na[] = { td_index_newaxis() };
+		td_cr_assert_ok(td_dict_new(&v, 3, (int64_t[]){ 1, 2, 2 }));
+		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 3, (int64_t[]){ 1, 2, 2 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(v, "x", &t));
+		td_cr_assert_err(td_dict_index_put(d, na, 1, v), TD_EINVAL);
+		td_dict_free(v);
+	}
 	td_dict_free(d);
 }
 

@@ -1295,6 +1295,7 @@ static void unflatten_cleanup(void *arg)
 	unflatten_ctx *c = arg;
 
 	cr_assert_eq(td_dict_contains(c->out, "a.x.z", 0), 1);
+	cr_assert_eq(td_dict_contains(c->out, "p.n.leaf", 0), 1);
 	td_dict_free(c->out);
 }
 
@@ -1311,6 +1312,11 @@ Test(dict_ops, unflatten_merges_leak_nothing_on_allocation_failures)
 	put_full(n, "t", TD_DTYPE_F32, 2, B34, 1);
 	td_cr_assert_ok(td_dict_set_dict_take(c.src, "a", n));
 	td_cr_assert_ok(td_dict_set_string_path(c.src, (const char *[]){ "a.x.z" }, 1, "4"));
+	/* A dict value stored into a dict the split keys made (which must grow). */
+	td_cr_assert_ok(td_dict_set_string_path(c.src, (const char *[]){ "p.a" }, 1, "5"));
+	td_cr_assert_ok(td_dict_new(&n, 2, B34));
+	td_cr_assert_ok(td_dict_set_string(n, "leaf", "6"));
+	td_cr_assert_ok(td_dict_set_dict_take(c.src, "p.n", n));
 	td_test_enomem_sweep(unflatten_body, unflatten_cleanup, &c);
 	td_dict_free(c.src);
 }
