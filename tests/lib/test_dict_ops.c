@@ -469,6 +469,25 @@ Test(dict_ops, update_replaces_a_nested_dict_by_a_leaf)
 	td_dict_free(d);
 }
 
+/* dict.h: where a dict of `other` meets a leaf of `d`, the dict replaces it
+ * (tensordict's update() raises TypeError there instead). */
+Test(dict_ops, update_replaces_a_leaf_by_a_dict_as_documented)
+{
+	td_dict *d = fixture(), *o;
+
+	td_cr_assert_ok(td_dict_new(&o, 2, B34));
+	put_full(o, "a.inner", TD_DTYPE_F32, 2, B34, 5);
+	put_full(o, "s.inner", TD_DTYPE_F32, 2, B34, 6);
+	td_cr_assert_ok(td_dict_update(d, o));
+	cr_assert_eq(val(d, "a.inner"), 5);
+	cr_assert_eq(val(d, "s.inner"), 6, "a string is replaced too");
+	td_cr_assert_ok(td_dict_lock(d));
+	put_full(o, "b", TD_DTYPE_F32, 2, B34, 1);
+	td_cr_assert_err(td_dict_update(d, o), TD_ELOCKED);
+	td_dict_free(o);
+	td_dict_free(d);
+}
+
 Test(dict_ops, update_refuses_leaves_with_the_wrong_batch)
 {
 	td_dict *d = fixture(), *o;
