@@ -10,6 +10,7 @@
 #include "td_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 
 Test(core_internal, default_allocator_wrappers_work_for_every_size)
 {
@@ -123,4 +124,49 @@ Test(core_internal, shapes_are_formatted_and_truncated)
 	cr_assert_str_eq(td__format_shape(buf, sizeof(buf), 0, NULL), "[]");
 	cr_assert_str_eq(td__format_shape(small, sizeof(small), 3, shape), "[3, 4");
 	cr_assert_eq(td__format_shape(small, 0, 3, shape), small);
+}
+
+/* Build and drop dicts, so that freed small blocks go to this thread's cache. */
+static void *churn(void *arg)
+{
+	int64_t b[] = { 4 };
+	int *ok = arg;
+	int i;
+
+	*ok = 1;
+	for (i = 0; i < 50; i++) {
+		td_dict *d, *c;
+		if (td_dict_new(&d, 1, b) < 0 || td_dict_set_string(d, "a.b", "x") < 0 ||
+		    td_dict_copy(&c, d) < 0) {
+			*ok = 0;
+			return NULL;
+		}
+		td_dict_free(c);
+		td_dict_free(d);
+	}
+	return NULL;
+}
+
+/* Each thread's cache of small blocks is released when the thread exits (the
+ * sanitizer and valgrind runs report the blocks otherwise). */
+Test(core_internal, small_block_caches_of_exiting_threads_are_released)
+{
+	pthread_t th[4];
+	int ok[4], i;
+
+	for (i = 0; i < 4; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, churn, &ok[i]), 0);
+	for (i = 0; i < 4; i++) {
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+		cr_assert_eq(ok[i], 1, "thread %d", i);
+	}
+	/* Switching allocators empties the calling thread's cache first. */
+	churn(&ok[0]);
+	td_test_alloc_install(-1);
+	cr_assert_eq(td_test_alloc_live(), 0);
+	churn(&ok[0]);
+	cr_assert_eq(ok[0], 1);
+	cr_assert_eq(td_test_alloc_live(), 0, "a caller's allocator sees every block");
+	cr_assert_gt(td_test_alloc_attempts(), 0);
+	td_test_alloc_uninstall();
 }
