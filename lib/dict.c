@@ -79,7 +79,19 @@ int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape)
 		if (batch_shape[i] < 0)
 			return td__error(TD_EINVAL, "%s: negative batch size %lld at dim %d", fn,
 				(long long)batch_shape[i], i);
+	TD_TRY(td__batch_check_numel(batch_ndim, batch_shape, fn));
 	return td__dict_alloc(out, batch_ndim, batch_shape, 2, "td_dict_new");
+}
+
+int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn)
+{
+	int64_t numel = 1;
+	int i;
+
+	for (i = 0; i < ndim; i++)
+		if (!td__mul_i64(numel, shape[i], &numel))
+			return td__error(TD_EOVERFLOW, "%s: the batch shape has too many elements", fn);
+	return TD_OK;
 }
 
 static void dict_destroy(td_dict *d);
@@ -332,6 +344,28 @@ void td__dict_remove_slot(td_dict *d, uint32_t i)
 		d->used--;
 }
 
+void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key)
+{
+	td__entry *e = &d->entries[i];
+
+	if (d->index) {
+		uint32_t mask = d->index_mask, k;
+		for (k = (uint32_t)e->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
+			;
+		d->index[k] = TD_DICT_TOMB;
+	}
+	td__kstr_unref(e->key);
+	e->key = key;
+	e->hash = key->hash;
+	if (!d->index)
+		return;
+	/* The new key may take an empty cell: keep the load bound, as appends do. */
+	if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+		index_fill_all(d, d->index, d->index_mask);
+	else
+		index_insert(d, key->hash, i);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Batch shape, depth, locks                                                 */
 /* ------------------------------------------------------------------------ */
@@ -470,6 +504,7 @@ int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_sha
 	for (i = 0; i < (uint32_t)batch_ndim; i++)
 		if (batch_shape[i] < 0)
 			return td__error(TD_EINVAL, "%s: negative batch size at dim %u", fn, i);
+	TD_TRY(td__batch_check_numel(batch_ndim, batch_shape, fn));
 	if (d->parent)
 		TD_TRY(td__dict_check_batch(d->parent, batch_ndim, batch_shape, "the dict", fn));
 	probe.batch_ndim = batch_ndim;

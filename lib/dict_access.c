@@ -471,38 +471,14 @@ int td_dict_del_path(td_dict *d, const char *const *parts, size_t n)
 	return del_impl(d, NULL, parts, n, "td_dict_del_path");
 }
 
-/* Point the index cell of `slot` (found by `hash`) at nothing. */
-static void index_forget(td_dict *d, uint64_t hash, uint32_t slot)
-{
-	uint32_t mask = d->index_mask, i;
-
-	for (i = (uint32_t)hash & mask; d->index[i] != slot + 1; i = (i + 1) & mask)
-		;
-	d->index[i] = TD_DICT_TOMB;
-}
-
 /* Rename within one dict: the entry keeps its position. */
 static int rename_here(td_dict *d, td__entry *e, const td__kref *to)
 {
-	uint32_t slot = (uint32_t)(e - d->entries);
 	td__kstr *k = td__kstr_new(to->s, to->len, to->hash);
 
 	if (!k)
 		return td__error_nomem(to->len);
-	if (d->index) {
-		uint32_t mask = d->index_mask, i;
-
-		index_forget(d, e->key->hash, slot);
-		for (i = (uint32_t)k->hash & mask; d->index[i] != 0 && d->index[i] != TD_DICT_TOMB;
-		     i = (i + 1) & mask)
-			;
-		/* Reusing a tombstone or an empty cell: the fill count never exceeds its bound
-		 * because the cell just forgotten offsets the one taken. */
-		d->index[i] = slot + 1;
-	}
-	td__kstr_unref(e->key);
-	e->key = k;
-	e->hash = k->hash;
+	td__dict_rekey(d, (uint32_t)(e - d->entries), k);
 	return TD_OK;
 }
 

@@ -207,7 +207,9 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
-	rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
+	rc = td__batch_check_numel(bi.ndim, bi.shape, fn);
+	if (rc == 0)
+		rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
 	release_index(&bi);
 	return rc;
 }
@@ -485,7 +487,7 @@ int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *
 static int even_pieces(td_dict ***out, size_t *count_out, const td_dict *d, int dd,
 	int64_t size, const char *fn)
 {
-	int64_t n = d->batch_shape[dd], k, count = n == 0 ? 1 : (n + size - 1) / size;
+	int64_t n = d->batch_shape[dd], k, count = n == 0 ? 1 : (n - 1) / size + 1;
 	int64_t *lengths;
 	int rc;
 
@@ -527,7 +529,7 @@ int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, siz
 		return td__error(TD_EINVAL, "%s: the number of chunks must be positive", fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
 	n = d->batch_shape[dd];
-	size = n == 0 ? 1 : (n + (int64_t)chunks - 1) / (int64_t)chunks;
+	size = n == 0 ? 1 : (n - 1) / (int64_t)chunks + 1;
 	return even_pieces(dicts_out, count_out, d, dd, size, fn);
 }
 

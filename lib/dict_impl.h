@@ -150,6 +150,8 @@ static inline void td__value_assign(td_value *dst, const td_value *src)
 }
 
 
+/** TD_EOVERFLOW (with a message) unless the product of the batch sizes fits in int64. */
+int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn);
 /**
  * A new empty dict with room for `cap` entries (entries inline). The batch
  * shape is not checked: callers pass a valid one.
@@ -175,6 +177,11 @@ void td__value_release(td_value *v);
 int td__value_share(td_value *out, const td_value *v, const char *fn);
 /** Remove the entry at slot `i`. */
 void td__dict_remove_slot(td_dict *d, uint32_t i);
+/**
+ * Give the entry at slot `i` the new key `key` (absent from d), taking over
+ * that reference and releasing the old key; the entry keeps its position.
+ */
+void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key);
 /** Height of the dict tree (1 for a dict without nested dicts). */
 size_t td__dict_height(const td_dict *d);
 /** Depth of d below its root (0 for a root). */

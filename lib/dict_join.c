@@ -47,7 +47,7 @@ static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int6
 		for (k = 0, i = 0; k <= d0->batch_ndim; k++)
 			shape[k] = k == j->dim ? (int64_t)j->n : d0->batch_shape[i++];
 		*ndim = d0->batch_ndim + 1;
-		return TD_OK;
+		return td__batch_check_numel(*ndim, shape, j->fn);
 	}
 	memcpy(shape, d0->batch_shape, (size_t)d0->batch_ndim * sizeof(int64_t));
 	shape[j->dim] = 0;
@@ -55,7 +55,7 @@ static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int6
 		if (!td__add_i64(shape[j->dim], ds[i]->batch_shape[j->dim], &shape[j->dim]))
 			return td__error(TD_EOVERFLOW, "%s: the joined batch is too large", j->fn);
 	*ndim = d0->batch_ndim;
-	return TD_OK;
+	return td__batch_check_numel(*ndim, shape, j->fn);
 }
 
 /* Join one entry (key of ds[0] entry e0) across all dicts into *v. */

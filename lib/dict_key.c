@@ -51,13 +51,13 @@ int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn)
 	for (;;) {
 		size_t len;
 
+		if (n == TD_KEY_MAX_DEPTH)
+			return td__error(TD_EINVAL, "%s: key '%.64s...' is deeper than %d", fn, dotted,
+				TD_KEY_MAX_DEPTH);
 		c = td__kref_scan(s, &p->part[n]);
 		len = (size_t)(c - s);
 		if (len == 0)
 			return td__error(TD_EINVAL, "%s: key '%s' has an empty component", fn, dotted);
-		if (n == TD_KEY_MAX_DEPTH)
-			return td__error(TD_EINVAL, "%s: key '%.64s...' is deeper than %d", fn, dotted,
-				TD_KEY_MAX_DEPTH);
 		if (len >= UINT32_MAX)
 			return td__error(TD_EINVAL, "%s: key component too long", fn);
 		n++;

@@ -193,13 +193,29 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 	return TD_OK;
 }
 
+static const td_dict *root_of(const td_dict *d)
+{
+	while (d->parent)
+		d = d->parent;
+	return d;
+}
+
 int td_dict_update(td_dict *d, const td_dict *other)
 {
+	td_dict *copy;
+	int rc;
+
 	if (!d || !other)
 		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
 	if (d == other)
 		return TD_OK;
-	return update_rec(d, other, "td_dict_update");
+	if (root_of(d) != root_of(other))
+		return update_rec(d, other, "td_dict_update");
+	/* `other` lies in d's tree and could be replaced while it is read: read a copy. */
+	TD_TRY(td__dict_copy(&copy, other, "td_dict_update"));
+	rc = update_rec(d, copy, "td_dict_update");
+	td_dict_free(copy);
+	return rc;
 }
 
 /*
@@ -300,6 +316,20 @@ static void classify(sel_path *paths, size_t np, size_t level, const td__kstr *k
 	}
 }
 
+/* An entry kept whole holds the paths below it that exist: they are found too. */
+static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entry *e)
+{
+	size_t j;
+
+	if (e->value.kind != TD_VALUE_DICT)
+		return;
+	for (j = 0; j < np; j++)
+		if (paths[j].n > level + 1 && !paths[j].found && part_is(&paths[j], level, e->key) &&
+		    td__dict_lookup_quiet(e->value.u.dict, paths[j].part + level + 1,
+			    paths[j].n - level - 1, NULL))
+			paths[j].found = true;
+}
+
 /*
  * select: keep exact matches whole, recurse into dicts a path goes through
  * (keeping them only if something was selected inside). exclude: drop
@@ -321,6 +351,8 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 		if (!e->key)
 			continue;
 		classify(paths, np, level, e->key, &exact, &through);
+		if (exact && through && select)
+			mark_inside(paths, np, level, e);
 		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
 		if (descend) {
 			v.kind = TD_VALUE_DICT;

@@ -47,6 +47,11 @@ TESTS += %D%/lib/test_tensor_index_internal
 %C%_lib_test_tensor_index_internal_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_index_internal_LDADD = $(td_test_internal_ldadd)
 
+check_PROGRAMS += %D%/lib/test_core_internal
+TESTS += %D%/lib/test_core_internal
+%C%_lib_test_core_internal_CFLAGS = $(td_test_cflags)
+%C%_lib_test_core_internal_LDADD = $(td_test_internal_ldadd)
+
 check_PROGRAMS += %D%/lib/test_dict
 TESTS += %D%/lib/test_dict
 %C%_lib_test_dict_CFLAGS = $(td_test_cflags)

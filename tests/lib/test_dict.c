@@ -702,3 +702,1016 @@ Test(dict, every_allocation_failure_is_reported_and_leaks_nothing)
 
 	td_test_enomem_sweep(build_body, build_cleanup, &c);
 }
+
+/* ---- key handles ---- */
+
+Test(dict, key_handles_report_every_malformed_key)
+{
+	const char *parts[TD_KEY_MAX_DEPTH];
+	td_key *k = (td_key *)0x1;
+	char deep[2 * TD_KEY_MAX_DEPTH];
+	int i;
+
+	td_cr_assert_err(td_key_new(&k, NULL), TD_EINVAL);
+	cr_assert_null(k);
+	td_cr_assert_err(td_key_new(&k, ""), TD_EINVAL);
+	td_cr_assert_err(td_key_new(&k, ".a"), TD_EINVAL);
+	td_cr_assert_err(td_key_new(&k, "a."), TD_EINVAL);
+	td_cr_assert_err(td_key_from_path(NULL, parts, 1), TD_EINVAL);
+	td_cr_assert_err(td_key_from_path(&k, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_key_from_path(&k, (const char *[]){ "a", NULL }, 2), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "component 1") != NULL, "%s",
+		td_error_last()->message);
+	/* The deepest key allowed: TD_KEY_MAX_DEPTH components, in both forms. */
+	for (i = 0; i < TD_KEY_MAX_DEPTH; i++) {
+		parts[i] = "k";
+		deep[2 * i] = 'k';
+		deep[2 * i + 1] = '.';
+	}
+	deep[2 * TD_KEY_MAX_DEPTH - 1] = '\0';
+	td_cr_assert_ok(td_key_new(&k, deep));
+	cr_assert_eq(td_key_depth(k), TD_KEY_MAX_DEPTH);
+	cr_assert_str_eq(td_key_part(k, TD_KEY_MAX_DEPTH - 1), "k");
+	cr_assert_null(td_key_part(k, TD_KEY_MAX_DEPTH));
+	td_key_free(k);
+	td_cr_assert_ok(td_key_from_path(&k, parts, TD_KEY_MAX_DEPTH));
+	cr_assert_eq(td_key_depth(k), TD_KEY_MAX_DEPTH);
+	td_key_free(k);
+	cr_assert_null(td_key_part(NULL, 0));
+}
+
+Test(dict, key_handle_components_may_hold_dots_and_be_empty)
+{
+	td_dict *d = new34();
+	const char *parts[] = { "a.b", "" };
+	const td_value *v;
+	td_key *k;
+	td_tensor t;
+
+	td_cr_assert_ok(td_key_from_path(&k, parts, 2));
+	cr_assert_str_eq(td_key_part(k, 0), "a.b");
+	cr_assert_str_eq(td_key_part(k, 1), "");
+	zeros(&t, 2, B34);
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
+	td_cr_assert_ok(td_dict_get_key(d, k, &v));
+	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
+	cr_assert_eq(v->u.tensor.buffer, t.buffer);
+	td_cr_assert_ok(td_dict_get_path(d, parts, 2, &v));
+	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
+	td_key_free(k);
+	td_tensor_release(&t);
+	td_dict_free(d);
+}
+
+Test(dict, key_functions_refuse_null_handles_and_report_lookups)
+{
+	td_dict *d = new34();
+	const td_tensor *got;
+	const td_value *v;
+	td_key *k, *miss, *through;
+	td_tensor t;
+
+	put(d, "a.x", 2, B34);
+	td_cr_assert_ok(td_key_new(&k, "a.x"));
+	td_cr_assert_ok(td_key_new(&miss, "a.nope"));
+	td_cr_assert_ok(td_key_new(&through, "a.x.y"));
+	zeros(&t, 2, B34);
+	td_cr_assert_err(td_dict_contains_key(d, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_key(NULL, k, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_key(d, k, 0x40), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(d, NULL, &v), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(d, k, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(NULL, k, &v), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor_key(d, NULL, &got), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_key(NULL, k, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, k, NULL), TD_EINVAL);
+	cr_assert_eq(td_dict_contains_key(d, k, 0), 1);
+	cr_assert_eq(td_dict_contains_key(d, miss, 0), 0);
+	cr_assert_eq(td_dict_contains_key(d, through, 0), 0);
+	td_cr_assert_err(td_dict_get_key(d, miss, &v), TD_ENOTFOUND);
+	cr_assert(strstr(td_error_last()->message, "a.nope") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_get_tensor_key(d, through, &got), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, miss, &t), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_set_tensor_key(d, through, &t), TD_ETYPE);
+	td_key_free(k);
+	td_key_free(miss);
+	td_key_free(through);
+	td_cr_assert_ok(td_key_new(&k, "a"));
+	td_cr_assert_err(td_dict_get_tensor_key(d, k, &got), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "holds a dict") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, k, &t), TD_ETYPE);
+	cr_assert_eq(td_dict_contains_key(d, k, TD_LEAVES_ONLY), 0);
+	td_key_free(k);
+	td_tensor_release(&t);
+	td_dict_free(d);
+}
+
+/* ---- lookups and their failures ---- */
+
+Test(dict, getters_refuse_values_of_the_wrong_kind)
+{
+	td_dict *d = new34(), *sub;
+	const td_tensor *got;
+	const char *data;
+	size_t len = 99;
+
+	put(d, "t", 2, B34);
+	put(d, "n.x", 2, B34);
+	td_cr_assert_ok(td_dict_set_bytes(d, "b", "xy", 2));
+	td_cr_assert_err(td_dict_get_tensor(d, "n", &got), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_tensor(d, "b", &got), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "holds bytes") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_get_dict(d, "t", &sub), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "holds a tensor") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_get_dict(d, "n", NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict(NULL, "n", &sub), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict(d, "zz", &sub), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_blob(d, "t", &data, &len), TD_ETYPE);
+	cr_assert_eq(len, 99, "a failed lookup writes nothing");
+	td_cr_assert_err(td_dict_get_blob(d, "b", NULL, &len), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_blob(NULL, "b", &data, &len), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_blob(d, "zz", &data, &len), TD_ENOTFOUND);
+	td_cr_assert_ok(td_dict_get_blob(d, "b", &data, NULL));
+	cr_assert_eq(memcmp(data, "xy", 2), 0);
+	td_cr_assert_ok(td_dict_get_dict_path(d, (const char *[]){ "n" }, 1, &sub));
+	cr_assert_eq(td_dict_len(sub), 1);
+	td_cr_assert_err(td_dict_get_dict_path(d, NULL, 1, &sub), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict_path(d, (const char *[]){ "t" }, 1, &sub), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_dict_path(d, (const char *[]){ "n" }, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor_path(d, (const char *[]){ "n", "y" }, 2, &got),
+		TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_tensor_path(d, (const char *[]){ "n", "x" }, 2, NULL),
+		TD_EINVAL);
+	td_dict_free(d);
+}
+
+Test(dict, long_keys_are_found_and_told_apart)
+{
+	td_dict *d = new34();
+	const char *k1 = "a_rather_long_key_name_number_one";
+	const char *k2 = "a_rather_long_key_name_number_two";
+	const td_tensor *a, *b;
+
+	put(d, k1, 2, B34);
+	put(d, k2, 2, B34);
+	td_cr_assert_ok(td_dict_get_tensor(d, k1, &a));
+	td_cr_assert_ok(td_dict_get_tensor(d, k2, &b));
+	cr_assert_neq(a->buffer, b->buffer);
+	cr_assert_eq(td_dict_contains(d, "a_rather_long_key_name_number_six", 0), 0);
+	td_dict_free(d);
+}
+
+Test(dict, contains_follows_paths_and_refuses_bad_arguments)
+{
+	td_dict *d = new34();
+
+	put(d, "a.b", 2, B34);
+	cr_assert_eq(td_dict_contains(d, "a", 0), 1);
+	cr_assert_eq(td_dict_contains(d, "a", TD_LEAVES_ONLY), 0);
+	cr_assert_eq(td_dict_contains(d, "a.b", TD_LEAVES_ONLY), 1);
+	cr_assert_eq(td_dict_contains(d, "a.c", 0), 0);
+	cr_assert_eq(td_dict_contains(d, "z", 0), 0);
+	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "a", "b" }, 2, TD_LEAVES_ONLY), 1);
+	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "a" }, 1, TD_LEAVES_ONLY), 0);
+	td_cr_assert_err(td_dict_contains(d, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains(d, "", 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains(d, "a..b", 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_path(d, NULL, 1, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_path(NULL, (const char *[]){ "a" }, 1, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_path(d, (const char *[]){ "a" }, 1, 0x8), TD_EINVAL);
+	td_dict_free(d);
+}
+
+/* ---- setters: NULL arguments and paths ---- */
+
+Test(dict, path_setters_refuse_null_paths_and_arguments)
+{
+	td_dict *d = new34(), *c;
+	const char *p[] = { "x" };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&c, 2, B34));
+	zeros(&t, 2, B34);
+	td_cr_assert_err(td_dict_set_tensor_path(d, NULL, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_path(d, p, 0, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_path(NULL, p, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace_path(d, NULL, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace(NULL, "x", &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace(d, "x", NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take(d, "x", NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take(d, NULL, &t), TD_EINVAL);
+	cr_assert_not_null(t.buffer, "a failed take leaves the tensor with the caller");
+	td_cr_assert_err(td_dict_set_dict_path(d, NULL, 1, c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_path(d, p, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict(NULL, "x", c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict(d, NULL, c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take(d, "x", NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take(NULL, "x", c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take(d, "a..b", c), TD_EINVAL);
+	cr_assert_null(td_dict_parent(c), "a failed take leaves the dict with the caller");
+	td_cr_assert_err(td_dict_set_string_path(d, NULL, 1, "s"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_path(d, p, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_path(d, p, 1, "\xff"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string(NULL, "x", "s"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string(d, NULL, "s"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes_path(d, NULL, 1, "b", 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes_path(d, p, 1, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes(NULL, "x", "b", 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_path(d, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_path(d, p, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_path(NULL, p, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_del(d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_del(d, "a..b"), TD_EINVAL);
+	cr_assert_eq(td_dict_len(d), 0, "no refused call added anything");
+	td_cr_assert_ok(td_dict_set_dict_path(d, p, 1, c));
+	td_cr_assert_ok(td_dict_set_bytes_path(d, (const char *[]){ "x", "b" }, 2, NULL, 0));
+	td_cr_assert_ok(td_dict_del_path(d, (const char *[]){ "x", "b" }, 2));
+	td_cr_assert_ok(td_dict_del_path(d, p, 1));
+	cr_assert_eq(td_dict_len(d), 0);
+	td_tensor_release(&t);
+	td_dict_free(c);
+	td_dict_free(d);
+}
+
+Test(dict, utf8_validation_accepts_every_well_formed_sequence)
+{
+	td_dict *d = new34();
+	static const char *const good[] = {
+		"", "plain ascii", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xef\xbf\xbf",
+		"\xed\x9f\xbf", "\xee\x80\x80", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+	};
+	static const char *const bad[] = {
+		"\x80", "\xbf", "\xc1\xbf", "\xc2", "\xc2\x41", "\xe0\x9f\xbf", "\xe0\xa0",
+		"\xed\xbf\xbf", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+		"\xf0\x90\x80", "\xf0\x90\x41\x80", "\xff", "ok\xc3",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		td_cr_assert_ok(td_dict_set_string(d, "s", good[i]));
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		td_cr_assert_err(td_dict_set_string(d, "bad", bad[i]), TD_EINVAL);
+		cr_assert(strstr(td_error_last()->message, "UTF-8") != NULL, "sequence %zu", i);
+	}
+	cr_assert_eq(td_dict_contains(d, "bad", 0), 0);
+	td_dict_free(d);
+}
+
+Test(dict, nested_set_through_a_leaf_is_refused_and_undone)
+{
+	td_dict *d = new34();
+	td_tensor t;
+
+	put(d, "leaf", 2, B34);
+	zeros(&t, 2, B34);
+	td_cr_assert_err(td_dict_set_tensor(d, "leaf.x", &t), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "'leaf' is not a dict") != NULL, "%s",
+		td_error_last()->message);
+	put(d, "n.leaf", 2, B34);
+	td_cr_assert_err(td_dict_set_string(d, "n.leaf.x", "s"), TD_ETYPE);
+	td_cr_assert_err(td_dict_del(d, "n.nope"), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_del(d, "leaf.x"), TD_ETYPE);
+	cr_assert_eq(td_dict_len(d), 2);
+	td_tensor_release(&t);
+	td_dict_free(d);
+}
+
+/* ---- the index: growth, tombstones, renames, copies of large dicts ---- */
+
+/* Every key k<i> for i in [0, n) is found exactly when present(i). */
+static void expect_keys(const td_dict *d, int n, bool (*present)(int i))
+{
+	char key[32];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(td_dict_contains(d, key, 0), present(i), "%s", key);
+	}
+}
+
+static bool odd(int i)
+{
+	return i % 2 == 1;
+}
+
+static bool all(int i)
+{
+	(void)i;
+	return true;
+}
+
+Test(dict, renames_in_an_indexed_dict_keep_every_key_reachable)
+{
+	td_dict *d = new34();
+	const char *keys[32];
+	char key[32], to[32];
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+	}
+	/* Tombstones: delete the even keys. */
+	for (i = 0; i < 20; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		td_cr_assert_ok(td_dict_del(d, key));
+	}
+	expect_keys(d, 20, odd);
+	/* Rename each odd key away and back: it keeps its position. */
+	for (i = 1; i < 20; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		snprintf(to, sizeof(to), "renamed%d", i);
+		td_cr_assert_ok(td_dict_rename(d, key, to));
+		cr_assert_eq(td_dict_contains(d, key, 0), 0);
+		cr_assert_eq(td_dict_contains(d, to, 0), 1);
+	}
+	cr_assert_eq(td_dict_items(d, keys, NULL, 32), 10);
+	cr_assert_str_eq(keys[0], "renamed1");
+	cr_assert_str_eq(keys[9], "renamed19");
+	for (i = 1; i < 20; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		snprintf(to, sizeof(to), "renamed%d", i);
+		td_cr_assert_ok(td_dict_rename(d, to, key));
+	}
+	expect_keys(d, 20, odd);
+	td_cr_assert_err(td_dict_rename(d, "k1", "k3"), TD_EEXISTS);
+	td_cr_assert_ok(td_dict_rename(d, "k1", "k1")); /* to itself: nothing to do */
+	/* Refill the holes and check everything again. */
+	for (i = 0; i < 20; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+	}
+	expect_keys(d, 20, all);
+	cr_assert_eq(td_dict_len(d), 20);
+	td_dict_free(d);
+}
+
+Test(dict, copies_of_large_dicts_are_indexed)
+{
+	td_dict *d = new34(), *c, *e;
+	char key[32];
+	int i;
+
+	for (i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+	}
+	for (i = 0; i < 40; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		td_cr_assert_ok(td_dict_del(d, key));
+	}
+	td_cr_assert_ok(td_dict_copy(&c, d));
+	td_cr_assert_ok(td_dict_clone(&e, d));
+	expect_keys(c, 40, odd);
+	expect_keys(e, 40, odd);
+	cr_assert_eq(td_dict_equal(c, e), 1);
+	/* The copies grow, shrink and rename like any dict. */
+	for (i = 0; i < 40; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(c, key, 2, B34);
+	}
+	expect_keys(c, 40, all);
+	for (i = 1; i < 40; i += 2) {
+		snprintf(key, sizeof(key), "k%d", i);
+		td_cr_assert_ok(td_dict_del(e, key));
+	}
+	cr_assert_eq(td_dict_len(e), 0);
+	put(e, "k1", 2, B34);
+	td_cr_assert_ok(td_dict_rename(c, "k39", "last"));
+	td_cr_assert_ok(td_dict_rename(c, "k0", "n.first"));
+	cr_assert_eq(td_dict_contains(c, "n.first", 0), 1);
+	cr_assert_eq(td_dict_contains(c, "last", 0), 1);
+	cr_assert_eq(td_dict_len(c), 40);
+	td_dict_free(e);
+	td_dict_free(c);
+	td_dict_free(d);
+}
+
+Test(dict, items_skips_holes_in_both_arrays)
+{
+	td_dict *d = new34();
+	const char *keys[4];
+	const td_value *vals[4];
+
+	put(d, "a", 2, B34);
+	td_cr_assert_ok(td_dict_set_string(d, "b", "x"));
+	put(d, "c", 2, B34);
+	td_cr_assert_ok(td_dict_del(d, "b"));
+	cr_assert_eq(td_dict_items(d, keys, vals, 4), 2);
+	cr_assert_str_eq(keys[1], "c");
+	cr_assert_eq(vals[1]->kind, TD_VALUE_TENSOR);
+	cr_assert_eq(td_dict_items(d, NULL, vals, 1), 2);
+	cr_assert_eq(vals[0]->kind, TD_VALUE_TENSOR);
+	cr_assert_eq(td_dict_items(d, keys, NULL, 1), 2);
+	cr_assert_str_eq(keys[0], "a");
+	td_dict_free(d);
+}
+
+/* ---- accessors and NULL ---- */
+
+Test(dict, accessors_accept_null)
+{
+	cr_assert_eq(td_dict_batch_ndim(NULL), 0);
+	cr_assert_null(td_dict_batch_shape(NULL));
+	cr_assert_eq(td_dict_batch_numel(NULL), 0);
+	cr_assert_null(td_dict_parent(NULL));
+	cr_assert_eq(td_dict_len(NULL), 0);
+	cr_assert_not(td_dict_is_locked(NULL));
+	td_dict_array_free(NULL, 3);
+	td_dict_free(NULL);
+}
+
+Test(dict, scalar_and_empty_batches)
+{
+	td_dict *d;
+	int64_t zero[] = { 0, 5 };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	cr_assert_eq(td_dict_batch_numel(d), 1);
+	td_dict_free(d);
+	td_cr_assert_ok(td_dict_new(&d, 2, zero));
+	cr_assert_eq(td_dict_batch_numel(d), 0);
+	zeros(&t, 2, zero);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_dict_free(d);
+}
+
+/* ---- batch shapes ---- */
+
+Test(dict, set_batch_shape_checks_nested_dicts_and_the_parent)
+{
+	td_dict *d = new34(), *c, *n;
+	int64_t b3[] = { 3 }, b345[] = { 3, 4, 5 }, b4[] = { 4 }, b45[] = { 4, 5 };
+
+	td_cr_assert_ok(td_dict_new(&c, 3, b345));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "c", c));
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 3, b345));
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 1, b3));
+	td_cr_assert_err(td_dict_set_batch_shape(d, 1, b4), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "'c'") != NULL, "%s", td_error_last()->message);
+	/* A nested dict's batch must keep starting with its parent's. */
+	td_cr_assert_err(td_dict_set_batch_shape(c, 2, b45), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "[3]") != NULL, "%s", td_error_last()->message);
+	td_cr_assert_ok(td_dict_set_batch_shape(c, 1, b3));
+	td_cr_assert_err(td_dict_set_batch_shape(c, 0, NULL), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_batch_shape(d, 1, (int64_t[]){ -3 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_batch_shape(d, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_batch_shape(d, TD_MAX_DIMS + 1, b345), TD_EINVAL);
+	cr_assert_eq(td_dict_batch_ndim(d), 1);
+	/* The nested dict locked alone refuses too. */
+	td_cr_assert_ok(td_dict_get_dict(d, "c", &n));
+	td_cr_assert_ok(td_dict_lock(n));
+	td_cr_assert_err(td_dict_set_batch_shape(n, 1, b3), TD_ELOCKED);
+	td_dict_free(d);
+}
+
+/* ---- dict values ---- */
+
+Test(dict, set_dict_take_refuses_cycles_and_owned_dicts)
+{
+	td_dict *d = new34(), *a, *other;
+
+	put(d, "a.x", 2, B34);
+	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_err(td_dict_set_dict_take(a, "loop", d), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "cannot contain itself") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_set_dict_take(d, "self", d), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take(d, "again", a), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict(a, "up", d), TD_EINVAL);
+	cr_assert_eq(td_dict_len(a), 1);
+	cr_assert_null(td_dict_parent(d));
+	/* A copy of a dict may go beside it, not inside it. */
+	td_cr_assert_err(td_dict_set_dict(a, "copy_of_a", a), TD_EINVAL);
+	td_cr_assert_ok(td_dict_set_dict(d, "copy_of_a", a));
+	cr_assert_eq(td_dict_contains(d, "copy_of_a.x", 0), 1);
+	/* Replacing a dict by another releases the old one. */
+	td_cr_assert_ok(td_dict_new(&other, 2, B34));
+	put(other, "y", 2, B34);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "a", other));
+	cr_assert_eq(td_dict_contains(d, "a.y", 0), 1);
+	cr_assert_eq(td_dict_contains(d, "a.x", 0), 0);
+	cr_assert_eq(td_dict_parent(other), d);
+	td_dict_free(d);
+}
+
+/* ---- renames: failures undo what they created ---- */
+
+Test(dict, failed_renames_leave_the_dict_as_it_was)
+{
+	td_dict *d = new34(), *c, *n;
+	int64_t b345[] = { 3, 4, 5 };
+	const char *keys[8];
+
+	put(d, "n.x", 2, B34);
+	put(d, "t", 2, B34);
+	td_cr_assert_ok(td_dict_new(&c, 3, b345));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "c", c));
+	/* Moving a dict below itself: the dicts made for the new path are removed. */
+	td_cr_assert_err(td_dict_rename(d, "n", "n.made.inside"), TD_EINVAL);
+	cr_assert_eq(td_dict_contains(d, "n.made", 0), 0);
+	/* A leaf that does not fit the batch of its new dict. */
+	td_cr_assert_err(td_dict_rename(d, "t", "c.sub.t"), TD_ETYPE);
+	cr_assert_eq(td_dict_contains(d, "c.sub", 0), 0);
+	td_cr_assert_err(td_dict_rename(d, "t", "t.x"), TD_ETYPE);
+	td_cr_assert_err(td_dict_rename(d, "nope.x", "y"), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_rename(d, "t", "n"), TD_EEXISTS);
+	td_cr_assert_err(td_dict_rename(d, "t", "n.x"), TD_EEXISTS);
+	/* A locked destination, locked on its own. */
+	td_cr_assert_ok(td_dict_get_dict(d, "n", &n));
+	td_cr_assert_ok(td_dict_lock(n));
+	td_cr_assert_err(td_dict_rename(d, "t", "n.t"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_rename(d, "t", "n.sub.t"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_rename(d, "n.x", "y"), TD_ELOCKED);
+	td_cr_assert_ok(td_dict_unlock(n));
+	/* Bad arguments. */
+	td_cr_assert_err(td_dict_rename(NULL, "t", "u"), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename(d, NULL, "u"), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename(d, "t", NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename(d, "t", "u..v"), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_path(NULL, (const char *[]){ "t" }, 1,
+		(const char *[]){ "u" }, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_path(d, NULL, 1, (const char *[]){ "u" }, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
+		(const char *[]){ "u" }, 0), TD_EINVAL);
+	/* Nothing moved. */
+	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 3);
+	cr_assert_str_eq(keys[0], "n");
+	cr_assert_str_eq(keys[1], "t");
+	cr_assert_str_eq(keys[2], "c");
+	cr_assert_eq(td_dict_len(n), 1);
+	cr_assert_eq(td_dict_len(c), 0);
+	/* Path renames may use components with dots. */
+	td_cr_assert_ok(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
+		(const char *[]){ "n", "t.dotted" }, 2));
+	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "n", "t.dotted" }, 2, 0), 1);
+	td_dict_free(d);
+}
+
+Test(dict, renames_that_would_nest_too_deep_are_refused)
+{
+	td_dict *d = new34();
+	const char *parts[TD_KEY_MAX_DEPTH];
+	td_tensor t;
+	int i;
+
+	for (i = 0; i < TD_KEY_MAX_DEPTH; i++)
+		parts[i] = "k";
+	zeros(&t, 2, B34);
+	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, TD_KEY_MAX_DEPTH, &t));
+	td_tensor_release(&t);
+	td_cr_assert_err(td_dict_rename(d, "k", "z.k"), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "nest deeper") != NULL, "%s",
+		td_error_last()->message);
+	cr_assert_eq(td_dict_contains(d, "z", 0), 0);
+	cr_assert_eq(td_dict_len(d), 1);
+	/* The same dict moved within the root is fine. */
+	td_cr_assert_ok(td_dict_rename(d, "k", "top"));
+	cr_assert_eq(td_dict_len(d), 1);
+	/* Adding a dict below the deepest one is refused too. */
+	{
+		const char *deeper[TD_KEY_MAX_DEPTH + 1];
+		td_dict *leafdict;
+		for (i = 0; i < TD_KEY_MAX_DEPTH - 1; i++)
+			deeper[i] = i ? "k" : "top";
+		deeper[TD_KEY_MAX_DEPTH - 1] = "more";
+		td_cr_assert_ok(td_dict_new(&leafdict, 2, B34));
+		td_cr_assert_err(td_dict_set_dict_path(d, deeper, TD_KEY_MAX_DEPTH, leafdict),
+			TD_EINVAL);
+		td_dict_free(leafdict);
+		/* From the deepest dict itself, no new dict may be made below it. */
+		td_cr_assert_ok(td_dict_get_dict_path(d, deeper, TD_KEY_MAX_DEPTH - 1, &leafdict));
+		zeros(&t, 2, B34);
+		td_cr_assert_err(td_dict_set_tensor(leafdict, "new.x", &t), TD_EINVAL);
+		cr_assert_eq(td_dict_contains(leafdict, "new", 0), 0);
+		td_cr_assert_ok(td_dict_set_tensor(leafdict, "x", &t));
+		td_tensor_release(&t);
+	}
+	td_dict_free(d);
+}
+
+/* ---- a locked dict through every mutating function ---- */
+
+static int64_t first_f32(const td_dict *d, const char *key)
+{
+	const td_tensor *t;
+	int64_t zero[TD_MAX_DIMS] = { 0 };
+	td_scalar s;
+
+	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_tensor_get(t, zero, &s));
+	return (int64_t)s.v.f;
+}
+
+static const td_tensor *leafp(const td_dict *d, const char *key)
+{
+	const td_tensor *t;
+
+	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	return t;
+}
+
+static int plus_one(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	(void)item;
+	(void)payload;
+	return td_tensor_binary_scalar(out, in, td_scalar_int(1), TD_OP_ADD);
+}
+
+Test(dict, locked_dicts_refuse_every_structural_change)
+{
+	td_dict *d = new34(), *snapshot, *v, *c;
+	td_index idx[] = { td_index_int(0) };
+	int64_t b4[] = { 4 };
+	td_tensor t;
+
+	put(d, "a.x", 2, B34);
+	put(d, "t", 2, B34);
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_clone(&snapshot, d));
+	td_cr_assert_ok(td_dict_lock(d));
+	zeros(&t, 2, B34);
+	td_cr_assert_ok(td_dict_new(&c, 2, B34));
+	td_cr_assert_err(td_dict_set_tensor_path(d, (const char *[]){ "new" }, 1, &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_tensor(d, "a.new", &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_string(d, "s", "other"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_string(d, "new", "other"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_bytes(d, "new", "b", 1), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_bytes_path(d, (const char *[]){ "a", "b" }, 2, "b", 1),
+		TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_dict(d, "a", c), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_dict_path(d, (const char *[]){ "new" }, 1, c), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_dict_take(d, "new", c), TD_ELOCKED);
+	cr_assert_null(td_dict_parent(c), "a refused take leaves the dict with the caller");
+	td_cr_assert_err(td_dict_set_tensor(d, "s", &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_tensor(d, "a", &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_del_path(d, (const char *[]){ "a", "x" }, 2), TD_ELOCKED);
+	td_cr_assert_err(td_dict_del(d, "s"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_rename(d, "t", "u"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
+		(const char *[]){ "a", "t" }, 2), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_batch_shape(d, 0, NULL), TD_ELOCKED);
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	put(v, "brand_new", 1, b4);
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ELOCKED);
+	td_dict_free(v);
+	td_cr_assert_ok(td_dict_new(&v, 2, B34));
+	put(v, "brand_new", 2, B34);
+	td_cr_assert_err(td_dict_update(d, v), TD_ELOCKED);
+	td_dict_free(v);
+	cr_assert_eq(td_dict_equal(d, snapshot), 1, "nothing changed");
+	/* Writes into existing tensors are allowed. */
+	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(2)));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "t", &t));
+	cr_assert_null(t.buffer, "the take consumed the caller's reference");
+	cr_assert_eq(first_f32(d, "t"), 2);
+	td_cr_assert_ok(td_dict_apply_inplace(d, plus_one, NULL));
+	cr_assert_eq(first_f32(d, "t"), 3);
+	cr_assert_eq(first_f32(d, "a.x"), 1);
+	td_cr_assert_ok(td_dict_binary_scalar_inplace(d, td_scalar_int(2), TD_OP_MUL));
+	cr_assert_eq(first_f32(d, "t"), 6);
+	td_cr_assert_ok(td_dict_index_fill(d, idx, 1, td_scalar_int(5)));
+	cr_assert_eq(first_f32(d, "a.x"), 5);
+	td_cr_assert_ok(td_dict_update_inplace(d, snapshot));
+	cr_assert_eq(td_dict_equal(d, snapshot), 1);
+	td_cr_assert_ok(td_dict_zero(d));
+	cr_assert_eq(first_f32(d, "t"), 0);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(snapshot, "t", leafp(d, "a.x")));
+	td_cr_assert_ok(td_dict_binary_scalar_inplace(snapshot, td_scalar_int(4), TD_OP_ADD));
+	{
+		/* Only tensors can be written: a string would have to be replaced. */
+		const char *keys[] = { "t", "a" };
+		td_dict *tensors;
+		td_cr_assert_ok(td_dict_select(&tensors, snapshot, keys, 2, true));
+		td_cr_assert_ok(td_dict_update(d, tensors));
+		cr_assert_eq(first_f32(d, "t"), 4, "update wrote into the stored tensor");
+		td_dict_free(tensors);
+	}
+	td_cr_assert_err(td_dict_update(d, snapshot), TD_ELOCKED);
+	{
+		td_dict *e;
+		td_cr_assert_ok(td_dict_copy(&e, d));
+		cr_assert_not(td_dict_is_locked(e), "a copy is unlocked");
+		td_cr_assert_ok(td_dict_set_string(e, "new", "x"));
+		td_dict_free(e);
+	}
+	td_dict_free(c);
+	td_dict_free(snapshot);
+	td_dict_free(d);
+}
+
+/* ---- allocation failures in the other allocating functions ---- */
+
+typedef struct more_ctx {
+	td_dict *d;
+	td_key *k1, *k2;
+	td_dict_iter *it;
+} more_ctx;
+
+static int more_fail(more_ctx *c, int rc)
+{
+	td_dict_free(c->d);
+	td_key_free(c->k1);
+	td_key_free(c->k2);
+	td_dict_iter_free(c->it);
+	c->d = NULL;
+	c->k1 = c->k2 = NULL;
+	c->it = NULL;
+	return rc;
+}
+
+static int more_body(void *arg)
+{
+	more_ctx *c = arg;
+	td_dict *child = NULL;
+	td_tensor t = TD_TENSOR_INIT;
+	char key[32];
+	int rc, i;
+
+	c->d = NULL;
+	c->k1 = c->k2 = NULL;
+	c->it = NULL;
+	rc = td_key_new(&c->k1, "g.h");
+	if (rc == 0)
+		rc = td_key_from_path(&c->k2, (const char *[]){ "p", "q.r" }, 2);
+	if (rc == 0)
+		rc = td_dict_new(&c->d, 2, B34);
+	for (i = 0; rc == 0 && i < 12; i++) {
+		snprintf(key, sizeof(key), "b%d", i);
+		rc = td_dict_set_bytes(c->d, key, "bytes", 5);
+	}
+	if (rc == 0)
+		rc = td_dict_rename(c->d, "b3", "renamed_in_place");
+	if (rc == 0)
+		rc = td_dict_rename_path(c->d, (const char *[]){ "b4" }, 1,
+			(const char *[]){ "n", "m", "b4" }, 3);
+	if (rc == 0)
+		rc = td_dict_del(c->d, "b5");
+	if (rc == 0)
+		rc = td_tensor_zeros(&t, TD_DTYPE_F32, 2, B34);
+	if (rc == 0)
+		rc = td_dict_set_tensor_key(c->d, c->k1, &t);
+	if (rc == 0)
+		rc = td_dict_set_tensor_key(c->d, c->k2, &t);
+	td_tensor_release(&t);
+	if (rc == 0)
+		rc = td_dict_new(&child, 2, B34);
+	if (rc == 0)
+		rc = td_dict_set_bytes(child, "x", "x", 1);
+	if (rc == 0)
+		rc = td_dict_set_dict(c->d, "copies.one", child);
+	if (rc == 0)
+		rc = td_dict_set_dict_path(c->d, (const char *[]){ "copies", "two" }, 2, child);
+	if (rc == 0)
+		rc = td_dict_set_dict_take(c->d, "taken.here", child);
+	/* "copies" holds two entries in two slots: the move makes it grow. */
+	if (rc == 0)
+		rc = td_dict_rename(c->d, "b6", "copies.b6");
+	if (rc == 0)
+		rc = td_dict_rename(c->d, "copies.b6", "b6");
+	if (rc < 0) {
+		td_dict_free(child);
+		return more_fail(c, rc);
+	}
+	rc = td_dict_iter_new(&c->it, c->d, TD_ITER_NESTED);
+	if (rc < 0)
+		return more_fail(c, rc);
+	/* A copy of a dict of more than 8 entries is made with its index. */
+	rc = td_dict_copy(&child, c->d);
+	if (rc < 0)
+		return more_fail(c, rc);
+	td_dict_free(child);
+	return TD_OK;
+}
+
+static void more_cleanup(void *arg)
+{
+	more_ctx *c = arg;
+	td_item item;
+	int n = 0;
+
+	while (td_dict_iter_next(c->it, &item) == 1)
+		n++;
+	/* b0..b11 less b5, n{m{b4}}, g{h}, p{q.r}, copies{one{x}, two{x}}, taken{here{x}} */
+	cr_assert_eq(n, 10 + 3 + 2 + 2 + 5 + 3, "%d items", n);
+	more_fail(c, 0);
+}
+
+Test(dict, allocation_failures_in_keys_values_renames_and_iterators)
+{
+	more_ctx c;
+
+	td_test_enomem_sweep(more_body, more_cleanup, &c);
+}
+
+/* ---- holes: growth by compaction, tombstone clean-up ---- */
+
+Test(dict, a_full_dict_with_many_holes_is_compacted_instead_of_grown)
+{
+	td_dict *d = new34();
+	const char *keys[16];
+	char key[32];
+	int i;
+
+	for (i = 0; i < 16; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+	}
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		td_cr_assert_ok(td_dict_del(d, key));
+	}
+	put(d, "new", 2, B34);
+	cr_assert_eq(td_dict_items(d, keys, NULL, 16), 9);
+	cr_assert_str_eq(keys[0], "k8");
+	cr_assert_str_eq(keys[8], "new");
+	for (i = 8; i < 16; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(td_dict_contains(d, key, 0), 1, "%s", key);
+	}
+	td_dict_free(d);
+}
+
+Test(dict, tombstones_of_deleted_last_entries_are_cleaned_up)
+{
+	td_dict *d = new34();
+	char key[32];
+	int i;
+
+	for (i = 0; i < 9; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+	}
+	/* Deleting the last entry frees its slot: each cycle leaves a tombstone in the
+	 * index and takes a new cell, until the index is rebuilt. */
+	for (i = 9; i < 200; i++) {
+		snprintf(key, sizeof(key), "k%d", i - 1);
+		td_cr_assert_ok(td_dict_del(d, key));
+		snprintf(key, sizeof(key), "k%d", i);
+		put(d, key, 2, B34);
+		cr_assert_eq(td_dict_contains(d, key, 0), 1);
+		cr_assert_eq(td_dict_contains(d, "missing", 0), 0);
+	}
+	cr_assert_eq(td_dict_len(d), 9);
+	for (i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		cr_assert_eq(td_dict_contains(d, key, 0), 1, "%s", key);
+	}
+	cr_assert_eq(td_dict_contains(d, "k199", 0), 1);
+	td_dict_free(d);
+}
+
+Test(dict, renames_move_nested_dicts_between_dicts)
+{
+	td_dict *d = new34(), *n, *o;
+
+	put(d, "n.x", 2, B34);
+	put(d, "o.y", 2, B34);
+	td_cr_assert_ok(td_dict_get_dict(d, "n", &n));
+	td_cr_assert_ok(td_dict_rename(d, "n", "o.n"));
+	td_cr_assert_ok(td_dict_get_dict(d, "o", &o));
+	cr_assert_eq(td_dict_parent(n), o, "the moved dict is the same dict, now in 'o'");
+	cr_assert_eq(td_dict_contains(d, "o.n.x", 0), 1);
+	cr_assert_eq(td_dict_contains(d, "n", 0), 0);
+	td_cr_assert_ok(td_dict_rename(d, "o.n", "n"));
+	cr_assert_eq(td_dict_parent(n), d);
+	td_dict_free(d);
+}
+
+Test(dict, non_tensor_values_take_no_part_in_batch_checks)
+{
+	td_dict *d = new34();
+	int64_t b5[] = { 5 };
+
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_set_bytes(d, "b", "\x00\x01", 2));
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 1, b5));
+	cr_assert_eq(td_dict_batch_shape(d)[0], 5);
+	td_cr_assert_err(td_dict_set_bytes(d, "huge", "x", SIZE_MAX), TD_EOVERFLOW);
+	td_dict_free(d);
+}
+
+/*
+ * Each rename in an indexed dict leaves a tombstone and may take an empty
+ * index cell. The index must stay within its load bound, or a lookup of a
+ * missing key (which every rename makes) never finds an empty cell.
+ */
+Test(dict, many_renames_in_an_indexed_dict_keep_lookups_finite, .timeout = 20)
+{
+	td_dict *d = new34();
+	char from[32], to[32];
+	int i, j;
+
+	for (i = 0; i < 9; i++) {
+		snprintf(from, sizeof(from), "k%d", i);
+		put(d, from, 2, B34);
+	}
+	snprintf(from, sizeof(from), "k0");
+	for (i = 0; i < 500; i++) {
+		snprintf(to, sizeof(to), "r%d", i);
+		td_cr_assert_ok(td_dict_rename(d, from, to));
+		cr_assert_eq(td_dict_contains(d, "missing", 0), 0);
+		strcpy(from, to);
+	}
+	cr_assert_eq(td_dict_contains(d, from, 0), 1);
+	for (j = 1; j < 9; j++) {
+		snprintf(to, sizeof(to), "k%d", j);
+		cr_assert_eq(td_dict_contains(d, to, 0), 1, "%s", to);
+	}
+	/* Appends after all those renames still find room. */
+	for (i = 0; i < 50; i++) {
+		snprintf(to, sizeof(to), "n%d", i);
+		put(d, to, 2, B34);
+	}
+	cr_assert_eq(td_dict_len(d), 59);
+	td_dict_free(d);
+}
+
+/* A dotted key one component too deep is refused before anything is written past
+ * the TD_KEY_MAX_DEPTH components of a path (checked by the sanitizer build). */
+Test(dict, dotted_keys_deeper_than_the_limit_are_refused_in_every_function)
+{
+	char key[4 * TD_KEY_MAX_DEPTH];
+	const char *keys[1] = { key };
+	td_dict *d = new34(), *out;
+	const td_value *v;
+	td_key *k;
+	td_tensor t;
+	size_t depth;
+
+	zeros(&t, 2, B34);
+	for (depth = TD_KEY_MAX_DEPTH + 1; depth <= TD_KEY_MAX_DEPTH + 20; depth += 19) {
+		size_t i;
+		for (i = 0; i < depth; i++) {
+			key[2 * i] = 'k';
+			key[2 * i + 1] = '.';
+		}
+		key[2 * depth - 1] = '\0';
+		td_cr_assert_err(td_key_new(&k, key), TD_EINVAL);
+		cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s",
+			td_error_last()->message);
+		td_cr_assert_err(td_dict_get(d, key, &v), TD_EINVAL);
+		td_cr_assert_err(td_dict_contains(d, key, 0), TD_EINVAL);
+		td_cr_assert_err(td_dict_set_tensor(d, key, &t), TD_EINVAL);
+		td_cr_assert_err(td_dict_rename(d, "x", key), TD_EINVAL);
+		td_cr_assert_err(td_dict_select(&out, d, keys, 1, false), TD_EINVAL);
+		td_cr_assert_err(td_dict_exclude(&out, d, keys, 1), TD_EINVAL);
+	}
+	td_tensor_release(&t);
+	td_dict_free(d);
+}
+
+/* A batch shape whose element count does not fit in int64 is refused like a
+ * tensor shape (TD_EOVERFLOW), so td_dict_batch_numel() never overflows. */
+Test(dict, batch_shapes_with_too_many_elements_are_refused)
+{
+	int64_t huge[] = { INT64_MAX, 2 }, big[] = { (int64_t)1 << 32, (int64_t)1 << 31 };
+	int64_t fits[] = { (int64_t)1 << 32, ((int64_t)1 << 31) - 1 }, zero[] = { 0, INT64_MAX };
+	td_dict *d = (td_dict *)0x1, *r;
+	const td_dict *four[4];
+
+	td_cr_assert_err(td_dict_new(&d, 2, huge), TD_EOVERFLOW);
+	cr_assert_null(d);
+	td_cr_assert_err(td_dict_new(&d, 2, big), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_new(&d, 2, fits));
+	cr_assert_eq(td_dict_batch_numel(d), ((int64_t)1 << 32) * (((int64_t)1 << 31) - 1));
+	td_cr_assert_err(td_dict_set_batch_shape(d, 2, big), TD_EOVERFLOW);
+	cr_assert_eq(td_dict_batch_shape(d)[1], ((int64_t)1 << 31) - 1);
+	/* Stacking four empty dicts of 2^62 elements would make 2^64. */
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 1, (int64_t[]){ (int64_t)1 << 62 }));
+	four[0] = four[1] = four[2] = four[3] = d;
+	td_cr_assert_err(td_dict_stack(&r, four, 4, 0), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_stack(&r, four, 1, 0));
+	td_dict_free(r);
+	/* Concatenating two [2^31, 2^31] dicts would make [2^32, 2^31]. */
+	td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
+		(int64_t[]){ (int64_t)1 << 31, (int64_t)1 << 31 }));
+	td_cr_assert_err(td_dict_cat(&r, four, 2, 0), TD_EOVERFLOW);
+	td_cr_assert_ok(td_dict_cat(&r, four, 1, 0));
+	td_dict_free(r);
+	/* A position list that repeats rows can grow the batch too. */
+	{
+		int64_t rows[] = { 0, 1, 0, 1 };
+		td_index idx[] = { td_index_list(rows, 4) };
+		td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
+			(int64_t[]){ 2, (int64_t)1 << 61 }));
+		td_cr_assert_err(td_dict_index(&r, d, idx, 1), TD_EOVERFLOW);
+		cr_assert_null(r);
+		idx[0] = td_index_list(rows, 2);
+		td_cr_assert_ok(td_dict_index(&r, d, idx, 1));
+		td_dict_free(r);
+	}
+	td_dict_free(d);
+	td_cr_assert_ok(td_dict_new(&d, 2, zero));
+	cr_assert_eq(td_dict_batch_numel(d), 0);
+	td_dict_free(d);
+}

@@ -441,6 +441,648 @@ Test(dict_batch, random_index_expressions_match_leaf_indexing)
 	}
 }
 
+/* ---- indexing with masks, lists and ellipses on nested dicts ---- */
+
+Test(dict_batch, masks_and_lists_with_an_ellipsis_index_batch_dims_only)
+{
+	td_dict *d = fixture(), *r, *c;
+	bool mask[] = { true, false, true, true };
+	int64_t list[] = { 2, 0 };
+	td_index ell_mask[] = { td_index_ellipsis(), td_index_mask(mask, 4) };
+	td_index exp_mask[] = { td_index_all(), td_index_mask(mask, 4) };
+	td_index ell_list[] = { td_index_list(list, 2), td_index_ellipsis() };
+	td_index exp_list[] = { td_index_list(list, 2), td_index_all() };
+	int64_t b33[] = { 3, 3 }, b332[] = { 3, 3, 2 }, b24[] = { 2, 4 };
+
+	td_cr_assert_ok(td_dict_index(&r, d, ell_mask, 2));
+	expect_batch(r, 2, b33);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 3, b332);
+	expect_leaves(r, d, exp_mask, 2);
+	cr_assert_neq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a mask gives a copy");
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_index(&r, d, ell_list, 2));
+	expect_batch(r, 2, b24);
+	expect_leaves(r, d, exp_list, 2);
+	td_dict_free(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_with_masks_and_lists_reaches_nested_leaves)
+{
+	td_dict *d = fixture(), *v, *got;
+	bool mask[] = { true, false, true };
+	int64_t list[] = { 3, 1 };
+	td_index by_mask[] = { td_index_mask(mask, 3) };
+	td_index by_list[] = { td_index_ellipsis(), td_index_list(list, 2) };
+
+	/* A mask over dim 0 selects rows 0 and 2. */
+	td_cr_assert_ok(td_dict_index(&v, d, by_mask, 1));
+	td_cr_assert_ok(td_dict_zero(v));
+	td_cr_assert_ok(td_dict_index_put(d, by_mask, 1, v));
+	td_cr_assert_ok(td_dict_index(&got, d, by_mask, 1));
+	cr_assert_eq(td_dict_equal(got, v), 1);
+	td_dict_free(got);
+	td_dict_free(v);
+	{
+		/* Row 1 kept its values. */
+		td_dict *fresh = fixture(), *a, *b;
+		td_index row1[] = { td_index_int(1) };
+		td_cr_assert_ok(td_dict_index(&a, d, row1, 1));
+		td_cr_assert_ok(td_dict_index(&b, fresh, row1, 1));
+		cr_assert_eq(td_dict_equal(a, b), 1);
+		td_dict_free(a);
+		td_dict_free(b);
+		td_dict_free(fresh);
+	}
+	/* A list after an ellipsis indexes the last batch dim, not a leaf dim. */
+	td_cr_assert_ok(td_dict_index(&v, d, by_list, 2));
+	td_cr_assert_ok(td_dict_binary_scalar_inplace(v, td_scalar_int(100), TD_OP_ADD));
+	td_cr_assert_ok(td_dict_index_put(d, by_list, 2, v));
+	td_cr_assert_ok(td_dict_index(&got, d, by_list, 2));
+	cr_assert_eq(td_dict_equal(got, v), 1);
+	td_dict_free(got);
+	td_dict_free(v);
+	td_cr_assert_ok(td_dict_index_fill(d, by_mask, 1, td_scalar_int(-7)));
+	{
+		td_scalar s;
+		int64_t at[] = { 2, 3, 1, 1 };
+		td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), at, &s));
+		cr_assert_eq(s.v.f, -7);
+	}
+	td_cr_assert_err(td_dict_index_fill(NULL, by_mask, 1, td_scalar_int(0)), TD_EINVAL);
+	td_cr_assert_err(td_dict_index_fill(d, NULL, 1, td_scalar_int(0)), TD_EINVAL);
+	td_cr_assert_err(td_dict_index_put(NULL, by_mask, 1, d), TD_EINVAL);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_creates_nested_dicts_and_non_tensor_values)
+{
+	td_dict *d = fixture(), *v, *n, *made;
+	int64_t b4[] = { 4 }, b42[] = { 4, 2 }, s423[] = { 4, 2, 3 }, s3423[] = { 3, 4, 2, 3 };
+	td_index idx[] = { td_index_int(0) };
+	td_tensor t;
+
+	/* A nested dict with a longer batch, a string, and a new leaf. */
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_dict_new(&n, 2, b42));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I16, 3, s423, td_scalar_int(5)));
+	td_cr_assert_ok(td_dict_set_tensor_take(n, "deep", &t));
+	td_cr_assert_ok(td_dict_set_dict_take(v, "made", n));
+	td_cr_assert_ok(td_dict_set_string(v, "note", "hello"));
+	td_cr_assert_ok(td_dict_set_string(v, "s", "text"));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	td_cr_assert_ok(td_dict_get_dict(d, "made", &made));
+	cr_assert_eq(td_dict_batch_ndim(made), 3, "the created dict has d's batch + extra dims");
+	cr_assert_eq(td_dict_batch_shape(made)[2], 2);
+	expect_shape(leaf(d, "made.deep"), 4, s3423);
+	cr_assert_eq(leaf(d, "made.deep")->dtype, TD_DTYPE_I16);
+	{
+		td_scalar s;
+		int64_t row0[] = { 0, 3, 1, 2 }, row1[] = { 1, 3, 1, 2 };
+		td_cr_assert_ok(td_tensor_get(leaf(d, "made.deep"), row0, &s));
+		cr_assert_eq(s.v.i, 5);
+		td_cr_assert_ok(td_tensor_get(leaf(d, "made.deep"), row1, &s));
+		cr_assert_eq(s.v.i, 0);
+	}
+	cr_assert_eq(td_dict_contains(d, "note", TD_LEAVES_ONLY), 1);
+	td_dict_free(v);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_refuses_values_of_another_kind)
+{
+	td_dict *d = fixture(), *v, *snapshot;
+	int64_t b4[] = { 4 };
+	td_index idx[] = { td_index_int(0) };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_clone(&snapshot, d));
+	/* A dict where d holds a tensor. */
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "a.inner", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "dict in the value only") != NULL, "%s",
+		td_error_last()->message);
+	td_dict_free(v);
+	/* A tensor where d holds a dict. */
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "tensor in the value only") != NULL, "%s",
+		td_error_last()->message);
+	td_dict_free(v);
+	/* A string where d holds a tensor. */
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_dict_set_string(v, "a", "x"));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	td_dict_free(v);
+	/* The indexed batch is [4]: a value of batch [3] does not fit. */
+	td_cr_assert_ok(td_dict_new(&v, 1, (int64_t[]){ 3 }));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	td_cr_assert_err(td_dict_index_put(d, (td_index[]){ td_index_int(9) }, 1, v), TD_EINDEX);
+	td_dict_free(v);
+	cr_assert_eq(td_dict_equal(d, snapshot), 1, "nothing was written");
+	td_dict_free(snapshot);
+	td_dict_free(d);
+}
+
+/* index_put checks every leaf before writing any: a value leaf that does not
+ * broadcast to its indexed region leaves d untouched, new keys included. */
+Test(dict_batch, index_put_checks_every_shape_before_writing)
+{
+	td_dict *d = fixture(), *v, *snapshot;
+	int64_t b4[] = { 4 }, s45[] = { 4, 5 }, s4227[] = { 4, 2, 2, 7 }, s47[] = { 4, 7 };
+	td_index idx[] = { td_index_int(0) };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_clone(&snapshot, d));
+	td_cr_assert_ok(td_dict_new(&v, 1, b4));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, s45, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "a", &t));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, s47, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "new", &t));
+	/* b.c has batch [3, 4, 2]; its leaf t is [3, 4, 2, 2]: [4, 2, 2, 7] does not fit. */
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 4, s4227, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.c.t", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "[4, 2, 2, 7]") != NULL, "%s",
+		td_error_last()->message);
+	cr_assert_eq(td_dict_contains(d, "new", 0), 0, "no key was created");
+	cr_assert_eq(td_dict_equal(d, snapshot), 1, "no leaf was written");
+	/* With a value that broadcasts ([4, 1, 2, 1] to [4, 2, 2]), everything is written. */
+	td_cr_assert_ok(td_dict_del(v, "b"));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 3, (int64_t[]){ 4, 1, 2 },
+		td_scalar_int(7)));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.c.t", &t));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	cr_assert_eq(td_dict_contains(d, "new", 0), 1);
+	{
+		td_scalar s;
+		int64_t at[] = { 0, 3, 1, 1 };
+		td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), at, &s));
+		cr_assert_eq(s.v.f, 7);
+	}
+	td_dict_free(v);
+	td_dict_free(snapshot);
+	td_dict_free(d);
+}
+
+Test(dict_batch, index_put_refuses_leaves_that_would_exceed_the_dims)
+{
+	td_dict *d, *v;
+	int64_t shape[TD_MAX_DIMS];
+	td_index idx[] = { td_index_int(0) };
+	td_tensor t;
+	int i;
+
+	/* d[0] drops one of d's two batch dims: a new 16-dim leaf of the value
+	 * would need 17 dims in d. */
+	for (i = 0; i < TD_MAX_DIMS; i++)
+		shape[i] = 1;
+	shape[0] = 2;
+	td_cr_assert_ok(td_dict_new(&d, 2, (int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_dict_new(&v, 1, (int64_t[]){ 2 }));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, TD_MAX_DIMS, shape));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "x", &t));
+	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "'x'") != NULL, "%s", td_error_last()->message);
+	cr_assert_eq(td_dict_len(d), 0);
+	/* One dim fewer fits. */
+	td_cr_assert_ok(td_dict_del(v, "x"));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, TD_MAX_DIMS - 1, shape));
+	td_cr_assert_ok(td_dict_set_tensor_take(v, "x", &t));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	cr_assert_eq(leaf(d, "x")->ndim, TD_MAX_DIMS);
+	td_dict_free(v);
+	/* d[None] on a 16-dim leaf would have 17 dims: an existing leaf is refused too. */
+	{
+		td_index na[] = { td_index_newaxis() };
+		td_cr_assert_ok(td_dict_new(&v, 3, (int64_t[]){ 1, 2, 2 }));
+		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 3, (int64_t[]){ 1, 2, 2 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(v, "x", &t));
+		td_cr_assert_err(td_dict_index_put(d, na, 1, v), TD_EINVAL);
+		td_dict_free(v);
+	}
+	td_dict_free(d);
+}
+
+/* ---- unbind, split, chunk on edge sizes ---- */
+
+Test(dict_batch, split_sizes_may_hold_zeros)
+{
+	td_dict *d = fixture(), **parts;
+	int64_t sizes[] = { 0, 3, 0, 1, 0 };
+	size_t n;
+
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, sizes, 5, 1));
+	cr_assert_eq(n, 5);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[1], 0);
+	cr_assert_eq(td_dict_batch_shape(parts[1])[1], 3);
+	cr_assert_eq(td_dict_batch_shape(parts[3])[1], 1);
+	cr_assert_eq(leaf(parts[2], "b.c.t")->shape[1], 0);
+	{
+		td_index idx[] = { td_index_all(), td_index_slice(3, 4, 1) };
+		expect_leaves(parts[3], d, idx, 2);
+	}
+	td_dict_array_free(parts, n);
+	td_cr_assert_err(td_dict_split_sizes(&parts, &n, d, (int64_t[]){ 5, -1 }, 2, 1),
+		TD_EINVAL);
+	td_cr_assert_err(td_dict_split_sizes(&parts, &n, d,
+		(int64_t[]){ INT64_MAX, INT64_MAX }, 2, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_split_sizes(&parts, &n, d, NULL, 2, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_split_sizes(NULL, &n, d, sizes, 5, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_split_sizes(&parts, &n, d, sizes, 5, 2), TD_EINVAL);
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, (int64_t[]){ 3 }, 1, 0));
+	cr_assert_eq(n, 1);
+	td_dict_array_free(parts, n);
+	td_dict_free(d);
+}
+
+Test(dict_batch, splitting_a_dim_of_size_zero)
+{
+	td_dict *d, **parts;
+	int64_t b03[] = { 0, 3 };
+	td_tensor t;
+	size_t n = 99;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b03));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, b03));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x.y", &t));
+	/* As tensordict: one empty piece. */
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 4, 0));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[0], 0);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, 2, 0));
+	cr_assert_eq(n, 1);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 0));
+	cr_assert_eq(n, 0);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, NULL, 0, 0));
+	cr_assert_eq(n, 0);
+	td_dict_array_free(parts, n);
+	/* Chunks of the other dim. */
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 2, -1));
+	cr_assert_eq(n, 2);
+	cr_assert_eq(td_dict_batch_shape(parts[1])[1], 1);
+	td_dict_array_free(parts, n);
+	td_cr_assert_err(td_dict_chunk(NULL, &n, d, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_chunk(&parts, NULL, d, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_chunk(&parts, &n, d, SIZE_MAX, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_split(&parts, &n, NULL, 1, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_split(&parts, &n, d, -1, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_unbind(NULL, &n, d, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_unbind(&parts, &n, d, -3), TD_EINVAL);
+	td_dict_free(d);
+}
+
+/* Huge split sizes and chunk counts are valid: one piece, or one per element. */
+Test(dict_batch, huge_split_sizes_and_chunk_counts_do_not_overflow)
+{
+	td_dict *d = fixture(), **parts;
+	size_t n;
+
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, INT64_MAX, 0));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[0], 3);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, INT64_MAX - 1, 1));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(td_dict_batch_shape(parts[0])[1], 4);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, (size_t)INT64_MAX, 0));
+	cr_assert_eq(n, 3);
+	cr_assert_eq(td_dict_batch_shape(parts[2])[0], 1);
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_chunk(&parts, &n, d, 5, 1));
+	cr_assert_eq(n, 4);
+	td_dict_array_free(parts, n);
+	td_dict_free(d);
+}
+
+/* ---- stack and cat ---- */
+
+Test(dict_batch, stack_and_cat_with_nested_dicts_and_strings)
+{
+	td_dict *d = fixture(), *e = fixture(), *r, *c;
+	const td_dict *two[2] = { d, e };
+	int64_t b342[] = { 3, 4, 2 }, b2342[] = { 2, 3, 4, 2 }, b3842[] = { 3, 8, 2 };
+
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, 0));
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 4, b2342);
+	cr_assert_eq(td_dict_contains(r, "s", TD_LEAVES_ONLY), 1);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_cat(&r, two, 2, -1));
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 3, b3842);
+	{
+		td_index idx[] = { td_index_all(), td_index_slice(4, 8, 1) };
+		td_dict *tail;
+		td_cr_assert_ok(td_dict_index(&tail, r, idx, 2));
+		cr_assert_eq(td_dict_equal(tail, e), 1);
+		td_dict_free(tail);
+	}
+	td_dict_free(r);
+	/* Order of keys may differ; holes do not matter. */
+	td_cr_assert_ok(td_dict_rename(e, "a", "tmp"));
+	td_cr_assert_ok(td_dict_rename(e, "tmp", "n.x"));
+	td_cr_assert_ok(td_dict_rename(e, "n.x", "a"));
+	td_cr_assert_ok(td_dict_del(e, "n"));
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, 1));
+	td_dict_free(r);
+	/* A nested dict whose batch differs between the dicts. */
+	{
+		td_dict *c2;
+		td_cr_assert_ok(td_dict_get_dict(e, "b.c", &c2));
+		td_cr_assert_ok(td_dict_del(c2, "t"));
+		td_cr_assert_ok(td_dict_set_batch_shape(c2, 2, B34));
+		td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+		td_cr_assert_err(td_dict_cat(&r, two, 2, 0), TD_ETYPE);
+	}
+	(void)b342;
+	td_dict_free(d);
+	td_dict_free(e);
+}
+
+Test(dict_batch, joins_refuse_mismatched_dicts)
+{
+	td_dict *d = fixture(), *e = fixture(), *r, *o;
+	const td_dict *two[2] = { d, e };
+	const td_dict *with_null[2] = { d, NULL };
+	int64_t b35[] = { 3, 5 }, b54[] = { 5, 4 };
+
+	/* Same count, another key. */
+	td_cr_assert_ok(td_dict_rename(e, "a", "z"));
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "missing") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_ok(td_dict_rename(e, "z", "a"));
+	/* A string in one, a tensor in the other. */
+	td_cr_assert_ok(td_dict_del(e, "s"));
+	td_cr_assert_ok(td_dict_set_bytes(e, "s", "text", 4));
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+	td_dict_free(e);
+	e = fixture();
+	two[1] = e;
+	/* cat: only the cat dim may differ. */
+	td_cr_assert_ok(td_dict_new(&o, 2, b35));
+	two[1] = o;
+	td_cr_assert_err(td_dict_cat(&r, two, 2, 0), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "[3, 5]") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
+	td_dict_free(o);
+	td_cr_assert_ok(td_dict_new(&o, 2, b54));
+	two[1] = o;
+	td_cr_assert_err(td_dict_cat(&r, two, 2, 0), TD_ETYPE); /* keys differ */
+	td_dict_free(o);
+	td_cr_assert_err(td_dict_stack(&r, with_null, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_cat(&r, NULL, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_cat(NULL, two, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_cat(&r, two, 2, 2), TD_EINVAL);
+	{
+		td_dict *s0, *s1;
+		const td_dict *scalars[2];
+		td_cr_assert_ok(td_dict_new(&s0, 0, NULL));
+		td_cr_assert_ok(td_dict_new(&s1, 0, NULL));
+		scalars[0] = s0;
+		scalars[1] = s1;
+		td_cr_assert_err(td_dict_cat(&r, scalars, 2, 0), TD_EINVAL);
+		td_cr_assert_ok(td_dict_stack(&r, scalars, 2, 0));
+		cr_assert_eq(td_dict_batch_shape(r)[0], 2);
+		td_dict_free(r);
+		td_dict_free(s0);
+		td_dict_free(s1);
+	}
+	td_dict_free(d);
+	td_dict_free(e);
+}
+
+Test(dict_batch, joins_respect_the_dim_limits)
+{
+	td_dict *full, *r;
+	int64_t ones[TD_MAX_DIMS], huge[] = { INT64_MAX / 2 + 1 };
+	const td_dict *two[2];
+	int i;
+
+	for (i = 0; i < TD_MAX_DIMS; i++)
+		ones[i] = 1;
+	td_cr_assert_ok(td_dict_new(&full, TD_MAX_DIMS, ones));
+	two[0] = two[1] = full;
+	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_EINVAL);
+	td_cr_assert_ok(td_dict_cat(&r, two, 2, 0));
+	cr_assert_eq(td_dict_batch_shape(r)[0], 2);
+	td_dict_free(r);
+	td_dict_free(full);
+	td_cr_assert_ok(td_dict_new(&full, 1, huge));
+	two[0] = two[1] = full;
+	td_cr_assert_err(td_dict_cat(&r, two, 2, 0), TD_EOVERFLOW);
+	td_dict_free(full);
+}
+
+/* ---- reshape, view, unsqueeze, squeeze, permute ---- */
+
+Test(dict_batch, reshape_infers_a_size_and_keeps_nested_dims)
+{
+	td_dict *d = fixture(), *r, *c;
+	int64_t m1[] = { -1 }, b2m1[] = { 2, -1, 3 }, b223[] = { 2, 2, 3 };
+	int64_t s22322[] = { 2, 2, 3, 2, 2 };
+
+	td_cr_assert_ok(td_dict_reshape(&r, d, 1, m1));
+	cr_assert_eq(td_dict_batch_shape(r)[0], 12);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_reshape(&r, d, 3, b2m1));
+	expect_batch(r, 3, b223);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	cr_assert_eq(td_dict_batch_ndim(c), 4);
+	expect_shape(leaf(r, "b.c.t"), 5, s22322);
+	cr_assert_eq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a contiguous reshape is a view");
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_reshape(&r, d, 2, (int64_t[]){ -1, -1 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(&r, d, 2, (int64_t[]){ -2, 6 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(&r, d, 2, (int64_t[]){ 5, -1 }), TD_ETYPE);
+	td_cr_assert_err(td_dict_reshape(&r, d, 2, (int64_t[]){ INT64_MAX, 2 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(&r, d, -1, m1), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(&r, d, TD_MAX_DIMS + 1, m1), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(&r, d, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_reshape(NULL, d, 1, m1), TD_EINVAL);
+	td_cr_assert_err(td_dict_view(&r, NULL, 1, m1), TD_EINVAL);
+	{
+		/* 16 batch dims for a leaf with 2 more dims cannot be made. */
+		int64_t ones[TD_MAX_DIMS];
+		int i;
+		for (i = 0; i < TD_MAX_DIMS; i++)
+			ones[i] = 1;
+		ones[0] = 12;
+		td_cr_assert_err(td_dict_reshape(&r, d, TD_MAX_DIMS, ones), TD_EINVAL);
+		cr_assert_null(r);
+	}
+	td_dict_free(d);
+}
+
+Test(dict_batch, reshape_of_an_empty_batch)
+{
+	td_dict *d, *r;
+	int64_t b04[] = { 0, 4 };
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b04));
+	td_cr_assert_ok(td_dict_reshape(&r, d, 1, (int64_t[]){ 0 }));
+	cr_assert_eq(td_dict_batch_shape(r)[0], 0);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_reshape(&r, d, 3, (int64_t[]){ 2, 0, 5 }));
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_reshape(&r, d, 0, NULL), TD_ETYPE);
+	td_dict_free(d);
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_dict_reshape(&r, d, 2, (int64_t[]){ 1, -1 }));
+	cr_assert_eq(td_dict_batch_shape(r)[1], 1);
+	td_dict_free(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, unsqueeze_and_squeeze_take_negative_dims)
+{
+	td_dict *d = fixture(), *r, *r2, *c;
+	int64_t b341[] = { 3, 4, 1 }, b3412[] = { 3, 4, 1, 2 }, s3415[] = { 3, 4, 1, 5 };
+
+	td_cr_assert_ok(td_dict_unsqueeze(&r, d, -1));
+	expect_batch(r, 3, b341);
+	expect_shape(leaf(r, "a"), 4, s3415);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 4, b3412);
+	td_cr_assert_ok(td_dict_squeeze(&r2, r, -1));
+	cr_assert_eq(td_dict_equal(r2, d), 1);
+	td_dict_free(r2);
+	td_cr_assert_ok(td_dict_squeeze(&r2, r, -3)); /* size 3: an unchanged copy */
+	cr_assert_eq(td_dict_equal(r2, r), 1);
+	cr_assert_eq(leaf(r2, "a")->buffer, leaf(r, "a")->buffer);
+	td_dict_free(r2);
+	td_cr_assert_err(td_dict_squeeze(&r2, r, -4), TD_EINVAL);
+	td_cr_assert_err(td_dict_squeeze(&r2, r, 3), TD_EINVAL);
+	td_dict_free(r);
+	td_cr_assert_ok(td_dict_unsqueeze(&r, d, -3));
+	cr_assert_eq(td_dict_batch_shape(r)[0], 1);
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_unsqueeze(&r, d, -4), TD_EINVAL);
+	td_cr_assert_err(td_dict_unsqueeze(NULL, d, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_squeeze(NULL, d, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_squeeze(&r, NULL, 0), TD_EINVAL);
+	{
+		td_dict *e;
+		td_cr_assert_ok(td_dict_new(&e, 0, NULL));
+		td_cr_assert_err(td_dict_squeeze(&r, e, 1), TD_EINVAL);
+		td_cr_assert_ok(td_dict_unsqueeze(&r, e, -1));
+		cr_assert_eq(td_dict_batch_ndim(r), 1);
+		td_dict_free(r);
+		td_dict_free(e);
+	}
+	td_dict_free(d);
+}
+
+Test(dict_batch, unsqueeze_refuses_batches_past_the_dim_limit)
+{
+	td_dict *d, *n, *r;
+	int64_t ones[TD_MAX_DIMS];
+	int i;
+
+	for (i = 0; i < TD_MAX_DIMS; i++)
+		ones[i] = 1;
+	td_cr_assert_ok(td_dict_new(&d, TD_MAX_DIMS, ones));
+	td_cr_assert_err(td_dict_unsqueeze(&r, d, 0), TD_EINVAL);
+	td_dict_free(d);
+	/* The root has room, its nested dict does not. */
+	td_cr_assert_ok(td_dict_new(&d, 1, ones));
+	td_cr_assert_ok(td_dict_new(&n, TD_MAX_DIMS, ones));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "n", n));
+	td_cr_assert_err(td_dict_unsqueeze(&r, d, 0), TD_EINVAL);
+	cr_assert_null(r);
+	td_dict_free(d);
+}
+
+Test(dict_batch, permute_reorders_nested_batches_too)
+{
+	td_dict *d = fixture(), *r, *c;
+	int64_t b43[] = { 4, 3 }, b432[] = { 4, 3, 2 }, s4352[] = { 4, 3, 5 };
+
+	td_cr_assert_ok(td_dict_permute(&r, d, (int[]){ -1, 0 }));
+	expect_batch(r, 2, b43);
+	expect_shape(leaf(r, "a"), 3, s4352);
+	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	expect_batch(c, 3, b432);
+	{
+		td_dict *back;
+		td_cr_assert_ok(td_dict_permute(&back, r, (int[]){ 1, 0 }));
+		cr_assert_eq(td_dict_equal(back, d), 1);
+		td_dict_free(back);
+	}
+	td_dict_free(r);
+	td_cr_assert_err(td_dict_permute(&r, d, (int[]){ 0, 2 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_permute(&r, d, (int[]){ -1, 1 }), TD_EINVAL);
+	td_cr_assert_err(td_dict_permute(&r, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_permute(NULL, d, (int[]){ 0, 1 }), TD_EINVAL);
+	{
+		td_dict *e;
+		td_cr_assert_ok(td_dict_new(&e, 0, NULL));
+		td_cr_assert_ok(td_dict_permute(&r, e, NULL));
+		td_dict_free(r);
+		td_dict_free(e);
+	}
+	td_dict_free(d);
+}
+
+/* ---- holes left by deletions ---- */
+
+Test(dict_batch, indexed_writes_and_joins_skip_holes)
+{
+	td_dict *d = fixture(), *v, *r;
+	const td_dict *two[2];
+	td_index idx[] = { td_index_int(1) };
+	td_tensor t;
+
+	/* A hole in the middle of d and of the value. */
+	td_cr_assert_ok(td_dict_del(d, "a"));
+	td_test_arange(&t, TD_DTYPE_F32, 3, (int64_t[]){ 3, 4, 5 });
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &t));
+	td_cr_assert_ok(td_dict_index(&v, d, idx, 1));
+	td_cr_assert_ok(td_dict_del(v, "b"));
+	td_cr_assert_ok(td_dict_zero(v));
+	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
+	td_cr_assert_ok(td_dict_index_fill(d, idx, 1, td_scalar_int(3)));
+	two[0] = two[1] = d;
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, 0));
+	cr_assert_eq(td_dict_len(r), 3);
+	td_dict_free(r);
+	td_dict_free(v);
+	td_dict_free(d);
+}
+
+Test(dict_batch, a_zero_dim_bool_index_after_an_ellipsis_adds_a_batch_dim)
+{
+	td_dict *d = fixture(), *r;
+	bool yes = true;
+	td_tensor b;
+	td_index idx[2], explicit_idx[3];
+
+	td_cr_assert_ok(td_tensor_from_data(&b, TD_DTYPE_BOOL, 0, NULL, &yes));
+	idx[0] = td_index_ellipsis();
+	idx[1] = td_index_tensor(&b);
+	explicit_idx[0] = td_index_all();
+	explicit_idx[1] = td_index_all();
+	explicit_idx[2] = td_index_tensor(&b);
+	td_cr_assert_ok(td_dict_index(&r, d, idx, 2));
+	cr_assert_eq(td_dict_batch_ndim(r), 3);
+	cr_assert_eq(td_dict_batch_shape(r)[2], 1);
+	expect_leaves(r, d, explicit_idx, 3);
+	td_dict_free(r);
+	td_tensor_release(&b);
+	td_dict_free(d);
+}
+
 /* ---- allocation failures ---- */
 
 typedef struct batch_ctx {
@@ -531,4 +1173,88 @@ Test(dict_batch, squeeze_of_a_dict_without_batch_dims_is_a_copy)
 	td_dict_free(r);
 	td_cr_assert_err(td_dict_squeeze(&r, d, 1), TD_EINVAL);
 	td_dict_free(d);
+}
+
+typedef struct more_batch_ctx {
+	td_dict *src, *out[8];
+	td_dict **parts[3];
+	size_t nparts[3];
+} more_batch_ctx;
+
+static void more_batch_free(more_batch_ctx *c)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		td_dict_free(c->out[i]);
+	for (i = 0; i < 3; i++)
+		td_dict_array_free(c->parts[i], c->nparts[i]);
+}
+
+static int more_batch_body(void *arg)
+{
+	more_batch_ctx *c = arg;
+	bool mask[] = { true, false, true, true };
+	int64_t sizes[] = { 1, 0, 2 };
+	td_index by_mask[] = { td_index_ellipsis(), td_index_mask(mask, 4) };
+	td_index row[] = { td_index_int(2) };
+	const td_dict *two[2];
+	int rc, i;
+
+	for (i = 0; i < 8; i++)
+		c->out[i] = NULL;
+	for (i = 0; i < 3; i++) {
+		c->parts[i] = NULL;
+		c->nparts[i] = 0;
+	}
+	rc = td_dict_index(&c->out[0], c->src, by_mask, 2);
+	two[0] = two[1] = c->src;
+	if (rc == 0)
+		rc = td_dict_cat(&c->out[1], two, 2, -1);
+	if (rc == 0)
+		rc = td_dict_view(&c->out[2], c->src, 1, (int64_t[]){ -1 });
+	if (rc == 0)
+		rc = td_dict_unsqueeze(&c->out[3], c->src, -1);
+	if (rc == 0)
+		rc = td_dict_squeeze(&c->out[4], c->out[3], -1);
+	if (rc == 0)
+		rc = td_dict_split(&c->parts[0], &c->nparts[0], c->src, 3, 1);
+	if (rc == 0)
+		rc = td_dict_split_sizes(&c->parts[1], &c->nparts[1], c->src, sizes, 3, 0);
+	if (rc == 0)
+		rc = td_dict_chunk(&c->parts[2], &c->nparts[2], c->src, 2, 0);
+	/* Writes into a fresh clone: index_put creates a missing nested dict. */
+	if (rc == 0)
+		rc = td_dict_clone(&c->out[5], c->src);
+	if (rc == 0)
+		rc = td_dict_index(&c->out[6], c->src, row, 1);
+	if (rc == 0)
+		rc = td_dict_rename(c->out[6], "b", "fresh");
+	if (rc == 0)
+		rc = td_dict_index_put(c->out[5], row, 1, c->out[6]);
+	if (rc == 0)
+		rc = td_dict_index_put(c->out[5], by_mask, 2, c->out[0]);
+	if (rc == 0)
+		rc = td_dict_index_fill(c->out[5], by_mask, 2, td_scalar_int(1));
+	if (rc < 0)
+		more_batch_free(c);
+	return rc;
+}
+
+static void more_batch_cleanup(void *arg)
+{
+	more_batch_ctx *c = arg;
+
+	cr_assert_eq(td_dict_contains(c->out[5], "fresh.c.t", 0), 1);
+	cr_assert_eq(c->nparts[1], 3);
+	more_batch_free(c);
+}
+
+Test(dict_batch, more_allocation_failures_are_reported_and_leak_nothing)
+{
+	more_batch_ctx c;
+
+	c.src = fixture();
+	td_test_enomem_sweep(more_batch_body, more_batch_cleanup, &c);
+	td_dict_free(c.src);
 }
