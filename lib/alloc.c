@@ -228,9 +228,16 @@ void *td__alloc_small(size_t size)
 	block_cache *c;
 	size_t k;
 
-	if (!using_default || size == 0 || size > CACHE_MAX)
+	if (size == 0 || size > CACHE_MAX)
 		return td__malloc(size);
 	k = (size - 1) / CACHE_STEP;
+	/*
+	 * A caller's allocator gets the whole class too: should such a block be
+	 * released after td_set_allocator(NULL) (which breaks the documented
+	 * contract), the cache it lands in still holds a block of its class.
+	 */
+	if (!using_default)
+		return td__malloc(class_bytes(k));
 	c = tcache;
 	if (c && c->count[k]) {
 		c->bytes -= class_bytes(k);

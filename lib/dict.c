@@ -300,7 +300,7 @@ int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char
 
 	if (d->used == d->cap)
 		TD_TRY(grow(d, fn));
-	if (d->index && (d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+	if (d->index && ((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 		index_fill_all(d, d->index, d->index_mask); /* drop tombstones */
 	slot = d->used++;
 	d->entries[slot].key = key;
@@ -320,7 +320,7 @@ void td__dict_push(td_dict *d, td__kstr *key)
 	d->entries[slot].hash = key->hash;
 	d->count++;
 	if (d->index) {
-		if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+		if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 			index_fill_all(d, d->index, d->index_mask);
 		index_insert(d, key->hash, slot);
 	}
@@ -360,7 +360,7 @@ void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key)
 	if (!d->index)
 		return;
 	/* The new key may take an empty cell: keep the load bound, as appends do. */
-	if ((d->index_fill + 1) * 4 > (d->index_mask + 1) * 3)
+	if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 		index_fill_all(d, d->index, d->index_mask);
 	else
 		index_insert(d, key->hash, i);

@@ -93,6 +93,8 @@ int td_dict_apply(td_dict **out, const td_dict *d, td_apply_fn fn, void *payload
 {
 	apply_state st;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || !fn)
 		return td__error(TD_EINVAL, "td_dict_apply: NULL argument");
 	*out = NULL;
@@ -227,6 +229,8 @@ int td_dict_binary(td_dict **out, const td_dict *a, const td_dict *b, td_binop o
 {
 	static const char fn[] = "td_dict_binary";
 
+	if (out)
+		*out = NULL;
 	if (!out || !a || !b)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -253,6 +257,8 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	static const char fn[] = "td_dict_binary_scalar";
 	scalar_ctx c;
 
+	if (out)
+		*out = NULL;
 	if (!out || !a)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;

@@ -203,6 +203,8 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 	batch_index bi;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -450,6 +452,10 @@ int td_dict_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, in
 	size_t n;
 	int dd, rc;
 
+	if (dicts_out)
+		*dicts_out = NULL;
+	if (count_out)
+		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
@@ -470,6 +476,10 @@ int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *
 	size_t i;
 	int dd;
 
+	if (dicts_out)
+		*dicts_out = NULL;
+	if (count_out)
+		*count_out = 0;
 	if (!dicts_out || !count_out || !d || (nsizes && !sizes))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
@@ -507,6 +517,10 @@ int td_dict_split(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int
 	static const char fn[] = "td_dict_split";
 	int dd;
 
+	if (dicts_out)
+		*dicts_out = NULL;
+	if (count_out)
+		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	if (split_size <= 0)
@@ -523,6 +537,10 @@ int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, siz
 	int64_t n, size;
 	int dd;
 
+	if (dicts_out)
+		*dicts_out = NULL;
+	if (count_out)
+		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	if (chunks == 0 || chunks > (size_t)INT64_MAX)
@@ -569,6 +587,8 @@ static int reshape_impl(td_dict **out, const td_dict *d, int ndim, const int64_t
 	shape_ctx c;
 	int i, infer = -1;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || (ndim > 0 && !shape))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -585,8 +605,14 @@ static int reshape_impl(td_dict **out, const td_dict *d, int ndim, const int64_t
 				(long long)shape[i], i);
 		resolved[i] = shape[i];
 	}
+	if (infer >= 0 && known == 0) {
+		char s[TD_SHAPE_STR_LEN];
+		/* As torch: with a zero size the -1 could be anything. */
+		return td__error(TD_ETYPE, "%s: batch shape %s is ambiguous: with a size 0, -1 "
+			"can be any size", fn, td__format_shape(s, sizeof(s), ndim, shape));
+	}
 	if (infer >= 0)
-		resolved[infer] = known ? numel / known : 0;
+		resolved[infer] = numel / known;
 	if ((infer >= 0 ? known * resolved[infer] : known) != numel) {
 		char s[TD_SHAPE_STR_LEN];
 		return td__error(TD_ETYPE, "%s: batch shape %s does not hold %lld elements", fn,
@@ -636,6 +662,8 @@ int td_dict_unsqueeze(td_dict **out, const td_dict *d, int dim)
 	shape_ctx c;
 	int i, k = 0;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -654,6 +682,8 @@ int td_dict_squeeze(td_dict **out, const td_dict *d, int dim)
 	shape_ctx c;
 	int i, k = 0;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -676,6 +706,8 @@ int td_dict_permute(td_dict **out, const td_dict *d, const int *dims)
 	shape_ctx c;
 	int i;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || (!dims && d->batch_ndim > 0))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;

@@ -87,6 +87,8 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	td_dict *nd;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
@@ -255,6 +257,8 @@ int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *sep)
 {
 	static const char fn[] = "td_dict_unflatten_keys";
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;

@@ -67,6 +67,8 @@ int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 {
 	td_dict_iter *it;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_iter_new: NULL argument");
 	*out = NULL;

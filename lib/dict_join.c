@@ -151,6 +151,8 @@ static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int d
 	size_t i;
 	int rc;
 
+	if (out)
+		*out = NULL;
 	if (!out || !dicts || n == 0)
 		return td__error(TD_EINVAL, "%s: no dicts to join", fn);
 	*out = NULL;

@@ -96,6 +96,8 @@ int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
 
 int td_dict_copy(td_dict **out, const td_dict *d)
 {
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_copy: NULL argument");
 	*out = NULL;
@@ -104,6 +106,8 @@ int td_dict_copy(td_dict **out, const td_dict *d)
 
 int td_dict_clone(td_dict **out, const td_dict *d)
 {
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_clone: NULL argument");
 	*out = NULL;
@@ -143,6 +147,8 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 
 int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 {
+	if (out)
+		*out = NULL;
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_empty: NULL argument");
 	*out = NULL;
@@ -243,9 +249,10 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
-			if (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES)
-				return td__error(TD_ETYPE, "%s: '%s' is not a non-tensor value", fn,
-					eo->key->data);
+			if (e->value.kind != eo->value.kind)
+				return td__error(TD_ETYPE, "%s: '%s' holds a %s in one dict and not the "
+					"other", fn, eo->key->data,
+					eo->value.kind == TD_VALUE_STRING ? "string" : "bytes value");
 			if (write) {
 				td_buffer_unref(e->value.u.blob.buffer);
 				e->value = eo->value;
@@ -385,6 +392,8 @@ static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	size_t i;
 	int rc = 0;
 
+	if (out)
+		*out = NULL;
 	if (!out || !d || (n && !keys && !handles))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;

@@ -116,10 +116,11 @@ TD_API const char *td_key_part(const td_key *key, size_t i);
  * A new empty dict.
  *
  * @param[out] out  receives the dict; owned by the caller, release with
- *                  td_dict_free()
+ *                  td_dict_free(); set to NULL on failure
  * @param batch_ndim   number of batch dims, 0..TD_MAX_DIMS
  * @param batch_shape  their sizes (>= 0); may be NULL when batch_ndim is 0
- * @return TD_OK; TD_EINVAL; TD_ENOMEM
+ * @return TD_OK; TD_EINVAL; TD_EOVERFLOW (the batch's element count does
+ *         not fit in int64); TD_ENOMEM
  */
 TD_API int td_dict_new(td_dict **out, int batch_ndim, const int64_t *batch_shape);
 
@@ -145,8 +146,8 @@ TD_API int64_t td_dict_batch_numel(const td_dict *d);
 /**
  * Change the batch shape; every entry must start with the new shape.
  *
- * @return TD_OK; TD_EINVAL; TD_ETYPE (an entry does not match: the message
- *         names it); TD_ELOCKED
+ * @return TD_OK; TD_EINVAL; TD_EOVERFLOW (element count); TD_ETYPE (an
+ *         entry does not match: the message names it); TD_ELOCKED
  */
 TD_API int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_shape);
 
@@ -404,9 +405,9 @@ TD_API void td_dict_iter_free(td_dict_iter *it);
  *
  * @return TD_OK; TD_ETYPE (a value whose shape does not start with the
  *         batch shape); TD_ELOCKED (a key new to a locked dict, or a value
- *         that would replace another kind of value in a locked dict; on a
- *         locked dict existing tensors are written in place); TD_ENOMEM. On
- *         failure, the entries already merged stay merged.
+ *         other than a tensor over a tensor in a locked dict: there existing
+ *         tensors are written in place, and nothing else can be replaced);
+ *         TD_ENOMEM. On failure, the entries already merged stay merged.
  */
 TD_API int td_dict_update(td_dict *d, const td_dict *other);
 
@@ -488,8 +489,8 @@ typedef int (*td_apply_fn)(td_tensor *out, const td_tensor *in, const td_item *i
 
 /**
  * A new dict with `fn` applied to every tensor leaf. Non-tensor leaves are
- * carried over; nested structure is kept. The results must start with the
- * batch shape.
+ * carried over; nested structure is kept (a nested dict whose leaves were
+ * all skipped stays, empty). The results must start with the batch shape.
  *
  * @return TD_OK; the callback's error; TD_ETYPE (a result does not match
  *         the batch shape); TD_ENOMEM
@@ -581,7 +582,11 @@ TD_API int td_dict_split(td_dict ***dicts_out, size_t *count_out, const td_dict 
 TD_API int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *d,
 	const int64_t *sizes, size_t nsizes, int dim);
 
-/** At most `chunks` views of (nearly) equal size along `dim`, as torch.chunk. */
+/**
+ * At most `chunks` views of (nearly) equal size along `dim`, as
+ * tensordict's chunk (torch.chunk for a nonzero size; a dim of size 0 gives
+ * one empty piece).
+ */
 TD_API int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d,
 	size_t chunks, int dim);
 
@@ -601,7 +606,7 @@ TD_API int td_dict_cat(td_dict **out, const td_dict *const *dicts, size_t n, int
 
 /**
  * Reshape the batch dims (views when possible, copies otherwise); one size
- * may be -1.
+ * may be -1 (not together with a size 0, as torch: TD_ETYPE).
  */
 TD_API int td_dict_reshape(td_dict **out, const td_dict *d, int ndim, const int64_t *shape);
 

@@ -1258,3 +1258,17 @@ Test(dict_batch, more_allocation_failures_are_reported_and_leak_nothing)
 	td_test_enomem_sweep(more_batch_body, more_batch_cleanup, &c);
 	td_dict_free(c.src);
 }
+
+Test(dict_batch, reshape_with_minus_one_and_a_zero_size_is_ambiguous)
+{
+	td_dict *d, *r;
+	int64_t b03[] = { 0, 3 }, bad[] = { 0, -1 }, ok[] = { -1, 3 };
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b03));
+	td_cr_assert_err(td_dict_reshape(&r, d, 2, bad), TD_ETYPE);
+	cr_assert_null(r);
+	td_cr_assert_ok(td_dict_reshape(&r, d, 2, ok)); /* as torch: [-1, 3] of 0 is [0, 3] */
+	cr_assert_eq(td_dict_batch_shape(r)[0], 0);
+	td_dict_free(r);
+	td_dict_free(d);
+}

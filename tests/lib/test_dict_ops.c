@@ -508,7 +508,10 @@ Test(dict_ops, update_inplace_replaces_non_tensor_values)
 	size_t len;
 
 	td_cr_assert_ok(td_dict_new(&o, 0, NULL));
+	/* Bytes do not replace a string: the kinds must match. */
 	td_cr_assert_ok(td_dict_set_bytes(o, "s", "raw", 3));
+	td_cr_assert_err(td_dict_update_inplace(d, o), TD_ETYPE);
+	td_cr_assert_ok(td_dict_set_string(o, "s", "raw"));
 	td_cr_assert_ok(td_dict_lock(d));
 	td_cr_assert_ok(td_dict_update_inplace(d, o));
 	td_cr_assert_ok(td_dict_get_blob(d, "s", &data, &len));
