@@ -118,9 +118,9 @@ static void dict_destroy(td_dict *d)
 
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		td__kstr_unref(e->key);
+		td__entry_drop_key(e);
 		td__value_release(&e->value);
 	}
 	td__free(d->index);
@@ -174,19 +174,16 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 /* Whether the live entry e holds the key (s, len, hash); the hash is checked first. */
 static inline bool key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
 {
-	const td__kstr *k;
 	uint32_t i;
 
-	if (e->hash != hash)
+	/* A deleted slot has klen TD_SLOT_DEAD, which no key length equals. */
+	if (e->hash != hash || e->klen != len)
 		return false;
-	k = e->key;
-	if (k->len != len)
-		return false;
-	if (len > 16)
-		return memcmp(k->data, s, len) == 0;
-	/* Short keys (the usual case): no call. */
+	if (len > TD_KEY_INLINE)
+		return memcmp(e->k.heap->data, s, len) == 0;
+	/* Inline keys (the usual case): in the entry's first line, no call. */
 	for (i = 0; i < len; i++)
-		if (k->data[i] != s[i])
+		if (e->k.inl[i] != s[i])
 			return false;
 	return true;
 }
@@ -198,7 +195,7 @@ td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64
 	if (!d->index) {
 		for (i = 0; i < d->used; i++) {
 			td__entry *e = &d->entries[i];
-			if (e->key && key_eq(e, key, len, hash))
+			if (key_eq(e, key, len, hash))
 				return e;
 		}
 		return NULL;
@@ -235,7 +232,7 @@ static void index_fill_all(td_dict *d, uint32_t *index, uint32_t mask)
 	d->index_mask = mask;
 	d->index_fill = 0;
 	for (i = 0; i < d->used; i++)
-		if (d->entries[i].key)
+		if (td__entry_live(&d->entries[i]))
 			index_insert(d, d->entries[i].hash, i);
 }
 
@@ -245,7 +242,7 @@ static void compact(td_dict *d)
 	uint32_t i, j = 0;
 
 	for (i = 0; i < d->used; i++)
-		if (d->entries[i].key)
+		if (td__entry_live(&d->entries[i]))
 			d->entries[j++] = d->entries[i];
 	d->used = j;
 	if (d->index)
@@ -294,35 +291,34 @@ static int grow(td_dict *d, const char *fn)
 	return TD_OK;
 }
 
-int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char *fn)
+int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const char *fn)
 {
 	uint32_t slot;
 
 	if (d->used == d->cap)
 		TD_TRY(grow(d, fn));
+	if (!td__entry_set_key(&d->entries[d->used], k))
+		return td__error_nomem(k->len);
 	if (d->index && ((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 		index_fill_all(d, d->index, d->index_mask); /* drop tombstones */
 	slot = d->used++;
-	d->entries[slot].key = key;
-	d->entries[slot].hash = key->hash;
 	td__value_assign(&d->entries[slot].value, value);
 	d->count++;
 	if (d->index)
-		index_insert(d, key->hash, slot);
+		index_insert(d, k->hash, slot);
 	return TD_OK;
 }
 
-void td__dict_push(td_dict *d, td__kstr *key)
+void td__dict_push(td_dict *d, const td__entry *src)
 {
 	uint32_t slot = d->used++;
 
-	d->entries[slot].key = key;
-	d->entries[slot].hash = key->hash;
+	td__entry_copy_key(&d->entries[slot], src);
 	d->count++;
 	if (d->index) {
 		if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 			index_fill_all(d, d->index, d->index_mask);
-		index_insert(d, key->hash, slot);
+		index_insert(d, src->hash, slot);
 	}
 }
 
@@ -336,34 +332,39 @@ void td__dict_remove_slot(td_dict *d, uint32_t i)
 			;
 		d->index[k] = TD_DICT_TOMB;
 	}
-	td__kstr_unref(e->key);
-	e->key = NULL;
+	td__entry_drop_key(e);
 	td__value_release(&e->value);
 	d->count--;
-	while (d->used > 0 && !d->entries[d->used - 1].key)
+	while (d->used > 0 && !td__entry_live(&d->entries[d->used - 1]))
 		d->used--;
 }
 
-void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key)
+int td__dict_rekey(td_dict *d, uint32_t i, const td__kref *k)
 {
 	td__entry *e = &d->entries[i];
+	td__entry fresh;
 
+	/* Make the new key first: a long one may fail to allocate. */
+	if (!td__entry_set_key(&fresh, k))
+		return td__error_nomem(k->len);
 	if (d->index) {
-		uint32_t mask = d->index_mask, k;
-		for (k = (uint32_t)e->hash & mask; d->index[k] != i + 1; k = (k + 1) & mask)
+		uint32_t mask = d->index_mask, c;
+		for (c = (uint32_t)e->hash & mask; d->index[c] != i + 1; c = (c + 1) & mask)
 			;
-		d->index[k] = TD_DICT_TOMB;
+		d->index[c] = TD_DICT_TOMB;
 	}
-	td__kstr_unref(e->key);
-	e->key = key;
-	e->hash = key->hash;
+	td__entry_drop_key(e);
+	e->k = fresh.k;
+	e->klen = fresh.klen;
+	e->hash = fresh.hash;
 	if (!d->index)
-		return;
+		return TD_OK;
 	/* The new key may take an empty cell: keep the load bound, as appends do. */
 	if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 		index_fill_all(d, d->index, d->index_mask);
 	else
-		index_insert(d, key->hash, i);
+		index_insert(d, e->hash, i);
+	return TD_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -389,7 +390,7 @@ size_t td__dict_height(const td_dict *d)
 
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
-		if (e->key && e->value.kind == TD_VALUE_DICT) {
+		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
 			size_t c = td__dict_height(e->value.u.dict);
 			if (c > h)
 				h = c;
@@ -416,7 +417,7 @@ void td__dict_set_locked(td_dict *d, bool locked)
 	d->locked = locked;
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
-		if (e->key && e->value.kind == TD_VALUE_DICT)
+		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
 			td__dict_set_locked(e->value.u.dict, locked);
 	}
 }
@@ -515,8 +516,8 @@ int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_sha
 		const int64_t *shape;
 		int ndim;
 
-		if (e->key && value_shape(&e->value, &ndim, &shape))
-			TD_TRY(td__dict_check_batch(&probe, ndim, shape, e->key->data, fn));
+		if (td__entry_live(e) && value_shape(&e->value, &ndim, &shape))
+			TD_TRY(td__dict_check_batch(&probe, ndim, shape, td__entry_key(e), fn));
 	}
 	d->batch_ndim = batch_ndim;
 	if (batch_ndim)
@@ -588,7 +589,6 @@ void td__dict_undo(td__undo *undo)
 static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, const char *fn)
 {
 	td_value v;
-	td__kstr *k;
 	td_dict *c;
 	int rc;
 
@@ -596,16 +596,10 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 		return td__error(TD_EINVAL, "%s: dicts cannot nest deeper than %d levels", fn,
 			TD_KEY_MAX_DEPTH);
 	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 1, fn));
-	k = td__kstr_new(part->s, part->len, part->hash);
-	if (!k) {
-		td_dict_free(c);
-		return td__error_nomem(part->len);
-	}
 	v.kind = TD_VALUE_DICT;
 	v.u.dict = c;
-	rc = td__dict_append(d, k, &v, fn);
+	rc = td__dict_append(d, part, &v, fn);
 	if (rc < 0) {
-		td__kstr_unref(k);
 		td_dict_free(c);
 		return rc;
 	}
@@ -714,7 +708,7 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 /* Store `v` in an existing entry of `parent`. */
 static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const char *fn)
 {
-	const char *key = e->key->data;
+	const char *key = td__entry_key(e);
 
 	td_value old;
 
@@ -743,7 +737,6 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 	td_dict *parent;
 	td__undo undo;
 	td__entry *e;
-	td__kstr *k;
 	int rc;
 
 	TD_TRY(td__dict_walk(d, parts, n, &undo, &parent, fn));
@@ -758,16 +751,9 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 		rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
 		goto fail;
 	}
-	k = td__kstr_new(last->s, last->len, last->hash);
-	if (!k) {
-		rc = td__error_nomem(last->len);
+	rc = td__dict_append(parent, last, v, fn);
+	if (rc < 0)
 		goto fail;
-	}
-	rc = td__dict_append(parent, k, v, fn);
-	if (rc < 0) {
-		td__kstr_unref(k);
-		goto fail;
-	}
 	if (v->kind == TD_VALUE_TENSOR)
 		td_buffer_ref(v->u.tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)

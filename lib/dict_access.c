@@ -97,7 +97,7 @@ static int not_kind(const td__entry *e, const char *want, const char *fn)
 {
 	static const char *const names[] = { "?", "a tensor", "a dict", "a string", "bytes" };
 
-	return td__error(TD_ETYPE, "%s: '%s' holds %s, not %s", fn, e->key->data,
+	return td__error(TD_ETYPE, "%s: '%s' holds %s, not %s", fn, td__entry_key(e),
 		names[e->value.kind <= TD_VALUE_BYTES ? e->value.kind : 0], want);
 }
 
@@ -454,7 +454,7 @@ static int del_impl(td_dict *d, const char *dotted, const char *const *parts, si
 	TD_TRY(td__dict_lookup(d, p.part, p.n, &e, &parent, fn));
 	if (parent->locked)
 		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the dict is locked", fn,
-			e->key->data);
+			td__entry_key(e));
 	td__dict_remove_slot(parent, (uint32_t)(e - parent->entries));
 	return TD_OK;
 }
@@ -474,12 +474,7 @@ int td_dict_del_path(td_dict *d, const char *const *parts, size_t n)
 /* Rename within one dict: the entry keeps its position. */
 static int rename_here(td_dict *d, td__entry *e, const td__kref *to)
 {
-	td__kstr *k = td__kstr_new(to->s, to->len, to->hash);
-
-	if (!k)
-		return td__error_nomem(to->len);
-	td__dict_rekey(d, (uint32_t)(e - d->entries), k);
-	return TD_OK;
+	return td__dict_rekey(d, (uint32_t)(e - d->entries), to);
 }
 
 /* Check that moving value `v` out of `from` into `to` keeps the tree valid. */
@@ -503,30 +498,25 @@ static int check_move(const td_dict *to, const td_value *v, const char *key, con
 	return TD_OK;
 }
 
-/* Move the entry holding key `old` of `from` into `to` as `name`. */
-static int rename_move(td_dict *from, const td__kstr *old, td_dict *to, const td__kref *name,
+/*
+ * Move the entry holding key `old` of `from` into `to` as `name`. `old`
+ * points into the caller's key path (stable), not into the entry: the
+ * walk that found `to` may have moved the entries of `from`.
+ */
+static int rename_move(td_dict *from, const td__kref *old, td_dict *to, const td__kref *name,
 	const char *key, const char *fn)
 {
-	td__entry *e = td__dict_find(from, old->data, old->len, old->hash);
+	td__entry *e = td__dict_find(from, old->s, old->len, old->hash);
 	td_value v = e->value;
-	td__kstr *k;
-	int rc;
 
 	TD_TRY(check_move(to, &v, key, fn));
 	if (to->locked)
 		return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
-	k = td__kstr_new(name->s, name->len, name->hash);
-	if (!k)
-		return td__error_nomem(name->len);
-	rc = td__dict_append(to, k, &v, fn);
-	if (rc < 0) {
-		td__kstr_unref(k);
-		return rc;
-	}
+	TD_TRY(td__dict_append(to, name, &v, fn));
 	if (v.kind == TD_VALUE_DICT)
 		v.u.dict->parent = to;
 	/* The value now lives in `to`: empty the old slot without releasing it. */
-	e = td__dict_find(from, old->data, old->len, old->hash);
+	e = td__dict_find(from, old->s, old->len, old->hash);
 	e->value.kind = TD_VALUE_BYTES;
 	e->value.u.blob.buffer = NULL;
 	td__dict_remove_slot(from, (uint32_t)(e - from->entries));
@@ -536,36 +526,31 @@ static int rename_move(td_dict *from, const td__kstr *old, td_dict *to, const td
 static int rename_impl(td_dict *d, const td__kpath *po, const td__kpath *pn, const char *fn)
 {
 	const td__kref *last = &pn->part[pn->n - 1];
+	const td__kref *old = &po->part[po->n - 1];
 	td_dict *from, *to;
 	char key[512];
 	td__entry *e;
-	td__kstr *old;
 	td__undo undo;
 	int rc;
 
 	TD_TRY(td__dict_lookup(d, po->part, po->n, &e, &from, fn));
 	if (from->locked)
 		return td__error(TD_ELOCKED, "%s: cannot rename '%s': the dict is locked", fn,
-			e->key->data);
-	old = td__kstr_ref(e->key);
-	rc = td__dict_walk(d, pn->part, pn->n, &undo, &to, fn);
-	if (rc < 0)
-		goto out;
+			td__entry_key(e));
+	TD_TRY(td__dict_walk(d, pn->part, pn->n, &undo, &to, fn));
 	td__kpath_format(key, sizeof(key), pn->part, pn->n);
 	if (to == from && last->hash == old->hash && last->len == old->len &&
-	    memcmp(last->s, old->data, old->len) == 0) {
+	    memcmp(last->s, old->s, old->len) == 0) {
 		rc = TD_OK; /* renamed to itself: nothing to do */
 	} else if (td__dict_find(to, last->s, last->len, last->hash)) {
 		rc = td__error(TD_EEXISTS, "%s: key '%s' already exists", fn, key);
 	} else if (to == from) {
-		rc = rename_here(from, td__dict_find(from, old->data, old->len, old->hash), last);
+		rc = rename_here(from, td__dict_find(from, old->s, old->len, old->hash), last);
 	} else {
 		rc = rename_move(from, old, to, last, key, fn);
 	}
 	if (rc < 0)
 		td__dict_undo(&undo);
-out:
-	td__kstr_unref(old);
 	return rc;
 }
 

@@ -28,7 +28,7 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 
 	item.path = st->path;
 	item.depth = depth + 1;
-	item.key = e->key->data;
+	item.key = td__entry_key(e);
 	item.value = &e->value;
 	*r = (td_tensor)TD_TENSOR_INIT;
 	rc = st->fn(r, &e->value.u.tensor, &item, st->payload);
@@ -36,7 +36,7 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 	if (rc < 0 || rc > 0)
 		td_tensor_release(r);
 	if (rc < 0 && td_error_last()->code != rc)
-		td__error(rc, "%s: the callback failed on '%s' with %d", st->name, e->key->data, rc);
+		td__error(rc, "%s: the callback failed on '%s' with %d", st->name, td__entry_key(e), rc);
 	return rc < 0 ? rc : TD_OK;
 }
 
@@ -52,9 +52,9 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 		bool keep = true;
 		td_value v;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		st->path[depth] = e->key->data;
+		st->path[depth] = td__entry_key(e);
 		v.kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR) {
 			rc = call_leaf(st, e, depth, &v.u.tensor, &keep);
@@ -62,7 +62,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 				rc = td__tensor_check(&v.u.tensor, st->name, "the callback's result");
 				if (rc == 0)
 					rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
-						e->key->data, st->name);
+						td__entry_key(e), st->name);
 				if (rc < 0)
 					td_tensor_release(&v.u.tensor);
 			}
@@ -72,9 +72,9 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			rc = td__value_share(&v, &e->value, st->name);
 		}
 		if (rc == 0 && keep) {
-			rc = td__dict_append(nd, td__kstr_ref(e->key), &v, st->name);
+			td__kref k = td__entry_kref(e);
+			rc = td__dict_append(nd, &k, &v, st->name);
 			if (rc < 0) {
-				td__kstr_unref(e->key);
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {
 				v.u.dict->parent = nd;
@@ -114,9 +114,9 @@ static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
 		bool keep;
 		int rc;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		st->path[depth] = e->key->data;
+		st->path[depth] = td__entry_key(e);
 		if (e->value.kind == TD_VALUE_DICT) {
 			TD_TRY(apply_inplace_rec(e->value.u.dict, st, depth + 1));
 			continue;
@@ -160,16 +160,16 @@ static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
 	for (i = 0; i < a->used; i++) {
 		const td__entry *ea = &a->entries[i], *eb;
 
-		if (!ea->key)
+		if (!td__entry_live(ea))
 			continue;
-		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		if (!eb)
 			return td__error(TD_ENOTFOUND, "%s: key '%s' is missing from the second dict",
-				fn, ea->key->data);
+				fn, td__entry_key(ea));
 		if ((ea->value.kind == TD_VALUE_DICT) != (eb->value.kind == TD_VALUE_DICT) ||
 		    (ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
 			return td__error(TD_ETYPE, "%s: '%s' holds different kinds of values", fn,
-				ea->key->data);
+				td__entry_key(ea));
 		if (ea->value.kind == TD_VALUE_DICT)
 			TD_TRY(same_structure(ea->value.u.dict, eb->value.u.dict, fn));
 	}
@@ -190,15 +190,15 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 		const td__entry *ea = &a->entries[i], *eb;
 		td_value v;
 
-		if (!ea->key)
+		if (!td__entry_live(ea))
 			continue;
-		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		v.kind = ea->value.kind;
 		if (ea->value.kind == TD_VALUE_TENSOR) {
 			rc = td_tensor_binary(&v.u.tensor, &ea->value.u.tensor, &eb->value.u.tensor, op);
 			if (rc == 0) {
 				rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
-					ea->key->data, fn);
+					td__entry_key(ea), fn);
 				if (rc < 0)
 					td_tensor_release(&v.u.tensor);
 			}
@@ -208,9 +208,9 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 			rc = td__value_share(&v, &ea->value, fn);
 		}
 		if (rc == 0) {
-			rc = td__dict_append(nd, td__kstr_ref(ea->key), &v, fn);
+			td__kref k = td__entry_kref(ea);
+			rc = td__dict_append(nd, &k, &v, fn);
 			if (rc < 0) {
-				td__kstr_unref(ea->key);
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {
 				v.u.dict->parent = nd;
@@ -282,10 +282,10 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 		const td__entry *eb = NULL;
 		td_tensor *t;
 
-		if (!ea->key)
+		if (!td__entry_live(ea))
 			continue;
 		if (b)
-			eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+			eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		if (ea->value.kind == TD_VALUE_DICT) {
 			TD_TRY(binary_inplace_rec(ea->value.u.dict, eb ? eb->value.u.dict : NULL, s, op,
 				write, fn));
@@ -350,14 +350,14 @@ static int zero_rec(td_dict *d, bool write, const char *fn)
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
 		if (e->value.kind == TD_VALUE_DICT)
 			TD_TRY(zero_rec(e->value.u.dict, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
 			TD_TRY(td_tensor_zero(&e->value.u.tensor));
 		else if (e->value.kind == TD_VALUE_TENSOR)
-			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, e->key->data));
+			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, td__entry_key(e)));
 	}
 	return TD_OK;
 }
@@ -388,9 +388,9 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 		const td_value *va, *vb;
 		int r;
 
-		if (!ea->key)
+		if (!td__entry_live(ea))
 			continue;
-		eb = td__dict_find(b, ea->key->data, ea->key->len, ea->key->hash);
+		eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		if (!eb || eb->value.kind != ea->value.kind)
 			return 0;
 		va = &ea->value;

@@ -247,12 +247,12 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 		const td__entry *ev = &v->entries[i];
 		td__entry *e;
 
-		if (!ev->key)
+		if (!td__entry_live(ev))
 			continue;
-		e = td__dict_find(d, ev->key->data, ev->key->len, ev->key->hash);
+		e = td__dict_find(d, td__entry_key(ev), ev->klen, ev->hash);
 		if (!e && d->locked)
 			return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn,
-				ev->key->data);
+				td__entry_key(ev));
 		if (!e && !write)
 			continue;
 		if (!e) {
@@ -260,7 +260,7 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			int64_t shape[TD_MAX_DIMS];
 			const int64_t *src;
 			int nd, extra;
-			td__kref k = { ev->key->data, ev->key->len, ev->key->hash };
+			td__kref k = { td__entry_key(ev), ev->klen, ev->hash };
 			td_value nv;
 			int rc;
 
@@ -277,7 +277,7 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			extra = nd - root_v;
 			if (root_d + extra > TD_MAX_DIMS)
 				return td__error(TD_EINVAL, "%s: '%s' would exceed %d dims", fn,
-					ev->key->data, TD_MAX_DIMS);
+					td__entry_key(ev), TD_MAX_DIMS);
 			memcpy(shape, d->batch_shape, (size_t)root_d * sizeof(int64_t));
 			memcpy(shape + root_d, src + root_v, (size_t)extra * sizeof(int64_t));
 			nv.kind = ev->value.kind;
@@ -292,29 +292,29 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			if (nv.kind == TD_VALUE_TENSOR || rc < 0)
 				td__value_release(&nv);
 			TD_TRY(rc);
-			e = td__dict_find(d, ev->key->data, ev->key->len, ev->key->hash);
+			e = td__dict_find(d, td__entry_key(ev), ev->klen, ev->hash);
 		}
 		if (ev->value.kind == TD_VALUE_DICT) {
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in the value only", fn,
-					ev->key->data);
+					td__entry_key(ev));
 			TD_TRY(put_rec(e->value.u.dict, ev->value.u.dict, bi, root_d, root_v, write, fn));
 		} else if (ev->value.kind == TD_VALUE_TENSOR) {
 			if (e->value.kind != TD_VALUE_TENSOR)
 				return td__error(TD_ETYPE, "%s: '%s' is a tensor in the value only", fn,
-					ev->key->data);
+					td__entry_key(ev));
 			if (write)
 				TD_TRY(td__tensor_index_put(&e->value.u.tensor, bi->idx, bi->n,
 					&ev->value.u.tensor, fn));
 			else
 				TD_TRY(check_put(&e->value.u.tensor, &ev->value.u.tensor, bi,
-					ev->key->data, fn));
+					td__entry_key(ev), fn));
 		} else if (e->value.kind != ev->value.kind ||
 			   e->value.u.blob.length != ev->value.u.blob.length ||
 			   memcmp(e->value.u.blob.data, ev->value.u.blob.data,
 				   e->value.u.blob.length) != 0) {
 			return td__error(TD_ETYPE, "%s: '%s': a non-tensor value cannot be written at "
-				"an index", fn, ev->key->data);
+				"an index", fn, td__entry_key(ev));
 		}
 	}
 	return TD_OK;
@@ -352,14 +352,14 @@ static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, 
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
 		if (e->value.kind == TD_VALUE_DICT)
 			TD_TRY(fill_rec(e->value.u.dict, bi, s, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
 			TD_TRY(td__tensor_index_fill(&e->value.u.tensor, bi->idx, bi->n, s, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR)
-			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, e->key->data));
+			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, td__entry_key(e)));
 	}
 	return TD_OK;
 }

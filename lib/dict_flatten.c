@@ -16,9 +16,9 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 		const td__entry *e = &d->entries[i];
 		size_t klen;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		if (len + (len ? seplen : 0) + e->key->len + 1 > cap)
+		if (len + (len ? seplen : 0) + e->klen + 1 > cap)
 			return td__error(TD_EINVAL, "%s: a flattened key is longer than %zu bytes", fn,
 				cap - 1);
 		klen = len;
@@ -26,28 +26,24 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 			memcpy(buf + klen, sep, seplen);
 			klen += seplen;
 		}
-		memcpy(buf + klen, e->key->data, e->key->len);
-		klen += e->key->len;
+		memcpy(buf + klen, td__entry_key(e), e->klen);
+		klen += e->klen;
 		buf[klen] = '\0';
 		if (e->value.kind == TD_VALUE_DICT) {
 			TD_TRY(flatten_rec(out, e->value.u.dict, buf, klen, cap, sep, seplen, fn));
 		} else {
-			uint64_t h = td__hash(buf, klen);
-			td__kstr *k;
+			td__kref k;
 			td_value v;
 			int rc;
 
-			if (td__dict_find(out, buf, (uint32_t)klen, h))
+			k.s = buf;
+			k.len = (uint32_t)klen;
+			k.hash = td__hash(buf, klen);
+			if (td__dict_find(out, buf, k.len, k.hash))
 				return td__error(TD_EEXISTS, "%s: two keys flatten to '%s'", fn, buf);
 			TD_TRY(td__value_share(&v, &e->value, fn));
-			k = td__kstr_new(buf, klen, h);
-			if (!k) {
-				td__value_release(&v);
-				return td__error_nomem(klen);
-			}
-			rc = td__dict_append(out, k, &v, fn);
+			rc = td__dict_append(out, &k, &v, fn);
 			if (rc < 0) {
-				td__kstr_unref(k);
 				td__value_release(&v);
 				return rc;
 			}
@@ -66,9 +62,9 @@ static size_t longest_key(const td_dict *d, size_t seplen, size_t *leaves)
 		const td__entry *e = &d->entries[i];
 		size_t len;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		len = e->key->len;
+		len = e->klen;
 		if (e->value.kind == TD_VALUE_DICT)
 			len += seplen + longest_key(e->value.u.dict, seplen, leaves);
 		else
@@ -118,10 +114,10 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 }
 
 /* Split `key` on `sep` into `p` (components borrowed from key). */
-static int split_key(td__kpath *p, const td__kstr *key, const char *sep, size_t seplen,
+static int split_key(td__kpath *p, const td__entry *e, const char *sep, size_t seplen,
 	const char *fn)
 {
-	const char *s = key->data, *end = key->data + key->len;
+	const char *s = td__entry_key(e), *end = s + e->klen;
 	size_t n = 0;
 
 	for (;;) {
@@ -130,13 +126,13 @@ static int split_key(td__kpath *p, const td__kstr *key, const char *sep, size_t 
 
 		if (len == 0)
 			return td__error(TD_EINVAL, "%s: key '%s' has an empty component", fn,
-				key->data);
+				td__entry_key(e));
 		if (n == TD_KEY_MAX_DEPTH)
-			return td__error(TD_EINVAL, "%s: key '%s' is deeper than %d", fn, key->data,
+			return td__error(TD_EINVAL, "%s: key '%s' is deeper than %d", fn, td__entry_key(e),
 				TD_KEY_MAX_DEPTH);
 		p->part[n].s = s;
 		p->part[n].len = (uint32_t)len;
-		p->part[n].hash = (hit || n) ? td__hash(s, len) : key->hash;
+		p->part[n].hash = (hit || n) ? td__hash(s, len) : e->hash;
 		n++;
 		if (!hit)
 			break;
@@ -161,20 +157,20 @@ static int merge(td_dict *dst, const td_dict *src, const char *fn)
 		td_value v;
 		int rc;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		hit = td__dict_find(dst, e->key->data, e->key->len, e->key->hash);
+		hit = td__dict_find(dst, td__entry_key(e), e->klen, e->hash);
 		if (hit) {
 			if (hit->value.kind != TD_VALUE_DICT || e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
-					e->key->data);
+					td__entry_key(e));
 			TD_TRY(merge(hit->value.u.dict, e->value.u.dict, fn));
 			continue;
 		}
 		TD_TRY(td__value_share(&v, &e->value, fn));
-		k.s = e->key->data;
-		k.len = e->key->len;
-		k.hash = e->key->hash;
+		k.s = td__entry_key(e);
+		k.len = e->klen;
+		k.hash = e->hash;
 		rc = td__dict_set_value(dst, &k, 1, &v, fn);
 		if (v.kind != TD_VALUE_DICT || rc < 0)
 			td__value_release(&v);
@@ -194,11 +190,11 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 	td_value v;
 	int rc;
 
-	TD_TRY(split_key(&p, e->key, sep, seplen, fn));
+	TD_TRY(split_key(&p, e, sep, seplen, fn));
 	rc = td__dict_walk(nd, p.part, p.n, &undo, &parent, fn);
 	if (rc == TD_ETYPE)
 		return td__error(TD_EEXISTS, "%s: '%s' needs a dict where a leaf already is", fn,
-			e->key->data);
+			td__entry_key(e));
 	TD_TRY(rc);
 	existing = td__dict_find(parent, p.part[p.n - 1].s, p.part[p.n - 1].len,
 		p.part[p.n - 1].hash);
@@ -214,7 +210,7 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 			rc = merge(existing->value.u.dict, v.u.dict, fn);
 		else
 			rc = td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
-				e->key->data);
+				td__entry_key(e));
 		td__value_release(&v);
 		if (rc < 0)
 			td__dict_undo(&undo);
@@ -243,7 +239,7 @@ static int unflatten_rec(td_dict **out, const td_dict *d, const char *sep, size_
 
 	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, d->count, fn));
 	for (i = 0; i < d->used && rc == 0; i++)
-		if (d->entries[i].key)
+		if (td__entry_live(&d->entries[i]))
 			rc = unflatten_entry(nd, &d->entries[i], sep, seplen, fn);
 	if (rc < 0) {
 		td_dict_free(nd);

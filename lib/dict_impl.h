@@ -26,11 +26,30 @@ typedef struct td__kstr {
 	char data[]; /* NUL-terminated */
 } td__kstr;
 
+/*
+ * Keys of up to TD_KEY_INLINE bytes (nearly all of them) are stored in the
+ * entry itself: building, copying and dropping them allocates nothing and
+ * touches no shared reference count, and a probe compares them in the
+ * cache line that holds the hash. Longer keys are shared td__kstr strings.
+ */
+#define TD_KEY_INLINE 23
+#define TD_SLOT_DEAD UINT32_MAX /* klen of a deleted slot */
+
 typedef struct td__entry {
-	uint64_t hash; /* key->hash, kept here so that a probe reads one line */
-	td__kstr *key; /* NULL for a deleted slot */
+	uint64_t hash;   /* the key's hash */
+	uint32_t klen;   /* the key's length; TD_SLOT_DEAD for a deleted slot */
+	uint32_t pad_;
+	union {
+		char inl[TD_KEY_INLINE + 1]; /* klen <= TD_KEY_INLINE: the key, NUL-terminated */
+		td__kstr *heap;               /* longer keys */
+	} k;
 	td_value value;
 } td__entry;
+
+static inline bool td__entry_live(const td__entry *e)
+{
+	return e->klen != TD_SLOT_DEAD;
+}
 
 /* Dicts with at most this many slots are searched without an index. */
 #define TD_DICT_SCAN_MAX 8
@@ -126,6 +145,58 @@ static inline td__kstr *td__kstr_ref(td__kstr *k)
 }
 void td__kstr_unref(td__kstr *k);
 
+/** The key of a live entry (borrowed: it moves with the entry). */
+static inline const char *td__entry_key(const td__entry *e)
+{
+	return e->klen <= TD_KEY_INLINE ? e->k.inl : e->k.heap->data;
+}
+
+/** The key of a live entry as a path component (borrowed). */
+static inline td__kref td__entry_kref(const td__entry *e)
+{
+	td__kref r;
+
+	r.s = td__entry_key(e);
+	r.len = e->klen;
+	r.hash = e->hash;
+	return r;
+}
+
+/** Give entry `e` the key `k`: inline or a new shared string (false: no memory). */
+static inline bool td__entry_set_key(td__entry *e, const td__kref *k)
+{
+	if (k->len <= TD_KEY_INLINE) {
+		memcpy(e->k.inl, k->s, k->len);
+		e->k.inl[k->len] = '\0';
+	} else {
+		e->k.heap = td__kstr_new(k->s, k->len, k->hash);
+		if (!e->k.heap)
+			return false;
+	}
+	e->klen = k->len;
+	e->hash = k->hash;
+	return true;
+}
+
+/** Give entry `dst` the key of live entry `src` (a copy or one more reference). */
+static inline void td__entry_copy_key(td__entry *dst, const td__entry *src)
+{
+	if (src->klen <= TD_KEY_INLINE)
+		memcpy(dst->k.inl, src->k.inl, sizeof(dst->k.inl));
+	else
+		dst->k.heap = td__kstr_ref(src->k.heap);
+	dst->klen = src->klen;
+	dst->hash = src->hash;
+}
+
+/** Drop entry e's key and mark the slot deleted. */
+static inline void td__entry_drop_key(td__entry *e)
+{
+	if (e->klen != TD_SLOT_DEAD && e->klen > TD_KEY_INLINE)
+		td__kstr_unref(e->k.heap);
+	e->klen = TD_SLOT_DEAD;
+}
+
 /** Split a dotted key into a path (TD_EINVAL for empty components or too deep). */
 int td__kpath_dotted(td__kpath *p, const char *dotted, const char *fn);
 /** A path from an array of components. */
@@ -161,16 +232,18 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 /** Find the entry for a key, or NULL. */
 td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64_t hash);
 /**
- * Append a new entry (the key must be absent), taking over `key` (one
- * reference) and `value` (its references). On failure nothing is taken.
+ * Append a new entry under key `k` (which must be absent), taking over
+ * `value`'s references. On failure (no memory for a long key, or for
+ * growth) nothing is taken.
  */
-int td__dict_append(td_dict *d, td__kstr *key, const td_value *value, const char *fn);
+int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const char *fn);
 /**
  * Commit the entry the caller wrote in place at d->entries[d->used] (there
- * must be room: d->used < d->cap) under `key`, taking over that reference.
- * Used to build dicts of known size without copying values around.
+ * must be room: d->used < d->cap) under the key of live entry `src` (of
+ * another dict). Used to build dicts of known size without copying values
+ * around; cannot fail.
  */
-void td__dict_push(td_dict *d, td__kstr *key);
+void td__dict_push(td_dict *d, const td__entry *src);
 /** Release a value's references (tensor buffer, nested dict, blob buffer). */
 void td__value_release(td_value *v);
 /** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */
@@ -178,10 +251,10 @@ int td__value_share(td_value *out, const td_value *v, const char *fn);
 /** Remove the entry at slot `i`. */
 void td__dict_remove_slot(td_dict *d, uint32_t i);
 /**
- * Give the entry at slot `i` the new key `key` (absent from d), taking over
- * that reference and releasing the old key; the entry keeps its position.
+ * Give the entry at slot `i` the new key `k` (absent from d), releasing the
+ * old key; the entry keeps its position. TD_ENOMEM for a long key.
  */
-void td__dict_rekey(td_dict *d, uint32_t i, td__kstr *key);
+int td__dict_rekey(td_dict *d, uint32_t i, const td__kref *k);
 /** Height of the dict tree (1 for a dict without nested dicts). */
 size_t td__dict_height(const td_dict *d);
 /** Depth of d below its root (0 for a root). */

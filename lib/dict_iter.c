@@ -25,13 +25,13 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 		if (keys_out && values_out) {
 #pragma GCC unroll 4
 			for (; e < end; e++) {
-				*keys_out++ = e->key->data;
+				*keys_out++ = td__entry_key(e);
 				*values_out++ = &e->value;
 			}
 		} else if (keys_out) {
 #pragma GCC unroll 4
 			for (; e < end; e++)
-				*keys_out++ = e->key->data;
+				*keys_out++ = td__entry_key(e);
 		} else if (values_out) {
 #pragma GCC unroll 4
 			for (; e < end; e++)
@@ -41,11 +41,11 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 	}
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
 		if (n < cap) {
 			if (keys_out)
-				keys_out[n] = e->key->data;
+				keys_out[n] = td__entry_key(e);
 			if (values_out)
 				values_out[n] = &e->value;
 		}
@@ -95,10 +95,10 @@ void td_dict_iter_reset(td_dict_iter *it)
 
 static void emit(td_dict_iter *it, td_item *item, const td__entry *e, int depth)
 {
-	it->path[depth] = e->key->data;
+	it->path[depth] = td__entry_key(e);
 	item->path = it->path;
 	item->depth = (size_t)depth + 1;
-	item->key = e->key->data;
+	item->key = td__entry_key(e);
 	item->value = &e->value;
 }
 
@@ -126,13 +126,13 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 			continue;
 		}
 		e = &d->entries[it->pos[it->depth]];
-		if (!e->key) {
+		if (!td__entry_live(e)) {
 			it->pos[it->depth]++;
 			continue;
 		}
 		if (e->value.kind == TD_VALUE_DICT && nested &&
 		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
-			it->path[it->depth] = e->key->data;
+			it->path[it->depth] = td__entry_key(e);
 			it->depth++;
 			it->dict[it->depth] = e->value.u.dict;
 			it->pos[it->depth] = 0;

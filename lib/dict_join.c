@@ -81,14 +81,16 @@ static int join_rec(const join *j, const td_dict *const *ds, td_dict **out)
 		const td__entry *e0 = &d0->entries[i];
 		td_value v;
 
-		if (!e0->key)
+		if (!td__entry_live(e0))
 			continue;
 		rc = join_entry(j, ds, e0, &v);
 		if (rc < 0)
 			break;
-		rc = td__dict_append(nd, td__kstr_ref(e0->key), &v, j->fn);
+		{
+			td__kref key = td__entry_kref(e0);
+			rc = td__dict_append(nd, &key, &v, j->fn);
+		}
 		if (rc < 0) {
-			td__kstr_unref(e0->key);
 			td__value_release(&v);
 		} else if (v.kind == TD_VALUE_DICT) {
 			v.u.dict->parent = nd;
@@ -114,11 +116,11 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			return td__error_nomem(j->n * sizeof(*children));
 	}
 	for (k = 0; k < j->n; k++) {
-		const td__entry *e = td__dict_find(ds[k], e0->key->data, e0->key->len,
-			e0->key->hash);
+		const td__entry *e = td__dict_find(ds[k], td__entry_key(e0), e0->klen,
+			e0->hash);
 		if (!e || e->value.kind != e0->value.kind) {
 			td__free(children);
-			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, e0->key->data,
+			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
 				e ? "a different kind of value" : "missing", k);
 		}
 		if (children)
@@ -127,7 +129,7 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			j->tensors[k] = e->value.u.tensor;
 		else if (!blob_eq(&e->value, &e0->value))
 			return td__error(TD_ETYPE, "%s: non-tensor '%s' differs between dicts", j->fn,
-				e0->key->data);
+				td__entry_key(e0));
 	}
 	v->kind = e0->value.kind;
 	if (children) {

@@ -11,13 +11,13 @@
 /* Transform: same structure, new batch shape, new leaves                    */
 /* ------------------------------------------------------------------------ */
 
-/* Append `v` (whose references are taken) under a shared key; release v on failure. */
-static int append_shared_key(td_dict *nd, td__kstr *key, td_value *v, const char *fn)
+/* Append `v` (whose references are taken) under the key of entry `src`; release v on failure. */
+static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, const char *fn)
 {
-	int rc = td__dict_append(nd, td__kstr_ref(key), v, fn);
+	td__kref k = td__entry_kref(src);
+	int rc = td__dict_append(nd, &k, v, fn);
 
 	if (rc < 0) {
-		td__kstr_unref(key);
 		td__value_release(v);
 		return rc;
 	}
@@ -46,7 +46,7 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 		/* Build the value in place in the next slot, then commit it. */
 		td_value *v = &nd->entries[nd->used].value;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
 		v->kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR)
@@ -60,7 +60,7 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 			goto fail;
 		if (v->kind == TD_VALUE_DICT)
 			v->u.dict->parent = nd;
-		td__dict_push(nd, td__kstr_ref(e->key));
+		td__dict_push(nd, e);
 	}
 	*out = nd;
 	return TD_OK;
@@ -130,12 +130,12 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 		const td__entry *e = &d->entries[i];
 		td_value v;
 
-		if (!e->key || e->value.kind != TD_VALUE_DICT)
+		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
 		v.kind = TD_VALUE_DICT;
 		rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
 		if (rc == 0)
-			rc = append_shared_key(nd, e->key, &v, fn);
+			rc = append_shared_key(nd, e, &v, fn);
 		if (rc < 0) {
 			td_dict_free(nd);
 			return rc;
@@ -159,12 +159,6 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 /* Update                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static td__kref kref_of(const td__kstr *k)
-{
-	td__kref r = { k->data, k->len, k->hash };
-	return r;
-}
-
 static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 {
 	uint32_t i;
@@ -175,14 +169,14 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 		td__entry *e;
 		int rc;
 
-		if (!eo->key)
+		if (!td__entry_live(eo))
 			continue;
-		e = td__dict_find(d, eo->key->data, eo->key->len, eo->key->hash);
+		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
 			TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
 			continue;
 		}
-		k = kref_of(eo->key);
+		k = td__entry_kref(eo);
 		if (eo->value.kind == TD_VALUE_DICT) {
 			td_value v;
 			TD_TRY(td__value_share(&v, &eo->value, fn));
@@ -237,21 +231,21 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 		const td__entry *eo = &o->entries[i];
 		td__entry *e;
 
-		if (!eo->key)
+		if (!td__entry_live(eo))
 			continue;
-		e = td__dict_find(d, eo->key->data, eo->key->len, eo->key->hash);
+		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (!e)
-			return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, eo->key->data);
+			return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, td__entry_key(eo));
 		if (eo->value.kind == TD_VALUE_DICT) {
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
-					fn, eo->key->data);
+					fn, td__entry_key(eo));
 			TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
 				return td__error(TD_ETYPE, "%s: '%s' holds a %s in one dict and not the "
-					"other", fn, eo->key->data,
+					"other", fn, td__entry_key(eo),
 					eo->value.kind == TD_VALUE_STRING ? "string" : "bytes value");
 			if (write) {
 				td_buffer_unref(e->value.u.blob.buffer);
@@ -262,11 +256,11 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			int64_t strides[TD_MAX_DIMS];
 			const td_tensor *t = &e->value.u.tensor;
 			if (e->value.kind != TD_VALUE_TENSOR)
-				return td__error(TD_ETYPE, "%s: '%s' is not a tensor", fn, eo->key->data);
+				return td__error(TD_ETYPE, "%s: '%s' is not a tensor", fn, td__entry_key(eo));
 			if (write)
 				TD_TRY(td_tensor_copy(&e->value.u.tensor, &eo->value.u.tensor));
 			else {
-				TD_TRY(td__tensor_check_write(t, fn, eo->key->data));
+				TD_TRY(td__tensor_check_write(t, fn, td__entry_key(eo)));
 				TD_TRY(td__broadcast_strides(&eo->value.u.tensor, t->ndim, t->shape, strides,
 					fn));
 			}
@@ -297,14 +291,15 @@ typedef struct sel_path {
 	bool found;
 } sel_path;
 
-static bool part_is(const sel_path *p, size_t level, const td__kstr *k)
+static bool part_is(const sel_path *p, size_t level, const td__entry *e)
 {
 	const td__kref *r = &p->part[level];
-	return r->hash == k->hash && r->len == k->len && memcmp(r->s, k->data, k->len) == 0;
+	return r->hash == e->hash && r->len == e->klen &&
+	       memcmp(r->s, td__entry_key(e), e->klen) == 0;
 }
 
 /* Which paths name this entry exactly, and which pass through it, at `level`. */
-static void classify(sel_path *paths, size_t np, size_t level, const td__kstr *k, bool *exact,
+static void classify(sel_path *paths, size_t np, size_t level, const td__entry *k, bool *exact,
 	bool *through)
 {
 	size_t j;
@@ -331,7 +326,7 @@ static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entr
 	if (e->value.kind != TD_VALUE_DICT)
 		return;
 	for (j = 0; j < np; j++)
-		if (paths[j].n > level + 1 && !paths[j].found && part_is(&paths[j], level, e->key) &&
+		if (paths[j].n > level + 1 && !paths[j].found && part_is(&paths[j], level, e) &&
 		    td__dict_lookup_quiet(e->value.u.dict, paths[j].part + level + 1,
 			    paths[j].n - level - 1, NULL))
 			paths[j].found = true;
@@ -355,9 +350,9 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 		bool exact, through, descend;
 		td_value v;
 
-		if (!e->key)
+		if (!td__entry_live(e))
 			continue;
-		classify(paths, np, level, e->key, &exact, &through);
+		classify(paths, np, level, e, &exact, &through);
 		if (exact && through && select)
 			mark_inside(paths, np, level, e);
 		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
@@ -374,7 +369,7 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 			continue;
 		}
 		if (rc == 0)
-			rc = append_shared_key(nd, e->key, &v, fn);
+			rc = append_shared_key(nd, e, &v, fn);
 	}
 	if (rc < 0) {
 		td_dict_free(nd);

@@ -1715,3 +1715,61 @@ Test(dict, batch_shapes_with_too_many_elements_are_refused)
 	cr_assert_eq(td_dict_batch_numel(d), 0);
 	td_dict_free(d);
 }
+
+/* Keys up to 23 bytes live in the entry, longer ones are shared strings:
+ * both kinds, and the boundary, through every path that makes or moves keys. */
+Test(dict, short_boundary_and_long_keys_behave_alike)
+{
+	static const char *names[] = {
+		"k", "exactly_23_bytes_key_xx", "exactly_24_bytes_key_xxx",
+		"a_much_longer_key_that_needs_a_shared_string_of_its_own_to_live_in",
+	};
+	td_dict *d = new34(), *c, *f, *u, **parts;
+	const char *keys[8];
+	size_t n, i, k;
+	td_tensor t;
+
+	cr_assert_eq(strlen(names[1]), 23);
+	cr_assert_eq(strlen(names[2]), 24);
+	for (k = 0; k < 4; k++) {
+		char path[256];
+		snprintf(path, sizeof(path), "%s.%s", names[k], names[3 - k]);
+		td_test_arange(&t, TD_DTYPE_I32, 2, B34);
+		td_cr_assert_ok(td_dict_set_tensor_take(d, path, &t));
+	}
+	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 4);
+	for (k = 0; k < 4; k++)
+		cr_assert_str_eq(keys[k], names[k]);
+	/* Views share or copy the keys: unbind, then stack back. */
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 0));
+	td_cr_assert_ok(td_dict_stack(&c, (const td_dict *const *)parts, n, 0));
+	cr_assert_eq(td_dict_equal(c, d), 1);
+	td_dict_array_free(parts, n);
+	/* Long keys outlive the dict they came from. */
+	td_dict_free(d);
+	d = c;
+	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "/"));
+	td_cr_assert_ok(td_dict_unflatten_keys(&u, f, "/"));
+	cr_assert_eq(td_dict_equal(u, d), 1);
+	td_dict_free(f);
+	td_dict_free(u);
+	/* Renames across the boundary, in place and across dicts. */
+	for (k = 0; k < 4; k++) {
+		char from[256], to[256];
+		snprintf(from, sizeof(from), "%s.%s", names[k], names[3 - k]);
+		snprintf(to, sizeof(to), "%s.%s", names[k], names[k]);
+		td_cr_assert_ok(td_dict_rename(d, from, to));
+		cr_assert_eq(td_dict_contains(d, to, TD_LEAVES_ONLY), 1);
+		cr_assert_eq(td_dict_contains(d, from, 0), k == 3 - k);
+	}
+	td_cr_assert_ok(td_dict_rename(d, names[3], "moved.here"));
+	td_cr_assert_ok(td_dict_rename(d, "moved.here", "back_at_the_top_under_a_long_name"));
+	cr_assert_eq(td_dict_contains(d, "back_at_the_top_under_a_long_name", 0), 1);
+	cr_assert_eq(td_dict_contains(d, "moved", 0), 1);
+	td_cr_assert_ok(td_dict_del(d, "back_at_the_top_under_a_long_name"));
+	td_cr_assert_ok(td_dict_del(d, "moved"));
+	for (i = 0; i < 3; i++)
+		td_cr_assert_ok(td_dict_del(d, names[i]));
+	cr_assert_eq(td_dict_len(d), 0);
+	td_dict_free(d);
+}

@@ -60,7 +60,7 @@ static const td_tensor *tensor(const td_dict *d, const char *key)
 
 Test(dict_ops, copy_shares_buffers_and_clone_copies_them)
 {
-	td_dict *d = fixture(), *c, *k;
+	td_dict *d = fixture(), *c, *k, *fail = (td_dict *)0x1;
 
 	td_cr_assert_ok(td_dict_lock(d));
 	td_cr_assert_ok(td_dict_copy(&c, d));
@@ -74,7 +74,8 @@ Test(dict_ops, copy_shares_buffers_and_clone_copies_them)
 	cr_assert_eq(val(d, "a"), 1.0, "the clone is independent");
 	cr_assert_eq(td_dict_equal(k, d), 0);
 	td_cr_assert_err(td_dict_copy(NULL, d), TD_EINVAL);
-	td_cr_assert_err(td_dict_clone(&c, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_clone(&fail, NULL), TD_EINVAL);
+	cr_assert_null(fail, "a failed call sets *out to NULL");
 	td_dict_free(c);
 	td_dict_free(k);
 	td_dict_free(d);
