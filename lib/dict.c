@@ -309,6 +309,24 @@ int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const 
 	return TD_OK;
 }
 
+int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
+	const char *fn)
+{
+	uint32_t slot;
+
+	if (d->used == d->cap)
+		TD_TRY(grow(d, fn));
+	if (d->index && ((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
+		index_fill_all(d, d->index, d->index_mask);
+	slot = d->used++;
+	td__entry_copy_key(&d->entries[slot], src);
+	td__value_assign(&d->entries[slot].value, value);
+	d->count++;
+	if (d->index)
+		index_insert(d, src->hash, slot);
+	return TD_OK;
+}
+
 void td__dict_push(td_dict *d, const td__entry *src)
 {
 	uint32_t slot = d->used++;

@@ -72,8 +72,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			rc = td__value_share(&v, &e->value, st->name);
 		}
 		if (rc == 0 && keep) {
-			td__kref k = td__entry_kref(e);
-			rc = td__dict_append(nd, &k, &v, st->name);
+			rc = td__dict_append_entry(nd, e, &v, st->name);
 			if (rc < 0) {
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {
@@ -208,8 +207,7 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 			rc = td__value_share(&v, &ea->value, fn);
 		}
 		if (rc == 0) {
-			td__kref k = td__entry_kref(ea);
-			rc = td__dict_append(nd, &k, &v, fn);
+			rc = td__dict_append_entry(nd, ea, &v, fn);
 			if (rc < 0) {
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {

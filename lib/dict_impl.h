@@ -244,6 +244,9 @@ int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const 
  * around; cannot fail.
  */
 void td__dict_push(td_dict *d, const td__entry *src);
+/** td__dict_append() under the key of live entry `src` (copied whole, or shared). */
+int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
+	const char *fn);
 /** Release a value's references (tensor buffer, nested dict, blob buffer). */
 void td__value_release(td_value *v);
 /** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */

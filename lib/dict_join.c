@@ -86,10 +86,7 @@ static int join_rec(const join *j, const td_dict *const *ds, td_dict **out)
 		rc = join_entry(j, ds, e0, &v);
 		if (rc < 0)
 			break;
-		{
-			td__kref key = td__entry_kref(e0);
-			rc = td__dict_append(nd, &key, &v, j->fn);
-		}
+		rc = td__dict_append_entry(nd, e0, &v, j->fn);
 		if (rc < 0) {
 			td__value_release(&v);
 		} else if (v.kind == TD_VALUE_DICT) {

@@ -14,8 +14,7 @@
 /* Append `v` (whose references are taken) under the key of entry `src`; release v on failure. */
 static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, const char *fn)
 {
-	td__kref k = td__entry_kref(src);
-	int rc = td__dict_append(nd, &k, v, fn);
+	int rc = td__dict_append_entry(nd, src, v, fn);
 
 	if (rc < 0) {
 		td__value_release(v);
