@@ -17,6 +17,8 @@
 #define BENCH_DEFAULT_MIN_TIME 50e-6
 #define BENCH_DEFAULT_MAX_TIME 0.25
 #define BENCH_DEFAULT_WARMUP 0.01
+/* Passes over all rows; a row reports its pass with the lowest Mean. */
+#define BENCH_DEFAULT_REPEAT 3
 
 #define TD_BENCH_MAX_MEMORY 8
 
@@ -28,6 +30,7 @@ typedef struct bench_config {
 	double max_time;   /* seconds of rounds per row */
 	double warmup;     /* seconds per row */
 	size_t rounds;     /* 0: planned from max_time */
+	size_t repeat;     /* passes over the rows; each row keeps its best pass */
 	const char **filters;
 	size_t nfilters;
 	uint64_t precision_ns;

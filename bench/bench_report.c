@@ -112,9 +112,11 @@ static void print_header(const bench_config *cfg, bench_report *rep)
 	printf("timing: CLOCK_MONOTONIC (precision %llu ns); warm-up %g s, rounds >= %g s, ",
 		(unsigned long long)cfg->precision_ns, cfg->warmup, cfg->min_time);
 	if (cfg->rounds)
-		printf("%zu rounds per row\n", cfg->rounds);
+		printf("%zu rounds per row", cfg->rounds);
 	else
-		printf("%g s of rounds per row (at least 5)\n", cfg->max_time);
+		printf("%g s of rounds per row (at least 5)", cfg->max_time);
+	printf("; best of %zu passes over the table (the pass with the lowest Mean)\n",
+		cfg->repeat);
 	printf("Max = slowest round per call, Mean = total / calls, Ops/s = 1 / Mean; "
 		"Ratio = Ops/s / Seed Ops/s\n");
 	if (!BENCH_OPTIMIZED)
@@ -380,9 +382,9 @@ static void print_json(const bench_config *cfg, const bench_report *rep)
 	printf(",\n  \"version\": ");
 	json_str(td_version(NULL, NULL, NULL));
 	printf(",\n  \"seed\": \"bench/seed_cpu.tsv\",\n  \"config\": {\"min_time_s\": %.9g, "
-		"\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, "
+		"\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, \"repeat\": %zu, "
 		"\"timer_precision_ns\": %llu, \"optimized\": %s, \"sanitized\": %s},\n",
-		cfg->min_time, cfg->max_time, cfg->warmup, cfg->rounds,
+		cfg->min_time, cfg->max_time, cfg->warmup, cfg->rounds, cfg->repeat,
 		(unsigned long long)cfg->precision_ns, BENCH_OPTIMIZED ? "true" : "false",
 		BENCH_SANITIZED ? "true" : "false");
 	printf("  \"rows\": [\n");
