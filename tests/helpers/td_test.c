@@ -127,6 +127,45 @@ double td_test_element(const td_tensor *t, int64_t flat)
 	return v;
 }
 
+const td_dtype td_test_all_dtypes[TD_DTYPE_COUNT] = {
+	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
+	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64, TD_DTYPE_F16,
+	TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64, TD_DTYPE_C128,
+};
+
+void td_test_poison(td_tensor *t)
+{
+	memset(t, 0xa5, sizeof(*t));
+}
+
+void td_test_assert_poisoned(const td_tensor *t)
+{
+	td_tensor p;
+
+	td_test_poison(&p);
+	cr_assert(memcmp(&p, t, sizeof(p)) == 0, "a failing call wrote its out tensor");
+}
+
+void td_test_unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx)
+{
+	int i;
+
+	for (i = ndim - 1; i >= 0; i--) {
+		idx[i] = shape[i] ? flat % shape[i] : 0;
+		flat = shape[i] ? flat / shape[i] : 0;
+	}
+}
+
+int64_t td_test_elem_pos(const td_tensor *t, const int64_t *idx)
+{
+	int64_t p = t->offset;
+	int i;
+
+	for (i = 0; i < t->ndim; i++)
+		p += idx[i] * t->strides[i];
+	return p;
+}
+
 /* ---- failing allocator ---- */
 
 static long alloc_budget = -1;

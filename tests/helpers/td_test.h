@@ -51,6 +51,20 @@ const char *td_test_path(const char *name);
 
 /* ---- tensors ---- */
 
+#define TD_TEST_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/** Every dtype, in td_dtype order. */
+extern const td_dtype td_test_all_dtypes[TD_DTYPE_COUNT];
+
+/** Fill a tensor value with a byte pattern, to see later whether a failing call wrote it. */
+void td_test_poison(td_tensor *t);
+/** Assert that a tensor value still holds td_test_poison()'s pattern. */
+void td_test_assert_poisoned(const td_tensor *t);
+/** The multi-index `idx` of C-order position `flat` in `shape` (ndim dims). */
+void td_test_unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx);
+/** Position, in elements from the buffer start, of element `idx` of `t`. */
+int64_t td_test_elem_pos(const td_tensor *t, const int64_t *idx);
+
 /** A contiguous tensor of `dtype` holding 0, 1, 2, ... converted to `dtype`. */
 void td_test_arange(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape);
 /** Fill a tensor with pseudo-random values in [-100, 100) (integers for integer dtypes). */

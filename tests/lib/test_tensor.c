@@ -7,28 +7,6 @@
 
 #include <string.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static const td_dtype all_dtypes[TD_DTYPE_COUNT] = {
-	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
-	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64, TD_DTYPE_F16,
-	TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64, TD_DTYPE_C128,
-};
-
-/* Fill a tensor value with a byte pattern: a test can then see whether a failing call wrote it. */
-static void poison(td_tensor *t)
-{
-	memset(t, 0xa5, sizeof(*t));
-}
-
-static void assert_poisoned(const td_tensor *t)
-{
-	td_tensor p;
-
-	poison(&p);
-	cr_assert(memcmp(&p, t, sizeof(p)) == 0, "a failing call wrote its out tensor");
-}
-
 /* C-order strides as torch computes them (sizes 0 and 1 count as 1). */
 static void c_strides(int ndim, const int64_t *shape, int64_t *strides)
 {
@@ -109,17 +87,17 @@ Test(tensor, empty_gives_a_contiguous_tensor_in_a_fresh_buffer)
 	size_t s, k;
 
 	for (k = 0; k < TD_DTYPE_COUNT; k++) {
-		for (s = 0; s < ARRAY_LEN(shapes); s++) {
+		for (s = 0; s < TD_TEST_ARRAY_LEN(shapes); s++) {
 			int64_t strides[4], numel = 1;
 			td_tensor t;
 			int i;
 
-			td_cr_assert_ok(td_tensor_empty(&t, all_dtypes[k], shapes[s].ndim,
+			td_cr_assert_ok(td_tensor_empty(&t, td_test_all_dtypes[k], shapes[s].ndim,
 				shapes[s].ndim ? shapes[s].shape : NULL));
 			c_strides(shapes[s].ndim, shapes[s].shape, strides);
 			for (i = 0; i < shapes[s].ndim; i++)
 				numel *= shapes[s].shape[i];
-			cr_assert_eq(t.dtype, all_dtypes[k]);
+			cr_assert_eq(t.dtype, td_test_all_dtypes[k]);
 			cr_assert_eq(t.ndim, shapes[s].ndim);
 			cr_assert_eq(t.offset, 0);
 			for (i = 0; i < t.ndim; i++) {
@@ -160,7 +138,7 @@ Test(tensor, zeros_and_full_initialize_every_element)
 	size_t k;
 
 	for (k = 0; k < TD_DTYPE_COUNT; k++) {
-		td_dtype d = all_dtypes[k];
+		td_dtype d = td_test_all_dtypes[k];
 		td_tensor z, f;
 		int64_t idx[2];
 		size_t b;
@@ -230,7 +208,7 @@ Test(tensor, creation_refuses_bad_arguments)
 	for (which = 0; which < 4; which++) {
 		td_tensor t;
 
-		poison(&t);
+		td_test_poison(&t);
 		td_cr_assert_err(create(which, NULL, TD_DTYPE_F32, 2, ok), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, (td_dtype)-1, 2, ok), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, (td_dtype)TD_DTYPE_COUNT, 2, ok), TD_EINVAL);
@@ -243,7 +221,7 @@ Test(tensor, creation_refuses_bad_arguments)
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, 1, too_big), TD_EOVERFLOW);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F64, 1, over_ptrdiff), TD_EOVERFLOW);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_C128, 1, too_big), TD_EOVERFLOW);
-		assert_poisoned(&t);
+		td_test_assert_poisoned(&t);
 	}
 }
 
@@ -254,12 +232,12 @@ Test(tensor, full_refuses_an_invalid_scalar_without_leaking)
 	td_tensor t;
 
 	bad.kind = (td_scalar_kind)7;
-	poison(&t);
+	td_test_poison(&t);
 	td_test_alloc_install(-1);
 	td_cr_assert_err(td_tensor_full(&t, TD_DTYPE_F32, 1, shape, bad), TD_EINVAL);
 	cr_assert_eq(td_test_alloc_live(), 0);
 	td_test_alloc_uninstall();
-	assert_poisoned(&t);
+	td_test_assert_poisoned(&t);
 }
 
 Test(tensor, from_data_copies_the_caller_bytes)
@@ -284,10 +262,10 @@ Test(tensor, from_data_needs_data_only_for_elements)
 	td_cr_assert_ok(td_tensor_from_data(&t, TD_DTYPE_F64, 2, empty, NULL));
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	td_tensor_release(&t);
-	poison(&t);
+	td_test_poison(&t);
 	td_cr_assert_err(td_tensor_from_data(&t, TD_DTYPE_F64, 1, two, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_data(&t, TD_DTYPE_F64, 0, NULL, NULL), TD_EINVAL);
-	assert_poisoned(&t);
+	td_test_assert_poisoned(&t);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -372,7 +350,7 @@ Test(tensor, from_buffer_refuses_views_outside_the_buffer)
 	td_buffer *b = counted_buffer(data, sizeof(data));
 	td_tensor t;
 
-	poison(&t);
+	td_test_poison(&t);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, n25, NULL, 0), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 0, NULL, NULL, 24), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, two, NULL, 23), TD_EINDEX);
@@ -394,7 +372,7 @@ Test(tensor, from_buffer_refuses_views_outside_the_buffer)
 		TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, &wide[1], NULL,
 		INT64_MAX / 2), TD_EINDEX);
-	assert_poisoned(&t);
+	td_test_assert_poisoned(&t);
 	cr_assert_eq(td_buffer_refcount(b), 1);
 	td_buffer_unref(b);
 }
@@ -411,7 +389,7 @@ Test(tensor, from_buffer_refuses_bad_arguments)
 
 	for (i = 0; i <= TD_MAX_DIMS; i++)
 		shape17[i] = 1;
-	poison(&t);
+	td_test_poison(&t);
 	td_cr_assert_err(td_tensor_from_buffer(NULL, b, TD_DTYPE_F32, 2, shape, NULL, 0),
 		TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_buffer(&t, NULL, TD_DTYPE_F32, 2, shape, NULL, 0),
@@ -428,7 +406,7 @@ Test(tensor, from_buffer_refuses_bad_arguments)
 		TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, shape, NULL, -1),
 		TD_EINVAL);
-	assert_poisoned(&t);
+	td_test_assert_poisoned(&t);
 	cr_assert_eq(td_buffer_refcount(b), 1);
 	td_buffer_unref(b);
 }
@@ -478,14 +456,14 @@ Test(tensor, like_constructors_refuse_bad_arguments)
 	td_tensor t, out, released = TD_TENSOR_INIT;
 
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 1, shape));
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_empty_like(NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_tensor_zeros_like(NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_tensor_empty_like(&out, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_zeros_like(&out, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_empty_like(&out, &released), TD_EINVAL);
 	td_cr_assert_err(td_tensor_zeros_like(&out, &released), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	td_tensor_release(&t);
 }
 
@@ -673,7 +651,7 @@ Test(tensor, get_returns_the_scalar_kind_of_the_dtype_category)
 	size_t k;
 
 	for (k = 0; k < TD_DTYPE_COUNT; k++) {
-		td_dtype d = all_dtypes[k];
+		td_dtype d = td_test_all_dtypes[k];
 		td_tensor t;
 		td_scalar s;
 
@@ -822,7 +800,7 @@ static int create_body(void *p)
 	create_ctx *c = p;
 	int rc;
 
-	poison(&c->out);
+	td_test_poison(&c->out);
 	switch (c->which) {
 	case 4:
 		rc = td_tensor_empty_like(&c->out, &c->in);
@@ -835,7 +813,7 @@ static int create_body(void *p)
 		break;
 	}
 	if (rc < 0)
-		assert_poisoned(&c->out);
+		td_test_assert_poisoned(&c->out);
 	return rc;
 }
 

@@ -12,27 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static const td_dtype all_dtypes[TD_DTYPE_COUNT] = {
-	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
-	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64, TD_DTYPE_F16,
-	TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64, TD_DTYPE_C128,
-};
-
-static void poison(td_tensor *t)
-{
-	memset(t, 0xa5, sizeof(*t));
-}
-
-static void assert_poisoned(const td_tensor *t)
-{
-	td_tensor p;
-
-	poison(&p);
-	cr_assert(memcmp(&p, t, sizeof(p)) == 0, "a failing call wrote its out tensor");
-}
-
 static td_buffer *device_buffer(size_t nbytes)
 {
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
@@ -55,32 +34,12 @@ static td_buffer *readonly_buffer(void *data, size_t nbytes)
 	return b;
 }
 
-static void unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx)
-{
-	int i;
-
-	for (i = ndim - 1; i >= 0; i--) {
-		idx[i] = flat % shape[i];
-		flat /= shape[i];
-	}
-}
-
-static int64_t pos_of(const td_tensor *t, const int64_t *idx)
-{
-	int64_t p = t->offset;
-	int i;
-
-	for (i = 0; i < t->ndim; i++)
-		p += idx[i] * t->strides[i];
-	return p;
-}
-
 /* Address of element `idx`, computed naively from the buffer. */
 static char *elem_ptr(const td_tensor *t, const int64_t *idx)
 {
 	int64_t size = (int64_t)td_dtype_size(t->dtype);
 
-	return (char *)td_buffer_data(t->buffer) + pos_of(t, idx) * size;
+	return (char *)td_buffer_data(t->buffer) + td_test_elem_pos(t, idx) * size;
 }
 
 static uint64_t rnd(uint64_t *rng, uint64_t n)
@@ -124,7 +83,7 @@ static const val interesting[] = {
 	C(1, 2), C(0, 1), C(-0.5, 3), C(NAN, 0), C(0, NAN), C(INFINITY, -INFINITY),
 	C(1e10, -1e10), C(-0.0, 0), C(65520, 1),
 };
-#define N_INTERESTING ARRAY_LEN(interesting)
+#define N_INTERESTING TD_TEST_ARRAY_LEN(interesting)
 
 typedef union raw {
 	uint8_t u8;
@@ -343,12 +302,12 @@ Test(copy, every_dtype_pair_follows_the_documented_conversion_rules)
 	size_t si, di, i;
 
 	for (si = 0; si < TD_DTYPE_COUNT; si++) {
-		td_dtype s = all_dtypes[si];
+		td_dtype s = td_test_all_dtypes[si];
 		td_tensor src;
 
 		interesting_tensor(&src, s);
 		for (di = 0; di < TD_DTYPE_COUNT; di++) {
-			td_dtype d = all_dtypes[di];
+			td_dtype d = td_test_all_dtypes[di];
 			size_t ss = td_dtype_size(s), ds = td_dtype_size(d);
 			td_tensor out;
 
@@ -384,7 +343,7 @@ Test(copy, strided_copy_converts_every_dtype_pair)
 	int64_t i;
 
 	for (si = 0; si < TD_DTYPE_COUNT; si++) {
-		td_dtype s = all_dtypes[si];
+		td_dtype s = td_test_all_dtypes[si];
 		size_t ss = td_dtype_size(s);
 		td_buffer *sb;
 		td_tensor src;
@@ -397,7 +356,7 @@ Test(copy, strided_copy_converts_every_dtype_pair)
 			encode((char *)td_tensor_data(&src) + i * sstride * (int64_t)ss, s,
 				interesting[i]);
 		for (di = 0; di < TD_DTYPE_COUNT; di++) {
-			td_dtype d = all_dtypes[di];
+			td_dtype d = td_test_all_dtypes[di];
 			size_t ds = td_dtype_size(d);
 			td_buffer *db;
 			td_tensor dst;
@@ -491,7 +450,7 @@ Test(copy, conversion_spot_checks)
 	};
 	size_t i;
 
-	for (i = 0; i < ARRAY_LEN(t); i++) {
+	for (i = 0; i < TD_TEST_ARRAY_LEN(t); i++) {
 		unsigned char in[16];
 		td_tensor a, b;
 		val got;
@@ -547,7 +506,7 @@ Test(copy, set_and_get_convert_every_scalar_kind_for_every_dtype)
 	size_t di, i;
 
 	for (di = 0; di < TD_DTYPE_COUNT; di++) {
-		td_dtype d = all_dtypes[di];
+		td_dtype d = td_test_all_dtypes[di];
 		size_t ds = td_dtype_size(d);
 		td_tensor t;
 
@@ -576,7 +535,7 @@ Test(copy, fill_and_full_store_every_scalar_kind_in_every_dtype)
 	size_t di, i;
 
 	for (di = 0; di < TD_DTYPE_COUNT; di++) {
-		td_dtype d = all_dtypes[di];
+		td_dtype d = td_test_all_dtypes[di];
 		size_t ds = td_dtype_size(d);
 		td_tensor t, f;
 
@@ -650,7 +609,7 @@ Test(copy, fill_and_zero_touch_only_the_view)
 	size_t di;
 
 	for (di = 0; di < TD_DTYPE_COUNT; di++) {
-		td_dtype d = all_dtypes[di];
+		td_dtype d = td_test_all_dtypes[di];
 		size_t ds = td_dtype_size(d);
 		unsigned char seven[16], zero[16] = { 0 };
 		td_tensor base, v, e, col;
@@ -762,7 +721,7 @@ static void assert_copied(const td_tensor *dst, const td_tensor *src)
 		const char *sp, *got;
 		int i, lead = dst->ndim - src->ndim;
 
-		unravel(dst->ndim, dst->shape, f, didx);
+		td_test_unravel(dst->ndim, dst->shape, f, didx);
 		for (i = 0; i < src->ndim; i++)
 			sidx[i] = src->shape[i] == 1 ? 0 : didx[i + lead];
 		sp = elem_ptr(src, sidx);
@@ -785,8 +744,8 @@ static void mark_positions(const td_tensor *t, bool *mark, int64_t extent)
 	memset(mark, 0, (size_t)extent);
 	for (f = 0; f < n; f++) {
 		int64_t idx[TD_MAX_DIMS];
-		unravel(t->ndim, t->shape, f, idx);
-		mark[pos_of(t, idx)] = true;
+		td_test_unravel(t->ndim, t->shape, f, idx);
+		mark[td_test_elem_pos(t, idx)] = true;
 	}
 }
 
@@ -797,7 +756,7 @@ static void random_fill_any(td_tensor *t, uint64_t *rng)
 	for (f = 0; f < n; f++) {
 		int64_t idx[TD_MAX_DIMS];
 		val v = interesting[rnd(rng, N_INTERESTING)];
-		unravel(t->ndim, t->shape, f, idx);
+		td_test_unravel(t->ndim, t->shape, f, idx);
 		encode(elem_ptr(t, idx), t->dtype, v);
 	}
 }
@@ -810,8 +769,8 @@ Test(copy, copy_broadcasts_and_converts_on_random_layouts)
 	for (it = 0; it < 1500; it++) {
 		int ndim = (int)rnd(&rng, 5), sndim, lead, i;
 		int64_t shape[TD_MAX_DIMS], sshape[TD_MAX_DIMS], extent;
-		td_dtype dt = all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
-		td_dtype st = all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
+		td_dtype dt = td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
+		td_dtype st = td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
 		td_tensor dst, src;
 		bool mark[4096];
 		size_t ds = td_dtype_size(dt);
@@ -1130,7 +1089,7 @@ Test(copy, contiguous_clone_and_to_dtype_refuse_bad_arguments)
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, shape));
 	td_cr_assert_ok(td_tensor_from_buffer(&d, dev, TD_DTYPE_F32, 2, shape, NULL, 0));
 	td_cr_assert_ok(td_tensor_transpose(&dt, &d, 0, 1));
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_contiguous(NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_tensor_contiguous(&out, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_contiguous(&out, &released), TD_EINVAL);
@@ -1145,7 +1104,7 @@ Test(copy, contiguous_clone_and_to_dtype_refuse_bad_arguments)
 	td_cr_assert_err(td_tensor_to_dtype(&out, &t, (td_dtype)-1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_to_dtype(&out, &t, (td_dtype)TD_DTYPE_COUNT), TD_EINVAL);
 	td_cr_assert_err(td_tensor_to_dtype(&out, &d, TD_DTYPE_F64), TD_ENOTSUP);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	/* Without a copy, device tensors need no CPU access. */
 	td_cr_assert_ok(td_tensor_contiguous(&out, &d));
 	cr_assert_eq(out.buffer, dev);
@@ -1220,7 +1179,7 @@ Test(copy, stack_along_every_dim_matches_the_model)
 
 		for (i = 0; i < ndim; i++)
 			shape[i] = rnd(&rng, 10) == 0 ? 0 : 1 + (int64_t)rnd(&rng, 3);
-		join_inputs(ts, n, ndim, shape, join_dtypes, mixed ? ARRAY_LEN(join_dtypes) : 1,
+		join_inputs(ts, n, ndim, shape, join_dtypes, mixed ? TD_TEST_ARRAY_LEN(join_dtypes) : 1,
 			&rng);
 		for (dim = -ndim - 1; dim <= ndim; dim++) {
 			int d = dim < 0 ? dim + ndim + 1 : dim;
@@ -1236,7 +1195,7 @@ Test(copy, stack_along_every_dim_matches_the_model)
 				cr_assert_eq(out.shape[i < d ? i : i + 1], shape[i]);
 			for (f = 0; f < td_tensor_numel(&out); f++) {
 				int64_t idx[TD_MAX_DIMS], sidx[TD_MAX_DIMS];
-				unravel(out.ndim, out.shape, f, idx);
+				td_test_unravel(out.ndim, out.shape, f, idx);
 				for (i = 0; i < ndim; i++)
 					sidx[i] = idx[i < d ? i : i + 1];
 				assert_element_from(&out, idx, &ts[idx[d]], sidx);
@@ -1276,7 +1235,7 @@ Test(copy, cat_along_every_dim_matches_the_model)
 				starts[k] = total;
 				total += pshape[d];
 				join_inputs(&ts[k], 1, ndim, pshape, join_dtypes,
-					rnd(&rng, 2) ? ARRAY_LEN(join_dtypes) : 1, &rng);
+					rnd(&rng, 2) ? TD_TEST_ARRAY_LEN(join_dtypes) : 1, &rng);
 			}
 			starts[n] = total;
 			td_cr_assert_ok(td_tensor_cat(&out, ts, n, dim));
@@ -1288,7 +1247,7 @@ Test(copy, cat_along_every_dim_matches_the_model)
 					cr_assert_eq(out.shape[i], shape[i]);
 			for (f = 0; f < td_tensor_numel(&out); f++) {
 				int64_t idx[TD_MAX_DIMS], sidx[TD_MAX_DIMS];
-				unravel(out.ndim, out.shape, f, idx);
+				td_test_unravel(out.ndim, out.shape, f, idx);
 				for (k = 0; idx[d] >= starts[k + 1]; k++)
 					;
 				memcpy(sidx, idx, sizeof(sidx));
@@ -1318,7 +1277,7 @@ Test(copy, stack_and_cat_of_zero_dim_and_sixteen_dim_tensors)
 	td_tensor_release(&out);
 	td_cr_assert_ok(td_tensor_stack(&out, ts, 3, -1));
 	td_tensor_release(&out);
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_stack(&out, ts, 3, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_stack(&out, ts, 3, -2), TD_EINVAL);
 	td_cr_assert_err(td_tensor_cat(&out, ts, 3, 0), TD_EINVAL);
@@ -1329,7 +1288,7 @@ Test(copy, stack_and_cat_of_zero_dim_and_sixteen_dim_tensors)
 	for (i = 0; i < 2; i++)
 		td_cr_assert_ok(td_tensor_zeros(&ts[i], TD_DTYPE_U8, TD_MAX_DIMS, shape));
 	td_cr_assert_err(td_tensor_stack(&out, ts, 2, 0), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	td_cr_assert_ok(td_tensor_cat(&out, ts, 2, TD_MAX_DIMS - 1));
 	cr_assert_eq(out.shape[TD_MAX_DIMS - 1], 2);
 	td_tensor_release(&out);
@@ -1350,7 +1309,7 @@ Test(copy, stack_and_cat_refuse_bad_arguments)
 	td_cr_assert_ok(td_tensor_zeros(&c, TD_DTYPE_F32, 2, s34));
 	td_cr_assert_ok(td_tensor_zeros(&v, TD_DTYPE_F32, 1, s2));
 	td_cr_assert_ok(td_tensor_from_buffer(&d, dev, TD_DTYPE_F32, 2, s23, NULL, 0));
-	poison(&out);
+	td_test_poison(&out);
 	ts[0] = a;
 	td_cr_assert_err(td_tensor_stack(NULL, &a, 1, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_cat(NULL, &a, 1, 0), TD_EINVAL);
@@ -1370,7 +1329,7 @@ Test(copy, stack_and_cat_refuse_bad_arguments)
 	td_cr_assert_ok(td_tensor_cat(&out, ts, 2, 1));
 	cr_assert_eq(out.shape[1], 7);
 	td_tensor_release(&out);
-	poison(&out);
+	td_test_poison(&out);
 	ts[1] = c; /* [2, 3] and [3, 4] */
 	td_cr_assert_err(td_tensor_cat(&out, ts, 2, 0), TD_ETYPE);
 	td_cr_assert_err(td_tensor_cat(&out, ts, 2, 1), TD_ETYPE);
@@ -1389,7 +1348,7 @@ Test(copy, stack_and_cat_refuse_bad_arguments)
 	td_tensor_ref(&big[1], &big[0]);
 	td_cr_assert_err(td_tensor_cat(&out, big, 2, 0), TD_EOVERFLOW);
 	td_cr_assert_err(td_tensor_stack(&out, big, 2, 0), TD_EOVERFLOW);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	td_tensor_release(&big[0]);
 	td_tensor_release(&big[1]);
 	td_tensor_release(&a);
@@ -1452,7 +1411,7 @@ static int sweep_body(void *p)
 	sweep_ctx *c = p;
 	int rc;
 
-	poison(&c->out);
+	td_test_poison(&c->out);
 	switch (c->which) {
 	case 0:
 		rc = td_tensor_clone(&c->out, &c->in[0]);
@@ -1481,7 +1440,7 @@ static int sweep_body(void *p)
 	}
 	}
 	if (rc < 0)
-		assert_poisoned(&c->out);
+		td_test_assert_poisoned(&c->out);
 	return rc;
 }
 

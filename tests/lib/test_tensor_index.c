@@ -36,17 +36,6 @@ static char *elem_at(const td_tensor *t, const int64_t *index)
 	return (char *)td_tensor_data(t) + off * (int64_t)td_dtype_size(t->dtype);
 }
 
-/* Multi-index of the C-order position `flat` in `shape`. */
-static void unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *index)
-{
-	int d;
-
-	for (d = ndim - 1; d >= 0; d--) {
-		index[d] = flat % shape[d];
-		flat /= shape[d];
-	}
-}
-
 static int64_t numel_of(int ndim, const int64_t *shape)
 {
 	int64_t n = 1;
@@ -234,7 +223,7 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 		a = ref_adv(r, (*d)++, m->ndim, m->shape);
 		for (f = 0; f < n; f++) {
 			td_scalar s;
-			unravel(m->ndim, m->shape, f, idx);
+			td_test_unravel(m->ndim, m->shape, f, idx);
 			td_cr_assert_ok(td_tensor_get(m, idx, &s));
 			a->v[f] = s.kind == TD_SCALAR_UINT ?
 				(s.v.u > INT64_MAX ? INT64_MAX : (int64_t)s.v.u) : s.v.i;
@@ -242,7 +231,7 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 		return true;
 	}
 	for (f = 0; f < n; f++) {
-		unravel(m->ndim, m->shape, f, idx);
+		td_test_unravel(m->ndim, m->shape, f, idx);
 		nnz += get_f(m, idx) != 0;
 	}
 	if (m->ndim == 0) {
@@ -255,7 +244,7 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 	for (j = 0; j < m->ndim; j++)
 		ref_adv(r, *d + j, 1, &nnz);
 	for (f = 0; f < n; f++) {
-		unravel(m->ndim, m->shape, f, idx);
+		td_test_unravel(m->ndim, m->shape, f, idx);
 		if (get_f(m, idx) == 0)
 			continue;
 		for (j = 0; j < m->ndim; j++)
@@ -459,7 +448,7 @@ static void ref_index(ref *r, const td_tensor *t, const td_index *idx, size_t n)
 	r->count = numel_of(r->ndim, r->shape);
 	r->offsets = calloc((size_t)r->count + 1, sizeof(int64_t));
 	for (f = 0; f < r->count; f++) {
-		unravel(r->ndim, r->shape, f, ridx);
+		td_test_unravel(r->ndim, r->shape, f, ridx);
 		r->offsets[f] = ref_offset(r, t, ridx);
 	}
 }
@@ -508,7 +497,7 @@ static void gen_int_tensor(gen *g, int64_t size, uint64_t *rng)
 		int64_t v = size > 0 ? rnd(rng, 2 * size) - size : 0;
 		if (td_dtype_get_category(dt) == TD_CATEGORY_UINT && v < 0)
 			v += size;
-		unravel(nd, shape, f, idx);
+		td_test_unravel(nd, shape, f, idx);
 		td_cr_assert_ok(td_tensor_set(m, idx, td_scalar_int(v)));
 	}
 	g->idx[g->n++] = td_index_tensor(m);
@@ -522,7 +511,7 @@ static void gen_bool_tensor(gen *g, int k, const int64_t *shape, uint64_t *rng)
 
 	make_view(m, TD_DTYPE_BOOL, k, shape, rng, false);
 	for (f = 0; f < numel_of(k, shape); f++) {
-		unravel(k, shape, f, idx);
+		td_test_unravel(k, shape, f, idx);
 		td_cr_assert_ok(td_tensor_set(m, idx, td_scalar_bool(rnd(rng, 2) != 0)));
 	}
 	g->idx[g->n++] = td_index_tensor(m);
@@ -678,7 +667,7 @@ static void check_index(const td_tensor *t, const gen *g, int iter)
 	}
 	for (f = 0; f < r.count; f++) {
 		const char *want = (const char *)td_buffer_data(t->buffer) + r.offsets[f] * (int64_t)isz;
-		unravel(r.ndim, r.shape, f, ridx);
+		td_test_unravel(r.ndim, r.shape, f, ridx);
 		if (r.view)
 			cr_assert_eq(elem_at(&out, ridx), want, "case %d: element %lld", iter, (long long)f);
 		else
@@ -737,7 +726,7 @@ static char *ref_put(const td_tensor *t, const ref *r, const td_tensor *src)
 
 	memcpy(want, td_buffer_data(t->buffer), nbytes);
 	for (f = 0; f < r->count; f++) {
-		unravel(r->ndim, r->shape, f, ridx);
+		td_test_unravel(r->ndim, r->shape, f, ridx);
 		for (d = 0; d < src->ndim; d++) {
 			int rd = r->ndim - src->ndim + d;
 			sidx[d] = src->shape[d] == 1 ? 0 : ridx[rd];
@@ -1106,7 +1095,7 @@ Test(tensor_index, index_tensors_of_every_integer_dtype)
 		td_index x;
 		td_cr_assert_ok(td_tensor_empty(&it, int_dtypes[di], 2, ishape));
 		for (i = 0; i < 4; i++) {
-			unravel(2, ishape, i, idx);
+			td_test_unravel(2, ishape, i, idx);
 			td_cr_assert_ok(td_tensor_set(&it, idx, td_scalar_int(want[i])));
 		}
 		x = td_index_tensor(&it);

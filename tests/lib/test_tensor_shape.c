@@ -9,21 +9,6 @@
 
 #include <string.h>
 
-#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-static void poison(td_tensor *t)
-{
-	memset(t, 0xa5, sizeof(*t));
-}
-
-static void assert_poisoned(const td_tensor *t)
-{
-	td_tensor p;
-
-	poison(&p);
-	cr_assert(memcmp(&p, t, sizeof(p)) == 0, "a failing call wrote its out tensor");
-}
-
 /* Whether two tensor values describe the same view (entries past ndim are unspecified). */
 static bool same_view(const td_tensor *a, const td_tensor *b)
 {
@@ -53,28 +38,6 @@ static int64_t numel_of(int ndim, const int64_t *shape)
 	for (i = 0; i < ndim; i++)
 		n *= shape[i];
 	return n;
-}
-
-/* The multi-index of C-order position `flat` in `shape`. */
-static void unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx)
-{
-	int i;
-
-	for (i = ndim - 1; i >= 0; i--) {
-		idx[i] = flat % shape[i];
-		flat /= shape[i];
-	}
-}
-
-/* Position (in elements) of element `idx` of `t` in its buffer. */
-static int64_t pos_of(const td_tensor *t, const int64_t *idx)
-{
-	int64_t p = t->offset;
-	int i;
-
-	for (i = 0; i < t->ndim; i++)
-		p += idx[i] * t->strides[i];
-	return p;
 }
 
 /* A heap buffer of `n` int64 values whose element p holds p. */
@@ -220,11 +183,11 @@ static void assert_view_maps(const td_tensor *v, const map_ctx *c, map_fn map, c
 		int64_t vidx[TD_MAX_DIMS], tidx[TD_MAX_DIMS];
 		td_scalar s;
 
-		unravel(v->ndim, v->shape, f, vidx);
+		td_test_unravel(v->ndim, v->shape, f, vidx);
 		map(c, vidx, tidx);
 		td_cr_assert_ok(td_tensor_get(v, vidx, &s));
-		cr_assert_eq(s.v.i, pos_of(c->t, tidx), "%s: element %lld is %lld, expected %lld",
-			what, (long long)f, (long long)s.v.i, (long long)pos_of(c->t, tidx));
+		cr_assert_eq(s.v.i, td_test_elem_pos(c->t, tidx), "%s: element %lld is %lld, expected %lld",
+			what, (long long)f, (long long)s.v.i, (long long)td_test_elem_pos(c->t, tidx));
 	}
 }
 
@@ -254,10 +217,10 @@ Test(shape, select_matches_the_model_on_random_views)
 				assert_view_maps(&v, &c, map_select, "select");
 				td_tensor_release(&v);
 			}
-			poison(&v);
+			td_test_poison(&v);
 			td_cr_assert_err(td_tensor_select(&v, &t, dim, size), TD_EINDEX);
 			td_cr_assert_err(td_tensor_select(&v, &t, dim, -size - 1), TD_EINDEX);
-			assert_poisoned(&v);
+			td_test_assert_poisoned(&v);
 		}
 		cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 		td_tensor_release(&t);
@@ -341,7 +304,7 @@ Test(shape, select_narrow_and_unbind_refuse_bad_arguments)
 	size_t n = 77;
 
 	arange(&t, 2, shape);
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_select(NULL, &t, 0, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_select(&out, NULL, 0, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_select(&out, &released, 0, 0), TD_EINVAL);
@@ -352,7 +315,7 @@ Test(shape, select_narrow_and_unbind_refuse_bad_arguments)
 	td_cr_assert_err(td_tensor_narrow(&out, &released, 0, 0, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_narrow(&out, &t, 2, 0, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_narrow(&out, &t, -3, 0, 1), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	td_cr_assert_err(td_tensor_unbind(NULL, &n, &t, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unbind(&arr, NULL, &t, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unbind(&arr, &n, NULL, 0), TD_EINVAL);
@@ -368,7 +331,7 @@ Test(shape, select_narrow_and_unbind_refuse_bad_arguments)
 	td_cr_assert_err(td_tensor_select(&out, &t, 0, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_narrow(&out, &t, 0, 0, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unbind(&arr, &n, &t, 0), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 	td_tensor_release(&t);
 }
@@ -447,7 +410,7 @@ Test(shape, permute_and_transpose_refuse_bad_arguments)
 	td_tensor t, out, released = TD_TENSOR_INIT;
 
 	arange(&t, 3, shape);
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_permute(NULL, &t, ok), TD_EINVAL);
 	td_cr_assert_err(td_tensor_permute(&out, NULL, ok), TD_EINVAL);
 	td_cr_assert_err(td_tensor_permute(&out, &released, ok), TD_EINVAL);
@@ -460,7 +423,7 @@ Test(shape, permute_and_transpose_refuse_bad_arguments)
 	td_cr_assert_err(td_tensor_transpose(&out, &released, 0, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_transpose(&out, &t, 0, 3), TD_EINVAL);
 	td_cr_assert_err(td_tensor_transpose(&out, &t, -4, 0), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 	td_tensor_release(&t);
 }
@@ -587,12 +550,12 @@ Test(shape, squeeze_and_unsqueeze_of_zero_dim_and_full_tensors)
 	cr_assert_eq(v.ndim, 1);
 	cr_assert_eq(v.strides[0], 1);
 	td_tensor_release(&v);
-	poison(&v);
+	td_test_poison(&v);
 	td_cr_assert_err(td_tensor_squeeze(&v, &t, 1), TD_EINVAL);
 	td_cr_assert_err(td_tensor_squeeze(&v, &t, -2), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unsqueeze(&v, &t, 2), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unsqueeze(&v, &t, -3), TD_EINVAL);
-	assert_poisoned(&v);
+	td_test_assert_poisoned(&v);
 	td_tensor_release(&t);
 
 	/* 16 dims of size 1: squeeze_all gives 0-d; nothing more can be added. */
@@ -617,7 +580,7 @@ Test(shape, squeeze_family_refuses_bad_arguments)
 	td_tensor t, out, released = TD_TENSOR_INIT;
 
 	arange(&t, 2, shape);
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_unsqueeze(NULL, &t, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unsqueeze(&out, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_unsqueeze(&out, &released, 0), TD_EINVAL);
@@ -631,7 +594,7 @@ Test(shape, squeeze_family_refuses_bad_arguments)
 	td_cr_assert_err(td_tensor_squeeze_all(NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_tensor_squeeze_all(&out, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_squeeze_all(&out, &released), TD_EINVAL);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	td_tensor_release(&t);
 }
 
@@ -713,7 +676,7 @@ Test(shape, expand_refuses_bad_arguments)
 		shape17[i] = 1;
 	shape17[TD_MAX_DIMS] = 3;
 	arange(&t, 2, shape);
-	poison(&out);
+	td_test_poison(&out);
 	td_cr_assert_err(td_tensor_expand(NULL, &t, 2, shape), TD_EINVAL);
 	td_cr_assert_err(td_tensor_expand(&out, NULL, 2, shape), TD_EINVAL);
 	td_cr_assert_err(td_tensor_expand(&out, &released, 2, shape), TD_EINVAL);
@@ -726,7 +689,7 @@ Test(shape, expand_refuses_bad_arguments)
 	td_cr_assert_err(td_tensor_expand(&out, &t, 2, minus2), TD_ETYPE);
 	td_cr_assert_err(td_tensor_expand(&out, &t, 2, huge), TD_EOVERFLOW);
 	td_cr_assert_err(td_tensor_expand(&out, &t, 4, huge2), TD_EOVERFLOW);
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 	td_tensor_release(&t);
 }
@@ -753,18 +716,18 @@ static bool view_possible(const td_tensor *t, int nn, const int64_t *nshape)
 		strides[j] = 0;
 		if (nshape[j] == 1)
 			continue;
-		unravel(t->ndim, t->shape, numel_of(nn - j - 1, nshape + j + 1), tidx);
-		strides[j] = pos_of(t, tidx) - t->offset;
+		td_test_unravel(t->ndim, t->shape, numel_of(nn - j - 1, nshape + j + 1), tidx);
+		strides[j] = td_test_elem_pos(t, tidx) - t->offset;
 		if (strides[j] < 0)
 			return false;
 	}
 	for (f = 0; f < numel; f++) {
 		int64_t want = t->offset;
-		unravel(nn, nshape, f, nidx);
+		td_test_unravel(nn, nshape, f, nidx);
 		for (j = 0; j < nn; j++)
 			want += nidx[j] * strides[j];
-		unravel(t->ndim, t->shape, f, tidx);
-		if (pos_of(t, tidx) != want)
+		td_test_unravel(t->ndim, t->shape, f, tidx);
+		if (td_test_elem_pos(t, tidx) != want)
 			return false;
 	}
 	return true;
@@ -811,10 +774,10 @@ static void assert_same_c_order(const td_tensor *r, const td_tensor *t)
 		int64_t ridx[TD_MAX_DIMS], tidx[TD_MAX_DIMS];
 		td_scalar s;
 
-		unravel(r->ndim, r->shape, f, ridx);
-		unravel(t->ndim, t->shape, f, tidx);
+		td_test_unravel(r->ndim, r->shape, f, ridx);
+		td_test_unravel(t->ndim, t->shape, f, tidx);
 		td_cr_assert_ok(td_tensor_get(r, ridx, &s));
-		cr_assert_eq(s.v.i, pos_of(t, tidx), "element %lld", (long long)f);
+		cr_assert_eq(s.v.i, td_test_elem_pos(t, tidx), "element %lld", (long long)f);
 	}
 }
 
@@ -853,9 +816,9 @@ Test(shape, reshape_is_a_view_exactly_when_the_strides_allow_it)
 			td_tensor_release(&v);
 			views++;
 		} else {
-			poison(&v);
+			td_test_poison(&v);
 			td_cr_assert_err(td_tensor_view(&v, &t, nn, nshape), TD_ETYPE);
-			assert_poisoned(&v);
+			td_test_assert_poisoned(&v);
 			copies++;
 		}
 		td_cr_assert_ok(td_tensor_reshape(&r, &t, nn, nshape));
@@ -889,11 +852,11 @@ Test(shape, reshape_of_a_transposed_tensor_copies_and_view_fails)
 
 	arange(&t, 2, shape);
 	td_cr_assert_ok(td_tensor_transpose(&tt, &t, 0, 1));
-	poison(&v);
+	td_test_poison(&v);
 	td_cr_assert_err(td_tensor_view(&v, &tt, 1, flat), TD_ETYPE);
 	cr_assert(strstr(td_error_last()->message, "td_tensor_reshape") != NULL,
 		"message should point to td_tensor_reshape(): %s", td_error_last()->message);
-	assert_poisoned(&v);
+	td_test_assert_poisoned(&v);
 	td_cr_assert_ok(td_tensor_reshape(&r, &tt, 1, flat_minus1));
 	cr_assert_neq(r.buffer, t.buffer);
 	cr_assert_eq(r.shape[0], 12);
@@ -932,9 +895,9 @@ Test(shape, reshape_handles_zero_dim_and_sixteen_dims)
 	td_tensor_release(&v);
 	td_cr_assert_ok(td_tensor_view(&v, &t, 1, one));
 	td_tensor_release(&v);
-	poison(&v);
+	td_test_poison(&v);
 	td_cr_assert_err(td_tensor_reshape(&v, &t, TD_MAX_DIMS + 1, ones), TD_EINVAL);
-	assert_poisoned(&v);
+	td_test_assert_poisoned(&v);
 	td_tensor_release(&t);
 }
 
@@ -950,7 +913,7 @@ Test(shape, reshape_and_view_refuse_bad_shapes)
 
 	arange(&t, 2, shape);
 	arange(&e, 2, empty_shape);
-	poison(&out);
+	td_test_poison(&out);
 	for (which = 0; which < 2; which++) {
 		int (*fn)(td_tensor *, const td_tensor *, int, const int64_t *) =
 			which ? td_tensor_view : td_tensor_reshape;
@@ -968,7 +931,7 @@ Test(shape, reshape_and_view_refuse_bad_shapes)
 		td_cr_assert_err(fn(&out, &e, 2, zero_infer), TD_ETYPE);
 		td_cr_assert_err(fn(&out, &t, 3, huge), TD_EOVERFLOW);
 	}
-	assert_poisoned(&out);
+	td_test_assert_poisoned(&out);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 	td_tensor_release(&t);
 	td_tensor_release(&e);
@@ -1105,10 +1068,10 @@ Test(shape, views_of_device_memory_work_but_copies_are_refused)
 	cr_assert_eq(n, 6);
 	td_tensor_array_free(arr, n);
 	td_cr_assert_ok(td_tensor_transpose(&tt, &t, 0, 1));
-	poison(&v);
+	td_test_poison(&v);
 	td_cr_assert_err(td_tensor_reshape(&v, &tt, 1, flat), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_view(&v, &tt, 1, flat), TD_ETYPE);
-	assert_poisoned(&v);
+	td_test_assert_poisoned(&v);
 	td_tensor_release(&tt);
 	td_tensor_release(&t);
 	cr_assert_eq(td_buffer_refcount(b), 1);
@@ -1159,10 +1122,10 @@ static int reshape_body(void *p)
 	sweep_ctx *c = p;
 	int rc;
 
-	poison(&c->out);
+	td_test_poison(&c->out);
 	rc = td_tensor_reshape(&c->out, &c->in, 1, flat);
 	if (rc < 0)
-		assert_poisoned(&c->out);
+		td_test_assert_poisoned(&c->out);
 	return rc;
 }
 
