@@ -171,41 +171,15 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 /* The index                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* Whether the live entry e holds the key (s, len, hash); the hash is checked first. */
-static inline bool key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
+td__entry *td__dict_find_indexed(const td_dict *d, const char *key, uint32_t len, uint64_t hash)
 {
-	uint32_t i;
+	uint32_t i, mask = d->index_mask, v;
 
-	/* A deleted slot has klen TD_SLOT_DEAD, which no key length equals. */
-	if (e->hash != hash || e->klen != len)
-		return false;
-	if (len > TD_KEY_INLINE)
-		return memcmp(e->k.heap->data, s, len) == 0;
-	/* Inline keys (the usual case): in the entry's first line, no call. */
-	for (i = 0; i < len; i++)
-		if (e->k.inl[i] != s[i])
-			return false;
-	return true;
-}
-
-td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len, uint64_t hash)
-{
-	uint32_t i, mask, v;
-
-	if (!d->index) {
-		for (i = 0; i < d->used; i++) {
-			td__entry *e = &d->entries[i];
-			if (key_eq(e, key, len, hash))
-				return e;
-		}
-		return NULL;
-	}
-	mask = d->index_mask;
 	for (i = (uint32_t)hash & mask;; i = (i + 1) & mask) {
 		v = d->index[i];
 		if (v == 0)
 			return NULL;
-		if (v != TD_DICT_TOMB && key_eq(&d->entries[v - 1], key, len, hash))
+		if (v != TD_DICT_TOMB && td__key_eq(&d->entries[v - 1], key, len, hash))
 			return &d->entries[v - 1];
 	}
 }
