@@ -247,6 +247,12 @@ static void measure(const bench_row *row, const bench_config *cfg, bench_result 
 		record_error(r, "setup", rc);
 	} else if ((rc = warm_up(row, state, (uint64_t)(cfg->warmup * 1e9))) < 0) {
 		record_error(r, "warmup", rc);
+	} else if (cfg->calls) {
+		r->iterations = cfg->calls;
+		if ((rc = measure_rounds(row, state, r, cfg->rounds)) < 0)
+			record_error(r, "run", rc);
+		else
+			r->status = BENCH_OK;
 	} else if ((rc = calibrate(row, state, cfg, &r->iterations, &rt)) < 0) {
 		record_error(r, "calibration", rc);
 	} else if ((rc = measure_rounds(row, state, r, plan_rounds(cfg, &rt))) < 0) {
@@ -358,6 +364,9 @@ static void usage(FILE *f, const char *prog)
 		"  --min-time SEC    shortest round (default %g; raised to 10 timer ticks)\n"
 		"  --max-time SEC    time budget of the rounds of one row (default %g)\n"
 		"  --rounds N        exactly N rounds per row (overrides --max-time)\n"
+		"  --calls N         exactly N calls per round, no calibration (with\n"
+		"                    --rounds, a fixed amount of work per row: for\n"
+		"                    valgrind --tool=callgrind; default rounds 5)\n"
 		"  --warmup SEC      warm-up time per row (default %g)\n"
 		"  --repeat N        measure every row in N passes over the table and report\n"
 		"                    each row's pass with the lowest Mean (default %d): a\n"
@@ -391,7 +400,7 @@ static bool parse_count(const char *s, size_t *out)
 	return true;
 }
 
-enum { OPT_JSON = 256, OPT_FILTER, OPT_MIN_TIME, OPT_MAX_TIME, OPT_ROUNDS, OPT_WARMUP,
+enum { OPT_JSON = 256, OPT_FILTER, OPT_MIN_TIME, OPT_MAX_TIME, OPT_ROUNDS, OPT_CALLS, OPT_WARMUP,
 	OPT_REPEAT, OPT_NO_MEMORY, OPT_LIST, OPT_HELP };
 
 static const struct option long_options[] = {
@@ -400,6 +409,7 @@ static const struct option long_options[] = {
 	{ "min-time", required_argument, NULL, OPT_MIN_TIME },
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
 	{ "rounds", required_argument, NULL, OPT_ROUNDS },
+	{ "calls", required_argument, NULL, OPT_CALLS },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "repeat", required_argument, NULL, OPT_REPEAT },
 	{ "no-memory", no_argument, NULL, OPT_NO_MEMORY },
@@ -420,6 +430,7 @@ static int apply_option(bench_config *cfg, int c, const char *arg)
 	case OPT_MAX_TIME: return parse_seconds(arg, &cfg->max_time) ? 0 : -1;
 	case OPT_WARMUP: return parse_seconds(arg, &cfg->warmup) ? 0 : -1;
 	case OPT_ROUNDS: return parse_count(arg, &cfg->rounds) ? 0 : -1;
+	case OPT_CALLS: return parse_count(arg, &cfg->calls) ? 0 : -1;
 	case OPT_REPEAT: return parse_count(arg, &cfg->repeat) ? 0 : -1;
 	case OPT_HELP: return 1;
 	default: return -1;
@@ -452,6 +463,8 @@ static int parse_options(bench_config *cfg, int argc, char **argv)
 		usage(stderr, argv[0]);
 		return -1;
 	}
+	if (cfg->calls && !cfg->rounds)
+		cfg->rounds = BENCH_MIN_ROUNDS;
 	return 0;
 }
 

@@ -30,6 +30,7 @@ typedef struct bench_config {
 	double max_time;   /* seconds of rounds per row */
 	double warmup;     /* seconds per row */
 	size_t rounds;     /* 0: planned from max_time */
+	size_t calls;      /* calls per round; 0: calibrated from min_time */
 	size_t repeat;     /* passes over the rows; each row keeps its best pass */
 	const char **filters;
 	size_t nfilters;

@@ -111,7 +111,9 @@ static void print_header(const bench_config *cfg, bench_report *rep)
 		"(bench/seed_cpu.tsv, CPU run)\n", rep->program, td_version(NULL, NULL, NULL));
 	printf("timing: CLOCK_MONOTONIC (precision %llu ns); warm-up %g s, rounds >= %g s, ",
 		(unsigned long long)cfg->precision_ns, cfg->warmup, cfg->min_time);
-	if (cfg->rounds)
+	if (cfg->calls)
+		printf("%zu rounds of %zu calls per row", cfg->rounds, cfg->calls);
+	else if (cfg->rounds)
 		printf("%zu rounds per row", cfg->rounds);
 	else
 		printf("%g s of rounds per row (at least 5)", cfg->max_time);
@@ -382,9 +384,9 @@ static void print_json(const bench_config *cfg, const bench_report *rep)
 	printf(",\n  \"version\": ");
 	json_str(td_version(NULL, NULL, NULL));
 	printf(",\n  \"seed\": \"bench/seed_cpu.tsv\",\n  \"config\": {\"min_time_s\": %.9g, "
-		"\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, \"repeat\": %zu, "
+		"\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, \"calls\": %zu, \"repeat\": %zu, "
 		"\"timer_precision_ns\": %llu, \"optimized\": %s, \"sanitized\": %s},\n",
-		cfg->min_time, cfg->max_time, cfg->warmup, cfg->rounds, cfg->repeat,
+		cfg->min_time, cfg->max_time, cfg->warmup, cfg->rounds, cfg->calls, cfg->repeat,
 		(unsigned long long)cfg->precision_ns, BENCH_OPTIMIZED ? "true" : "false",
 		BENCH_SANITIZED ? "true" : "false");
 	printf("  \"rows\": [\n");

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-# Benchmarks, built and run by `make bench`, never by `make check` (they are
-# EXTRA_PROGRAMS: built only on request). They are compiled with the same
-# CFLAGS as the library (configure's default -g -O2). Pass options with
+# Benchmarks, run by `make bench`. `make check` builds them too and runs
+# every row for a couple of calls (tests/bench/test_bench.sh), timing
+# nothing. They are compiled with the same CFLAGS as the library
+# (configure's default -g -O2). Pass options with
 # `make bench BENCH_ARGS="--json --filter nested"`; see bench/README.md.
 
-EXTRA_PROGRAMS += %D%/tdbench
+check_PROGRAMS += %D%/tdbench
 
 %C%_tdbench_SOURCES = \
 	%D%/bench.h \

@@ -84,6 +84,8 @@ TESTS += %D%/lib/test_tensor_copy
 
 endif
 
-# --- tools/ (script tests: TAP, run through SH_LOG_DRIVER) ---
+# --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---
 TESTS += %D%/tools/test_cli.sh
 EXTRA_DIST += %D%/tools/test_cli.sh
+TESTS += %D%/bench/test_bench.sh
+EXTRA_DIST += %D%/bench/test_bench.sh

@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Smoke test of the benchmark harness, as TAP: every row of bench/tdbench
+# runs a few calls (each call checks its own result, so a broken fixture or
+# a wrong answer is an error row and a non-zero exit), in the table and the
+# JSON form, and bad command lines exit 2. Timings are not looked at.
+# Run by `make check` (TD_BUILDDIR points at the build tree); under the
+# sanitizer build the wrapper also fails it on any report, which covers the
+# rows' fixtures and teardown. TD_TOOL_WRAPPER, when set, prefixes each run.
+set -u
+
+bench="${TD_BUILDDIR:-.}/bench/tdbench"
+if [ ! -x "$bench" ]; then
+	echo "1..0 # SKIP $bench not found (set TD_BUILDDIR)"
+	exit 0
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/td-test-bench.XXXXXX") || exit 99
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' HUP INT PIPE TERM
+n=0
+failed=0
+quick="--warmup 0 --rounds 1 --calls 2 --repeat 1"
+
+run() {
+	rc=0
+	${TD_TOOL_WRAPPER:-} "$bench" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	cat "$tmp/err" >&2
+}
+
+check() {
+	desc=$1
+	shift
+	n=$((n + 1))
+	if "$@"; then
+		echo "ok $n - $desc"
+	else
+		echo "not ok $n - $desc"
+		echo "# exit status $rc; stdout:"
+		sed 's/^/#   /' "$tmp/out" | tail -20
+		failed=1
+	fi
+}
+
+# shellcheck disable=SC2086 # $quick is a list of options
+run $quick
+check "every row runs (table)" test "$rc" -eq 0
+check "the table has the summary" grep -q '^rows: [0-9]* measured, [0-9]* n/a, 0 errors$' "$tmp/out"
+check "the memory table is there" grep -q 'per leaf' "$tmp/out"
+check "the fixed work is stated" grep -q '1 rounds of 2 calls per row' "$tmp/out"
+
+# shellcheck disable=SC2086
+run $quick --no-memory --json --filter 'test_membership*' --filter test_clone
+check "every selected row runs (JSON)" test "$rc" -eq 0
+check "JSON names the rows" grep -q '"name": "test_clone"' "$tmp/out"
+check "JSON rows are ok" sh -c "! grep -q '\"status\": \"error\"' '$tmp/out'"
+check "JSON records the calls" grep -q '"calls": 2' "$tmp/out"
+
+run --calls 0
+check "--calls 0 is refused" test "$rc" -eq 2
+check "a refusal prints the usage" grep -q '^usage:' "$tmp/err"
+run --filter no_such_row_anywhere
+check "a filter that matches nothing exits 2" test "$rc" -eq 2
+run --list
+check "--list lists measured and n/a rows" sh -c "grep -q '^test_clone' '$tmp/out' && grep -q 'n/a' '$tmp/out'"
+
+echo "1..$n"
+exit "$failed"
