@@ -323,6 +323,16 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 	copy_ctx ctx;
 	td__iter it;
 
+	/* Same dtype, same shape, both dense: one memcpy (most copies). */
+	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
+	    memcmp(dst->shape, src->shape, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
+	    td__is_contiguous(dst->ndim, dst->shape, dst->strides) &&
+	    td__is_contiguous(src->ndim, src->shape, src->strides)) {
+		size_t bytes = (size_t)td__numel(dst->ndim, dst->shape) * td__itemsize(dst->dtype);
+		if (bytes)
+			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
+		return TD_OK;
+	}
 	TD_TRY(td__broadcast_strides(src, dst->ndim, dst->shape, sstrides, fn));
 	base[0] = td__tensor_ptr(dst);
 	base[1] = td__tensor_ptr(src);
@@ -345,6 +355,9 @@ int td_tensor_copy(td_tensor *dst, const td_tensor *src)
 
 	TD_TRY(td__tensor_check_write(dst, fn, "the destination"));
 	TD_TRY(td__tensor_check_read(src, fn, "the source"));
+	/* A view copied onto itself changes nothing (torch's copy_ returns at once). */
+	if (td__same_view(dst, src))
+		return TD_OK;
 	if (!td__tensor_overlap(dst, src))
 		return td__copy_unchecked(dst, src, fn);
 	/* Overlapping views of one buffer: go through a private copy. */

@@ -204,6 +204,15 @@ static inline void td__tensor_assign(td_tensor *out, const td_tensor *in, td_ten
 /** Whether two tensors' byte extents in the same buffer overlap. */
 bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
 
+/** Whether two tensors are the same view: same buffer, dtype, offset, shape and strides. */
+static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
+{
+	return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
+	       a->ndim == b->ndim &&
+	       memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0 &&
+	       memcmp(a->strides, b->strides, (size_t)a->ndim * sizeof(int64_t)) == 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Strided iteration                                                         */
 /* ------------------------------------------------------------------------ */

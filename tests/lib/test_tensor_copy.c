@@ -905,9 +905,16 @@ Test(copy, overlapping_source_and_destination_copy_as_if_through_a_temporary)
 			cr_assert_eq(p[i * 4 + j], j * 4);
 	td_tensor_release(&src);
 
-	/* A copy onto itself changes nothing. */
+	/* A copy onto itself (or onto an identical view) changes nothing and,
+	 * as torch's copy_, does no work: not even a temporary is allocated. */
+	td_tensor_ref(&tt, &base);
+	td_test_alloc_install(0);
 	td_cr_assert_ok(td_tensor_copy(&base, &base));
+	td_cr_assert_ok(td_tensor_copy(&tt, &base));
+	cr_assert_eq(td_test_alloc_attempts(), 0, "a self-copy allocated");
+	td_test_alloc_uninstall();
 	cr_assert_eq(p[5], 4);
+	td_tensor_release(&tt);
 	td_tensor_release(&base);
 
 	/* Two dtypes over the same bytes: the int16 source is read before int32 writes land. */
