@@ -257,13 +257,14 @@ td__entry *td__dict_find_indexed(const td_dict *d, const char *key, uint32_t len
 static inline td__entry *td__dict_find(const td_dict *d, const char *key, uint32_t len,
 	uint64_t hash)
 {
-	td__entry *e, *end;
+	uint32_t i;
 
 	if (TD_UNLIKELY(d->index != NULL))
 		return td__dict_find_indexed(d, key, len, hash);
-	for (e = d->entries, end = e + d->used; e != end; e++)
-		if (td__key_eq(e, key, len, hash))
-			return e;
+	/* Indexed, not pointer-bounded: an empty dict may have no entry array. */
+	for (i = 0; i < d->used; i++)
+		if (td__key_eq(&d->entries[i], key, len, hash))
+			return &d->entries[i];
 	return NULL;
 }
 /**
