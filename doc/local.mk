@@ -80,6 +80,7 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_set_dict.3 \
 	%D%/man/man3/td_dict_set_dict_path.3 \
 	%D%/man/man3/td_dict_set_dict_take.3 \
+	%D%/man/man3/td_dict_set_dict_take_path.3 \
 	%D%/man/man3/td_dict_set_string.3 \
 	%D%/man/man3/td_dict_set_string_path.3 \
 	%D%/man/man3/td_dict_set_tensor.3 \
@@ -89,6 +90,7 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_set_tensor_key.3 \
 	%D%/man/man3/td_dict_set_tensor_path.3 \
 	%D%/man/man3/td_dict_set_tensor_take.3 \
+	%D%/man/man3/td_dict_set_tensor_take_path.3 \
 	%D%/man/man3/td_dict_split.3 \
 	%D%/man/man3/td_dict_split_sizes.3 \
 	%D%/man/man3/td_dict_squeeze.3 \

@@ -261,6 +261,13 @@ int td_dict_set_tensor_take(td_dict *d, const char *key, td_tensor *t)
 	return TD_OK;
 }
 
+int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, size_t n, td_tensor *t)
+{
+	TD_TRY(set_tensor(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_take_path"));
+	td_tensor_release(t);
+	return TD_OK;
+}
+
 static int set_inplace(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_tensor *t, const char *fn)
 {
@@ -325,9 +332,9 @@ int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n, const 
 	return set_dict_copy(d, NULL, parts, n, child, "td_dict_set_dict_path");
 }
 
-int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child)
+static int set_dict_take(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, td_dict *child, const char *fn)
 {
-	static const char fn[] = "td_dict_set_dict_take";
 	td_value v;
 
 	if (!child)
@@ -336,7 +343,17 @@ int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child)
 		return td__error(TD_EINVAL, "%s: the dict already belongs to another dict", fn);
 	v.kind = TD_VALUE_DICT;
 	v.u.dict = child;
-	return set_impl(d, FORM_DOTTED(key), &v, fn);
+	return set_impl(d, dotted, parts, n, key, &v, fn);
+}
+
+int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child)
+{
+	return set_dict_take(d, FORM_DOTTED(key), child, "td_dict_set_dict_take");
+}
+
+int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size_t n, td_dict *child)
+{
+	return set_dict_take(d, FORM_PATH(parts, n), child, "td_dict_set_dict_take_path");
 }
 
 /* A blob value in a new buffer; `string` adds the terminating NUL. */

@@ -260,10 +260,13 @@ TD_API int td_dict_set_tensor_path(td_dict *d, const char *const *parts, size_t 
 TD_API int td_dict_set_tensor_key(td_dict *d, const td_key *key, const td_tensor *t);
 
 /**
- * As td_dict_set_tensor(), but takes over the caller's reference: on
- * success `*t` is reset to TD_TENSOR_INIT; on failure it is left untouched.
+ * As td_dict_set_tensor() (and td_dict_set_tensor_path()), but takes over
+ * the caller's reference: on success `*t` is reset to TD_TENSOR_INIT; on
+ * failure it is left untouched.
  */
 TD_API int td_dict_set_tensor_take(td_dict *d, const char *key, td_tensor *t);
+TD_API int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, size_t n,
+	td_tensor *t);
 
 /**
  * Copy `t` into the existing tensor under `key` (tensordict's
@@ -295,10 +298,15 @@ TD_API int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n,
  * Store a root dict without copying: `child` becomes owned by `d` and the
  * pointer stays valid as a borrowed nested dict.
  *
+ * td_dict_set_dict_take_path() does the same under a path (whose
+ * components may hold '.', or be empty).
+ *
  * @return as td_dict_set_dict(); TD_EINVAL if `child` already has a parent.
  *         On failure the caller still owns `child`.
  */
 TD_API int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child);
+TD_API int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size_t n,
+	td_dict *child);
 
 /**
  * Store a UTF-8 string (tensordict's NonTensorData). It applies to every

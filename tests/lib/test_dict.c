@@ -1773,3 +1773,53 @@ Test(dict, short_boundary_and_long_keys_behave_alike)
 	cr_assert_eq(td_dict_len(d), 0);
 	td_dict_free(d);
 }
+
+Test(dict, take_path_setters_adopt_values_under_keys_with_dots_or_empty)
+{
+	static const int64_t b[] = { 2 };
+	const char *dotted[] = { "a.b" }, *empty[] = { "" }, *nested[] = { "sub.x", "" };
+	td_dict *d, *child, *other;
+	const td_value *v;
+	td_tensor t, keep;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, dotted, 1, &t));
+	cr_assert_null(t.buffer);
+	td_cr_assert_ok(td_dict_get_path(d, dotted, 1, &v));
+	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
+	cr_assert_eq(td_buffer_refcount(v->u.tensor.buffer), 1);
+
+	td_cr_assert_ok(td_dict_new(&child, 1, b));
+	td_cr_assert_ok(td_dict_set_dict_take_path(d, empty, 1, child));
+	td_cr_assert_ok(td_dict_get_path(d, empty, 1, &v));
+	cr_assert_eq(v->u.dict, child);
+	cr_assert_eq(td_dict_parent(child), d);
+	/* Intermediate dicts are created; the empty last component is a key too. */
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I8, 1, b));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, nested, 2, &t));
+	td_cr_assert_ok(td_dict_get_path(d, nested, 2, &v));
+
+	/* Failures leave the caller's reference and dict alone. */
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (const int64_t[]){ 3 }));
+	td_tensor_ref(&keep, &t);
+	td_cr_assert_err(td_dict_set_tensor_take_path(d, dotted, 1, &t), TD_ETYPE);
+	cr_assert_eq(t.buffer, keep.buffer);
+	td_cr_assert_err(td_dict_set_tensor_take_path(d, NULL, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_path(d, dotted, 0, &t), TD_EINVAL);
+	cr_assert_eq(td_buffer_refcount(t.buffer), 2);
+	td_tensor_release(&t);
+	td_tensor_release(&keep);
+	td_cr_assert_err(td_dict_set_dict_take_path(d, dotted, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_path(d, dotted, 1, child), TD_EINVAL);
+	td_cr_assert_ok(td_dict_new(&other, 1, (const int64_t[]){ 5 }));
+	td_cr_assert_err(td_dict_set_dict_take_path(d, empty, 1, other), TD_ETYPE);
+	cr_assert_null(td_dict_parent(other));
+	td_dict_free(other);
+	td_cr_assert_ok(td_dict_lock(d));
+	td_cr_assert_ok(td_dict_new(&other, 1, b));
+	td_cr_assert_err(td_dict_set_dict_take_path(d, (const char *[]){ "new" }, 1, other),
+		TD_ELOCKED);
+	td_dict_free(other);
+	td_dict_free(d);
+}
