@@ -10,7 +10,8 @@ pkginclude_HEADERS += \
 	%D%/tdstore/dtype.h \
 	%D%/tdstore/buffer.h \
 	%D%/tdstore/tensor.h \
-	%D%/tdstore/dict.h
+	%D%/tdstore/dict.h \
+	%D%/tdstore/store.h
 
 nodist_pkginclude_HEADERS += \
 	%D%/tdstore/version.h

@@ -15,5 +15,6 @@
 #include "tdstore/buffer.h"
 #include "tdstore/tensor.h"
 #include "tdstore/dict.h"
+#include "tdstore/store.h"
 
 #endif /* TDSTORE_H */

@@ -89,3 +89,9 @@ TESTS += %D%/tools/test_cli.sh
 EXTRA_DIST += %D%/tools/test_cli.sh
 TESTS += %D%/bench/test_bench.sh
 EXTRA_DIST += %D%/bench/test_bench.sh
+
+# --- storage/ ---
+check_PROGRAMS += %D%/storage/test_store_dir
+TESTS += %D%/storage/test_store_dir
+%C%_storage_test_store_dir_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_dir_LDADD = $(td_test_ldadd)

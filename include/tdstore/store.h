@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstore/store.h - memory-mapped stores: a td_dict laid out in files,
+ * opened in place, whose tensors are views into the file mappings.
+ *
+ * This release writes and reads the directory placement, which is Python
+ * tensordict's memmap layout (TensorDict.memmap / TensorDict.load_memmap):
+ *
+ *     <dir>/meta.json             the dict's keys, dtypes, shapes, batch shape
+ *     <dir>/<enc(key)>.memmap     one raw, C-ordered, little-endian file per leaf
+ *     <dir>/<enc(key)>/           one directory per nested dict or string leaf
+ *
+ * where enc() is tensordict's file-name encoding of a key (see
+ * td_store_encode_key()). A leaf without elements has no file. A directory
+ * written by Python tensordict opens as it is, and one written here opens
+ * in Python with TensorDict.load_memmap().
+ *
+ * Lifetimes: a store owns its dict (td_store_dict()); the dict pointer and
+ * everything borrowed from it is valid until td_store_close(). Tensors taken
+ * from the dict with td_tensor_ref() (or copied out of a td_value) hold a
+ * reference to their file mapping and stay valid after the store is closed.
+ * A mapping is never shrunk: truncating a leaf file behind tdstore's back
+ * while it is mapped makes access to the lost pages fault (SIGBUS), as with
+ * any memory-mapped file.
+ *
+ * Threads and processes: a store handle is used by one thread at a time;
+ * any number of processes may open the same directory. Writes to tensor
+ * data through a writable store are visible at once to every process that
+ * maps the same files (MAP_SHARED).
+ */
+#ifndef TDSTORE_STORE_H
+#define TDSTORE_STORE_H
+
+#include "common.h"
+#include "dict.h"
+
+TD_BEGIN_DECLS
+
+typedef struct td_store td_store;
+
+/** td_store_open() flag: map leaves read-only (the default). */
+#define TD_STORE_RDONLY 0x0u
+/** td_store_open() flag: map leaves writable (written data reaches the files). */
+#define TD_STORE_RDWR 0x1u
+/**
+ * td_store_memmap() flag: reuse leaf files that already exist (tensordict's
+ * existsok=True): they are written in place, grown when too small and
+ * never truncated. Without it an existing leaf file is an error.
+ */
+#define TD_STORE_EXISTSOK 0x2u
+/**
+ * td_store_memmap() flag: allocate the files without copying the data
+ * (tensordict's memmap_like): new files read as zeros; reused files keep
+ * their bytes.
+ */
+#define TD_STORE_LIKE 0x4u
+/** td_store_memmap() flag: skip the final fsync of files and directories (faster, not durable). */
+#define TD_STORE_NOSYNC 0x8u
+
+/**
+ * Open a store directory in place. Only meta.json files are read; data
+ * pages fault in on first access.
+ *
+ * The dict has the directory's batch shape, keys in meta.json order,
+ * nested dicts, string leaves (tensordict's NonTensorData holding a str),
+ * and tensors that view the mapped `.memmap` files (leaves without
+ * elements are empty heap tensors). It is locked: keys cannot be added or
+ * removed through it.
+ *
+ * @param[out] out  receives the store; owned by the caller, release with
+ *                  td_store_close(); NULL on failure
+ * @param path      the directory
+ * @param flags     TD_STORE_RDONLY or TD_STORE_RDWR
+ * @return TD_OK;
+ *         TD_EINVAL for NULL arguments or unknown flags;
+ *         TD_ENOTFOUND if `path` or a meta.json it needs does not exist;
+ *         TD_ECORRUPT for a meta.json that is not valid JSON, is not the
+ *         layout above, declares an invalid dtype, shape or batch shape, or a
+ *         leaf file shorter than its declared size; for a symbolic link or
+ *         other non-regular file where a file or directory is expected;
+ *         TD_EOVERFLOW for a shape whose byte size overflows;
+ *         TD_ENOTSUP for content this release cannot represent (lazy stacks,
+ *         nested tensors, NonTensorStack, non-string NonTensorData,
+ *         quantized or complex32 dtypes); the message names the key;
+ *         TD_EREADONLY (TD_STORE_RDWR on files that cannot be written);
+ *         TD_EIO and TD_ENOMEM for system failures
+ */
+TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
+
+/**
+ * Write a dict into a store directory (tensordict's TensorDict.memmap)
+ * and open it read-write: the store's dict holds the same keys, its
+ * tensors now map the new files. `src` is not modified.
+ *
+ * The directory is created if missing (its parent must exist); an existing
+ * one is reused. Each leaf file is created with its full size reserved
+ * (fallocate), so that a full disk fails here with TD_ENOSPC rather than
+ * later with SIGBUS. meta.json files are replaced atomically (written under
+ * a temporary name, synced, renamed). Unless TD_STORE_NOSYNC is given,
+ * everything is synced to disk before returning.
+ *
+ * Keys may be any string: file names are encoded as tensordict encodes
+ * them. The keys "shape", "device" and "_type" are refused, as meta.json
+ * reserves them. Bytes leaves are refused (tensordict stores them in a
+ * Python pickle, which tdstore does not write).
+ *
+ * @param[out] out  receives the store; release with td_store_close()
+ * @param src       the dict to write (tensors, nested dicts, strings)
+ * @param path      the directory
+ * @param flags     TD_STORE_EXISTSOK, TD_STORE_LIKE, TD_STORE_NOSYNC or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL arguments, unknown flags, a reserved key, a bytes
+ *         leaf, a device tensor);
+ *         TD_EEXISTS (a leaf file exists and TD_STORE_EXISTSOK is not set;
+ *         `path` exists and is not a directory);
+ *         TD_ECORRUPT (a symbolic link or other non-regular file where a
+ *         leaf file or directory goes);
+ *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         On failure files already written stay on disk, and the meta.json
+ *         of a directory holds either its old or its new content, never a
+ *         mix.
+ */
+TD_API int td_store_memmap(td_store **out, const td_dict *src, const char *path,
+	unsigned flags);
+
+/**
+ * The store's dict. Borrowed: valid until td_store_close(). Locked (no
+ * keys can be added or removed through it); tensor data can be written in
+ * place when the store is read-write.
+ *
+ * @return the dict; NULL for NULL
+ */
+TD_API td_dict *td_store_dict(td_store *store);
+
+/** @return the directory the store was opened with (borrowed, valid until close); NULL for NULL. */
+TD_API const char *td_store_path(const td_store *store);
+
+/** @return TD_STORE_RDONLY or TD_STORE_RDWR; TD_STORE_RDONLY for NULL. */
+TD_API unsigned td_store_flags(const td_store *store);
+
+/**
+ * Flush what was written through a read-write store to disk: msync of
+ * every writable mapping, then fsync of its file.
+ *
+ * @return TD_OK (also for a read-only store); TD_EINVAL for NULL; TD_EIO
+ */
+TD_API int td_store_sync(td_store *store);
+
+/**
+ * Close a store: a read-write store is synced first, then the dict is
+ * released. Mappings still referenced by tensors the caller holds stay
+ * mapped until those tensors are released. NULL is accepted.
+ *
+ * @return TD_OK; TD_EIO if the final sync failed (the store is closed all
+ *         the same)
+ */
+TD_API int td_store_close(td_store *store);
+
+/**
+ * Encode a key as a file name the way tensordict does (robust_key=True):
+ * "" gives "%", "." gives "%2E", ".." gives "%2E%2E"; each of
+ * / < > : " | ? * \ space % and every byte below 0x20 or equal to 0x7f
+ * becomes %XX (uppercase hex); every other byte is kept.
+ *
+ * @param key  NUL-terminated key
+ * @param buf  receives the encoded name and a NUL; may be NULL when `len` is 0
+ * @param len  size of `buf`
+ * @return the length of the encoded name (without the NUL) even when it did
+ *         not fit, as snprintf; TD_EINVAL for a NULL key
+ */
+TD_API int td_store_encode_key(const char *key, char *buf, size_t len);
+
+TD_END_DECLS
+
+#endif /* TDSTORE_STORE_H */

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fileio.c - the file primitives stores are built from: mapping a file as
+ * a buffer, reading a small file whole, replacing a file atomically.
+ * Every open refuses symbolic links (O_NOFOLLOW) and non-regular files.
+ */
+#include "store_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void td__unmap_release(void *data, size_t nbytes, void *payload)
+{
+	(void)payload;
+	if (data && nbytes)
+		munmap(data, nbytes);
+}
+
+int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	void *p;
+	int rc;
+
+	*out = NULL;
+	if (nbytes == 0)
+		return td__error(TD_EINVAL, "%s: cannot map zero bytes", what);
+	p = mmap(NULL, nbytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap of %zu bytes",
+			what, nbytes);
+	opts.kind = TD_BUFFER_FILE;
+	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
+	opts.release = td__unmap_release;
+	rc = td_buffer_wrap(out, p, nbytes, &opts);
+	if (rc < 0)
+		munmap(p, nbytes);
+	return rc;
+}
+
+int td__store_track(td_store *st, td_buffer *map)
+{
+	if (st->nmaps == st->cap_maps) {
+		size_t cap = st->cap_maps ? st->cap_maps * 2 : 16, bytes;
+		td_buffer **m;
+
+		if (!td__mul_size(cap, sizeof(*m), &bytes))
+			return td__error(TD_EOVERFLOW, "store: too many mappings");
+		m = td__realloc(st->maps, bytes);
+		if (!m)
+			return td__error_nomem(bytes);
+		st->maps = m;
+		st->cap_maps = cap;
+	}
+	st->maps[st->nmaps++] = td_buffer_ref(map);
+	return TD_OK;
+}
+
+int td__read_small_file(int dirfd, const char *name, size_t max, char **out, size_t *len,
+	const char *what)
+{
+	struct stat sb;
+	size_t size, done = 0;
+	char *buf;
+	int fd, rc = TD_OK;
+
+	*out = NULL;
+	*len = 0;
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return td__error(TD_ECORRUPT, "%s: is a symbolic link", what);
+		if (errno == ENOENT)
+			return td__error(TD_ENOTFOUND, "%s: no such file", what);
+		return td__error_os(td__status_from_errno(errno), errno, "%s: open", what);
+	}
+	if (fstat(fd, &sb) < 0) {
+		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
+		goto out;
+	}
+	if (sb.st_size < 0 || (uint64_t)sb.st_size > max) {
+		rc = td__error(TD_ECORRUPT, "%s: %lld bytes, more than the %zu allowed", what,
+			(long long)sb.st_size, max);
+		goto out;
+	}
+	size = (size_t)sb.st_size;
+	buf = td__malloc(size + 1);
+	if (!buf) {
+		rc = td__error_nomem(size + 1);
+		goto out;
+	}
+	/* Read to the size seen by fstat; a file that shrinks meanwhile ends early. */
+	while (done < size) {
+		ssize_t n = read(fd, buf + done, size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = td__error_os(TD_EIO, errno, "%s: read", what);
+			td__free(buf);
+			goto out;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	buf[done] = '\0';
+	*out = buf;
+	*len = done;
+out:
+	close(fd);
+	return rc;
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
+	bool nosync, const char *what)
+{
+	char tmp[64];
+	unsigned attempt;
+	int fd = -1, err;
+
+	/* A unique temporary name: the pid and a counter, retried on collision. */
+	for (attempt = 0; attempt < 100; attempt++) {
+		static _Atomic unsigned counter;
+
+		snprintf(tmp, sizeof(tmp), ".tdstore-tmp.%ld.%u", (long)getpid(),
+			atomic_fetch_add(&counter, 1u));
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			break;
+	}
+	if (fd < 0)
+		return td__error_os(td__status_from_errno(errno), errno,
+			"%s: cannot create a temporary file", what);
+	err = write_all(fd, data, len);
+	if (!err && !nosync && fsync(fd) < 0)
+		err = -errno;
+	if (close(fd) < 0 && !err)
+		err = -errno;
+	if (!err && renameat(dirfd, tmp, dirfd, name) < 0)
+		err = -errno;
+	if (err) {
+		unlinkat(dirfd, tmp, 0);
+		return td__error_os(td__status_from_errno(-err), -err, "%s: write", what);
+	}
+	if (!nosync && fsync(dirfd) < 0)
+		return td__error_os(TD_EIO, errno, "%s: fsync of its directory", what);
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Key encoding (tensordict's _encode_key_for_filesystem, robust_key=True)  */
+/* ------------------------------------------------------------------------ */
+
+static bool needs_escape(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f || strchr("/<>:\"|?*\\ %", c) != NULL;
+}
+
+int td_store_encode_key(const char *key, char *buf, size_t len)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p;
+	size_t n = 0, w = 0;
+
+	if (!key)
+		return td__error(TD_EINVAL, "td_store_encode_key: NULL key");
+	if (!buf && len)
+		return td__error(TD_EINVAL, "td_store_encode_key: NULL buffer of %zu bytes", len);
+	if (key[0] == '\0' || strcmp(key, ".") == 0 || strcmp(key, "..") == 0) {
+		const char *s = key[0] == '\0' ? "%" : key[1] == '\0' ? "%2E" : "%2E%2E";
+
+		n = strlen(s);
+		if (len)
+			snprintf(buf, len, "%s", s);
+		return (int)n;
+	}
+	/* n counts the whole encoding; w what was written (whole escapes only). */
+	for (p = (const unsigned char *)key; *p; p++) {
+		size_t step = needs_escape(*p) ? 3 : 1;
+
+		if (w == n && n + step < len) {
+			if (step == 3) {
+				buf[w++] = '%';
+				buf[w++] = hex[*p >> 4];
+				buf[w++] = hex[*p & 15];
+			} else {
+				buf[w++] = (char)*p;
+			}
+		}
+		n += step;
+		if (n > INT_MAX - 3)
+			return td__error(TD_EOVERFLOW, "td_store_encode_key: key too long");
+	}
+	if (len)
+		buf[w] = '\0';
+	return (int)n;
+}

@@ -1,0 +1,915 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_dir.c - the directory placement: tensordict's memmap layout, read
+ * (td_store_open) and written (td_store_memmap).
+ *
+ * Reading treats every file as untrusted: meta.json is parsed by jansson
+ * and every field is checked (types, dims, sizes with overflow checks)
+ * before use; leaf files must be regular files at least as long as their
+ * declared size; symbolic links are refused everywhere below the root.
+ */
+#include "store_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TD_TYPE_TENSORDICT "<class 'tensordict._td.TensorDict'>"
+#define TD_TYPE_NONTENSORDATA "<class 'tensordict.tensorclass.NonTensorData'>"
+#define TD_TYPE_NONTENSORSTACK "<class 'tensordict.tensorclass.NonTensorStack'>"
+#define TD_TYPE_LAZYSTACK "<class 'tensordict._lazy.LazyStackedTensorDict'>"
+
+/* Longest relative path kept for messages ("a/b/c.memmap"). */
+#define REL_MAX 512
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* "rel/name" into buf, for messages (truncated if long). */
+static const char *join(char *buf, size_t len, const char *rel, const char *name)
+{
+	/* Truncation only shortens a message. */
+	if (snprintf(buf, len, "%s%s%s", rel, rel[0] ? "/" : "", name) >= (int)len)
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+/* The encoded file name of a key plus `suffix`, in a new heap block. */
+static int encoded_name(const char *key, const char *suffix, char **out)
+{
+	int n = td_store_encode_key(key, NULL, 0);
+	size_t len, slen = strlen(suffix);
+	char *s;
+
+	*out = NULL;
+	if (n < 0)
+		return n;
+	if (!td__add_size((size_t)n, slen + 1, &len))
+		return td__error(TD_EOVERFLOW, "store: key too long");
+	s = td__malloc(len);
+	if (!s)
+		return td__error_nomem(len);
+	td_store_encode_key(key, s, (size_t)n + 1);
+	memcpy(s + n, suffix, slen + 1);
+	*out = s;
+	return TD_OK;
+}
+
+/*
+ * tensordict's legacy fallback: a raw key name is tried when the encoded
+ * name is absent and the key is "safe" (no separators, no drive prefix; for
+ * directories also not empty, "." or "..").
+ */
+static bool legacy_safe(const char *key, bool is_dir)
+{
+	if (strchr(key, '/') || strchr(key, '\\'))
+		return false;
+	if (key[0] && key[1] == ':')
+		return false;
+	if (is_dir && (!key[0] || !strcmp(key, ".") || !strcmp(key, "..")))
+		return false;
+	return true;
+}
+
+static int os_error(int err, const char *what, const char *op)
+{
+	if (err == ELOOP)
+		return td__error(TD_ECORRUPT, "%s: is a symbolic link", what);
+	if (err == ENOENT)
+		return td__error(TD_ENOTFOUND, "%s: no such file or directory", what);
+	if (err == EACCES || err == EPERM || err == EROFS)
+		return td__error_os(TD_EREADONLY, err, "%s: %s", what, op);
+	return td__error_os(td__status_from_errno(err), err, "%s: %s", what, op);
+}
+
+/* Open directory `name` under dirfd, refusing symbolic links. */
+static int open_subdir(int dirfd, const char *name, const char *what, int *out)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	*out = -1;
+	if (fd < 0) {
+		if (errno == ENOTDIR)
+			return td__error(TD_ECORRUPT, "%s: not a directory", what);
+		return os_error(errno, what, "open");
+	}
+	*out = fd;
+	return TD_OK;
+}
+
+static int fail_json(const char *what, const char *msg)
+{
+	return td__error(TD_ECORRUPT, "%s: %s", what, msg);
+}
+
+/* A JSON shape: an array of at most TD_MAX_DIMS integers in [0, INT64_MAX]. */
+static int parse_shape(const json_t *j, int *ndim, int64_t *shape, const char *what)
+{
+	size_t i, n;
+
+	if (!json_is_array(j))
+		return fail_json(what, "shape is not a list");
+	n = json_array_size(j);
+	if (n > TD_MAX_DIMS)
+		return td__error(TD_ECORRUPT, "%s: shape has %zu dims, more than %d", what, n,
+			TD_MAX_DIMS);
+	for (i = 0; i < n; i++) {
+		const json_t *v = json_array_get(j, i);
+
+		if (!json_is_integer(v) || json_integer_value(v) < 0)
+			return td__error(TD_ECORRUPT, "%s: shape dim %zu is not an integer >= 0",
+				what, i);
+		shape[i] = (int64_t)json_integer_value(v);
+	}
+	*ndim = (int)n;
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct loader {
+	td_store *st;
+	bool writable;
+} loader;
+
+static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out);
+
+static int read_meta(int dirfd, const char *rel, json_t **out)
+{
+	char what[REL_MAX], *text;
+	json_error_t jerr;
+	size_t len;
+	json_t *root;
+
+	*out = NULL;
+	join(what, sizeof(what), rel, "meta.json");
+	TD_TRY(td__read_small_file(dirfd, "meta.json", TD_META_MAX_BYTES, &text, &len, what));
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	td__free(text);
+	if (!root)
+		return td__error(TD_ECORRUPT, "%s: invalid JSON at line %d column %d: %s", what,
+			jerr.line, jerr.column, jerr.text);
+	if (!json_is_object(root)) {
+		json_decref(root);
+		return fail_json(what, "not a JSON object");
+	}
+	*out = root;
+	return TD_OK;
+}
+
+/* Map one tensor leaf (or make an empty tensor for a leaf without elements). */
+static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, const json_t *e,
+	const td_dict *d, td_tensor *out)
+{
+	char what[REL_MAX], *fname = NULL;
+	const char *dts;
+	int64_t shape[TD_MAX_DIMS], numel = 1;
+	int ndim = 0, i, fd, rc, bndim, err;
+	const json_t *isn;
+	struct stat sb;
+	td_dtype dtype;
+	td_buffer *map = NULL;
+	size_t nbytes;
+
+	join(what, sizeof(what), rel, key);
+	isn = json_object_get(e, "is_nested");
+	if (isn && !json_is_boolean(isn))
+		return fail_json(what, "is_nested is not a boolean");
+	if (json_is_true(isn))
+		return td__error(TD_ENOTSUP, "%s: nested (jagged) tensors are not supported", what);
+	dts = json_string_value(json_object_get(e, "dtype"));
+	if (!dts)
+		return fail_json(what, "dtype is not a string");
+	rc = td_dtype_from_name(&dtype, dts);
+	if (rc == TD_ENOTSUP)
+		return td__error(TD_ENOTSUP, "%s: dtype %s is not supported", what, dts);
+	if (rc < 0 || strncmp(dts, "torch.", 6) != 0)
+		return td__error(TD_ECORRUPT, "%s: unknown dtype \"%s\"", what, dts);
+	TD_TRY(parse_shape(json_object_get(e, "shape"), &ndim, shape, what));
+	bndim = td_dict_batch_ndim(d);
+	if (ndim < bndim || memcmp(shape, td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)))
+		return td__error(TD_ECORRUPT, "%s: shape does not start with the batch shape", what);
+	for (i = 0; i < ndim; i++)
+		if (!td__mul_i64(numel, shape[i], &numel))
+			return td__error(TD_EOVERFLOW, "%s: the number of elements overflows", what);
+	if ((uint64_t)numel > SIZE_MAX / td_dtype_size(dtype) ||
+	    (nbytes = (size_t)numel * td_dtype_size(dtype)) > (size_t)PTRDIFF_MAX)
+		return td__error(TD_EOVERFLOW, "%s: the byte size overflows", what);
+	if (nbytes == 0)
+		return td_tensor_empty(out, dtype, ndim, shape);
+
+	TD_TRY(encoded_name(key, ".memmap", &fname));
+	fd = openat(dirfd, fname, (ld->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && legacy_safe(key, false)) {
+		size_t klen = strlen(key);
+		char *raw = td__malloc(klen + sizeof(".memmap"));
+
+		if (!raw) {
+			td__free(fname);
+			return td__error_nomem(klen + sizeof(".memmap"));
+		}
+		memcpy(raw, key, klen);
+		memcpy(raw + klen, ".memmap", sizeof(".memmap"));
+		fd = openat(dirfd, raw, (ld->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT) {
+			err = errno;
+			td__free(fname);
+			fname = raw;
+			errno = err;
+		} else {
+			td__free(raw);
+			errno = ENOENT;
+		}
+	}
+	err = errno;
+	join(what, sizeof(what), rel, fname);
+	td__free(fname);
+	if (fd < 0 && err == ENOENT)
+		return td__error(TD_ECORRUPT, "%s: declared in meta.json but missing", what);
+	if (fd < 0)
+		return os_error(err, what, "open");
+	if (fstat(fd, &sb) < 0) {
+		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
+		goto out;
+	}
+	if ((uint64_t)sb.st_size < (uint64_t)nbytes) {
+		rc = td__error(TD_ECORRUPT, "%s: %lld bytes, shorter than the %zu declared", what,
+			(long long)sb.st_size, nbytes);
+		goto out;
+	}
+	rc = td__map_fd(&map, fd, nbytes, ld->writable, what);
+	if (rc < 0)
+		goto out;
+	if (ld->writable) {
+		rc = td__store_track(ld->st, map);
+		if (rc < 0)
+			goto out;
+	}
+	rc = td_tensor_from_buffer(out, map, dtype, ndim, shape, NULL, 0);
+out:
+	td_buffer_unref(map);
+	close(fd);
+	return rc;
+}
+
+/* A NonTensorData directory: its string value. */
+static int load_string(const json_t *meta, const char *what, const char **out)
+{
+	const json_t *data = json_object_get(meta, "data");
+
+	if (!data)
+		return td__error(TD_ENOTSUP,
+			"%s: NonTensorData without \"data\" (a pickled value) is not supported", what);
+	if (!json_is_string(data))
+		return td__error(TD_ENOTSUP,
+			"%s: NonTensorData holding a %s is not supported (only strings)", what,
+			json_is_array(data) ? "list" : json_is_object(data) ? "dict" :
+			json_is_null(data) ? "None" : "number or bool");
+	*out = json_string_value(data);
+	return TD_OK;
+}
+
+/* Open the sub-collection directory for `key` (encoded name, then the legacy raw name). */
+static int open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
+	int *out)
+{
+	char *name;
+	int rc;
+
+	TD_TRY(encoded_name(key, "", &name));
+	join(crel, crel_len, rel, name);
+	rc = open_subdir(dirfd, name, crel, out);
+	td__free(name);
+	if (rc == TD_ENOTFOUND && legacy_safe(key, true)) {
+		join(crel, crel_len, rel, key);
+		rc = open_subdir(dirfd, key, crel, out);
+	}
+	return rc;
+}
+
+static int load_collection(loader *ld, int dirfd, const char *rel, const char *key, int depth,
+	td_dict *d)
+{
+	char crel[REL_MAX], what[REL_MAX];
+	const char *type, *s = NULL;
+	json_t *meta = NULL;
+	td_dict *child = NULL;
+	int cfd, rc;
+
+	TD_TRY(open_child(dirfd, rel, key, crel, sizeof(crel), &cfd));
+	join(what, sizeof(what), crel, "meta.json");
+	rc = read_meta(cfd, crel, &meta);
+	if (rc < 0)
+		goto out;
+	type = json_string_value(json_object_get(meta, "_type"));
+	if (type && !strcmp(type, TD_TYPE_NONTENSORDATA)) {
+		rc = load_string(meta, what, &s);
+		if (rc == TD_OK) {
+			rc = td_dict_set_string_path(d, &key, 1, s);
+			if (rc == TD_ETYPE)
+				rc = td__error(TD_ECORRUPT, "%s: %s", crel, td_error_last()->message);
+		}
+		goto out;
+	}
+	if (type && !strcmp(type, TD_TYPE_NONTENSORSTACK)) {
+		rc = td__error(TD_ENOTSUP, "%s: NonTensorStack (a list of non-tensor values) is not "
+			"supported", crel);
+		goto out;
+	}
+	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
+		rc = td__error(TD_ENOTSUP, "%s: lazy stacks are not supported", crel);
+		goto out;
+	}
+	json_decref(meta);
+	meta = NULL;
+	if (depth + 1 >= TD_KEY_MAX_DEPTH) {
+		rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel,
+			TD_KEY_MAX_DEPTH);
+		goto out;
+	}
+	rc = load_dict(ld, cfd, crel, depth + 1, &child);
+	if (rc < 0)
+		goto out;
+	rc = td_dict_set_dict_take_path(d, &key, 1, child);
+	if (rc < 0) {
+		td_dict_free(child);
+		if (rc == TD_ETYPE || rc == TD_EINVAL)
+			rc = td__error(TD_ECORRUPT, "%s: batch shape does not start with its parent's",
+				crel);
+	}
+out:
+	json_decref(meta);
+	close(cfd);
+	return rc;
+}
+
+static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out)
+{
+	char what[REL_MAX];
+	int64_t batch[TD_MAX_DIMS];
+	int bndim = 0, rc;
+	const char *type, *key;
+	json_t *meta, *val, *js;
+	td_dict *d = NULL;
+
+	*out = NULL;
+	TD_TRY(read_meta(dirfd, rel, &meta));
+	join(what, sizeof(what), rel, "meta.json");
+	js = json_object_get(meta, "_type");
+	if (js && !json_is_string(js)) {
+		rc = fail_json(what, "_type is not a string");
+		goto out;
+	}
+	type = json_string_value(js);
+	if (type && strcmp(type, TD_TYPE_TENSORDICT) != 0) {
+		/* A tensorclass keeps its fields in _tensordict/; other types are unknown here. */
+		int sub;
+
+		if (!strcmp(type, TD_TYPE_LAZYSTACK))
+			rc = td__error(TD_ENOTSUP, "%s: lazy stacks are not supported", what);
+		else if (!strcmp(type, TD_TYPE_NONTENSORDATA) || !strcmp(type, TD_TYPE_NONTENSORSTACK))
+			rc = td__error(TD_ENOTSUP, "%s: a non-tensor value is not a dict", what);
+		else if (open_subdir(dirfd, "_tensordict", what, &sub) == TD_OK) {
+			char srel[REL_MAX];
+
+			json_decref(meta);
+			join(srel, sizeof(srel), rel, "_tensordict");
+			rc = load_dict(ld, sub, srel, depth, out);
+			close(sub);
+			return rc;
+		} else
+			rc = td__error(TD_ENOTSUP, "%s: unsupported type %s", what, type);
+		goto out;
+	}
+	js = json_object_get(meta, "shape");
+	if (js && (rc = parse_shape(js, &bndim, batch, what)) < 0)
+		goto out;
+	rc = td_dict_new(&d, bndim, batch);
+	if (rc < 0) {
+		if (rc != TD_ENOMEM)
+			rc = td__error(TD_ECORRUPT, "%s: invalid batch shape", what);
+		goto out;
+	}
+	json_object_foreach(meta, key, val) {
+		if (!strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type"))
+			continue;
+		/* tensordict skips entries that are not objects, and leaves without dtype/shape. */
+		if (!json_is_object(val))
+			continue;
+		js = json_object_get(val, "type");
+		if (js && !json_is_null(js)) {
+			rc = load_collection(ld, dirfd, rel, key, depth, d);
+		} else {
+			td_tensor t = TD_TENSOR_INIT;
+
+			if (!json_object_get(val, "dtype") || !json_object_get(val, "shape"))
+				continue;
+			rc = load_leaf(ld, dirfd, rel, key, val, d, &t);
+			if (rc == TD_OK) {
+				rc = td_dict_set_tensor_take_path(d, &key, 1, &t);
+				td_tensor_release(&t);
+			}
+		}
+		if (rc < 0)
+			goto out;
+	}
+	*out = d;
+	d = NULL;
+	rc = TD_OK;
+out:
+	td_dict_free(d);
+	json_decref(meta);
+	return rc;
+}
+
+static void store_free(td_store *st)
+{
+	size_t i;
+
+	if (!st)
+		return;
+	td_dict_free(st->dict);
+	for (i = 0; i < st->nmaps; i++)
+		td_buffer_unref(st->maps[i]);
+	td__free(st->maps);
+	td__free(st->path);
+	td__free(st);
+}
+
+static int store_new(td_store **out, const char *path, unsigned flags)
+{
+	td_store *st = td__calloc(1, sizeof(*st));
+
+	*out = NULL;
+	if (!st)
+		return td__error_nomem(sizeof(*st));
+	st->path = td__strndup(path, strlen(path));
+	if (!st->path) {
+		td__free(st);
+		return td__error_nomem(strlen(path) + 1);
+	}
+	st->flags = flags;
+	*out = st;
+	return TD_OK;
+}
+
+static int open_root(const char *path, const char *fn, int *out)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	*out = fd;
+	if (fd >= 0)
+		return TD_OK;
+	if (errno == ENOENT)
+		return td__error(TD_ENOTFOUND, "%s: %s: no such directory", fn, path);
+	if (errno == ENOTDIR)
+		return td__error(TD_EEXISTS, "%s: %s: not a directory", fn, path);
+	return td__error_os(td__status_from_errno(errno), errno, "%s: %s", fn, path);
+}
+
+int td_store_open(td_store **out, const char *path, unsigned flags)
+{
+	loader ld;
+	td_store *st;
+	int dirfd, rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_store_open: NULL out");
+	*out = NULL;
+	if (!path)
+		return td__error(TD_EINVAL, "td_store_open: NULL path");
+	if (flags & ~TD_STORE_RDWR)
+		return td__error(TD_EINVAL, "td_store_open: unknown flags 0x%x", flags);
+	TD_TRY(open_root(path, "td_store_open", &dirfd));
+	rc = store_new(&st, path, flags);
+	if (rc < 0) {
+		close(dirfd);
+		return rc;
+	}
+	ld.st = st;
+	ld.writable = (flags & TD_STORE_RDWR) != 0;
+	rc = load_dict(&ld, dirfd, "", 0, &st->dict);
+	close(dirfd);
+	if (rc == TD_OK)
+		rc = td_dict_lock(st->dict);
+	if (rc < 0) {
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writing                                                                   */
+/* ------------------------------------------------------------------------ */
+
+typedef struct writer {
+	td_store *st;
+	unsigned flags;
+} writer;
+
+static bool reserved_key(const char *key)
+{
+	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type");
+}
+
+/* Everything that would make the write fail half-way is refused before any file is touched. */
+static int check_writable(const td_dict *d)
+{
+	td_dict_iter *it;
+	td_item item;
+	int rc;
+
+	TD_TRY(td_dict_iter_new(&it, d, TD_ITER_NESTED));
+	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+		const td_value *v = item.value;
+
+		if (reserved_key(item.key)) {
+			rc = td__error(TD_EINVAL, "td_store_memmap: key \"%s\" is reserved by meta.json",
+				item.key);
+			break;
+		}
+		if (v->kind == TD_VALUE_BYTES) {
+			rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\" holds bytes, which "
+				"tensordict's layout stores only as a Python pickle", item.key);
+			break;
+		}
+		if (v->kind == TD_VALUE_TENSOR &&
+		    td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_DEVICE) {
+			rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\" is in device memory",
+				item.key);
+			break;
+		}
+	}
+	td_dict_iter_free(it);
+	return rc < 0 ? rc : TD_OK;
+}
+
+static json_t *json_shape(int ndim, const int64_t *shape)
+{
+	json_t *a = json_array();
+	int i;
+
+	for (i = 0; a && i < ndim; i++)
+		if (json_array_append_new(a, json_integer(shape[i])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+/*
+ * jansson writes \u escapes with uppercase hex, Python's json.dumps with
+ * lowercase: lower them so that meta.json is byte for byte what Python
+ * writes. Escapes are scanned pairwise, so an escaped backslash followed by
+ * a literal 'u' is left alone.
+ */
+static void lower_unicode_escapes(char *s)
+{
+	int i;
+
+	for (; *s; s++) {
+		if (*s != '\\')
+			continue;
+		if (s[1] == 'u')
+			for (i = 2; i < 6 && s[i]; i++)
+				if (s[i] >= 'A' && s[i] <= 'F')
+					s[i] = (char)(s[i] - 'A' + 'a');
+		if (s[1])
+			s++;
+	}
+}
+
+/* Serialize and write meta.json atomically. Consumes `meta`. */
+static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
+{
+	char what[REL_MAX], *text;
+	int rc;
+
+	join(what, sizeof(what), rel, "meta.json");
+	if (!meta)
+		return td__error_nomem(0);
+	/* Python's json.dumps spelling: ", " and ": " separators, ASCII only. */
+	text = json_dumps(meta, JSON_ENSURE_ASCII);
+	json_decref(meta);
+	if (!text)
+		return td__error_nomem(0);
+	lower_unicode_escapes(text);
+	rc = td__write_file_atomic(dirfd, "meta.json", text, strlen(text),
+		(w->flags & TD_STORE_NOSYNC) != 0, what);
+	free(text);
+	return rc;
+}
+
+/* Create (or reuse) one leaf file, map it and copy the data in. */
+static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
+	const td_tensor *src, td_tensor *out)
+{
+	char what[REL_MAX], *fname;
+	size_t nbytes = td_tensor_nbytes(src);
+	td_buffer *map = NULL;
+	struct stat sb;
+	int fd, rc;
+
+	if (nbytes == 0)
+		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
+	TD_TRY(encoded_name(key, ".memmap", &fname));
+	join(what, sizeof(what), rel, fname);
+	fd = openat(dirfd, fname, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST) {
+		if (!(w->flags & TD_STORE_EXISTSOK)) {
+			td__free(fname);
+			return td__error(TD_EEXISTS, "td_store_memmap: %s already exists", what);
+		}
+		fd = openat(dirfd, fname, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
+	td__free(fname);
+	if (fd < 0)
+		return os_error(errno, what, "open");
+	if (fstat(fd, &sb) < 0) {
+		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
+		goto out;
+	}
+	/* Reserve the blocks: a full disk fails here, not later with SIGBUS. Never truncates. */
+	rc = posix_fallocate(fd, 0, (off_t)nbytes);
+	if (rc != 0) {
+		rc = td__error_os(td__status_from_errno(rc), rc, "%s: reserving %zu bytes", what,
+			nbytes);
+		goto out;
+	}
+	rc = td__map_fd(&map, fd, nbytes, true, what);
+	if (rc < 0)
+		goto out;
+	rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
+	if (rc < 0)
+		goto out;
+	if (!(w->flags & TD_STORE_LIKE))
+		rc = td_tensor_copy(out, src);
+	if (rc == TD_OK && !(w->flags & TD_STORE_NOSYNC) &&
+	    msync(td_buffer_data(map), nbytes, MS_SYNC) < 0)
+		rc = td__error_os(TD_EIO, errno, "%s: msync", what);
+	if (rc == TD_OK)
+		rc = td__store_track(w->st, map);
+	if (rc < 0)
+		td_tensor_release(out);
+out:
+	td_buffer_unref(map);
+	close(fd);
+	return rc;
+}
+
+/* Create (or reuse) the directory of a sub-collection. */
+static int make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
+	size_t crel_len, int *out)
+{
+	char *name;
+	int rc;
+
+	TD_TRY(encoded_name(key, "", &name));
+	join(crel, crel_len, rel, name);
+	if (mkdirat(dirfd, name, 0777) < 0 && errno != EEXIST) {
+		rc = os_error(errno, crel, "mkdir");
+		td__free(name);
+		return rc;
+	}
+	rc = open_subdir(dirfd, name, crel, out);
+	td__free(name);
+	return rc;
+}
+
+static int write_string(writer *w, int dirfd, const char *rel, const char *key,
+	const td_value *v)
+{
+	char crel[REL_MAX];
+	json_t *meta;
+	int cfd, rc;
+
+	TD_TRY(make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd));
+	meta = json_object();
+	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
+		     json_object_set_new(meta, "data",
+			     json_stringn(v->u.blob.data, v->u.blob.length)) < 0 ||
+		     json_object_set_new(meta, "_metadata", json_null()) < 0)) {
+		json_decref(meta);
+		meta = NULL;
+	}
+	rc = write_meta(w, cfd, crel, meta);
+	close(cfd);
+	return rc;
+}
+
+static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
+	td_dict **out);
+
+static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
+	const td_value *v, td_dict *dst, json_t *meta)
+{
+	json_t *e = json_object();
+	int rc = TD_OK;
+
+	if (!e)
+		return td__error_nomem(0);
+	switch (v->kind) {
+	case TD_VALUE_TENSOR: {
+		td_tensor t = TD_TENSOR_INIT;
+		const td_tensor *s = &v->u.tensor;
+
+		rc = write_leaf(w, dirfd, rel, key, s, &t);
+		if (rc == TD_OK) {
+			rc = td_dict_set_tensor_take_path(dst, &key, 1, &t);
+			td_tensor_release(&t);
+		}
+		if (rc == TD_OK &&
+		    (json_object_set_new(e, "device", json_string("cpu")) < 0 ||
+		     json_object_set_new(e, "shape", json_shape(s->ndim, s->shape)) < 0 ||
+		     json_object_set_new(e, "dtype", json_string(td_dtype_torch_name(s->dtype))) < 0 ||
+		     json_object_set_new(e, "is_nested", json_false()) < 0))
+			rc = td__error_nomem(0);
+		break;
+	}
+	case TD_VALUE_DICT: {
+		char crel[REL_MAX];
+		td_dict *child = NULL;
+		int cfd;
+
+		rc = make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd);
+		if (rc < 0)
+			break;
+		rc = write_dict(w, cfd, crel, v->u.dict, &child);
+		close(cfd);
+		if (rc == TD_OK) {
+			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
+			if (rc < 0)
+				td_dict_free(child);
+		}
+		if (rc == TD_OK && json_object_set_new(e, "type", json_string("TensorDict")) < 0)
+			rc = td__error_nomem(0);
+		break;
+	}
+	case TD_VALUE_STRING:
+		rc = write_string(w, dirfd, rel, key, v);
+		if (rc == TD_OK)
+			rc = td_dict_set_string_path(dst, &key, 1, v->u.blob.data);
+		if (rc == TD_OK && json_object_set_new(e, "type", json_string("NonTensorData")) < 0)
+			rc = td__error_nomem(0);
+		break;
+	default:
+		rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
+			(int)v->kind);
+		break;
+	}
+	if (rc == TD_OK && json_object_set_new(meta, key, e) < 0)
+		return td__error_nomem(0);
+	if (rc < 0)
+		json_decref(e);
+	return rc;
+}
+
+static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
+	td_dict **out)
+{
+	size_t n = td_dict_items(src, NULL, NULL, 0), i;
+	const char **keys = NULL;
+	const td_value **vals = NULL;
+	json_t *meta = NULL;
+	td_dict *d = NULL;
+	int rc;
+
+	*out = NULL;
+	TD_TRY(td_dict_new(&d, td_dict_batch_ndim(src), td_dict_batch_shape(src)));
+	keys = td__calloc(n ? n : 1, sizeof(*keys));
+	vals = td__calloc(n ? n : 1, sizeof(*vals));
+	meta = json_object();
+	if (!keys || !vals || !meta) {
+		rc = td__error_nomem(n * sizeof(*keys));
+		goto out;
+	}
+	td_dict_items(src, keys, vals, n);
+	for (i = 0; i < n; i++) {
+		rc = write_entry(w, dirfd, rel, keys[i], vals[i], d, meta);
+		if (rc < 0)
+			goto out;
+	}
+	if (json_object_set_new(meta, "shape",
+		    json_shape(td_dict_batch_ndim(src), td_dict_batch_shape(src))) < 0 ||
+	    json_object_set_new(meta, "device", json_string("cpu")) < 0 ||
+	    json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) < 0) {
+		rc = td__error_nomem(0);
+		goto out;
+	}
+	rc = write_meta(w, dirfd, rel, meta);
+	meta = NULL;
+	if (rc < 0)
+		goto out;
+	*out = d;
+	d = NULL;
+out:
+	json_decref(meta);
+	td__free(keys);
+	td__free(vals);
+	td_dict_free(d);
+	return rc;
+}
+
+int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
+{
+	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC;
+	writer w;
+	td_store *st;
+	int dirfd, rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_store_memmap: NULL out");
+	*out = NULL;
+	if (!src || !path)
+		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
+	if (flags & ~known)
+		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
+	TD_TRY(check_writable(src));
+	if (mkdir(path, 0777) < 0 && errno != EEXIST)
+		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
+			path);
+	TD_TRY(open_root(path, "td_store_memmap", &dirfd));
+	rc = store_new(&st, path, TD_STORE_RDWR);
+	if (rc < 0) {
+		close(dirfd);
+		return rc;
+	}
+	w.st = st;
+	w.flags = flags;
+	rc = write_dict(&w, dirfd, "", src, &st->dict);
+	close(dirfd);
+	if (rc == TD_OK)
+		rc = td_dict_lock(st->dict);
+	if (rc < 0) {
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return TD_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Accessors, sync, close                                                    */
+/* ------------------------------------------------------------------------ */
+
+td_dict *td_store_dict(td_store *store)
+{
+	return store ? store->dict : NULL;
+}
+
+const char *td_store_path(const td_store *store)
+{
+	return store ? store->path : NULL;
+}
+
+unsigned td_store_flags(const td_store *store)
+{
+	return store ? store->flags : TD_STORE_RDONLY;
+}
+
+int td_store_sync(td_store *store)
+{
+	size_t i;
+	int rc = TD_OK;
+
+	if (!store)
+		return td__error(TD_EINVAL, "td_store_sync: NULL store");
+	for (i = 0; i < store->nmaps; i++) {
+		td_buffer *b = store->maps[i];
+
+		/* msync(MS_SYNC) writes the dirty pages and syncs the file range. */
+		if (msync(td_buffer_data(b), td_buffer_size(b), MS_SYNC) < 0 && rc == TD_OK)
+			rc = td__error_os(TD_EIO, errno, "td_store_sync: %s: msync", store->path);
+	}
+	return rc;
+}
+
+int td_store_close(td_store *store)
+{
+	int rc = TD_OK;
+
+	if (!store)
+		return TD_OK;
+	if (store->flags & TD_STORE_RDWR)
+		rc = td_store_sync(store);
+	store_free(store);
+	return rc;
+}

@@ -1,0 +1,729 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_store_dir.c - the directory placement (tensordict's memmap layout):
+ * writing a dict, reopening it read-only and read-write, key encoding,
+ * zero-element leaves, existsok / like, what lives on after close, and every
+ * kind of bad directory: broken or hostile meta.json, short, missing and
+ * symlinked files, overflowing shapes, unsupported content.
+ */
+#include "td_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+TestSuite(store_dir, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini);
+
+/* ---- helpers ---- */
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f, "cannot create %s", path);
+	cr_assert_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+	cr_assert_eq(fclose(f), 0);
+}
+
+static void write_zeros(const char *path, size_t n)
+{
+	FILE *f = fopen(path, "wb");
+	size_t i;
+
+	cr_assert_not_null(f, "cannot create %s", path);
+	for (i = 0; i < n; i++)
+		cr_assert_eq(fputc(0, f), 0);
+	cr_assert_eq(fclose(f), 0);
+}
+
+/* The whole file as a NUL-terminated string (static buffer). */
+static const char *read_text(const char *path)
+{
+	static char buf[1 << 16];
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	cr_assert_not_null(f, "cannot open %s", path);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return buf;
+}
+
+static bool exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat sb;
+
+	cr_assert_eq(stat(path, &sb), 0, "stat %s", path);
+	return sb.st_size;
+}
+
+static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	td_tensor t;
+
+	td_test_arange(&t, dtype, ndim, shape);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, key, &t));
+}
+
+/* A dict with every dtype, a nested dict with a longer batch, and strings. */
+static td_dict *sample_dict(void)
+{
+	static const int64_t b[] = { 3, 4 }, s5[] = { 3, 4, 5 }, s345[] = { 3, 4, 5, 2 };
+	td_dict *d, *sub;
+	size_t i;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	for (i = 0; i < TD_DTYPE_COUNT; i++)
+		put_arange(d, td_dtype_name(td_test_all_dtypes[i]), td_test_all_dtypes[i], 3, s5);
+	td_cr_assert_ok(td_dict_new(&sub, 3, s5));
+	put_arange(sub, "x", TD_DTYPE_I64, 4, s345);
+	td_cr_assert_ok(td_dict_set_string(sub, "label", "héllo ✓"));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
+	td_cr_assert_ok(td_dict_set_string(d, "name", "hello"));
+	return d;
+}
+
+static void assert_dicts_equal(const td_dict *a, const td_dict *b)
+{
+	int eq = td_dict_equal(a, b);
+
+	cr_assert_eq(eq, 1, "dicts differ (%d): %s", eq, td_error_last()->message);
+}
+
+static td_store *open_ok(const char *path, unsigned flags)
+{
+	td_store *st = NULL;
+
+	td_cr_assert_ok(td_store_open(&st, path, flags));
+	cr_assert_not_null(st);
+	return st;
+}
+
+/* A store directory holding only the given meta.json. */
+static const char *dir_with_meta(const char *name, const char *meta)
+{
+	static char dir[4096];
+	char path[4200];
+
+	snprintf(dir, sizeof(dir), "%s", td_test_path(name));
+	cr_assert_eq(mkdir(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	write_text(path, meta);
+	return dir;
+}
+
+static void assert_open_fails(const char *path, unsigned flags, int code)
+{
+	td_store *st = (td_store *)0x1;
+
+	td_cr_assert_err(td_store_open(&st, path, flags), code);
+	cr_assert_null(st);
+}
+
+/* ---- writing and reading back ---- */
+
+Test(store_dir, memmap_then_open_gives_the_same_dict)
+{
+	td_dict *d = sample_dict();
+	td_store *st, *ro;
+	const td_value *v;
+
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), 0));
+	cr_assert_str_eq(td_store_path(st), td_test_path("s"));
+	cr_assert_eq(td_store_flags(st), TD_STORE_RDWR);
+	cr_assert(td_dict_is_locked(td_store_dict(st)));
+	assert_dicts_equal(td_store_dict(st), d);
+	td_cr_assert_ok(td_store_close(st));
+
+	ro = open_ok(td_test_path("s"), TD_STORE_RDONLY);
+	assert_dicts_equal(td_store_dict(ro), d);
+	cr_assert(td_dict_is_locked(td_store_dict(ro)));
+	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY);
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "float32", &v));
+	cr_assert_eq(td_buffer_get_kind(v->u.tensor.buffer), TD_BUFFER_FILE);
+	cr_assert_eq(td_buffer_flags(v->u.tensor.buffer), TD_BUFFER_READONLY);
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "sub.label", &v));
+	cr_assert_eq(v->kind, TD_VALUE_STRING);
+	cr_assert_str_eq(v->u.blob.data, "héllo ✓");
+	td_cr_assert_ok(td_store_sync(ro));
+	td_cr_assert_ok(td_store_close(ro));
+	td_dict_free(d);
+}
+
+Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
+{
+	static const int64_t b[] = { 3, 4 }, s5[] = { 3, 4, 5 }, s1[] = { 3, 4, 1 };
+	td_dict *d;
+	td_store *st;
+	char path[4200];
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	put_arange(d, "obs", TD_DTYPE_F32, 3, s5);
+	put_arange(d, "action", TD_DTYPE_I64, 2, b);
+	put_arange(d, "done", TD_DTYPE_BOOL, 3, s1);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("p"), 0));
+	td_cr_assert_ok(td_store_close(st));
+	/* Byte for byte what Python's json.dumps writes for TensorDict.memmap. */
+	cr_assert_str_eq(read_text(td_test_path("p/meta.json")),
+		"{\"obs\": {\"device\": \"cpu\", \"shape\": [3, 4, 5], \"dtype\": \"torch.float32\", "
+		"\"is_nested\": false}, \"action\": {\"device\": \"cpu\", \"shape\": [3, 4], "
+		"\"dtype\": \"torch.int64\", \"is_nested\": false}, \"done\": {\"device\": \"cpu\", "
+		"\"shape\": [3, 4, 1], \"dtype\": \"torch.bool\", \"is_nested\": false}, "
+		"\"shape\": [3, 4], \"device\": \"cpu\", "
+		"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}");
+	cr_assert_eq(file_size(td_test_path("p/obs.memmap")), 240);
+	cr_assert_eq(file_size(td_test_path("p/action.memmap")), 96);
+	cr_assert_eq(file_size(td_test_path("p/done.memmap")), 12);
+	snprintf(path, sizeof(path), "%s", read_text(td_test_path("p/done.memmap")));
+	td_dict_free(d);
+}
+
+Test(store_dir, nested_dicts_and_strings_get_their_own_directories)
+{
+	td_dict *d = sample_dict();
+	td_store *st;
+
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert(strstr(read_text(td_test_path("n/meta.json")),
+		"\"sub\": {\"type\": \"TensorDict\"}"));
+	cr_assert(strstr(read_text(td_test_path("n/meta.json")),
+		"\"name\": {\"type\": \"NonTensorData\"}"));
+	cr_assert_str_eq(read_text(td_test_path("n/name/meta.json")),
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+		"\"data\": \"hello\", \"_metadata\": null}");
+	/* Non-ASCII text is escaped as Python's json.dumps does (ensure_ascii). */
+	cr_assert(strstr(read_text(td_test_path("n/sub/label/meta.json")),
+		"\"data\": \"h\\u00e9llo \\u2713\""));
+	cr_assert(strstr(read_text(td_test_path("n/sub/meta.json")), "\"shape\": [3, 4, 5]"));
+	cr_assert(exists(td_test_path("n/sub/x.memmap")));
+	td_dict_free(d);
+}
+
+Test(store_dir, read_write_stores_write_through_to_the_files)
+{
+	static const int64_t b[] = { 4 };
+	td_dict *d;
+	td_store *a, *b2, *ro;
+	const td_value *va, *vb;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_F64, 1, b);
+	td_cr_assert_ok(td_store_memmap(&a, d, td_test_path("w"), 0));
+	td_cr_assert_ok(td_store_close(a));
+
+	a = open_ok(td_test_path("w"), TD_STORE_RDWR);
+	b2 = open_ok(td_test_path("w"), TD_STORE_RDWR);
+	td_cr_assert_ok(td_dict_get(td_store_dict(a), "x", &va));
+	td_cr_assert_ok(td_dict_get(td_store_dict(b2), "x", &vb));
+	cr_assert_eq(td_buffer_flags(va->u.tensor.buffer), 0u);
+	/* Two mappings of one file: a write through one is seen through the other. */
+	td_cr_assert_ok(td_tensor_fill((td_tensor *)&va->u.tensor, td_scalar_float(7.5)));
+	cr_assert_eq(((double *)td_tensor_data(&vb->u.tensor))[3], 7.5);
+	td_cr_assert_ok(td_store_sync(a));
+	td_cr_assert_ok(td_store_close(a));
+	td_cr_assert_ok(td_store_close(b2));
+
+	ro = open_ok(td_test_path("w"), TD_STORE_RDONLY);
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "x", &va));
+	cr_assert_eq(((double *)td_tensor_data(&va->u.tensor))[0], 7.5);
+	/* A read-only store refuses writes and leaves the data alone. */
+	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->u.tensor, td_scalar_float(1)),
+		TD_EREADONLY);
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b));
+	td_cr_assert_err(td_dict_set_tensor_inplace(td_store_dict(ro), "x", &t), TD_EREADONLY);
+	cr_assert_eq(((double *)td_tensor_data(&va->u.tensor))[0], 7.5);
+	/* The dict is locked: no new keys. */
+	td_cr_assert_err(td_dict_set_tensor(td_store_dict(ro), "y", &t), TD_ELOCKED);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(ro));
+	td_dict_free(d);
+}
+
+Test(store_dir, tensors_taken_from_a_store_outlive_it)
+{
+	static const int64_t b[] = { 1000 };
+	td_dict *d;
+	td_store *st;
+	const td_value *v;
+	td_tensor keep;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("o"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	td_tensor_ref(&keep, &v->u.tensor);
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_eq(((int32_t *)td_tensor_data(&keep))[999], 999);
+	td_tensor_release(&keep);
+	td_dict_free(d);
+	td_cr_assert_ok(td_store_close(NULL));
+	cr_assert_null(td_store_dict(NULL));
+	cr_assert_null(td_store_path(NULL));
+	cr_assert_eq(td_store_flags(NULL), TD_STORE_RDONLY);
+	td_cr_assert_err(td_store_sync(NULL), TD_EINVAL);
+}
+
+Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
+{
+	static const int64_t b[] = { 3 }, s43[] = { 4, 3 };
+	static const int perm[] = { 1, 0 };
+	td_tensor t, p, c;
+	td_dict *d;
+	td_store *st;
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	td_test_arange(&t, TD_DTYPE_I16, 2, s43);
+	td_cr_assert_ok(td_tensor_permute(&p, &t, perm));
+	td_cr_assert_ok(td_dict_set_tensor(d, "t", &p));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("c"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "t", &v));
+	cr_assert(td_tensor_is_contiguous(&v->u.tensor));
+	cr_assert_eq(v->u.tensor.shape[0], 3);
+	td_cr_assert_ok(td_tensor_contiguous(&c, &p));
+	cr_assert_eq(memcmp(td_tensor_data(&v->u.tensor), td_tensor_data(&c), 24), 0);
+	cr_assert_eq(td_tensor_equal(&v->u.tensor, &p), 1);
+	td_tensor_release(&c);
+	td_tensor_release(&p);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+Test(store_dir, zero_element_leaves_have_no_file)
+{
+	static const int64_t b0[] = { 0 }, s03[] = { 0, 3 }, b2[] = { 2 }, s20[] = { 2, 0 };
+	td_dict *d, *e;
+	td_store *st;
+	const td_value *v;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b0));
+	td_cr_assert_ok(td_tensor_empty(&t, TD_DTYPE_F32, 2, s03));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), 0));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(exists(td_test_path("z/x.memmap")));
+	st = open_ok(td_test_path("z"), TD_STORE_RDONLY);
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	cr_assert_eq(v->u.tensor.ndim, 2);
+	cr_assert_eq(v->u.tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_numel(&v->u.tensor), 0);
+	td_cr_assert_ok(td_store_close(st));
+
+	td_cr_assert_ok(td_dict_new(&e, 1, b2));
+	td_cr_assert_ok(td_tensor_empty(&t, TD_DTYPE_U8, 2, s20));
+	td_cr_assert_ok(td_dict_set_tensor_take(e, "y", &t));
+	td_cr_assert_ok(td_store_memmap(&st, e, td_test_path("z2"), 0));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(exists(td_test_path("z2/y.memmap")));
+	st = open_ok(td_test_path("z2"), TD_STORE_RDWR);
+	assert_dicts_equal(td_store_dict(st), e);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+	td_dict_free(e);
+}
+
+/* ---- key encoding ---- */
+
+Test(store_dir, keys_are_encoded_as_tensordict_encodes_them)
+{
+	static const struct {
+		const char *key, *enc;
+	} cases[] = {
+		{ "", "%" }, { ".", "%2E" }, { "..", "%2E%2E" }, { "...", "..." },
+		{ "a/b/c", "a%2Fb%2Fc" }, { "my key", "my%20key" }, { "50%", "50%25" },
+		{ "a.b", "a.b" }, { "tab\there", "tab%09here" }, { "<>:\"|?*\\", "%3C%3E%3A%22%7C%3F%2A%5C" },
+		{ "\x7f", "%7F" }, { "héllo", "héllo" }, { "plain_Key-1", "plain_Key-1" },
+	};
+	char buf[64];
+	size_t i;
+
+	for (i = 0; i < TD_TEST_ARRAY_LEN(cases); i++) {
+		int n = td_store_encode_key(cases[i].key, buf, sizeof(buf));
+
+		cr_assert_eq(n, (int)strlen(cases[i].enc), "key %zu", i);
+		cr_assert_str_eq(buf, cases[i].enc);
+		cr_assert_eq(td_store_encode_key(cases[i].key, NULL, 0), n);
+	}
+	/* Like snprintf: the full length is returned; only whole escapes are written. */
+	cr_assert_eq(td_store_encode_key("ab cd", buf, 4), 7);
+	cr_assert_str_eq(buf, "ab");
+	cr_assert_eq(td_store_encode_key("abcdef", buf, 4), 6);
+	cr_assert_str_eq(buf, "abc");
+	cr_assert_eq(td_store_encode_key("..", buf, 2), 6);
+	cr_assert_str_eq(buf, "%");
+	td_cr_assert_err(td_store_encode_key(NULL, buf, 4), TD_EINVAL);
+	td_cr_assert_err(td_store_encode_key("x", NULL, 4), TD_EINVAL);
+}
+
+Test(store_dir, keys_needing_encoding_round_trip)
+{
+	static const char *keys[] = { "a/b", "my key", "50%", "", ".", "..", "tab\there", "q?*" };
+	static const int64_t b[] = { 2 };
+	const char *parts[] = { "sub/dir", "v" };
+	td_dict *d;
+	td_store *st;
+	size_t i;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	for (i = 0; i < TD_TEST_ARRAY_LEN(keys); i++) {
+		td_test_arange(&t, TD_DTYPE_I32, 1, b);
+		td_cr_assert_ok(td_dict_set_tensor_path(d, &keys[i], 1, &t));
+		td_tensor_release(&t);
+	}
+	td_test_arange(&t, TD_DTYPE_U8, 1, b);
+	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, 2, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert(exists(td_test_path("k/a%2Fb.memmap")));
+	cr_assert(exists(td_test_path("k/my%20key.memmap")));
+	cr_assert(exists(td_test_path("k/%.memmap")));
+	cr_assert(exists(td_test_path("k/%2E%2E.memmap")));
+	cr_assert(exists(td_test_path("k/sub%2Fdir/v.memmap")));
+	st = open_ok(td_test_path("k"), TD_STORE_RDONLY);
+	assert_dicts_equal(td_store_dict(st), d);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+Test(store_dir, legacy_raw_file_names_are_found)
+{
+	static const int64_t b[] = { 2 };
+	td_dict *d;
+	td_store *st;
+	char from[4200], to[4200];
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	td_test_arange(&t, TD_DTYPE_I64, 1, b);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "my key", &t));
+	put_arange(d, "x", TD_DTYPE_I64, 1, b);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_close(st));
+	/* tensordict <= 0.10 wrote raw key names: found when the encoded one is absent. */
+	snprintf(from, sizeof(from), "%s", td_test_path("l/my%20key.memmap"));
+	snprintf(to, sizeof(to), "%s", td_test_path("l/my key.memmap"));
+	cr_assert_eq(rename(from, to), 0);
+	st = open_ok(td_test_path("l"), TD_STORE_RDONLY);
+	assert_dicts_equal(td_store_dict(st), d);
+	td_cr_assert_ok(td_store_close(st));
+	/* Neither name: the leaf is missing, which is corruption. */
+	cr_assert_eq(unlink(to), 0);
+	assert_open_fails(td_test_path("l"), TD_STORE_RDONLY, TD_ECORRUPT);
+	td_dict_free(d);
+}
+
+/* ---- what td_store_memmap refuses ---- */
+
+Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
+{
+	static const int64_t b[] = { 2 };
+	td_store *st = (td_store *)0x1;
+	td_dict *d, *sub;
+	const char *parts[] = { "sub", "shape" };
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_F32, 1, b);
+	td_cr_assert_err(td_store_memmap(NULL, d, td_test_path("a"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, NULL, td_test_path("a"), 0), TD_EINVAL);
+	cr_assert_null(st);
+	td_cr_assert_err(td_store_memmap(&st, d, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0x100), TD_EINVAL);
+	cr_assert_not(exists(td_test_path("a")));
+
+	/* Keys meta.json reserves, at any depth; bytes leaves. Checked before writing. */
+	td_test_arange(&t, TD_DTYPE_F32, 1, b);
+	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, 2, &t));
+	td_tensor_release(&t);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "reserved"));
+	cr_assert_not(exists(td_test_path("a")));
+	td_cr_assert_ok(td_dict_del_path(d, parts, 2));
+	td_cr_assert_ok(td_dict_get_dict(d, "sub", &sub));
+	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "bytes"));
+	cr_assert_not(exists(td_test_path("a")));
+
+	/* A path that is a file. */
+	write_text(td_test_path("file"), "x");
+	td_cr_assert_ok(td_dict_del(d, "sub"));
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("file"), 0), TD_EEXISTS);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/parent"), 0), TD_ENOTFOUND);
+	td_dict_free(d);
+}
+
+Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
+{
+	static const int64_t b[] = { 4 };
+	td_store *st;
+	td_dict *d;
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_close(st));
+	/* Without existsok an existing leaf file is an error, and it keeps its bytes. */
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("e"), 0), TD_EEXISTS);
+	/* A longer old file (tensordict's artifacts carry trailing bytes) keeps its length. */
+	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 64), 0);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_eq(file_size(td_test_path("e/x.memmap")), 64);
+	st = open_ok(td_test_path("e"), TD_STORE_RDONLY);
+	assert_dicts_equal(td_store_dict(st), d);
+	td_cr_assert_ok(td_store_close(st));
+	/* A shorter one is grown. */
+	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 2), 0);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
+	cr_assert_eq(file_size(td_test_path("e/x.memmap")), 16);
+	td_cr_assert_ok(td_store_close(st));
+
+	/* memmap_like: files sized, data not copied. */
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"), TD_STORE_LIKE));
+	cr_assert_eq(file_size(td_test_path("like/x.memmap")), 16);
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	cr_assert_eq(((int32_t *)td_tensor_data(&v->u.tensor))[3], 0);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+Test(store_dir, symlinks_where_leaves_go_are_refused)
+{
+	static const int64_t b[] = { 4 };
+	char victim[4200];
+	td_store *st;
+	td_dict *d;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_I32, 1, b);
+	cr_assert_eq(mkdir(td_test_path("sl"), 0777), 0);
+	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
+	write_zeros(victim, 3);
+	cr_assert_eq(symlink(victim, td_test_path("sl/x.memmap")), 0);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"), TD_STORE_EXISTSOK),
+		TD_ECORRUPT);
+	cr_assert_eq(file_size(victim), 3);
+	td_dict_free(d);
+}
+
+Test(store_dir, a_failed_reservation_is_an_error_not_a_crash)
+{
+	static const int64_t b[] = { 1 << 20 };
+	struct rlimit rl = { 1 << 16, 1 << 16 };
+	td_store *st = (td_store *)0x1;
+	td_dict *d;
+	int rc;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_U8, 1, b);
+	/* A file size limit stands in for a full disk: the reservation fails up front. */
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	td_error_clear();
+	rc = td_store_memmap(&st, d, td_test_path("full"), 0);
+	cr_assert(rc == TD_ENOSPC || rc == TD_EIO || rc == TD_EOVERFLOW, "got %d: %s", rc,
+		td_error_last()->message);
+	cr_assert_null(st);
+	cr_assert_not(exists(td_test_path("full/meta.json")));
+	td_dict_free(d);
+}
+
+/* ---- bad directories ---- */
+
+#define LEAF(k, dt, shp) "\"" k "\": {\"device\": \"cpu\", \"shape\": " shp ", \"dtype\": \"" dt \
+	"\", \"is_nested\": false}"
+#define TAIL(shp) "\"shape\": " shp ", \"device\": \"cpu\", \"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
+
+Test(store_dir, open_refuses_bad_arguments_and_missing_directories)
+{
+	td_store *st = (td_store *)0x1;
+
+	td_cr_assert_err(td_store_open(NULL, td_test_path("x"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_open(&st, NULL, 0), TD_EINVAL);
+	cr_assert_null(st);
+	td_cr_assert_err(td_store_open(&st, td_test_tmpdir(), 0x10), TD_EINVAL);
+	assert_open_fails(td_test_path("missing"), 0, TD_ENOTFOUND);
+	write_text(td_test_path("f"), "{}");
+	assert_open_fails(td_test_path("f"), 0, TD_EEXISTS);
+	/* A directory without meta.json. */
+	assert_open_fails(td_test_tmpdir(), 0, TD_ENOTFOUND);
+}
+
+Test(store_dir, broken_meta_json_is_corrupt)
+{
+	static const struct {
+		const char *meta;
+		int code;
+	} cases[] = {
+		{ "", TD_ECORRUPT },
+		{ "{", TD_ECORRUPT },
+		{ "[1, 2]", TD_ECORRUPT },
+		{ "{\"a\": 1, \"a\": 2}", TD_ECORRUPT },
+		{ "{\"_type\": 5}", TD_ECORRUPT },
+		{ "{\"shape\": 3}", TD_ECORRUPT },
+		{ "{\"shape\": [-1]}", TD_ECORRUPT },
+		{ "{\"shape\": [1.5]}", TD_ECORRUPT },
+		{ "{\"shape\": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}", TD_ECORRUPT },
+		{ "{" LEAF("x", "torch.float32", "[2]") ", " TAIL("[3]"), TD_ECORRUPT },
+		{ "{" LEAF("x", "torch.nosuch", "[3]") ", " TAIL("[3]"), TD_ECORRUPT },
+		{ "{" LEAF("x", "float32", "[3]") ", " TAIL("[3]"), TD_ECORRUPT },
+		{ "{\"x\": {\"dtype\": 7, \"shape\": [3]}, " TAIL("[3]"), TD_ECORRUPT },
+		{ "{\"x\": {\"dtype\": \"torch.int8\", \"shape\": [3], \"is_nested\": 1}, " TAIL("[3]"),
+		  TD_ECORRUPT },
+		{ "{" LEAF("x", "torch.qint8", "[3]") ", " TAIL("[3]"), TD_ENOTSUP },
+		{ "{" LEAF("x", "torch.complex32", "[3]") ", " TAIL("[3]"), TD_ENOTSUP },
+		{ "{\"x\": {\"dtype\": \"torch.int8\", \"shape\": [3], \"is_nested\": true}, " TAIL("[3]"),
+		  TD_ENOTSUP },
+		{ "{" LEAF("x", "torch.float64", "[3, 4611686018427387904]") ", " TAIL("[3]"),
+		  TD_EOVERFLOW },
+		{ "{" LEAF("x", "torch.float64", "[9223372036854775807, 2]") ", " TAIL("[]"),
+		  TD_EOVERFLOW },
+		{ "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 0}",
+		  TD_ENOTSUP },
+		{ "{\"_type\": \"<class 'my.Unknown'>\"}", TD_ENOTSUP },
+	};
+	char name[32];
+	size_t i;
+
+	for (i = 0; i < TD_TEST_ARRAY_LEN(cases); i++) {
+		snprintf(name, sizeof(name), "m%zu", i);
+		td_error_clear();
+		assert_open_fails(dir_with_meta(name, cases[i].meta), TD_STORE_RDONLY, cases[i].code);
+	}
+}
+
+Test(store_dir, entries_tensordict_skips_are_skipped)
+{
+	td_store *st;
+	const char *dir = dir_with_meta("skip",
+		"{\"note\": 5, \"half\": {\"dtype\": \"torch.int8\"}, " TAIL("[2]"));
+
+	st = open_ok(dir, TD_STORE_RDONLY);
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 0);
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 2);
+	td_cr_assert_ok(td_store_close(st));
+	/* No shape, no _type: an empty dict with batch (). */
+	st = open_ok(dir_with_meta("bare", "{}"), TD_STORE_RDONLY);
+	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 0);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_dir, short_missing_and_special_leaf_files_are_corrupt)
+{
+	const char *meta = "{" LEAF("x", "torch.int32", "[4]") ", " TAIL("[4]");
+	char dir[4096], path[4200];
+	td_store *st;
+
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta("short", meta));
+	assert_open_fails(dir, 0, TD_ECORRUPT); /* missing */
+	snprintf(path, sizeof(path), "%s/x.memmap", dir);
+	write_zeros(path, 15);
+	assert_open_fails(dir, 0, TD_ECORRUPT); /* one byte short */
+	cr_assert(strstr(td_error_last()->message, "shorter"));
+	write_zeros(path, 17);
+	st = open_ok(dir, 0); /* trailing bytes are tolerated, as tensordict does */
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	assert_open_fails(dir, 0, TD_ECORRUPT); /* a directory */
+	cr_assert_eq(rmdir(path), 0);
+	write_zeros(td_test_path("target"), 16);
+	cr_assert_eq(symlink(td_test_path("target"), path), 0);
+	assert_open_fails(dir, 0, TD_ECORRUPT); /* a symbolic link */
+	cr_assert(strstr(td_error_last()->message, "symbolic link"));
+}
+
+Test(store_dir, symlinked_or_broken_sub_directories_are_refused)
+{
+	const char *meta = "{\"sub\": {\"type\": \"TensorDict\"}, " TAIL("[2]");
+	char dir[4096], path[4200];
+
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta("sd", meta));
+	assert_open_fails(dir, 0, TD_ENOTFOUND); /* sub/ missing */
+	cr_assert_eq(mkdir(td_test_path("elsewhere"), 0777), 0);
+	write_text(td_test_path("elsewhere/meta.json"), "{" TAIL("[2]"));
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	cr_assert_eq(symlink(td_test_path("elsewhere"), path), 0);
+	assert_open_fails(dir, 0, TD_ECORRUPT);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/sub/meta.json", dir);
+	write_text(path, "{" TAIL("[3]")); /* batch does not extend the parent's */
+	assert_open_fails(dir, 0, TD_ECORRUPT);
+	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\", "
+			 "\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\"]}");
+	assert_open_fails(dir, 0, TD_ENOTSUP);
+	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+			 "\"data\": 3, \"_metadata\": null}");
+	assert_open_fails(dir, 0, TD_ENOTSUP);
+	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+			 "\"_metadata\": null}");
+	assert_open_fails(dir, 0, TD_ENOTSUP);
+	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+			 "\"data\": \"ok\", \"_metadata\": null}");
+	td_store_close(open_ok(dir, 0));
+}
+
+Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
+{
+	const char *meta = "{\"obs\": {\"type\": \"Obs\"}, " TAIL("[4]");
+	char dir[4096], path[4200];
+	td_store *st;
+	const td_value *v;
+
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta("tc", meta));
+	snprintf(path, sizeof(path), "%s/obs", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
+	write_text(path, "{\"_type\": \"<class '__main__.Obs'>\"}");
+	snprintf(path, sizeof(path), "%s/obs/_tensordict", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/meta.json", dir);
+	write_text(path, "{" LEAF("pixels", "torch.uint8", "[4, 3]") ", " TAIL("[4]"));
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/pixels.memmap", dir);
+	write_zeros(path, 12);
+	st = open_ok(dir, 0);
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "obs.pixels", &v));
+	cr_assert_eq(v->u.tensor.shape[1], 3);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_dir, read_only_files_cannot_be_opened_read_write)
+{
+	const char *meta = "{" LEAF("x", "torch.int32", "[4]") ", " TAIL("[4]");
+	char dir[4096], path[4200];
+	td_store *st;
+
+	if (geteuid() == 0)
+		cr_skip_test("root ignores file permissions");
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta("ro", meta));
+	snprintf(path, sizeof(path), "%s/x.memmap", dir);
+	write_zeros(path, 16);
+	cr_assert_eq(chmod(path, 0444), 0);
+	assert_open_fails(dir, TD_STORE_RDWR, TD_EREADONLY);
+	st = open_ok(dir, TD_STORE_RDONLY);
+	td_cr_assert_ok(td_store_close(st));
+}
