@@ -103,6 +103,13 @@ static int open_subdir(int dirfd, const char *name, const char *what, int *out)
 	return TD_OK;
 }
 
+/* Names meta.json uses for the dict itself (tensordict 0.15 added the last two). */
+static bool reserved_key(const char *key)
+{
+	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type") ||
+	       !strcmp(key, "_format_version") || !strcmp(key, "_class");
+}
+
 static int fail_json(const char *what, const char *msg)
 {
 	return td__error(TD_ECORRUPT, "%s: %s", what, msg);
@@ -403,7 +410,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 		goto out;
 	}
 	json_object_foreach(meta, key, val) {
-		if (!strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type"))
+		if (reserved_key(key))
 			continue;
 		/* tensordict skips entries that are not objects, and leaves without dtype/shape. */
 		if (!json_is_object(val))
@@ -521,10 +528,6 @@ typedef struct writer {
 	unsigned flags;
 } writer;
 
-static bool reserved_key(const char *key)
-{
-	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type");
-}
 
 /* Everything that would make the write fail half-way is refused before any file is touched. */
 static int check_writable(const td_dict *d)
@@ -706,7 +709,8 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
 		     json_object_set_new(meta, "data",
 			     json_stringn(v->u.blob.data, v->u.blob.length)) < 0 ||
-		     json_object_set_new(meta, "_metadata", json_null()) < 0)) {
+		     json_object_set_new(meta, "_metadata", json_null()) < 0 ||
+		     json_object_set_new(meta, "_is_non_tensor", json_true()) < 0)) {
 		json_decref(meta);
 		meta = NULL;
 	}
@@ -810,7 +814,9 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	if (json_object_set_new(meta, "shape",
 		    json_shape(td_dict_batch_ndim(src), td_dict_batch_shape(src))) < 0 ||
 	    json_object_set_new(meta, "device", json_string("cpu")) < 0 ||
-	    json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) < 0) {
+	    json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) < 0 ||
+	    json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
+	    json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) < 0) {
 		rc = td__error_nomem(0);
 		goto out;
 	}

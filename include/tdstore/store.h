@@ -100,8 +100,8 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  * everything is synced to disk before returning.
  *
  * Keys may be any string: file names are encoded as tensordict encodes
- * them. The keys "shape", "device" and "_type" are refused, as meta.json
- * reserves them. Bytes leaves are refused (tensordict stores them in a
+ * them. The keys "shape", "device", "_type", "_format_version" and
+ * "_class" are refused, as meta.json uses them for the dict itself. Bytes leaves are refused (tensordict stores them in a
  * Python pickle, which tdstore does not write).
  *
  * @param[out] out  receives the store; release with td_store_close()

@@ -185,7 +185,8 @@ Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
 		"\"dtype\": \"torch.int64\", \"is_nested\": false}, \"done\": {\"device\": \"cpu\", "
 		"\"shape\": [3, 4, 1], \"dtype\": \"torch.bool\", \"is_nested\": false}, "
 		"\"shape\": [3, 4], \"device\": \"cpu\", "
-		"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}");
+		"\"_type\": \"<class 'tensordict._td.TensorDict'>\", \"_format_version\": 1, "
+		"\"_class\": \"tensordict:TensorDict\"}");
 	cr_assert_eq(file_size(td_test_path("p/obs.memmap")), 240);
 	cr_assert_eq(file_size(td_test_path("p/action.memmap")), 96);
 	cr_assert_eq(file_size(td_test_path("p/done.memmap")), 12);
@@ -206,7 +207,7 @@ Test(store_dir, nested_dicts_and_strings_get_their_own_directories)
 		"\"name\": {\"type\": \"NonTensorData\"}"));
 	cr_assert_str_eq(read_text(td_test_path("n/name/meta.json")),
 		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
-		"\"data\": \"hello\", \"_metadata\": null}");
+		"\"data\": \"hello\", \"_metadata\": null, \"_is_non_tensor\": true}");
 	/* Non-ASCII text is escaped as Python's json.dumps does (ensure_ascii). */
 	cr_assert(strstr(read_text(td_test_path("n/sub/label/meta.json")),
 		"\"data\": \"h\\u00e9llo \\u2713\""));
@@ -440,7 +441,7 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	static const int64_t b[] = { 2 };
 	td_store *st = (td_store *)0x1;
 	td_dict *d, *sub;
-	const char *parts[] = { "sub", "shape" };
+	const char *parts[] = { "sub", "shape" }, *cls[] = { "_class" };
 	td_tensor t;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
@@ -460,6 +461,12 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	cr_assert(strstr(td_error_last()->message, "reserved"));
 	cr_assert_not(exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del_path(d, parts, 2));
+	td_test_arange(&t, TD_DTYPE_F32, 1, b);
+	td_cr_assert_ok(td_dict_set_tensor_path(d, cls, 1, &t));
+	td_tensor_release(&t);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	cr_assert_not(exists(td_test_path("a")));
+	td_cr_assert_ok(td_dict_del_path(d, cls, 1));
 	td_cr_assert_ok(td_dict_get_dict(d, "sub", &sub));
 	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
