@@ -82,6 +82,17 @@ TESTS += %D%/lib/test_tensor_copy
 %C%_lib_test_tensor_copy_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_copy_LDADD = $(td_test_ldadd)
 
+# --- storage/ ---
+check_PROGRAMS += %D%/storage/test_store_dir
+TESTS += %D%/storage/test_store_dir
+%C%_storage_test_store_dir_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_dir_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/storage/test_store_tensordict
+TESTS += %D%/storage/test_store_tensordict
+%C%_storage_test_store_tensordict_CFLAGS = $(td_test_cflags) $(JANSSON_CFLAGS)
+%C%_storage_test_store_tensordict_LDADD = $(td_test_ldadd) $(JANSSON_LIBS)
+
 endif
 
 # --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---
@@ -90,8 +101,3 @@ EXTRA_DIST += %D%/tools/test_cli.sh
 TESTS += %D%/bench/test_bench.sh
 EXTRA_DIST += %D%/bench/test_bench.sh
 
-# --- storage/ ---
-check_PROGRAMS += %D%/storage/test_store_dir
-TESTS += %D%/storage/test_store_dir
-%C%_storage_test_store_dir_CFLAGS = $(td_test_cflags)
-%C%_storage_test_store_dir_LDADD = $(td_test_ldadd)
