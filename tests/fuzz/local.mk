@@ -1,0 +1,31 @@
+# SPDX-License-Identifier: MIT
+# Fuzz targets for the parsers of on-disk data. `make check` replays each
+# corpus (tests/fuzz/corpus/<target>/) through a plain driver; `make fuzz`
+# builds libFuzzer binaries with clang to search for new inputs:
+#     make fuzz CC=clang && ./tests/fuzz/fuzz-store_meta -max_total_time=600 \
+#         $(srcdir)/tests/fuzz/corpus/store_meta
+# (new inputs worth keeping are minimized with -merge=1 and committed).
+EXTRA_DIST += \
+	%D%/corpus \
+	%D%/fuzz_store_meta.c
+
+check_PROGRAMS += %D%/replay-store_meta
+TESTS += %D%/replay-store_meta
+%C%_replay_store_meta_SOURCES = %D%/replay.c %D%/fuzz_store_meta.c
+%C%_replay_store_meta_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_meta"'
+%C%_replay_store_meta_LDADD = libtdstore.la
+
+fuzz_targets = store_meta
+# The library sources are compiled into each fuzzer, so that libFuzzer sees
+# their coverage.
+fuzz: $(top_builddir)/config.h include/tdstore/version.h
+	@for t in $(fuzz_targets); do \
+		echo "  FUZZ     tests/fuzz/fuzz-$$t"; \
+		$(CC) -g -O1 -fsanitize=fuzzer,address,undefined -I$(top_srcdir)/storage \
+			$(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) $(XXHASH_CFLAGS) $(JANSSON_CFLAGS) \
+			-o tests/fuzz/fuzz-$$t $(srcdir)/tests/fuzz/fuzz_$$t.c \
+			$(addprefix $(srcdir)/,$(filter %.c,$(libtdcore_la_SOURCES))) \
+			$(XXHASH_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBS) || exit 1; \
+	done
+CLEANFILES += tests/fuzz/fuzz-store_meta
+.PHONY: fuzz
