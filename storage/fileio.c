@@ -139,10 +139,9 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
-	bool nosync, const char *what)
+int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
+	size_t tmp_len, const char *what)
 {
-	char tmp[64];
 	unsigned attempt;
 	int fd = -1, err;
 
@@ -150,7 +149,7 @@ int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t 
 	for (attempt = 0; attempt < 100; attempt++) {
 		static _Atomic unsigned counter;
 
-		snprintf(tmp, sizeof(tmp), ".tdstore-tmp.%ld.%u", (long)getpid(),
+		snprintf(tmp, tmp_len, ".tdstore-tmp.%ld.%u", (long)getpid(),
 			atomic_fetch_add(&counter, 1u));
 		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (fd >= 0 || errno != EEXIST)
@@ -160,19 +159,39 @@ int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t 
 		return td__error_os(td__status_from_errno(errno), errno,
 			"%s: cannot create a temporary file", what);
 	err = write_all(fd, data, len);
-	if (!err && !nosync && fsync(fd) < 0)
+	if (!err && do_fsync && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)
-		err = -errno;
-	if (!err && renameat(dirfd, tmp, dirfd, name) < 0)
 		err = -errno;
 	if (err) {
 		unlinkat(dirfd, tmp, 0);
 		return td__error_os(td__status_from_errno(-err), -err, "%s: write", what);
 	}
+	return TD_OK;
+}
+
+int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
+	bool nosync, const char *what)
+{
+	char tmp[64];
+
+	TD_TRY(td__write_temp(dirfd, data, len, !nosync, tmp, sizeof(tmp), what));
+	if (renameat(dirfd, tmp, dirfd, name) < 0) {
+		int err = errno;
+
+		unlinkat(dirfd, tmp, 0);
+		return td__error_os(td__status_from_errno(err), err, "%s: rename", what);
+	}
 	if (!nosync && fsync(dirfd) < 0)
 		return td__error_os(TD_EIO, errno, "%s: fsync of its directory", what);
 	return TD_OK;
+}
+
+int td__write_fd(int fd, const void *data, size_t len, const char *what)
+{
+	int err = write_all(fd, data, len);
+
+	return err ? td__error_os(td__status_from_errno(-err), -err, "%s: write", what) : TD_OK;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -49,4 +49,15 @@ int td__read_small_file(int dirfd, const char *name, size_t max, char **out, siz
 int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
 	bool nosync, const char *what);
 
+/**
+ * Write `len` bytes to a new temporary file in `dirfd` (fsynced when
+ * `do_fsync`); its name goes to `tmp` (64 bytes are enough). On failure
+ * nothing is left behind.
+ */
+int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
+	size_t tmp_len, const char *what);
+
+/** Write all of `data` at the current offset of `fd` (retrying short writes and EINTR). */
+int td__write_fd(int fd, const void *data, size_t len, const char *what);
+
 #endif /* TD_STORE_IMPL_H */

@@ -8,6 +8,7 @@
  */
 #include "td_test.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -733,4 +734,44 @@ Test(store_dir, read_only_files_cannot_be_opened_read_write)
 	assert_open_fails(dir, TD_STORE_RDWR, TD_EREADONLY);
 	st = open_ok(dir, TD_STORE_RDONLY);
 	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_files)
+{
+	static const int64_t b[] = { 4 };
+	char old_meta[8192], victim[4200];
+	td_store *st;
+	td_dict *d;
+	DIR *dir;
+	struct dirent *e;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("f"), 0));
+	td_cr_assert_ok(td_store_close(st));
+	snprintf(old_meta, sizeof(old_meta), "%s", read_text(td_test_path("f/meta.json")));
+	/* A second save whose last leaf hits a symbolic link fails after writing others. */
+	put_arange(d, "y", TD_DTYPE_I32, 1, b);
+	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
+	write_zeros(victim, 16);
+	cr_assert_eq(symlink(victim, td_test_path("f/y.memmap")), 0);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"), TD_STORE_EXISTSOK),
+		TD_ECORRUPT);
+	cr_assert_str_eq(read_text(td_test_path("f/meta.json")), old_meta);
+	dir = opendir(td_test_path("f"));
+	cr_assert_not_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		cr_assert_null(strstr(e->d_name, "tdstore-tmp"), "left behind: %s", e->d_name);
+	closedir(dir);
+	dir = opendir(td_test_path("f/s"));
+	cr_assert_not_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		cr_assert_null(strstr(e->d_name, "tdstore-tmp"), "left behind: s/%s", e->d_name);
+	closedir(dir);
+	/* The store still opens with its old content. */
+	st = open_ok(td_test_path("f"), 0);
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
 }
