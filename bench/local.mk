@@ -3,7 +3,9 @@
 # every row for a couple of calls (tests/bench/test_bench.sh), timing
 # nothing. They are compiled with the same CFLAGS as the library
 # (configure's default -g -O2). Pass options with
-# `make bench BENCH_ARGS="--json --filter nested"`; see bench/README.md.
+# `make bench BENCH_ARGS="--json --filter nested"` (tdbench, the core rows)
+# and STORE_BENCH_ARGS="--large" (tdstorebench, the storage rows); see
+# bench/README.md.
 
 check_PROGRAMS += %D%/tdbench
 
@@ -41,12 +43,15 @@ EXTRA_DIST += \
 	%D%/seed_cpu.tsv \
 	%D%/seed_cpu.awk
 
-bench_programs = %D%/tdbench$(EXEEXT)
+check_PROGRAMS += %D%/tdstorebench
+%C%_tdstorebench_SOURCES = %D%/tdstorebench.c
+%C%_tdstorebench_LDADD = libtdstore.la
+CLEANFILES += %D%/tdstorebench$(EXEEXT)
 
-bench: $(bench_programs)
-	@for p in $(bench_programs); do \
-		echo "== $$p $(BENCH_ARGS)" >&2; \
-		./$$p $(BENCH_ARGS) || exit $$?; \
-	done
+bench: %D%/tdbench$(EXEEXT) %D%/tdstorebench$(EXEEXT)
+	@echo "== %D%/tdbench $(BENCH_ARGS)" >&2
+	./%D%/tdbench$(EXEEXT) $(BENCH_ARGS)
+	@echo "== %D%/tdstorebench $(STORE_BENCH_ARGS)" >&2
+	./%D%/tdstorebench$(EXEEXT) $(STORE_BENCH_ARGS)
 
 .PHONY: bench

@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstorebench.c - storage benchmarks (../shared/reference/benchmarks.md,
+ * "Storage layouts"): saving a dict into a directory store against a raw
+ * sequential write of the same bytes, opening stores of 10 to 10,000
+ * leaves and of 10 MB against 1 GB, and reading every element of a freshly
+ * opened store against a raw read, all measured in the same run on the
+ * same filesystem. Each figure is the best of --repeat runs; the ratio
+ * column is ours / raw (lower is better; the save target is <= 1.25).
+ *
+ * Usage: tdstorebench [--json] [--filter SUBSTR] [--repeat N] [--dir DIR]
+ *                     [--large] [--quick]
+ *   --large  also the 1 GB sizes;  --quick  1 MB and at most 1,000 leaves, one run
+ *   (a smoke test: make check runs it). Exits 1 if a store reads back wrong.
+ */
+#define _GNU_SOURCE
+#include <tdstore.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MB ((int64_t)1000 * 1000)
+
+static struct {
+	bool json, large, quick;
+	const char *filter;
+	int repeat;
+	char dir[4096];
+} opt = { false, false, false, NULL, 3, "" };
+
+static int nrows;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	const td_error *e = td_error_last();
+
+	fprintf(stderr, "tdstorebench: %s: %s\n", what, e->code ? e->message : strerror(errno));
+	exit(1);
+}
+
+#define CHECK(expr) \
+	do { \
+		if ((expr) < 0) \
+			die(#expr); \
+	} while (0)
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static void rm_rf(const char *path)
+{
+	nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
+}
+
+static bool wanted(const char *name)
+{
+	return !opt.filter || strstr(name, opt.filter);
+}
+
+/* Resident memory of this process, in bytes. */
+static long rss_bytes(void)
+{
+	long pages = 0, resident = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%ld %ld", &pages, &resident) != 2)
+			resident = 0;
+		fclose(f);
+	}
+	return resident * sysconf(_SC_PAGESIZE);
+}
+
+static void row(const char *name, double ours, double raw, const char *raw_name,
+	const char *extra)
+{
+	if (opt.json) {
+		printf("%s{\"name\": \"%s\", \"seconds\": %.6g, \"baseline\": \"%s\", "
+		       "\"baseline_seconds\": %.6g, \"ratio\": %.4g%s%s}",
+			nrows ? ",\n  " : "[\n  ", name, ours, raw_name, raw, raw > 0 ? ours / raw : 0,
+			extra[0] ? ", " : "", extra);
+	} else {
+		if (!nrows)
+			printf("%-34s %12s %12s %-16s %8s  %s\n", "Name", "Ours", "Baseline",
+				"(baseline)", "Ratio", "");
+		printf("%-34s %10.3fms %10.3fms %-16s %7.2fx  %s\n", name, ours * 1e3, raw * 1e3,
+			raw_name, raw > 0 ? ours / raw : 0, extra);
+	}
+	nrows++;
+	fflush(stdout);
+}
+
+/* ---- fixtures ---- */
+
+static void put(td_dict *d, const char *const *parts, size_t n, int ndim, const int64_t *shape,
+	float value)
+{
+	td_tensor t;
+
+	CHECK(td_tensor_full(&t, TD_DTYPE_F32, ndim, shape, td_scalar_float(value)));
+	CHECK(td_dict_set_tensor_take_path(d, parts, n, &t));
+}
+
+/* `n` float32 leaves of `bytes / n` bytes each, batch []. */
+static td_dict *flat(int64_t bytes, int n)
+{
+	td_dict *d;
+	int64_t shape[1] = { bytes / 4 / n };
+	char key[32];
+	const char *parts[1] = { key };
+	int i;
+
+	CHECK(td_dict_new(&d, 0, NULL));
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "leaf%d", i);
+		put(d, parts, 1, 1, shape, (float)i);
+	}
+	return d;
+}
+
+/* 100 groups x 20 float32 leaves. */
+static td_dict *many_small(int64_t bytes)
+{
+	td_dict *d;
+	int64_t shape[1] = { bytes / 4 / 2000 };
+	char g[16], k[16];
+	const char *parts[2] = { g, k };
+	int i, j;
+
+	CHECK(td_dict_new(&d, 0, NULL));
+	for (i = 0; i < 100; i++)
+		for (j = 0; j < 20; j++) {
+			snprintf(g, sizeof(g), "group%d", i);
+			snprintf(k, sizeof(k), "leaf%d", j);
+			put(d, parts, 2, 1, shape, (float)j);
+		}
+	return d;
+}
+
+/* A chain 12 levels deep, 4 float32 leaves per level. */
+static td_dict *deep(int64_t bytes)
+{
+	static const char *names[] = { "a", "b", "c", "d" };
+	const char *parts[13];
+	int64_t shape[1] = { bytes / 4 / 48 };
+	td_dict *d;
+	int level, j;
+
+	CHECK(td_dict_new(&d, 0, NULL));
+	for (level = 0; level < 12; level++) {
+		parts[level] = "level";
+		for (j = 0; j < 4; j++) {
+			parts[level + 1] = names[j];
+			put(d, parts, (size_t)level + 2, 1, shape, (float)j);
+		}
+	}
+	return d;
+}
+
+/* nn.Transformer's parameters: 184 float32 leaves, 176,562,176 bytes. */
+static td_dict *weights(void)
+{
+	td_dict *d;
+	char layer[8], *p[8];
+	const char *parts[8];
+	int side, l, i;
+
+	CHECK(td_dict_new(&d, 0, NULL));
+	for (side = 0; side < 2; side++) {
+		const char *stack = side ? "decoder" : "encoder";
+		const char *attn[2] = { "self_attn", "multihead_attn" };
+		int nattn = side ? 2 : 1, nnorm = side ? 3 : 2, a;
+
+		for (l = 0; l < 6; l++) {
+			snprintf(layer, sizeof(layer), "%d", l);
+			parts[0] = stack;
+			parts[1] = "layers";
+			parts[2] = layer;
+			for (a = 0; a < nattn; a++) {
+				static const int64_t w[2] = { 1536, 512 }, b[1] = { 1536 },
+						     ow[2] = { 512, 512 }, ob[1] = { 512 };
+
+				parts[3] = attn[a];
+				parts[4] = "in_proj_weight";
+				put(d, parts, 5, 2, w, 0.01f);
+				parts[4] = "in_proj_bias";
+				put(d, parts, 5, 1, b, 0);
+				parts[4] = "out_proj";
+				parts[5] = "weight";
+				put(d, parts, 6, 2, ow, 0.01f);
+				parts[5] = "bias";
+				put(d, parts, 6, 1, ob, 0);
+			}
+			{
+				static const int64_t w1[2] = { 2048, 512 }, b1[1] = { 2048 },
+						     w2[2] = { 512, 2048 }, b2[1] = { 512 };
+
+				parts[3] = "linear1";
+				parts[4] = "weight";
+				put(d, parts, 5, 2, w1, 0.01f);
+				parts[4] = "bias";
+				put(d, parts, 5, 1, b1, 0);
+				parts[3] = "linear2";
+				parts[4] = "weight";
+				put(d, parts, 5, 2, w2, 0.01f);
+				parts[4] = "bias";
+				put(d, parts, 5, 1, b2, 0);
+			}
+			for (i = 1; i <= nnorm; i++) {
+				static const int64_t n512[1] = { 512 };
+				char norm[8];
+
+				snprintf(norm, sizeof(norm), "norm%d", i);
+				parts[3] = norm;
+				parts[4] = "weight";
+				put(d, parts, 5, 1, n512, 1);
+				parts[4] = "bias";
+				put(d, parts, 5, 1, n512, 0);
+			}
+		}
+		{
+			static const int64_t n512[1] = { 512 };
+
+			parts[0] = stack;
+			parts[1] = "norm";
+			parts[2] = "weight";
+			put(d, parts, 3, 1, n512, 1);
+			parts[2] = "bias";
+			put(d, parts, 3, 1, n512, 0);
+		}
+	}
+	(void)p;
+	return d;
+}
+
+/* ---- baselines ---- */
+
+/* Every leaf's bytes written one after the other into one file, then fsync. */
+static double raw_write(const td_dict *d, const char *path)
+{
+	td_dict_iter *it;
+	td_item item;
+	double t0;
+	int fd;
+
+	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	t0 = now();
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die(path);
+	while (td_dict_iter_next(it, &item) == 1) {
+		const char *p = td_tensor_data(&item.value->u.tensor);
+		size_t n = td_tensor_nbytes(&item.value->u.tensor);
+
+		while (n) {
+			ssize_t w = write(fd, p, n);
+
+			if (w < 0)
+				die("write");
+			p += w;
+			n -= (size_t)w;
+		}
+	}
+	if (fsync(fd) < 0)
+		die("fsync");
+	close(fd);
+	t0 = now() - t0;
+	td_dict_iter_free(it);
+	return t0;
+}
+
+static size_t dict_bytes(const td_dict *d, size_t *leaves)
+{
+	td_dict_iter *it;
+	td_item item;
+	size_t total = 0;
+
+	*leaves = 0;
+	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	while (td_dict_iter_next(it, &item) == 1) {
+		total += td_tensor_nbytes(&item.value->u.tensor);
+		(*leaves)++;
+	}
+	td_dict_iter_free(it);
+	return total;
+}
+
+/* Sum every float of every leaf: reads the mapped pages. */
+static double sum_dict(const td_dict *d)
+{
+	td_dict_iter *it;
+	td_item item;
+	double s = 0;
+
+	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	while (td_dict_iter_next(it, &item) == 1) {
+		const float *p = td_tensor_data(&item.value->u.tensor);
+		size_t i, n = td_tensor_nbytes(&item.value->u.tensor) / 4;
+		double acc = 0;
+
+		for (i = 0; i < n; i++)
+			acc += p[i];
+		s += acc;
+	}
+	td_dict_iter_free(it);
+	return s;
+}
+
+/* read() a file in 8 MiB chunks and sum its floats. */
+static double raw_read_sum(const char *path, double *sum)
+{
+	static float buf[(8 << 20) / 4];
+	double t0 = now(), s = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		die(path);
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		double acc = 0;
+		ssize_t i;
+
+		for (i = 0; i < n / 4; i++)
+			acc += buf[i];
+		s += acc;
+	}
+	close(fd);
+	*sum = s;
+	return now() - t0;
+}
+
+/* ---- rows ---- */
+
+static void bench_save_read(const char *layout, td_dict *d, const char *size_name)
+{
+	char name[128], store[4200], raw[4200], extra[256];
+	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
+	       s2 = 0;
+	size_t leaves, bytes = dict_bytes(d, &leaves);
+	int r;
+
+	snprintf(store, sizeof(store), "%s/store", opt.dir);
+	snprintf(raw, sizeof(raw), "%s/raw.bin", opt.dir);
+	for (r = 0; r < opt.repeat; r++) {
+		td_store *st;
+		double t;
+
+		rm_rf(store);
+		unlink(raw);
+		sync();
+		t = raw_write(d, raw);
+		if (t < best_raw)
+			best_raw = t;
+		sync();
+		t = now();
+		CHECK(td_store_memmap(&st, d, store, 0));
+		t = now() - t;
+		CHECK(td_store_close(st));
+		if (t < best_save)
+			best_save = t;
+	}
+	snprintf(name, sizeof(name), "save/%s/%s", layout, size_name);
+	snprintf(extra, sizeof(extra), opt.json ? "\"leaves\": %zu, \"bytes\": %zu" :
+		"%zu leaves, %zu bytes, %.0f MB/s", leaves, bytes, bytes / best_save / 1e6);
+	if (wanted(name))
+		row(name, best_save, best_raw, "write+fsync", extra);
+
+	/* Read every element of a freshly opened store (warm page cache) vs read() + sum. */
+	for (r = 0; r < opt.repeat; r++) {
+		td_store *st;
+		double t = now();
+
+		CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+		s1 = sum_dict(td_store_dict(st));
+		CHECK(td_store_close(st));
+		t = now() - t;
+		if (t < best_read)
+			best_read = t;
+		t = raw_read_sum(raw, &s2);
+		if (t < best_rread)
+			best_rread = t;
+	}
+	if (s1 != s2) {
+		fprintf(stderr, "tdstorebench: %s: the store's sum %g differs from the raw file's %g\n",
+			layout, s1, s2);
+		exit(1);
+	}
+	snprintf(name, sizeof(name), "read/%s/%s", layout, size_name);
+	if (wanted(name))
+		row(name, best_read, best_rread, "read()+sum", opt.json ? "\"cache\": \"warm\"" :
+			"warm page cache");
+	rm_rf(store);
+	unlink(raw);
+}
+
+static void bench_open(int leaves, int64_t bytes, const char *size_name)
+{
+	char name[128], store[4200], extra[256];
+	double best = 1e30;
+	long rss = 0;
+	td_dict *d = flat(bytes, leaves);
+	td_store *st;
+	int r;
+
+	snprintf(name, sizeof(name), "open/%d_leaves/%s", leaves, size_name);
+	if (!wanted(name)) {
+		td_dict_free(d);
+		return;
+	}
+	snprintf(store, sizeof(store), "%s/open", opt.dir);
+	rm_rf(store);
+	/* Files sized and reserved, data not copied: the open does not look at it. */
+	CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC));
+	CHECK(td_store_close(st));
+	td_dict_free(d);
+	for (r = 0; r < opt.repeat; r++) {
+		long before = rss_bytes();
+		double t = now();
+
+		CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+		t = now() - t;
+		if (r == 0 || rss_bytes() - before > rss)
+			rss = rss_bytes() - before;
+		CHECK(td_store_close(st));
+		if (t < best)
+			best = t;
+	}
+	snprintf(extra, sizeof(extra), opt.json ? "\"leaves\": %d, \"bytes\": %lld, "
+		"\"rss_growth\": %ld, \"us_per_leaf\": %.3f" :
+		"%d leaves, %lld bytes: RSS +%ld KiB, %.2f us/leaf", leaves, (long long)bytes,
+		opt.json ? rss : rss / 1024, best * 1e6 / leaves);
+	row(name, best, 0, "-", extra);
+	rm_rf(store);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		int64_t bytes;
+		bool large;
+	} sizes[] = { { "10MB", 10 * MB, false }, { "100MB", 100 * MB, false },
+		      { "1GB", 1000 * MB, true } };
+	int i;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--json"))
+			opt.json = true;
+		else if (!strcmp(argv[i], "--large"))
+			opt.large = true;
+		else if (!strcmp(argv[i], "--quick"))
+			opt.quick = true;
+		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
+			opt.filter = argv[++i];
+		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+			opt.repeat = atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
+			snprintf(opt.dir, sizeof(opt.dir), "%s/tdstorebench.XXXXXX", argv[++i]);
+		else {
+			fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--repeat N] [--dir DIR] "
+					"[--large] [--quick]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (!opt.dir[0])
+		snprintf(opt.dir, sizeof(opt.dir), "%s/tdstorebench.XXXXXX",
+			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(opt.dir))
+		die("mkdtemp");
+	if (opt.quick)
+		opt.repeat = 1;
+	if (!opt.json)
+		printf("tdstorebench: tdstore %s, directory stores in %s; best of %d; "
+		       "Ratio = ours / baseline (lower is better)\n\n", td_version(NULL, NULL, NULL), opt.dir,
+			opt.repeat);
+
+	if (wanted("save/weights") || wanted("read/weights")) {
+		td_dict *d = opt.quick ? flat(MB, 184) : weights();
+
+		bench_save_read("weights", d, opt.quick ? "1MB" : "176MB");
+		td_dict_free(d);
+	}
+	for (i = 0; i < 3; i++) {
+		int64_t bytes = opt.quick ? MB : sizes[i].bytes;
+		const char *sz = opt.quick ? "1MB" : sizes[i].name;
+		td_dict *d;
+
+		if ((sizes[i].large && !opt.large) || (opt.quick && i > 0))
+			continue;
+		d = flat(bytes, 8);
+		bench_save_read("flat", d, sz);
+		td_dict_free(d);
+		d = many_small(bytes);
+		bench_save_read("many_small", d, sz);
+		td_dict_free(d);
+		d = deep(bytes);
+		bench_save_read("deep", d, sz);
+		td_dict_free(d);
+	}
+	{
+		static const int leaves[] = { 10, 1000, 10000 }, quick_leaves[] = { 10, 100, 1000 };
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			bench_open(opt.quick ? quick_leaves[k] : leaves[k], opt.quick ? MB : 10 * MB,
+				opt.quick ? "1MB" : "10MB");
+			if (!opt.quick)
+				bench_open(leaves[k], 1000 * MB, "1GB");
+		}
+	}
+	if (opt.json)
+		printf("%s]\n", nrows ? "\n" : "[");
+	rm_rf(opt.dir);
+	return 0;
+}
