@@ -823,40 +823,29 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out);
 
+/* Write one entry's data (files, sub-directories) and store its mapped copy in dst. */
 static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
-	const td_value *v, td_dict *dst, json_t *meta)
+	const td_value *v, td_dict *dst)
 {
-	json_t *e = json_object();
-	int rc = TD_OK;
+	int rc;
 
-	if (!e)
-		return td__error_nomem(0);
 	switch (v->kind) {
 	case TD_VALUE_TENSOR: {
 		td_tensor t = TD_TENSOR_INIT;
-		const td_tensor *s = &v->u.tensor;
 
-		rc = write_leaf(w, dirfd, rel, key, s, &t);
+		rc = write_leaf(w, dirfd, rel, key, &v->u.tensor, &t);
 		if (rc == TD_OK) {
 			rc = td_dict_set_tensor_take_path(dst, &key, 1, &t);
 			td_tensor_release(&t);
 		}
-		if (rc == TD_OK &&
-		    (json_object_set_new(e, "device", json_string("cpu")) < 0 ||
-		     json_object_set_new(e, "shape", json_shape(s->ndim, s->shape)) < 0 ||
-		     json_object_set_new(e, "dtype", json_string(td_dtype_torch_name(s->dtype))) < 0 ||
-		     json_object_set_new(e, "is_nested", json_false()) < 0))
-			rc = td__error_nomem(0);
-		break;
+		return rc;
 	}
 	case TD_VALUE_DICT: {
 		char crel[REL_MAX];
 		td_dict *child = NULL;
 		int cfd;
 
-		rc = make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd);
-		if (rc < 0)
-			break;
+		TD_TRY(make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd));
 		rc = write_dict(w, cfd, crel, v->u.dict, &child);
 		close(cfd);
 		if (rc == TD_OK) {
@@ -864,27 +853,67 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 			if (rc < 0)
 				td_dict_free(child);
 		}
-		if (rc == TD_OK && json_object_set_new(e, "type", json_string("TensorDict")) < 0)
-			rc = td__error_nomem(0);
-		break;
+		return rc;
 	}
 	case TD_VALUE_STRING:
-		rc = write_string(w, dirfd, rel, key, v);
-		if (rc == TD_OK)
-			rc = td_dict_set_string_path(dst, &key, 1, v->u.blob.data);
-		if (rc == TD_OK && json_object_set_new(e, "type", json_string("NonTensorData")) < 0)
-			rc = td__error_nomem(0);
-		break;
+		TD_TRY(write_string(w, dirfd, rel, key, v));
+		return td_dict_set_string_path(dst, &key, 1, v->u.blob.data);
 	default:
-		rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
+		return td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
 			(int)v->kind);
-		break;
 	}
-	if (rc == TD_OK && json_object_set_new(meta, key, e) < 0)
-		return td__error_nomem(0);
-	if (rc < 0)
-		json_decref(e);
-	return rc;
+}
+
+/*
+ * The meta.json of one dict, as tensordict writes it: its entries in order
+ * (tensors with device/shape/dtype/is_nested, nested dicts and strings as
+ * {"type": ...}), then the dict's own fields. NULL when out of memory.
+ */
+static json_t *build_meta(const td_dict *d)
+{
+	size_t n = td_dict_items(d, NULL, NULL, 0), i;
+	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
+	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
+	json_t *meta = json_object();
+	bool ok = keys && vals && meta;
+
+	if (ok)
+		td_dict_items(d, keys, vals, n);
+	for (i = 0; ok && i < n; i++) {
+		const td_value *v = vals[i];
+		json_t *e = json_object();
+
+		if (!e || json_object_set_new(meta, keys[i], e) < 0) {
+			ok = false;
+			break;
+		}
+		if (v->kind == TD_VALUE_TENSOR) {
+			const td_tensor *t = &v->u.tensor;
+
+			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
+			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape)) == 0 &&
+			     json_object_set_new(e, "dtype",
+				     json_string(td_dtype_torch_name(t->dtype))) == 0 &&
+			     json_object_set_new(e, "is_nested", json_false()) == 0;
+		} else {
+			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
+				"TensorDict" : "NonTensorData")) == 0;
+		}
+	}
+	ok = ok &&
+	     json_object_set_new(meta, "shape",
+		     json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d))) == 0 &&
+	     json_object_set_new(meta, "device", json_string("cpu")) == 0 &&
+	     json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) == 0 &&
+	     json_object_set_new(meta, "_format_version", json_integer(1)) == 0 &&
+	     json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) == 0;
+	td__free(keys);
+	td__free(vals);
+	if (!ok) {
+		json_decref(meta);
+		return NULL;
+	}
+	return meta;
 }
 
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
@@ -893,7 +922,6 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	size_t n = td_dict_items(src, NULL, NULL, 0), i;
 	const char **keys = NULL;
 	const td_value **vals = NULL;
-	json_t *meta = NULL;
 	td_dict *d = NULL;
 	int rc;
 
@@ -901,34 +929,22 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	TD_TRY(td_dict_new(&d, td_dict_batch_ndim(src), td_dict_batch_shape(src)));
 	keys = td__calloc(n ? n : 1, sizeof(*keys));
 	vals = td__calloc(n ? n : 1, sizeof(*vals));
-	meta = json_object();
-	if (!keys || !vals || !meta) {
+	if (!keys || !vals) {
 		rc = td__error_nomem(n * sizeof(*keys));
 		goto out;
 	}
 	td_dict_items(src, keys, vals, n);
 	for (i = 0; i < n; i++) {
-		rc = write_entry(w, dirfd, rel, keys[i], vals[i], d, meta);
+		rc = write_entry(w, dirfd, rel, keys[i], vals[i], d);
 		if (rc < 0)
 			goto out;
 	}
-	if (json_object_set_new(meta, "shape",
-		    json_shape(td_dict_batch_ndim(src), td_dict_batch_shape(src))) < 0 ||
-	    json_object_set_new(meta, "device", json_string("cpu")) < 0 ||
-	    json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) < 0 ||
-	    json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
-	    json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) < 0) {
-		rc = td__error_nomem(0);
-		goto out;
-	}
-	rc = write_meta(w, dirfd, rel, meta);
-	meta = NULL;
+	rc = write_meta(w, dirfd, rel, build_meta(d));
 	if (rc < 0)
 		goto out;
 	*out = d;
 	d = NULL;
 out:
-	json_decref(meta);
 	td__free(keys);
 	td__free(vals);
 	td_dict_free(d);
