@@ -140,13 +140,18 @@ dist_man_MANS += \
 	%D%/man/man3/td_scalar_int.3 \
 	%D%/man/man3/td_scalar_uint.3 \
 	%D%/man/man3/td_set_allocator.3 \
+	%D%/man/man3/td_store_add_empty.3 \
+	%D%/man/man3/td_store_add_tensor.3 \
 	%D%/man/man3/td_store_close.3 \
 	%D%/man/man3/td_store_dict.3 \
 	%D%/man/man3/td_store_encode_key.3 \
 	%D%/man/man3/td_store_flags.3 \
+	%D%/man/man3/td_store_generation.3 \
 	%D%/man/man3/td_store_memmap.3 \
 	%D%/man/man3/td_store_open.3 \
 	%D%/man/man3/td_store_path.3 \
+	%D%/man/man3/td_store_refresh.3 \
+	%D%/man/man3/td_store_remove.3 \
 	%D%/man/man3/td_store_sync.3 \
 	%D%/man/man3/td_strerror.3 \
 	%D%/man/man3/td_tensor_allclose.3 \

@@ -5,6 +5,7 @@
 libtdcore_la_SOURCES += \
 	%D%/store_impl.h \
 	%D%/fileio.c \
+	%D%/coord.c \
 	%D%/store_dir.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)

@@ -451,6 +451,7 @@ static void store_free(td_store *st)
 	for (i = 0; i < st->nmaps; i++)
 		td_buffer_unref(st->maps[i]);
 	td__free(st->maps);
+	td__coord_close(&st->coord);
 	td__free(st->path);
 	td__free(st);
 }
@@ -468,6 +469,7 @@ static int store_new(td_store **out, const char *path, unsigned flags)
 		return td__error_nomem(strlen(path) + 1);
 	}
 	st->flags = flags;
+	st->coord.fd = -1;
 	*out = st;
 	return TD_OK;
 }
@@ -507,7 +509,15 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 	}
 	ld.st = st;
 	ld.writable = (flags & TD_STORE_RDWR) != 0;
-	rc = load_dict(&ld, dirfd, "", 0, &st->dict);
+	/* A read-write open creates the coordination file; a read-only one uses it if present. */
+	rc = td__coord_open(&st->coord, dirfd, path, ld.writable);
+	if (rc == TD_OK)
+		rc = td__coord_lock(&st->coord, false);
+	if (rc == TD_OK) {
+		st->generation = td__coord_generation(&st->coord);
+		rc = load_dict(&ld, dirfd, "", 0, &st->dict);
+		td__coord_unlock(&st->coord);
+	}
 	close(dirfd);
 	if (rc == TD_OK)
 		rc = td_dict_lock(st->dict);
@@ -978,12 +988,20 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	memset(&w, 0, sizeof(w));
 	w.st = st;
 	w.flags = flags;
-	rc = write_dict(&w, dirfd, "", src, &st->dict);
-	{
-		int crc = commit_meta(&w, dirfd, rc == TD_OK);
+	/* The whole save is one schema change for processes that have the directory open. */
+	rc = td__coord_open(&st->coord, dirfd, path, true);
+	if (rc == TD_OK)
+		rc = td__coord_lock(&st->coord, true);
+	if (rc == TD_OK) {
+		int crc;
 
+		rc = write_dict(&w, dirfd, "", src, &st->dict);
+		crc = commit_meta(&w, dirfd, rc == TD_OK);
 		if (rc == TD_OK)
 			rc = crc;
+		if (rc == TD_OK)
+			st->generation = td__coord_bump(&st->coord);
+		td__coord_unlock(&st->coord);
 	}
 	close(dirfd);
 	if (rc == TD_OK)
@@ -1041,5 +1059,448 @@ int td_store_close(td_store *store)
 	if (store->flags & TD_STORE_RDWR)
 		rc = td_store_sync(store);
 	store_free(store);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schema changes and refresh                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Load the dict again from disk (the caller holds the coordination lock).
+ * The old dict and its mappings are released; tensors the caller took with
+ * td_tensor_ref() keep theirs.
+ */
+static int reload(td_store *st, int dirfd)
+{
+	td_buffer **old_maps = st->maps;
+	size_t old_n = st->nmaps, old_cap = st->cap_maps, i;
+	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0 };
+	td_dict *d = NULL;
+	int rc;
+
+	st->maps = NULL;
+	st->nmaps = st->cap_maps = 0;
+	rc = load_dict(&ld, dirfd, "", 0, &d);
+	if (rc == TD_OK)
+		rc = td_dict_lock(d);
+	if (rc < 0) {
+		td_dict_free(d);
+		for (i = 0; i < st->nmaps; i++)
+			td_buffer_unref(st->maps[i]);
+		td__free(st->maps);
+		st->maps = old_maps;
+		st->nmaps = old_n;
+		st->cap_maps = old_cap;
+		return rc;
+	}
+	td_dict_free(st->dict);
+	st->dict = d;
+	for (i = 0; i < old_n; i++)
+		td_buffer_unref(old_maps[i]);
+	td__free(old_maps);
+	return TD_OK;
+}
+
+uint64_t td_store_generation(const td_store *store)
+{
+	return store ? td__coord_generation(&store->coord) : 0;
+}
+
+int td_store_refresh(td_store *store, bool *changed)
+{
+	uint64_t gen;
+	int dirfd, rc;
+
+	if (changed)
+		*changed = false;
+	if (!store)
+		return td__error(TD_EINVAL, "td_store_refresh: NULL store");
+	TD_TRY(open_root(store->path, "td_store_refresh", &dirfd));
+	/* A writer may have created the coordination file since a read-only open. */
+	if (store->coord.fd < 0 && (rc = td__coord_open(&store->coord, dirfd, store->path,
+					   false)) < 0)
+		goto out;
+	rc = TD_OK;
+	gen = td__coord_generation(&store->coord);
+	if (gen == store->generation)
+		goto out;
+	rc = td__coord_lock(&store->coord, false);
+	if (rc < 0)
+		goto out;
+	gen = td__coord_generation(&store->coord);
+	rc = reload(store, dirfd);
+	td__coord_unlock(&store->coord);
+	if (rc == TD_OK) {
+		store->generation = gen;
+		if (changed)
+			*changed = true;
+	}
+out:
+	close(dirfd);
+	return rc;
+}
+
+/* A schema change in progress: the root directory and the levels of a key path. */
+typedef struct change {
+	td_store *st;
+	int rootfd;
+	size_t depth;                 /* levels opened: fds[0] is the root */
+	int fds[TD_KEY_MAX_DEPTH];
+	td_dict *dicts[TD_KEY_MAX_DEPTH];
+	char rel[REL_MAX];            /* the deepest level, for messages */
+	size_t first_dirty;           /* shallowest level whose meta.json must be rewritten */
+} change;
+
+static int check_path_args(const td_store *st, const char *const *parts, size_t n,
+	const char *fn)
+{
+	size_t i;
+
+	if (!st || !parts)
+		return td__error(TD_EINVAL, "%s: NULL %s", fn, st ? "path" : "store");
+	if (n < 1 || n > TD_KEY_MAX_DEPTH - 1)
+		return td__error(TD_EINVAL, "%s: a key path of %zu components", fn, n);
+	for (i = 0; i < n; i++) {
+		if (!parts[i])
+			return td__error(TD_EINVAL, "%s: NULL key component %zu", fn, i);
+		if (reserved_key(parts[i]))
+			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
+				parts[i]);
+	}
+	if (!(st->flags & TD_STORE_RDWR))
+		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
+	return TD_OK;
+}
+
+/* Take the writer lock and bring the dict up to date with the committed schema. */
+static int change_begin(change *c, td_store *st, const char *fn)
+{
+	uint64_t gen;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->st = st;
+	c->fds[0] = -1;
+	TD_TRY(open_root(st->path, fn, &c->rootfd));
+	rc = td__coord_lock(&st->coord, true);
+	if (rc < 0) {
+		close(c->rootfd);
+		return rc;
+	}
+	gen = td__coord_generation(&st->coord);
+	if (gen != st->generation) {
+		rc = reload(st, c->rootfd);
+		if (rc < 0) {
+			td__coord_unlock(&st->coord);
+			close(c->rootfd);
+			return rc;
+		}
+		st->generation = gen;
+	}
+	c->fds[0] = fcntl(c->rootfd, F_DUPFD_CLOEXEC, 0);
+	if (c->fds[0] < 0) {
+		rc = td__error_os(TD_EIO, errno, "%s: dup", fn);
+		td__coord_unlock(&st->coord);
+		close(c->rootfd);
+		return rc;
+	}
+	c->dicts[0] = st->dict;
+	c->depth = 1;
+	c->first_dirty = SIZE_MAX;
+	/* The store's dict is locked against callers; the change edits it unlocked. */
+	td_dict_unlock(st->dict);
+	return TD_OK;
+}
+
+/*
+ * Descend to the dict that holds the last component of the path, creating
+ * missing intermediate dicts (with their parent's batch shape, as
+ * tensordict's make_memmap does) when `create`.
+ */
+static int change_walk(change *c, const char *const *parts, size_t n, bool create,
+	const char *fn)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i++) {
+		td_dict *cur = c->dicts[c->depth - 1], *child;
+		const td_value *v;
+		char crel[REL_MAX];
+		int fd, rc = td_dict_get_path(cur, &parts[i], 1, &v);
+
+		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
+			return td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[i]);
+		if (rc == TD_OK) {
+			TD_TRY(open_child(c->fds[c->depth - 1], c->rel, parts[i], crel, sizeof(crel),
+				&fd));
+			child = v->u.dict;
+		} else if (rc == TD_ENOTFOUND && create) {
+			TD_TRY(make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
+				sizeof(crel), &fd));
+			rc = td_dict_new(&child, td_dict_batch_ndim(cur), td_dict_batch_shape(cur));
+			if (rc == TD_OK) {
+				rc = td_dict_set_dict_take_path(cur, &parts[i], 1, child);
+				if (rc < 0)
+					td_dict_free(child);
+			}
+			if (rc < 0) {
+				close(fd);
+				return rc;
+			}
+			if (c->first_dirty == SIZE_MAX)
+				c->first_dirty = c->depth - 1;
+		} else {
+			return rc == TD_ENOTFOUND ?
+				td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[i]) : rc;
+		}
+		c->fds[c->depth] = fd;
+		c->dicts[c->depth] = child;
+		snprintf(c->rel, sizeof(c->rel), "%s", crel);
+		c->depth++;
+	}
+	return TD_OK;
+}
+
+/*
+ * Commit: rewrite the meta.json of every changed level, deepest first
+ * (each atomically), so that no meta.json ever names a directory without
+ * its own; then bump the generation. On failure, reload the dict from what
+ * is on disk. Releases the lock either way.
+ */
+static int change_end(change *c, int rc)
+{
+	td_store *st = c->st;
+	size_t i;
+
+	if (rc == TD_OK) {
+		size_t from = c->first_dirty == SIZE_MAX ? c->depth - 1 : c->first_dirty;
+
+		/* Data first: every new file durable before a meta.json names it. */
+		if (syncfs(c->rootfd) < 0)
+			rc = td__error_os(TD_EIO, errno, "store: syncfs");
+		for (i = c->depth; rc == TD_OK && i-- > from;) {
+			char what[REL_MAX];
+			json_t *meta = build_meta(c->dicts[i]);
+			char *text;
+
+			snprintf(what, sizeof(what), "%s: meta.json at depth %zu", st->path, i);
+			if (!meta) {
+				rc = td__error_nomem(0);
+				break;
+			}
+			text = json_dumps(meta, JSON_ENSURE_ASCII);
+			json_decref(meta);
+			if (!text) {
+				rc = td__error_nomem(0);
+				break;
+			}
+			lower_unicode_escapes(text);
+			rc = td__write_file_atomic(c->fds[i], "meta.json", text, strlen(text), false,
+				what);
+			free(text);
+		}
+	}
+	if (rc == TD_OK) {
+		st->generation = td__coord_bump(&st->coord);
+		td_dict_lock(st->dict);
+	} else {
+		int saved = td_error_last()->code;
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "%s", td_error_last()->message);
+		/* Back to what is committed on disk (the in-memory dict may be half-changed). */
+		if (reload(st, c->rootfd) < 0)
+			td_dict_lock(st->dict);
+		td__error(saved ? saved : rc, "%s", msg);
+	}
+	for (i = 0; i < c->depth; i++)
+		close(c->fds[i]);
+	td__coord_unlock(&st->coord);
+	close(c->rootfd);
+	return rc;
+}
+
+static int add_impl(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
+	bool copy, const char *fn)
+{
+	const char *key = parts[n - 1];
+	writer w;
+	change c;
+	td_tensor mapped = TD_TENSOR_INIT;
+	const td_value *v;
+	td_dict *d;
+	int bndim, rc;
+
+	TD_TRY(change_begin(&c, st, fn));
+	rc = change_walk(&c, parts, n, true, fn);
+	if (rc < 0)
+		goto out;
+	d = c.dicts[c.depth - 1];
+	if (td_dict_get_path(d, &key, 1, &v) == TD_OK) {
+		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, key);
+		goto out;
+	}
+	bndim = td_dict_batch_ndim(d);
+	if (t->ndim < bndim ||
+	    memcmp(t->shape, td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
+		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch shape",
+			fn, key);
+		goto out;
+	}
+	memset(&w, 0, sizeof(w));
+	w.st = st;
+	/* A file left by an add that crashed before its commit is reused. */
+	w.flags = TD_STORE_EXISTSOK | (copy ? 0u : TD_STORE_LIKE);
+	rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
+	if (rc == TD_OK && !copy && td_tensor_numel(&mapped) > 0)
+		rc = td_tensor_zero(&mapped); /* a reused file may hold old bytes */
+	if (rc == TD_OK)
+		rc = td_dict_set_tensor_take_path(d, &key, 1, &mapped);
+	td_tensor_release(&mapped);
+	if (rc == TD_OK && c.first_dirty == SIZE_MAX)
+		c.first_dirty = c.depth - 1;
+out:
+	return change_end(&c, rc);
+}
+
+int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, const td_tensor *t)
+{
+	static const char fn[] = "td_store_add_tensor";
+
+	TD_TRY(check_path_args(store, parts, n, fn));
+	if (!t || !t->buffer)
+		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
+	if (td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE)
+		return td__error(TD_EINVAL, "%s: the tensor is in device memory", fn);
+	return add_impl(store, parts, n, t, true, fn);
+}
+
+int td_store_add_empty(td_store *store, const char *const *parts, size_t n, td_dtype dtype,
+	int ndim, const int64_t *shape)
+{
+	static const char fn[] = "td_store_add_empty";
+	td_tensor t;
+	int rc;
+
+	TD_TRY(check_path_args(store, parts, n, fn));
+	/* A zero-strided view describes the leaf without allocating its size. */
+	TD_TRY(td_tensor_zeros(&t, dtype, 0, NULL));
+	{
+		td_tensor e;
+
+		rc = td_tensor_expand(&e, &t, ndim, shape);
+		td_tensor_release(&t);
+		if (rc < 0)
+			return rc;
+		rc = add_impl(store, parts, n, &e, false, fn);
+		td_tensor_release(&e);
+	}
+	return rc;
+}
+
+/* Delete what a removed entry had on disk (best effort: the commit is done). */
+static void remove_files(int dirfd, const char *key, const td_value *v)
+{
+	char *name;
+	int fd;
+
+	if (v->kind == TD_VALUE_TENSOR) {
+		if (td_tensor_numel(&v->u.tensor) > 0 && encoded_name(key, ".memmap", &name) == TD_OK) {
+			unlinkat(dirfd, name, 0);
+			td__free(name);
+		}
+		return;
+	}
+	if (encoded_name(key, "", &name) < 0)
+		return;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		if (v->kind == TD_VALUE_DICT) {
+			size_t n = td_dict_items(v->u.dict, NULL, NULL, 0), i;
+			const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
+			const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
+
+			if (keys && vals) {
+				td_dict_items(v->u.dict, keys, vals, n);
+				for (i = 0; i < n; i++)
+					remove_files(fd, keys[i], vals[i]);
+			}
+			td__free(keys);
+			td__free(vals);
+		}
+		unlinkat(fd, "meta.json", 0);
+		close(fd);
+		unlinkat(dirfd, name, AT_REMOVEDIR); /* stays if something else is in it */
+	}
+	td__free(name);
+}
+
+int td_store_remove(td_store *store, const char *const *parts, size_t n)
+{
+	static const char fn[] = "td_store_remove";
+	const char *key;
+	const td_value *v;
+	td_value removed = { 0 };
+	td_dict *d, *holder = NULL;
+	change c;
+	int rc;
+
+	TD_TRY(check_path_args(store, parts, n, fn));
+	key = parts[n - 1];
+	TD_TRY(change_begin(&c, store, fn));
+	rc = change_walk(&c, parts, n, false, fn);
+	if (rc < 0)
+		goto out;
+	d = c.dicts[c.depth - 1];
+	rc = td_dict_get_path(d, &key, 1, &v);
+	if (rc < 0) {
+		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
+		goto out;
+	}
+	/* Keep the value (its names) for deleting the files after the commit. */
+	rc = td_dict_new(&holder, 0, NULL);
+	if (rc == TD_OK && v->kind == TD_VALUE_DICT)
+		rc = td_dict_set_dict_path(holder, &key, 1, v->u.dict);
+	else if (rc == TD_OK && v->kind == TD_VALUE_TENSOR && td_tensor_numel(&v->u.tensor) > 0)
+		rc = TD_OK;
+	removed = *v;
+	if (rc == TD_OK)
+		rc = td_dict_del_path(d, &key, 1);
+	if (rc == TD_OK)
+		c.first_dirty = c.depth - 1;
+out:
+	rc = change_end(&c, rc);
+	if (rc == TD_OK) {
+		int fd = -1;
+
+		/* Re-open the holding directory to delete the files (the change closed it). */
+		if (open_root(store->path, fn, &fd) == TD_OK) {
+			size_t i;
+			int cur = fd;
+
+			for (i = 0; i + 1 < n && cur >= 0; i++) {
+				char crel[REL_MAX];
+				int next = -1;
+
+				if (open_child(cur, "", parts[i], crel, sizeof(crel), &next) < 0)
+					next = -1;
+				close(cur);
+				cur = next;
+			}
+			if (cur >= 0) {
+				const td_value *hv;
+
+				if (removed.kind == TD_VALUE_DICT &&
+				    td_dict_get_path(holder, &key, 1, &hv) == TD_OK)
+					remove_files(cur, key, hv);
+				else if (removed.kind != TD_VALUE_DICT)
+					remove_files(cur, key, &removed);
+				close(cur);
+			}
+		}
+		td_error_clear();
+	}
+	td_dict_free(holder);
 	return rc;
 }

@@ -7,8 +7,48 @@
 
 #include "td_internal.h"
 
+#include <stddef.h>
+
 /** Largest meta.json read (bigger ones are refused as corrupt). */
 #define TD_META_MAX_BYTES ((size_t)64 << 20)
+
+/* ---- coordination file (coord.c; doc/format.md) ---- */
+
+#define TD_COORD_NAME ".tdstore-coord"
+#define TD_COORD_MAGIC "TDSCOORD"
+#define TD_COORD_VERSION 1u
+#define TD_COORD_HEADER_SIZE 64u
+#define TD_COORD_FILE_SIZE 4096
+
+/** The coordination file's header, little-endian, at offset 0. */
+typedef struct td__coord_header {
+	char magic[8];                 /* "TDSCOORD" */
+	uint32_t version;              /* TD_COORD_VERSION */
+	uint32_t header_size;          /* TD_COORD_HEADER_SIZE */
+	_Atomic uint64_t generation;   /* bumped after every committed schema change */
+	uint8_t reserved[40];          /* zero */
+} td__coord_header;
+
+/** A store's handle on its coordination file. */
+typedef struct td__coord {
+	int fd;                        /* -1 when the directory has none (read-only open) */
+	td__coord_header *hdr;         /* the shared mapping, or NULL */
+} td__coord;
+
+/**
+ * Open (and with `create`, create and initialize) the coordination file
+ * of the store directory `dirfd`; `root` names it in messages. Without
+ * `create` a missing file is not an error: c->fd stays -1.
+ */
+int td__coord_open(td__coord *c, int dirfd, const char *root, bool create);
+void td__coord_close(td__coord *c);
+/** The current schema generation (0 without a coordination file). */
+uint64_t td__coord_generation(const td__coord *c);
+/** Increment the generation; @return the new value. Under the exclusive lock. */
+uint64_t td__coord_bump(td__coord *c);
+/** flock the coordination file: exclusive for schema changes, shared for loading. */
+int td__coord_lock(td__coord *c, bool exclusive);
+void td__coord_unlock(td__coord *c);
 
 /** An open store. */
 struct td_store {
@@ -18,6 +58,8 @@ struct td_store {
 	td_buffer **maps;     /* writable mappings (one reference each), for sync */
 	size_t nmaps;
 	size_t cap_maps;
+	td__coord coord;      /* the coordination file */
+	uint64_t generation;  /* the schema generation the dict was loaded at */
 };
 
 /** Mapping hook for td_buffer_wrap(): munmap(data, nbytes). */

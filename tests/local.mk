@@ -93,6 +93,11 @@ TESTS += %D%/storage/test_store_tensordict
 %C%_storage_test_store_tensordict_CFLAGS = $(td_test_cflags) $(JANSSON_CFLAGS)
 %C%_storage_test_store_tensordict_LDADD = $(td_test_ldadd) $(JANSSON_LIBS)
 
+check_PROGRAMS += %D%/storage/test_store_schema
+TESTS += %D%/storage/test_store_schema
+%C%_storage_test_store_schema_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_schema_LDADD = $(td_test_ldadd)
+
 endif
 
 # --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---

@@ -156,6 +156,79 @@ TD_API int td_store_sync(td_store *store);
  */
 TD_API int td_store_close(td_store *store);
 
+/* ------------------------------------------------------------------------ */
+/* Schema changes, shared by processes                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A read-write store keeps a coordination file, ".tdstore-coord", in its
+ * directory (doc/format.md). Schema changes (td_store_add_tensor,
+ * td_store_add_empty, td_store_remove, td_store_memmap into the directory)
+ * take its writer lock, bring the dict up to date with changes committed
+ * by other processes, write the data, replace the affected meta.json files
+ * atomically (deepest first) and then increment the store's generation.
+ * Other processes see the change after td_store_refresh().
+ *
+ * Views across a refresh: a refresh or a schema change replaces the
+ * store's dict. Pointers borrowed from the old dict (nested dicts, values,
+ * keys) become invalid; tensors taken with td_tensor_ref() stay valid and
+ * keep viewing the same file pages (files are never truncated; a removed
+ * leaf's file is unlinked, and its pages live on while referenced).
+ */
+
+/**
+ * Add a leaf holding a copy of `t` (tensordict's make_memmap_from_tensor).
+ * Missing intermediate dicts are created with their parent's batch shape.
+ *
+ * @param store  a read-write store
+ * @param parts  the key path, `n` components (1 <= n < TD_KEY_MAX_DEPTH);
+ *               components may hold '.' or be empty
+ * @param t      the data (host memory; any strides; its shape must start
+ *               with the batch shape of the dict that receives it)
+ * @return TD_OK; TD_EINVAL (NULL arguments, a reserved key, a device
+ *         tensor); TD_EREADONLY (a read-only store); TD_EEXISTS (the key
+ *         exists); TD_ETYPE (the shape does not start with the batch shape,
+ *         or a path component is a leaf); TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         On failure nothing is committed and the dict is reloaded from
+ *         disk (so borrowed pointers are invalid after any call).
+ */
+TD_API int td_store_add_tensor(td_store *store, const char *const *parts, size_t n,
+	const td_tensor *t);
+
+/**
+ * Add a zero-filled leaf of `dtype` and `shape` (tensordict's make_memmap).
+ *
+ * @return as td_store_add_tensor(); TD_EINVAL for a bad dtype or shape
+ */
+TD_API int td_store_add_empty(td_store *store, const char *const *parts, size_t n,
+	td_dtype dtype, int ndim, const int64_t *shape);
+
+/**
+ * Remove an entry (a leaf, a string or a whole nested dict) and delete its
+ * files after the commit (a file still mapped somewhere stays readable
+ * there until unmapped).
+ *
+ * @return TD_OK; TD_EINVAL; TD_EREADONLY; TD_ENOTFOUND; TD_ETYPE (a path
+ *         component is a leaf); TD_EIO; TD_ENOMEM
+ */
+TD_API int td_store_remove(td_store *store, const char *const *parts, size_t n);
+
+/**
+ * Catch up with schema changes committed by other processes: when the
+ * store's generation moved, the dict is reloaded from disk.
+ *
+ * @param[out] changed  set to whether the dict was reloaded; may be NULL
+ * @return TD_OK; TD_EINVAL for NULL; the errors of td_store_open() when
+ *         the new schema cannot be loaded (the old dict is kept then)
+ */
+TD_API int td_store_refresh(td_store *store, bool *changed);
+
+/**
+ * @return the schema generation in the coordination file (0 when the
+ *         directory has none, or for NULL)
+ */
+TD_API uint64_t td_store_generation(const td_store *store);
+
 /**
  * Encode a key as a file name the way tensordict does (robust_key=True):
  * "" gives "%", "." gives "%2E", ".." gives "%2E%2E"; each of

@@ -255,7 +255,10 @@ def compare_layout(ours: Path, theirs: Path, errors: list, notes: set) -> None:
     meta.json content apart from TENSORDICT_ONLY_META (collected in notes)."""
 
     def files(root: Path) -> set:
-        return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+        # .tdstore-coord is tdstore's coordination file (doc/format.md); tensordict
+        # ignores files its meta.json does not name.
+        return {p.relative_to(root).as_posix() for p in root.rglob("*")
+                if p.is_file() and p.name != ".tdstore-coord"}
 
     a, b = files(ours), files(theirs)
     for f in sorted(a - b):

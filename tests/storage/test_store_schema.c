@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_store_schema.c - schema changes in open stores shared by processes:
+ * adding and removing leaves, the generation and td_store_refresh, views
+ * held across a refresh, processes racing schema changes, and writers
+ * killed (SIGKILL) at random points while they change the schema.
+ */
+#include "td_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+TestSuite(store_schema, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini);
+
+static const int64_t B4[] = { 4 };
+
+static td_store *new_store(const char *name)
+{
+	td_dict *d;
+	td_store *st;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B4));
+	td_test_arange(&t, TD_DTYPE_I32, 1, B4);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "base", &t));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), 0));
+	td_dict_free(d);
+	return st;
+}
+
+static bool exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+/* A [4] int64 tensor filled with `v`. */
+static void filled(td_tensor *t, int64_t v)
+{
+	td_cr_assert_ok(td_tensor_full(t, TD_DTYPE_I64, 1, B4, td_scalar_int(v)));
+}
+
+static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
+{
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
+	return ((const int64_t *)td_tensor_data(&v->u.tensor))[3];
+}
+
+Test(store_schema, leaves_are_added_and_removed_on_disk)
+{
+	const char *x[] = { "x" }, *deep[] = { "a", "b.c", "y" }, *z[] = { "z" };
+	static const int64_t s43[] = { 4, 3 };
+	td_store *st = new_store("s"), *ro;
+	uint64_t g0 = td_store_generation(st);
+	const td_value *v;
+	td_tensor t;
+
+	cr_assert(g0 >= 1);
+	filled(&t, 42);
+	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_tensor_release(&t);
+	cr_assert_eq(first_i64(td_store_dict(st), x, 1), 42);
+	cr_assert(td_dict_is_locked(td_store_dict(st)));
+	cr_assert_eq(td_store_generation(st), g0 + 1);
+	/* Intermediate dicts are created, with their own directory and meta.json. */
+	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
+	cr_assert(exists(td_test_path("s/a/b.c/meta.json")));
+	cr_assert(exists(td_test_path("s/a/b.c/y.memmap")));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 3, &v));
+	cr_assert_eq(v->u.tensor.dtype, TD_DTYPE_F16);
+	cr_assert_eq(td_tensor_numel(&v->u.tensor), 12);
+	td_cr_assert_ok(td_store_close(st));
+
+	ro = NULL;
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), deep, 3, &v));
+	cr_assert_eq(((const uint16_t *)td_tensor_data(&v->u.tensor))[11], 0);
+	/* A read-only store refuses schema changes. */
+	filled(&t, 1);
+	td_cr_assert_err(td_store_add_tensor(ro, z, 1, &t), TD_EREADONLY);
+	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
+	td_cr_assert_ok(td_store_close(ro));
+
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), TD_STORE_RDWR));
+	td_cr_assert_err(td_store_add_tensor(st, x, 1, &t), TD_EEXISTS);
+	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "base", "q" }, 2, &t), TD_ETYPE);
+	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "shape" }, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "a", "_class" }, 2, &t),
+		TD_EINVAL);
+	td_cr_assert_err(td_store_add_empty(st, z, 1, TD_DTYPE_I8, 1, (const int64_t[]){ 5 }),
+		TD_ETYPE);
+	td_cr_assert_err(td_store_add_tensor(st, z, 0, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, NULL, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, z, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(NULL, z, 1, &t), TD_EINVAL);
+	cr_assert_not(exists(td_test_path("s/z.memmap")));
+	td_tensor_release(&t);
+	/* Failed changes leave the dict as committed. */
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 3);
+
+	td_cr_assert_ok(td_store_remove(st, x, 1));
+	cr_assert_not(exists(td_test_path("s/x.memmap")));
+	td_cr_assert_err(td_dict_get_path(td_store_dict(st), x, 1, &v), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_remove(st, (const char *[]){ "a" }, 1));
+	cr_assert_not(exists(td_test_path("s/a")));
+	td_cr_assert_err(td_store_remove(st, x, 1), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_remove(st, (const char *[]){ "no", "x" }, 2), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), 0));
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 1);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
+{
+	const char *x[] = { "x" }, *base[] = { "base" };
+	td_store *a = new_store("r"), *b = NULL;
+	const td_value *v;
+	td_tensor held, t;
+	bool changed = true;
+
+	td_cr_assert_ok(td_store_open(&b, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_refresh(b, &changed));
+	cr_assert_not(changed);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(b), base, 1, &v));
+	td_tensor_ref(&held, &v->u.tensor);
+
+	filled(&t, 7);
+	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+	td_tensor_release(&t);
+	cr_assert_eq(td_store_generation(b), td_store_generation(a));
+	td_cr_assert_err(td_dict_get_path(td_store_dict(b), x, 1, &v), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_refresh(b, &changed));
+	cr_assert(changed);
+	cr_assert_eq(first_i64(td_store_dict(b), x, 1), 7);
+	/* The view taken before the refresh still reads the same file pages. */
+	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 3);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(a), base, 1, &v));
+	((int32_t *)td_tensor_data(&v->u.tensor))[3] = 99;
+	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
+	/* Removing a leaf another handle still views: its pages stay readable there. */
+	td_cr_assert_ok(td_store_remove(a, base, 1));
+	td_cr_assert_ok(td_store_refresh(b, NULL));
+	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
+	td_tensor_release(&held);
+	td_cr_assert_err(td_store_refresh(NULL, NULL), TD_EINVAL);
+	cr_assert_eq(td_store_generation(NULL), 0);
+	td_cr_assert_ok(td_store_close(b));
+	td_cr_assert_ok(td_store_close(a));
+}
+
+Test(store_schema, a_python_directory_gets_a_coordination_file_on_first_write)
+{
+	const char *x[] = { "x" };
+	td_store *a = new_store("p"), *ro = NULL;
+	char coord[4200];
+	td_tensor t;
+
+	td_cr_assert_ok(td_store_close(a));
+	snprintf(coord, sizeof(coord), "%s", td_test_path("p/.tdstore-coord"));
+	cr_assert_eq(unlink(coord), 0); /* as if Python had written the directory */
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("p"), TD_STORE_RDONLY));
+	cr_assert_eq(td_store_generation(ro), 0);
+	cr_assert_not(exists(coord));
+	td_cr_assert_ok(td_store_open(&a, td_test_path("p"), TD_STORE_RDWR));
+	cr_assert(exists(coord));
+	filled(&t, 5);
+	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_refresh(ro, NULL));
+	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 5);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_store_close(a));
+}
+
+Test(store_schema, a_bad_coordination_file_is_refused)
+{
+	td_store *a = new_store("c"), *b = (td_store *)0x1;
+	FILE *f;
+
+	td_cr_assert_ok(td_store_close(a));
+	f = fopen(td_test_path("c/.tdstore-coord"), "r+b");
+	cr_assert_not_null(f);
+	cr_assert_eq(fputs("XXXX", f) >= 0, 1);
+	fclose(f);
+	td_cr_assert_err(td_store_open(&b, td_test_path("c"), 0), TD_ECORRUPT);
+	cr_assert_null(b);
+	cr_assert_eq(truncate(td_test_path("c/.tdstore-coord"), 100), 0);
+	td_cr_assert_err(td_store_open(&b, td_test_path("c"), TD_STORE_RDWR), TD_ECORRUPT);
+}
+
+/* ---- processes ---- */
+
+#define RACERS 4
+#define PER_RACER 12
+
+Test(store_schema, processes_racing_schema_changes_lose_nothing)
+{
+	td_store *st = new_store("race");
+	pid_t pids[RACERS];
+	char key[32];
+	const char *parts[2] = { NULL, key };
+	int i, j, status;
+
+	td_cr_assert_ok(td_store_close(st));
+	for (i = 0; i < RACERS; i++) {
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			td_store *mine;
+			int rc = td_store_open(&mine, td_test_path("race"), TD_STORE_RDWR);
+
+			for (j = 0; rc == 0 && j < PER_RACER; j++) {
+				td_tensor t;
+
+				/* Half in a shared nested dict (created by whoever comes first). */
+				parts[0] = (j % 2) ? "shared" : NULL;
+				snprintf(key, sizeof(key), "p%d_%d", i, j);
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(i * 100 + j));
+				if (rc == 0)
+					rc = parts[0] ? td_store_add_tensor(mine, parts, 2, &t) :
+						td_store_add_tensor(mine, &parts[1], 1, &t);
+				td_tensor_release(&t);
+				if (rc == 0 && j % 3 == 2) /* and data writes in between */
+					rc = td_store_refresh(mine, NULL);
+			}
+			if (rc < 0)
+				fprintf(stderr, "racer %d: %s\n", i, td_error_last()->message);
+			td_store_close(mine);
+			_exit(rc < 0);
+		}
+	}
+	for (i = 0; i < RACERS; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
+	}
+	td_cr_assert_ok(td_store_open(&st, td_test_path("race"), TD_STORE_RDONLY));
+	for (i = 0; i < RACERS; i++)
+		for (j = 0; j < PER_RACER; j++) {
+			parts[0] = (j % 2) ? "shared" : NULL;
+			snprintf(key, sizeof(key), "p%d_%d", i, j);
+			cr_assert_eq(parts[0] ? first_i64(td_store_dict(st), parts, 2) :
+				first_i64(td_store_dict(st), &parts[1], 1), i * 100 + j);
+		}
+	cr_assert_eq(td_store_generation(st), 1 + RACERS * PER_RACER);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_intact)
+{
+	enum { ITERATIONS = 200 };
+	td_store *st = new_store("kill");
+	uint64_t seed = 12345;
+	int it, committed_max = 0;
+
+	td_cr_assert_ok(td_store_close(st));
+	for (it = 0; it < ITERATIONS; it++) {
+		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 4000000) };
+		td_dict_iter *iter;
+		td_item item;
+		int status, count = 0;
+		pid_t pid = fork();
+
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			td_store *w;
+			int k, rc = td_store_open(&w, td_test_path("kill"), TD_STORE_RDWR);
+
+			/* Add leaves k<n> holding n, and remove every third, until killed. */
+			for (k = (int)td_dict_len(w ? td_store_dict(w) : NULL) + it * 1000; rc == 0; k++) {
+				char key[32];
+				const char *p[1] = { key };
+				td_tensor t;
+
+				snprintf(key, sizeof(key), "k%d", k);
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
+				if (rc == 0)
+					rc = td_store_add_tensor(w, p, 1, &t);
+				td_tensor_release(&t);
+				if (rc == 0 && k % 3 == 0)
+					rc = td_store_remove(w, p, 1);
+			}
+			_exit(1);
+		}
+		nanosleep(&delay, NULL);
+		kill(pid, SIGKILL);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		/* Every reopen succeeds and every committed leaf holds its value. */
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
+		while (td_dict_iter_next(iter, &item) == 1) {
+			const int64_t *p = td_tensor_data(&item.value->u.tensor);
+			int k;
+
+			count++;
+			if (!strcmp(item.key, "base"))
+				continue;
+			cr_assert_eq(sscanf(item.key, "k%d", &k), 1, "key %s", item.key);
+			cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
+			cr_assert_eq(p[3], k);
+		}
+		td_dict_iter_free(iter);
+		if (count > committed_max)
+			committed_max = count;
+		td_cr_assert_ok(td_store_close(st));
+	}
+	/* The writers got somewhere: some iterations committed leaves. */
+	cr_assert(committed_max > 1, "no leaf was ever committed");
+}
