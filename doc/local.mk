@@ -202,4 +202,5 @@ dist_man_MANS += \
 	%D%/man/man7/tdstore.7
 
 EXTRA_DIST += \
-	%D%/design.md
+	%D%/design.md \
+	%D%/format.md
