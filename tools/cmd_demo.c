@@ -47,6 +47,9 @@ static const demo_step steps[] = {
 		demo_step_clone_copy },
 	{ "dtype", "float16 and bfloat16 round trips", demo_step_dtype },
 	{ "non-tensor", "string and bytes leaves", demo_step_non_tensor },
+	/* Storage (tools/demo_store.c). */
+	{ "store", "save the transitions into a store, reopen, add and remove a leaf",
+		demo_step_store },
 };
 
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))

@@ -178,4 +178,7 @@ int demo_step_clone_copy(demo *d);
 int demo_step_dtype(demo *d);
 int demo_step_non_tensor(demo *d);
 
+/* Storage (tools/demo_store.c). */
+int demo_step_store(demo *d);
+
 #endif /* TD_TOOLS_DEMO_H */

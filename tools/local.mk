@@ -13,6 +13,7 @@ tools_tdstore_SOURCES = \
 	%D%/demo_fixtures.c \
 	%D%/demo_access.c \
 	%D%/demo_shape.c \
-	%D%/demo_ops.c
+	%D%/demo_ops.c \
+	%D%/demo_store.c
 
 tools_tdstore_LDADD = libtdstore.la -lm
