@@ -22,9 +22,10 @@ void td__unmap_release(void *data, size_t nbytes, void *payload)
 		munmap(data, nbytes);
 }
 
-int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+int td__map_fd_as(td_buffer **out, int fd, size_t nbytes, bool writable,
+	const td_buffer_wrap_opts *opts, const char *what)
 {
-	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	td_buffer_wrap_opts o = *opts;
 	void *p;
 	int rc;
 
@@ -35,12 +36,71 @@ int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char
 	if (p == MAP_FAILED)
 		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap of %zu bytes",
 			what, nbytes);
-	opts.kind = TD_BUFFER_FILE;
-	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
-	opts.release = td__unmap_release;
-	rc = td_buffer_wrap(out, p, nbytes, &opts);
+	o.flags = writable ? 0u : TD_BUFFER_READONLY;
+	rc = td_buffer_wrap(out, p, nbytes, &o);
 	if (rc < 0)
 		munmap(p, nbytes);
+	return rc;
+}
+
+int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+
+	opts.kind = TD_BUFFER_FILE;
+	opts.release = td__unmap_release;
+	return td__map_fd_as(out, fd, nbytes, writable, &opts, what);
+}
+
+int td__file_error(int err, const char *what, const char *op)
+{
+	if (err == ELOOP)
+		return td__error(TD_ECORRUPT, "%s: is a symbolic link", what);
+	if (err == ENOENT)
+		return td__error(TD_ENOTFOUND, "%s: no such file or directory", what);
+	if (err == EACCES || err == EPERM || err == EROFS)
+		return td__error_os(TD_EREADONLY, err, "%s: %s", what, op);
+	return td__error_os(td__status_from_errno(err), err, "%s: %s", what, op);
+}
+
+int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
+	const char *fn, const char *what, int *fd_out, bool *created_out)
+{
+	bool created = true;
+	struct stat sb;
+	int fd, rc;
+
+	*fd_out = -1;
+	fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST) {
+		if (!existsok)
+			return td__error(TD_EEXISTS, "%s: %s already exists", fn, what);
+		created = false;
+		fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (created_out)
+		*created_out = created && fd >= 0;
+	if (fd < 0)
+		return td__file_error(errno, what, "open");
+	if (fstat(fd, &sb) < 0) {
+		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+		goto fail;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
+		goto fail;
+	}
+	/* Reserve the blocks: a full disk fails here, not later with SIGBUS. Never truncates. */
+	rc = nbytes ? posix_fallocate(fd, 0, (off_t)nbytes) : 0;
+	if (rc != 0) {
+		rc = td__error_os(td__status_from_errno(rc), rc, "%s: reserving %zu bytes", what,
+			nbytes);
+		goto fail;
+	}
+	*fd_out = fd;
+	return TD_OK;
+fail:
+	close(fd);
 	return rc;
 }
 
