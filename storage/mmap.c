@@ -20,6 +20,13 @@
 /* Alignment of each leaf inside a td_shm_dict() memfd. */
 #define SHM_DICT_ALIGN ((size_t)64)
 
+/*
+ * The data address of buffers of zero bytes, which map nothing: not NULL,
+ * because tensor code computes addresses from it (NULL + 0 is undefined).
+ * Nothing is ever read or written there.
+ */
+static _Alignas(64) char no_bytes[64];
+
 /* ------------------------------------------------------------------------ */
 /* Buffers                                                                   */
 /* ------------------------------------------------------------------------ */
@@ -46,7 +53,7 @@ static int shm_buffer(td_buffer **out, int fd, size_t nbytes, bool writable, con
 		rc = td__map_fd_as(out, fd, nbytes, writable, &opts, what);
 	} else {
 		opts.flags = writable ? 0u : TD_BUFFER_READONLY;
-		rc = td_buffer_wrap(out, NULL, 0, &opts);
+		rc = td_buffer_wrap(out, no_bytes, 0, &opts);
 	}
 	if (rc < 0)
 		close(fd);
@@ -80,7 +87,7 @@ static int empty_buffer(td_buffer **out, td_buffer_kind kind, bool writable)
 
 	opts.kind = kind;
 	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
-	return td_buffer_wrap(out, NULL, 0, &opts);
+	return td_buffer_wrap(out, no_bytes, 0, &opts);
 }
 
 /* ------------------------------------------------------------------------ */
