@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 /* Alignment of each leaf inside a td_shm_dict() memfd. */
@@ -226,18 +225,12 @@ int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor
 /* `fd` must be a regular file (or memfd) of at least `end` bytes. */
 static int check_file(int fd, size_t end, const char *fn, const char *what)
 {
-	struct stat sb;
+	uint64_t size;
 
-	if (fstat(fd, &sb) < 0) {
-		if (errno == EBADF)
-			return td__error(TD_EINVAL, "%s: %s is not an open descriptor", fn, what);
-		return td__error_os(TD_EIO, errno, "%s: fstat of %s", fn, what);
-	}
-	if (!S_ISREG(sb.st_mode))
-		return td__error(TD_ECORRUPT, "%s: %s is not a regular file", fn, what);
-	if ((uint64_t)sb.st_size < (uint64_t)end)
-		return td__error(TD_ECORRUPT, "%s: %s has %lld bytes, fewer than the %zu needed", fn,
-			what, (long long)sb.st_size, end);
+	TD_TRY(td__fstat_regular(fd, what, &size));
+	if (size < (uint64_t)end)
+		return td__error(TD_ECORRUPT, "%s: %s has %llu bytes, fewer than the %zu needed", fn,
+			what, (unsigned long long)size, end);
 	return TD_OK;
 }
 

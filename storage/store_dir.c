@@ -170,7 +170,7 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 	int64_t shape[TD_MAX_DIMS], numel = 1;
 	int ndim = 0, i, fd, rc, bndim, err;
 	const json_t *isn;
-	struct stat sb;
+	uint64_t fsize;
 	td_dtype dtype;
 	td_buffer *map = NULL;
 	size_t nbytes;
@@ -232,17 +232,12 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 		return td__error(TD_ECORRUPT, "%s: declared in meta.json but missing", what);
 	if (fd < 0)
 		return td__file_error(err, what, "open");
-	if (fstat(fd, &sb) < 0) {
-		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+	rc = td__fstat_regular(fd, what, &fsize);
+	if (rc < 0)
 		goto out;
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
-		goto out;
-	}
-	if ((uint64_t)sb.st_size < (uint64_t)nbytes) {
-		rc = td__error(TD_ECORRUPT, "%s: %lld bytes, shorter than the %zu declared", what,
-			(long long)sb.st_size, nbytes);
+	if (fsize < (uint64_t)nbytes) {
+		rc = td__error(TD_ECORRUPT, "%s: %llu bytes, shorter than the %zu declared", what,
+			(unsigned long long)fsize, nbytes);
 		goto out;
 	}
 	rc = td__map_fd(&map, fd, nbytes, ld->writable, what);

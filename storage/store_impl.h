@@ -50,6 +50,13 @@ int td__store_track(td_store *st, td_buffer *map);
 int td__file_error(int err, const char *what, const char *op);
 
 /**
+ * fstat `fd` and require a regular file (TD_ECORRUPT otherwise; TD_EIO if
+ * fstat fails). Its size goes to `*size_out` when not NULL. `what` names
+ * it in messages.
+ */
+int td__fstat_regular(int fd, const char *what, uint64_t *size_out);
+
+/**
  * Open `name` under `dirfd` read-write with `nbytes` reserved on disk
  * (posix_fallocate; skipped for 0), so that a full disk fails here rather
  * than with SIGBUS later. The file is created (O_CREAT | O_EXCL, 0666), or
