@@ -30,21 +30,6 @@ static const char *tpath(int slot, const char *name)
 	return path_buf[slot];
 }
 
-static bool exists(const char *path)
-{
-	struct stat sb;
-
-	return lstat(path, &sb) == 0;
-}
-
-static off_t file_size(const char *path)
-{
-	struct stat sb;
-
-	cr_assert_eq(stat(path, &sb), 0, "stat %s", path);
-	return sb.st_size;
-}
-
 static void write_bytes(const char *path, const void *data, size_t n)
 {
 	FILE *f = fopen(path, "wb");
@@ -150,7 +135,7 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 
 		snprintf(name, sizeof(name), "z%zu", i);
 		td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path(name), dtypes[i], 2, shape, 0));
-		cr_assert_eq(file_size(td_test_path(name)), (off_t)nbytes);
+		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)nbytes);
 		cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_FILE);
 		cr_assert_eq(td_buffer_flags(t.buffer), 0u);
 		cr_assert(td_tensor_is_contiguous(&t));
@@ -172,7 +157,7 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 
 		snprintf(name, sizeof(name), "e%zu", i);
 		td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path(name), dtypes[i], 1, shape, 0));
-		cr_assert_eq(file_size(td_test_path(name)), (off_t)(3 * td_dtype_size(dtypes[i])));
+		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)(3 * td_dtype_size(dtypes[i])));
 		td_tensor_release(&t);
 	}
 }
@@ -217,7 +202,7 @@ Test(mmap, creation_refuses_bad_arguments_and_makes_nothing)
 	td_cr_assert_err(td_mmap_tensor_empty(&t, td_test_path("no/such/dir"), TD_DTYPE_F32, 1,
 		shape, 0), TD_ENOTFOUND);
 	td_test_assert_poisoned(&t);
-	cr_assert_not(exists(p));
+	cr_assert_not(td_test_exists(p));
 
 	/* from_tensor: src checked before any file is made. */
 	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, NULL, 0), TD_EINVAL);
@@ -228,7 +213,7 @@ Test(mmap, creation_refuses_bad_arguments_and_makes_nothing)
 	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &src, 0x100), TD_EINVAL);
 	td_tensor_release(&src);
 	td_test_assert_poisoned(&t);
-	cr_assert_not(exists(p));
+	cr_assert_not(td_test_exists(p));
 }
 
 Test(mmap, a_failed_fill_removes_the_file_it_created)
@@ -240,7 +225,7 @@ Test(mmap, a_failed_fill_removes_the_file_it_created)
 	bad.kind = (td_scalar_kind)7;
 	td_cr_assert_err(td_mmap_tensor_full(&t, td_test_path("gone"), TD_DTYPE_F32, 1, shape, bad,
 		0), TD_EINVAL);
-	cr_assert_not(exists(td_test_path("gone")));
+	cr_assert_not(td_test_exists(td_test_path("gone")));
 	td_cr_assert_err(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 1, shape, bad, 0), TD_EINVAL);
 }
 
@@ -256,10 +241,10 @@ Test(mmap, existing_files_need_existsok_and_are_never_truncated)
 	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, 0), TD_EEXISTS);
 	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, 0),
 		TD_EEXISTS);
-	cr_assert_eq(file_size(p), 8);
+	cr_assert_eq(td_test_file_size(p), 8);
 	/* empty + existsok: grown to 16 bytes, the old bytes kept. */
 	td_cr_assert_ok(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK));
-	cr_assert_eq(file_size(p), 16);
+	cr_assert_eq(td_test_file_size(p), 16);
 	cr_assert_eq(td_test_element(&t, 0), 11.0);
 	cr_assert_eq(td_test_element(&t, 1), 22.0);
 	cr_assert_eq(td_test_element(&t, 3), 0.0);
@@ -277,7 +262,7 @@ Test(mmap, existing_files_need_existsok_and_are_never_truncated)
 	write_bytes(p, junk, sizeof(junk));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK));
 	td_tensor_release(&t);
-	cr_assert_eq(file_size(p), 64);
+	cr_assert_eq(td_test_file_size(p), 64);
 	read_bytes(p, junk, sizeof(junk));
 	cr_assert(junk[15] == 0 && junk[16] == 0x7f);
 }
@@ -296,8 +281,8 @@ Test(mmap, symbolic_links_and_special_files_are_refused)
 		TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, link, TD_DTYPE_U8, 1, (int64_t[]){ 3 }, 0),
 		TD_ECORRUPT);
-	cr_assert_eq(file_size(victim), 3);
-	cr_assert(exists(link));
+	cr_assert_eq(td_test_file_size(victim), 3);
+	cr_assert(td_test_exists(link));
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, fifo, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK),
 		TD_ECORRUPT);
@@ -305,7 +290,7 @@ Test(mmap, symbolic_links_and_special_files_are_refused)
 		TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_tmpdir(), TD_DTYPE_I32, 1, shape, 0),
 		TD_ECORRUPT);
-	cr_assert(exists(fifo));
+	cr_assert(td_test_exists(fifo));
 }
 
 Test(mmap, zero_element_tensors_map_nothing)
@@ -315,7 +300,7 @@ Test(mmap, zero_element_tensors_map_nothing)
 	uint64_t off = 1;
 
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, 0));
-	cr_assert_eq(file_size(td_test_path("z")), 0);
+	cr_assert_eq(td_test_file_size(td_test_path("z")), 0);
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_FILE);
 	td_tensor_release(&t);
@@ -390,7 +375,7 @@ Test(mmap, from_tensor_refuses_device_memory_before_making_a_file)
 	td_buffer_unref(buf);
 	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, td_test_path("dev"), &dev, 0),
 		TD_ENOTSUP);
-	cr_assert_not(exists(td_test_path("dev")));
+	cr_assert_not(td_test_exists(td_test_path("dev")));
 	td_tensor_release(&dev);
 }
 
@@ -416,7 +401,7 @@ Test(mmap, from_file_maps_read_only_or_read_write)
 	td_tensor_release(&t);
 	read_bytes(p, raw, sizeof(raw));
 	cr_assert(raw[0] == -1 && raw[3] == -1 && raw[4] == 5);
-	cr_assert_eq(file_size(p), (off_t)sizeof(data));
+	cr_assert_eq(td_test_file_size(p), (int64_t)sizeof(data));
 }
 
 Test(mmap, from_file_checks_arguments_and_bounds)
