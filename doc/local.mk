@@ -134,12 +134,20 @@ dist_man_MANS += \
 	%D%/man/man3/td_key_from_path.3 \
 	%D%/man/man3/td_key_new.3 \
 	%D%/man/man3/td_key_part.3 \
+	%D%/man/man3/td_mmap_tensor_empty.3 \
+	%D%/man/man3/td_mmap_tensor_from_file.3 \
+	%D%/man/man3/td_mmap_tensor_from_tensor.3 \
+	%D%/man/man3/td_mmap_tensor_full.3 \
+	%D%/man/man3/td_mmap_tensor_zeros.3 \
 	%D%/man/man3/td_scalar_bool.3 \
 	%D%/man/man3/td_scalar_complex.3 \
 	%D%/man/man3/td_scalar_float.3 \
 	%D%/man/man3/td_scalar_int.3 \
 	%D%/man/man3/td_scalar_uint.3 \
 	%D%/man/man3/td_set_allocator.3 \
+	%D%/man/man3/td_shm_dict.3 \
+	%D%/man/man3/td_shm_tensor_fd.3 \
+	%D%/man/man3/td_shm_tensor_from_fd.3 \
 	%D%/man/man3/td_store_add_empty.3 \
 	%D%/man/man3/td_store_add_tensor.3 \
 	%D%/man/man3/td_store_close.3 \

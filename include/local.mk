@@ -11,7 +11,8 @@ pkginclude_HEADERS += \
 	%D%/tdstore/buffer.h \
 	%D%/tdstore/tensor.h \
 	%D%/tdstore/dict.h \
-	%D%/tdstore/store.h
+	%D%/tdstore/store.h \
+	%D%/tdstore/mmap.h
 
 nodist_pkginclude_HEADERS += \
 	%D%/tdstore/version.h

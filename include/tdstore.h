@@ -16,5 +16,6 @@
 #include "tdstore/tensor.h"
 #include "tdstore/dict.h"
 #include "tdstore/store.h"
+#include "tdstore/mmap.h"
 
 #endif /* TDSTORE_H */

@@ -22,9 +22,10 @@ void td__unmap_release(void *data, size_t nbytes, void *payload)
 		munmap(data, nbytes);
 }
 
-int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+int td__map_fd_as(td_buffer **out, int fd, size_t nbytes, bool writable,
+	const td_buffer_wrap_opts *opts, const char *what)
 {
-	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	td_buffer_wrap_opts o = *opts;
 	void *p;
 	int rc;
 
@@ -35,12 +36,78 @@ int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char
 	if (p == MAP_FAILED)
 		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap of %zu bytes",
 			what, nbytes);
-	opts.kind = TD_BUFFER_FILE;
-	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
-	opts.release = td__unmap_release;
-	rc = td_buffer_wrap(out, p, nbytes, &opts);
+	o.flags = writable ? 0u : TD_BUFFER_READONLY;
+	rc = td_buffer_wrap(out, p, nbytes, &o);
 	if (rc < 0)
 		munmap(p, nbytes);
+	return rc;
+}
+
+int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+
+	opts.kind = TD_BUFFER_FILE;
+	opts.release = td__unmap_release;
+	return td__map_fd_as(out, fd, nbytes, writable, &opts, what);
+}
+
+int td__fstat_regular(int fd, const char *what, uint64_t *size_out)
+{
+	struct stat sb;
+
+	if (fstat(fd, &sb) < 0)
+		return td__error_os(TD_EIO, errno, "%s: fstat", what);
+	if (!S_ISREG(sb.st_mode))
+		return td__error(TD_ECORRUPT, "%s: not a regular file", what);
+	if (size_out)
+		*size_out = sb.st_size < 0 ? 0 : (uint64_t)sb.st_size;
+	return TD_OK;
+}
+
+int td__file_error(int err, const char *what, const char *op)
+{
+	if (err == ELOOP)
+		return td__error(TD_ECORRUPT, "%s: is a symbolic link", what);
+	if (err == ENOENT)
+		return td__error(TD_ENOTFOUND, "%s: no such file or directory", what);
+	if (err == EACCES || err == EPERM || err == EROFS)
+		return td__error_os(TD_EREADONLY, err, "%s: %s", what, op);
+	return td__error_os(td__status_from_errno(err), err, "%s: %s", what, op);
+}
+
+int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
+	const char *fn, const char *what, int *fd_out, bool *created_out)
+{
+	bool created = true;
+	int fd, rc;
+
+	*fd_out = -1;
+	fd = openat(dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+	if (fd < 0 && errno == EEXIST) {
+		if (!existsok)
+			return td__error(TD_EEXISTS, "%s: %s already exists", fn, what);
+		created = false;
+		fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (created_out)
+		*created_out = created && fd >= 0;
+	if (fd < 0)
+		return td__file_error(errno, what, "open");
+	rc = td__fstat_regular(fd, what, NULL);
+	if (rc < 0)
+		goto fail;
+	/* Reserve the blocks: a full disk fails here, not later with SIGBUS. Never truncates. */
+	rc = nbytes ? posix_fallocate(fd, 0, (off_t)nbytes) : 0;
+	if (rc != 0) {
+		rc = td__error_os(td__status_from_errno(rc), rc, "%s: reserving %zu bytes", what,
+			nbytes);
+		goto fail;
+	}
+	*fd_out = fd;
+	return TD_OK;
+fail:
+	close(fd);
 	return rc;
 }
 
@@ -65,7 +132,7 @@ int td__store_track(td_store *st, td_buffer *map)
 int td__read_small_file(int dirfd, const char *name, size_t max, char **out, size_t *len,
 	const char *what)
 {
-	struct stat sb;
+	uint64_t fsize;
 	size_t size, done = 0;
 	char *buf;
 	int fd, rc = TD_OK;
@@ -80,20 +147,15 @@ int td__read_small_file(int dirfd, const char *name, size_t max, char **out, siz
 			return td__error(TD_ENOTFOUND, "%s: no such file", what);
 		return td__error_os(td__status_from_errno(errno), errno, "%s: open", what);
 	}
-	if (fstat(fd, &sb) < 0) {
-		rc = td__error_os(TD_EIO, errno, "%s: fstat", what);
+	rc = td__fstat_regular(fd, what, &fsize);
+	if (rc < 0)
+		goto out;
+	if (fsize > max) {
+		rc = td__error(TD_ECORRUPT, "%s: %llu bytes, more than the %zu allowed", what,
+			(unsigned long long)fsize, max);
 		goto out;
 	}
-	if (!S_ISREG(sb.st_mode)) {
-		rc = td__error(TD_ECORRUPT, "%s: not a regular file", what);
-		goto out;
-	}
-	if (sb.st_size < 0 || (uint64_t)sb.st_size > max) {
-		rc = td__error(TD_ECORRUPT, "%s: %lld bytes, more than the %zu allowed", what,
-			(long long)sb.st_size, max);
-		goto out;
-	}
-	size = (size_t)sb.st_size;
+	size = (size_t)fsize;
 	buf = td__malloc(size + 1);
 	if (!buf) {
 		rc = td__error_nomem(size + 1);

@@ -6,7 +6,8 @@ libtdcore_la_SOURCES += \
 	%D%/store_impl.h \
 	%D%/fileio.c \
 	%D%/coord.c \
-	%D%/store_dir.c
+	%D%/store_dir.c \
+	%D%/mmap.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)

@@ -72,8 +72,45 @@ void td__unmap_release(void *data, size_t nbytes, void *payload);
  */
 int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what);
 
+/**
+ * As td__map_fd(), with the buffer's kind, release hook and payload taken
+ * from `opts` (its flags are set from `writable`). The hook must unmap
+ * (td__unmap_release() does). On failure nothing is mapped and the hook is
+ * not called.
+ */
+int td__map_fd_as(td_buffer **out, int fd, size_t nbytes, bool writable,
+	const td_buffer_wrap_opts *opts, const char *what);
+
 /** Remember a writable mapping for td_store_sync() (takes a new reference). */
 int td__store_track(td_store *st, td_buffer *map);
+
+/**
+ * Report a failed open/mkdir/... of `what` for errno `err`: ELOOP (a
+ * symbolic link under O_NOFOLLOW) is TD_ECORRUPT, ENOENT TD_ENOTFOUND,
+ * EACCES/EPERM/EROFS TD_EREADONLY, the rest by td__status_from_errno().
+ */
+int td__file_error(int err, const char *what, const char *op);
+
+/**
+ * fstat `fd` and require a regular file (TD_ECORRUPT otherwise; TD_EIO if
+ * fstat fails). Its size goes to `*size_out` when not NULL. `what` names
+ * it in messages.
+ */
+int td__fstat_regular(int fd, const char *what, uint64_t *size_out);
+
+/**
+ * Open `name` under `dirfd` read-write with `nbytes` reserved on disk
+ * (posix_fallocate; skipped for 0), so that a full disk fails here rather
+ * than with SIGBUS later. The file is created (O_CREAT | O_EXCL, 0666), or
+ * with `existsok` an existing one is reused: grown when short, never
+ * truncated. Symbolic links and non-regular files are refused
+ * (TD_ECORRUPT); without `existsok` an existing file is TD_EEXISTS. `fn`
+ * and `what` name the call and the file in messages. `*created_out` (may
+ * be NULL) tells whether this call created the file, also on failure, so
+ * that the caller may remove it; on failure the descriptor is closed.
+ */
+int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
+	const char *fn, const char *what, int *fd_out, bool *created_out);
 
 /**
  * Read a whole regular file `name` under `dirfd` (no symbolic links) into

@@ -88,6 +88,11 @@ TESTS += %D%/storage/test_store_dir
 %C%_storage_test_store_dir_CFLAGS = $(td_test_cflags)
 %C%_storage_test_store_dir_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_mmap
+TESTS += %D%/storage/test_mmap
+%C%_storage_test_mmap_CFLAGS = $(td_test_cflags)
+%C%_storage_test_mmap_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/storage/test_store_tensordict
 TESTS += %D%/storage/test_store_tensordict
 %C%_storage_test_store_tensordict_CFLAGS = $(td_test_cflags) $(JANSSON_CFLAGS)

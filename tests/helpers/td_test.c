@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static char tmpdir[4096];
@@ -44,6 +45,21 @@ const char *td_test_path(const char *name)
 {
 	snprintf(pathbuf, sizeof(pathbuf), "%s/%s", tmpdir, name);
 	return pathbuf;
+}
+
+bool td_test_exists(const char *path)
+{
+	struct stat sb;
+
+	return lstat(path, &sb) == 0;
+}
+
+int64_t td_test_file_size(const char *path)
+{
+	struct stat sb;
+
+	cr_assert_eq(stat(path, &sb), 0, "stat %s", path);
+	return (int64_t)sb.st_size;
 }
 
 uint64_t td_test_rand(uint64_t *state)

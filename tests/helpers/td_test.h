@@ -48,6 +48,10 @@ void td_test_tmpdir_fini(void);
 const char *td_test_tmpdir(void);
 /** @return a path inside the test directory (static buffer, overwritten per call). */
 const char *td_test_path(const char *name);
+/** @return whether `path` exists (a dangling symbolic link counts). */
+bool td_test_exists(const char *path);
+/** @return the size of the file `path` (following links); fails the test if it is missing. */
+int64_t td_test_file_size(const char *path);
 
 /* ---- tensors ---- */
 

@@ -57,21 +57,6 @@ static const char *read_text(const char *path)
 	return buf;
 }
 
-static bool exists(const char *path)
-{
-	struct stat sb;
-
-	return lstat(path, &sb) == 0;
-}
-
-static off_t file_size(const char *path)
-{
-	struct stat sb;
-
-	cr_assert_eq(stat(path, &sb), 0, "stat %s", path);
-	return sb.st_size;
-}
-
 static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
 	const int64_t *shape)
 {
@@ -188,9 +173,9 @@ Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
 		"\"shape\": [3, 4], \"device\": \"cpu\", "
 		"\"_type\": \"<class 'tensordict._td.TensorDict'>\", \"_format_version\": 1, "
 		"\"_class\": \"tensordict:TensorDict\"}");
-	cr_assert_eq(file_size(td_test_path("p/obs.memmap")), 240);
-	cr_assert_eq(file_size(td_test_path("p/action.memmap")), 96);
-	cr_assert_eq(file_size(td_test_path("p/done.memmap")), 12);
+	cr_assert_eq(td_test_file_size(td_test_path("p/obs.memmap")), 240);
+	cr_assert_eq(td_test_file_size(td_test_path("p/action.memmap")), 96);
+	cr_assert_eq(td_test_file_size(td_test_path("p/done.memmap")), 12);
 	snprintf(path, sizeof(path), "%s", read_text(td_test_path("p/done.memmap")));
 	td_dict_free(d);
 }
@@ -213,7 +198,7 @@ Test(store_dir, nested_dicts_and_strings_get_their_own_directories)
 	cr_assert(strstr(read_text(td_test_path("n/sub/label/meta.json")),
 		"\"data\": \"h\\u00e9llo \\u2713\""));
 	cr_assert(strstr(read_text(td_test_path("n/sub/meta.json")), "\"shape\": [3, 4, 5]"));
-	cr_assert(exists(td_test_path("n/sub/x.memmap")));
+	cr_assert(td_test_exists(td_test_path("n/sub/x.memmap")));
 	td_dict_free(d);
 }
 
@@ -322,7 +307,7 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), 0));
 	td_cr_assert_ok(td_store_close(st));
-	cr_assert_not(exists(td_test_path("z/x.memmap")));
+	cr_assert_not(td_test_exists(td_test_path("z/x.memmap")));
 	st = open_ok(td_test_path("z"), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
 	cr_assert_eq(v->u.tensor.ndim, 2);
@@ -335,7 +320,7 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	td_cr_assert_ok(td_dict_set_tensor_take(e, "y", &t));
 	td_cr_assert_ok(td_store_memmap(&st, e, td_test_path("z2"), 0));
 	td_cr_assert_ok(td_store_close(st));
-	cr_assert_not(exists(td_test_path("z2/y.memmap")));
+	cr_assert_not(td_test_exists(td_test_path("z2/y.memmap")));
 	st = open_ok(td_test_path("z2"), TD_STORE_RDWR);
 	assert_dicts_equal(td_store_dict(st), e);
 	td_cr_assert_ok(td_store_close(st));
@@ -397,11 +382,11 @@ Test(store_dir, keys_needing_encoding_round_trip)
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"), TD_STORE_NOSYNC));
 	td_cr_assert_ok(td_store_close(st));
-	cr_assert(exists(td_test_path("k/a%2Fb.memmap")));
-	cr_assert(exists(td_test_path("k/my%20key.memmap")));
-	cr_assert(exists(td_test_path("k/%.memmap")));
-	cr_assert(exists(td_test_path("k/%2E%2E.memmap")));
-	cr_assert(exists(td_test_path("k/sub%2Fdir/v.memmap")));
+	cr_assert(td_test_exists(td_test_path("k/a%2Fb.memmap")));
+	cr_assert(td_test_exists(td_test_path("k/my%20key.memmap")));
+	cr_assert(td_test_exists(td_test_path("k/%.memmap")));
+	cr_assert(td_test_exists(td_test_path("k/%2E%2E.memmap")));
+	cr_assert(td_test_exists(td_test_path("k/sub%2Fdir/v.memmap")));
 	st = open_ok(td_test_path("k"), TD_STORE_RDONLY);
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
@@ -452,7 +437,7 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	cr_assert_null(st);
 	td_cr_assert_err(td_store_memmap(&st, d, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0x100), TD_EINVAL);
-	cr_assert_not(exists(td_test_path("a")));
+	cr_assert_not(td_test_exists(td_test_path("a")));
 
 	/* Keys meta.json reserves, at any depth; bytes leaves. Checked before writing. */
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
@@ -460,19 +445,19 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	td_tensor_release(&t);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "reserved"));
-	cr_assert_not(exists(td_test_path("a")));
+	cr_assert_not(td_test_exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del_path(d, parts, 2));
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
 	td_cr_assert_ok(td_dict_set_tensor_path(d, cls, 1, &t));
 	td_tensor_release(&t);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
-	cr_assert_not(exists(td_test_path("a")));
+	cr_assert_not(td_test_exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del_path(d, cls, 1));
 	td_cr_assert_ok(td_dict_get_dict(d, "sub", &sub));
 	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "bytes"));
-	cr_assert_not(exists(td_test_path("a")));
+	cr_assert_not(td_test_exists(td_test_path("a")));
 
 	/* A path that is a file. */
 	write_text(td_test_path("file"), "x");
@@ -499,19 +484,19 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 64), 0);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
 	td_cr_assert_ok(td_store_close(st));
-	cr_assert_eq(file_size(td_test_path("e/x.memmap")), 64);
+	cr_assert_eq(td_test_file_size(td_test_path("e/x.memmap")), 64);
 	st = open_ok(td_test_path("e"), TD_STORE_RDONLY);
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
 	/* A shorter one is grown. */
 	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 2), 0);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
-	cr_assert_eq(file_size(td_test_path("e/x.memmap")), 16);
+	cr_assert_eq(td_test_file_size(td_test_path("e/x.memmap")), 16);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* memmap_like: files sized, data not copied. */
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"), TD_STORE_LIKE));
-	cr_assert_eq(file_size(td_test_path("like/x.memmap")), 16);
+	cr_assert_eq(td_test_file_size(td_test_path("like/x.memmap")), 16);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
 	cr_assert_eq(((int32_t *)td_tensor_data(&v->u.tensor))[3], 0);
 	td_cr_assert_ok(td_store_close(st));
@@ -533,7 +518,7 @@ Test(store_dir, symlinks_where_leaves_go_are_refused)
 	cr_assert_eq(symlink(victim, td_test_path("sl/x.memmap")), 0);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"), TD_STORE_EXISTSOK),
 		TD_ECORRUPT);
-	cr_assert_eq(file_size(victim), 3);
+	cr_assert_eq(td_test_file_size(victim), 3);
 	td_dict_free(d);
 }
 
@@ -555,7 +540,7 @@ Test(store_dir, a_failed_reservation_is_an_error_not_a_crash)
 	cr_assert(rc == TD_ENOSPC || rc == TD_EIO || rc == TD_EOVERFLOW, "got %d: %s", rc,
 		td_error_last()->message);
 	cr_assert_null(st);
-	cr_assert_not(exists(td_test_path("full/meta.json")));
+	cr_assert_not(td_test_exists(td_test_path("full/meta.json")));
 	td_dict_free(d);
 }
 

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstore/mmap.h - memory-mapped tensors on their own (tensordict's
+ * MemoryMappedTensor) and tensors and dicts in anonymous shared memory.
+ *
+ * A memory-mapped tensor views one raw file: C-ordered, little-endian, no
+ * header, exactly as a leaf file of a store directory (and as numpy.memmap
+ * or MemoryMappedTensor.from_filename read it). The file is mapped
+ * MAP_SHARED: writes reach the file and every process that maps it.
+ *
+ * An anonymous shared-memory tensor lives in a memfd (memfd_create(2))
+ * instead of a named file. It is shared with children made by fork() (the
+ * mapping is inherited), and with any process that receives its descriptor
+ * (td_shm_tensor_fd(), then SCM_RIGHTS over a Unix socket, then
+ * td_shm_tensor_from_fd() on the other side).
+ *
+ * Lifetimes: each tensor holds a reference to a buffer that owns the
+ * mapping (kind TD_BUFFER_FILE for files, TD_BUFFER_SHM for memfds, which
+ * also keeps the memfd open). Views of the tensor (td_tensor_ref(),
+ * indexing) hold the same buffer; the mapping is unmapped, and the memfd
+ * closed, when the last of them is released. A file is never truncated by
+ * these functions; truncating it behind tdstore's back while it is mapped
+ * makes access to the lost pages fault (SIGBUS), as with any mapping.
+ *
+ * Nothing here calls fsync: data written to a file mapping reaches the disk
+ * when the kernel writes it back, or when the caller calls msync(2) on
+ * td_tensor_data().
+ */
+#ifndef TDSTORE_MMAP_H
+#define TDSTORE_MMAP_H
+
+#include "common.h"
+#include "dict.h"
+#include "tensor.h"
+
+TD_BEGIN_DECLS
+
+/**
+ * Creation flag (td_mmap_tensor_empty() and the others that make a file):
+ * reuse an existing regular file at `path` (tensordict's existsok=True).
+ * It is grown when shorter than the tensor and never truncated. Without
+ * this flag an existing file is an error.
+ */
+#define TD_MMAP_EXISTSOK 0x1u
+/**
+ * td_mmap_tensor_from_file() and td_shm_tensor_from_fd() flag: map
+ * writable (the default is read-only).
+ */
+#define TD_MMAP_RDWR 0x2u
+
+/**
+ * A new memory-mapped tensor, contents unspecified (tensordict's
+ * MemoryMappedTensor.empty).
+ *
+ * With a `path`, the file is created (O_CREAT | O_EXCL | O_NOFOLLOW, mode
+ * 0666 before the umask) and its full size reserved with posix_fallocate(),
+ * so that a full disk fails here with TD_ENOSPC rather than later with
+ * SIGBUS; a new file reads as zeros, a reused one keeps its bytes. A tensor
+ * without elements maps nothing, but its file is still created (empty).
+ *
+ * With `path` NULL, the tensor lives in a new memfd (anonymous shared
+ * memory, zero-filled) and its buffer has the kind TD_BUFFER_SHM.
+ *
+ * @param[out] out  receives a contiguous, writable tensor; owned by the
+ *                  caller, release with td_tensor_release(); written
+ *                  only on success
+ * @param path      the file, or NULL for anonymous shared memory
+ * @param dtype     element type
+ * @param ndim      number of dims, 0..TD_MAX_DIMS (0 gives one element)
+ * @param shape     `ndim` sizes, each >= 0 (may be NULL when ndim is 0)
+ * @param flags     TD_MMAP_EXISTSOK or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL out, unknown flags, bad dtype, ndim or size);
+ *         TD_EOVERFLOW (the byte size overflows);
+ *         TD_EEXISTS (`path` exists and TD_MMAP_EXISTSOK is not set);
+ *         TD_ECORRUPT (`path` is a symbolic link or not a regular file);
+ *         TD_ENOTFOUND (the parent directory does not exist);
+ *         TD_EREADONLY (the file cannot be written);
+ *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         A file this call created is removed again on failure.
+ */
+TD_API int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags);
+
+/**
+ * As td_mmap_tensor_empty(), with every element zero (a reused file is
+ * overwritten with zeros).
+ */
+TD_API int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags);
+
+/**
+ * As td_mmap_tensor_empty(), with every element set to `value` converted to
+ * `dtype` (see td_tensor_fill() for the conversion rules).
+ */
+TD_API int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, td_scalar value, unsigned flags);
+
+/**
+ * A new memory-mapped tensor holding a copy of `src` in C order
+ * (tensordict's MemoryMappedTensor.from_tensor), whatever the strides of
+ * `src`. The file (or memfd) is made as by td_mmap_tensor_empty().
+ *
+ * @param[out] out  receives the tensor; release with td_tensor_release()
+ * @param path      the file, or NULL for anonymous shared memory
+ * @param src       the tensor to copy (borrowed; CPU memory)
+ * @param flags     TD_MMAP_EXISTSOK or 0
+ * @return as td_mmap_tensor_empty(), plus TD_EINVAL for a NULL or invalid
+ *         `src` and TD_ENOTSUP for one in device memory (both checked before
+ *         any file is made). `out` may be `src`: its old reference is then
+ *         released on success.
+ */
+TD_API int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor *src,
+	unsigned flags);
+
+/**
+ * Map an existing file as a tensor of the given dtype and shape, from its
+ * first byte (tensordict's MemoryMappedTensor.from_filename). The file may
+ * be longer than the tensor; the rest is not mapped. A shape without
+ * elements needs no file and maps nothing.
+ *
+ * @param[out] out  receives the tensor (read-only unless TD_MMAP_RDWR);
+ *                  release with td_tensor_release()
+ * @param path      the file (symbolic links are refused)
+ * @param dtype     element type
+ * @param ndim      number of dims
+ * @param shape     sizes
+ * @param flags     TD_MMAP_RDWR or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL out or path, unknown flags, bad dtype, ndim or
+ *         size);
+ *         TD_EOVERFLOW (the byte size overflows);
+ *         TD_ENOTFOUND (no such file);
+ *         TD_ECORRUPT (the file is shorter than the tensor, a symbolic link,
+ *         or not a regular file);
+ *         TD_EREADONLY (TD_MMAP_RDWR on a file that cannot be written);
+ *         TD_EIO; TD_ENOMEM
+ */
+TD_API int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags);
+
+/**
+ * The memfd behind an anonymous shared-memory tensor, to pass to another
+ * process (SCM_RIGHTS) which maps it with td_shm_tensor_from_fd().
+ *
+ * @param t            a tensor from td_mmap_tensor_*() with a NULL path,
+ *                     td_shm_tensor_from_fd() or td_shm_dict(), or a view
+ *                     of one
+ * @param[out] offset_out  receives the byte offset of the tensor's first
+ *                     element in the memfd; may be NULL
+ * @return the descriptor (>= 0): borrowed, valid while a reference to the
+ *         tensor's buffer is held (dup(2) it to keep it longer; do not close
+ *         it); TD_EINVAL for NULL, a released tensor, or a tensor that is
+ *         not in tdstore's anonymous shared memory
+ */
+TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
+
+/**
+ * Map shared memory received from another process (or any regular file
+ * descriptor) as a C-contiguous tensor that starts `offset` bytes into it.
+ * The descriptor is duplicated (the caller keeps and closes its own); the
+ * tensor's buffer has the kind TD_BUFFER_SHM and td_shm_tensor_fd() works
+ * on it. The bytes [0, offset + nbytes) are mapped.
+ *
+ * @param[out] out  receives the tensor (read-only unless TD_MMAP_RDWR);
+ *                  release with td_tensor_release()
+ * @param fd        the descriptor (not consumed)
+ * @param dtype     element type
+ * @param ndim      number of dims
+ * @param shape     sizes
+ * @param offset    byte offset of the first element, a multiple of the
+ *                  element size
+ * @param flags     TD_MMAP_RDWR or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL out, negative fd or one that is not open, unknown
+ *         flags, bad dtype, ndim or size, misaligned offset);
+ *         TD_EOVERFLOW (the byte size or offset + size overflows);
+ *         TD_ECORRUPT (the memory is shorter than offset + size, or the
+ *         descriptor is not a regular file or memfd);
+ *         TD_EREADONLY (TD_MMAP_RDWR on a descriptor not open for writing);
+ *         TD_EIO; TD_ENOMEM
+ */
+TD_API int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
+	const int64_t *shape, uint64_t offset, unsigned flags);
+
+/**
+ * A copy of `src` whose tensors all live in ONE new memfd, each leaf
+ * C-contiguous and 64-byte aligned inside it: a child made by fork() after
+ * this call shares every tensor with the parent (writes on either side are
+ * seen by the other). Nested dicts, batch shapes and string and bytes
+ * leaves are copied as td_dict_clone() copies them (those stay private to
+ * each process).
+ *
+ * To share the dict with an unrelated process instead, pass the memfd
+ * (td_shm_tensor_fd() of any leaf gives the same descriptor, and each
+ * leaf's byte offset in it) and rebuild each leaf there with
+ * td_shm_tensor_from_fd(); the keys, dtypes and shapes travel however the
+ * caller likes.
+ *
+ * @param[out] out  receives the dict; owned by the caller, release with
+ *                  td_dict_free() (the memfd goes when the dict and every
+ *                  tensor taken from it are released); NULL on failure
+ * @param src       the dict to copy (borrowed)
+ * @return TD_OK; TD_EINVAL (NULL argument, an invalid tensor);
+ *         TD_ENOTSUP (a tensor in device memory); TD_EOVERFLOW (the total size overflows); TD_ENOSPC; TD_EIO;
+ *         TD_ENOMEM
+ */
+TD_API int td_shm_dict(td_dict **out, const td_dict *src);
+
+TD_END_DECLS
+
+#endif /* TDSTORE_MMAP_H */

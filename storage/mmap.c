@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mmap.c - memory-mapped tensors on their own (tensordict's
+ * MemoryMappedTensor) and tensors and dicts in anonymous shared memory
+ * (memfd). A file tensor's buffer (TD_BUFFER_FILE) owns its mapping; a
+ * shared-memory buffer (TD_BUFFER_SHM) owns its mapping and its memfd, whose
+ * descriptor is the buffer's payload, closed by the release hook.
+ */
+#include "store_impl.h"
+#include "buffer_impl.h"
+#include "tensor_impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* Alignment of each leaf inside a td_shm_dict() memfd. */
+#define SHM_DICT_ALIGN ((size_t)64)
+
+/*
+ * The data address of buffers of zero bytes, which map nothing: not NULL,
+ * because tensor code computes addresses from it (NULL + 0 is undefined).
+ * Nothing is ever read or written there.
+ */
+static _Alignas(64) char no_bytes[64];
+
+/* ------------------------------------------------------------------------ */
+/* Buffers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static void shm_release(void *data, size_t nbytes, void *payload)
+{
+	td__unmap_release(data, nbytes, NULL);
+	close((int)(intptr_t)payload);
+}
+
+/*
+ * Map the first `nbytes` of `fd` as a TD_BUFFER_SHM buffer that owns `fd`
+ * (closed here on failure). Zero bytes map nothing.
+ */
+static int shm_buffer(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+	int rc;
+
+	opts.kind = TD_BUFFER_SHM;
+	opts.release = shm_release;
+	opts.payload = (void *)(intptr_t)fd;
+	if (nbytes) {
+		rc = td__map_fd_as(out, fd, nbytes, writable, &opts, what);
+	} else {
+		opts.flags = writable ? 0u : TD_BUFFER_READONLY;
+		rc = td_buffer_wrap(out, no_bytes, 0, &opts);
+	}
+	if (rc < 0)
+		close(fd);
+	return rc;
+}
+
+/* A new memfd of `nbytes` zero bytes, mapped writable. */
+static int shm_new(td_buffer **out, size_t nbytes, const char *fn)
+{
+	int fd, rc;
+
+	*out = NULL;
+	fd = memfd_create("tdstore", MFD_CLOEXEC);
+	if (fd < 0)
+		return td__error_os(td__status_from_errno(errno), errno, "%s: memfd_create", fn);
+	/* Nothing maps the fresh memfd yet. Allocating its pages up front makes
+	 * exhausted memory fail here rather than with SIGBUS on first touch. */
+	rc = nbytes ? posix_fallocate(fd, 0, (off_t)nbytes) : 0;
+	if (rc != 0) {
+		close(fd);
+		return td__error_os(td__status_from_errno(rc), rc,
+			"%s: reserving %zu bytes of shared memory", fn, nbytes);
+	}
+	return shm_buffer(out, fd, nbytes, true, fn);
+}
+
+/* A buffer of zero bytes of `kind` (nothing mapped). */
+static int empty_buffer(td_buffer **out, td_buffer_kind kind, bool writable)
+{
+	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
+
+	opts.kind = kind;
+	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
+	return td_buffer_wrap(out, no_bytes, 0, &opts);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Creating mapped tensors                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* How a creation call initializes the elements. */
+typedef enum make_init { INIT_NONE, INIT_ZEROS, INIT_FILL } make_init;
+
+/* One creation call: what it makes, and whether it created a file. */
+typedef struct maker {
+	const char *fn;
+	const char *path;  /* NULL: anonymous shared memory */
+	unsigned flags;
+	make_init init;
+	td_scalar value;   /* for INIT_FILL */
+	bool created;      /* set by make_buffer() */
+} maker;
+
+/* The new (or reused) file, or a new memfd, of `nbytes`, mapped writable. */
+static int make_buffer(maker *m, size_t nbytes, td_buffer **out)
+{
+	int fd, rc;
+
+	*out = NULL;
+	if (!m->path)
+		return shm_new(out, nbytes, m->fn);
+	TD_TRY(td__open_reserved(AT_FDCWD, m->path, nbytes, (m->flags & TD_MMAP_EXISTSOK) != 0,
+		m->fn, m->path, &fd, &m->created));
+	if (nbytes)
+		rc = td__map_fd(out, fd, nbytes, true, m->path);
+	else
+		rc = empty_buffer(out, TD_BUFFER_FILE, true);
+	close(fd);
+	return rc;
+}
+
+/*
+ * Finish a creation: on failure release `t` and remove a file this call
+ * created; on success move `t` into `out`.
+ */
+static int make_end(maker *m, td_tensor *out, td_tensor *t, int rc)
+{
+	if (rc < 0) {
+		td_tensor_release(t);
+		if (m->created)
+			unlink(m->path);
+		return rc;
+	}
+	*out = *t;
+	return TD_OK;
+}
+
+/* Validate, then map a new C-contiguous tensor into `t` (not yet in `out`). */
+static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	td_buffer *buf;
+	size_t nbytes;
+	int rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", m->fn);
+	if (m->flags & ~TD_MMAP_EXISTSOK)
+		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", m->fn, m->flags);
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, m->fn));
+	TD_TRY(make_buffer(m, nbytes, &buf));
+	rc = td_tensor_from_buffer(t, buf, dtype, ndim, shape, NULL, 0);
+	td_buffer_unref(buf);
+	return rc;
+}
+
+static int make(maker *m, td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
+{
+	td_tensor t = TD_TENSOR_INIT;
+	int rc;
+
+	rc = make_begin(m, &t, out, dtype, ndim, shape);
+	/* New files and memfds read as zeros: only a reused file needs zeroing. */
+	if (rc == TD_OK && m->init == INIT_FILL)
+		rc = td_tensor_fill(&t, m->value);
+	else if (rc == TD_OK && m->init == INIT_ZEROS && m->path && !m->created)
+		rc = td_tensor_zero(&t);
+	return make_end(m, out, &t, rc);
+}
+
+int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags)
+{
+	maker m = { "td_mmap_tensor_empty", path, flags, INIT_NONE, { TD_SCALAR_BOOL, { 0 } },
+		false };
+
+	return make(&m, out, dtype, ndim, shape);
+}
+
+int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags)
+{
+	maker m = { "td_mmap_tensor_zeros", path, flags, INIT_ZEROS, { TD_SCALAR_BOOL, { 0 } },
+		false };
+
+	return make(&m, out, dtype, ndim, shape);
+}
+
+int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, td_scalar value, unsigned flags)
+{
+	maker m = { "td_mmap_tensor_full", path, flags, INIT_FILL, value, false };
+
+	return make(&m, out, dtype, ndim, shape);
+}
+
+int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor *src,
+	unsigned flags)
+{
+	maker m = { "td_mmap_tensor_from_tensor", path, flags, INIT_NONE,
+		{ TD_SCALAR_BOOL, { 0 } }, false };
+	td_tensor t = TD_TENSOR_INIT;
+	int rc;
+
+	if (!src)
+		return td__error(TD_EINVAL, "%s: NULL src", m.fn);
+	TD_TRY(td__tensor_check_read(src, m.fn, "src"));
+	rc = make_begin(&m, &t, out, src->dtype, src->ndim, src->shape);
+	if (rc == TD_OK)
+		rc = td_tensor_copy(&t, src);
+	if (rc == TD_OK && out == src)
+		td_tensor_release(out);
+	return make_end(&m, out, &t, rc);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mapping existing files and descriptors                                    */
+/* ------------------------------------------------------------------------ */
+
+/* `fd` must be a regular file (or memfd) of at least `end` bytes. */
+static int check_file(int fd, size_t end, const char *fn, const char *what)
+{
+	uint64_t size;
+
+	TD_TRY(td__fstat_regular(fd, what, &size));
+	if (size < (uint64_t)end)
+		return td__error(TD_ECORRUPT, "%s: %s has %llu bytes, fewer than the %zu needed", fn,
+			what, (unsigned long long)size, end);
+	return TD_OK;
+}
+
+int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, int ndim,
+	const int64_t *shape, unsigned flags)
+{
+	static const char fn[] = "td_mmap_tensor_from_file";
+	bool rw = (flags & TD_MMAP_RDWR) != 0;
+	td_buffer *buf = NULL;
+	size_t nbytes;
+	int fd, rc;
+
+	if (!out || !path)
+		return td__error(TD_EINVAL, "%s: NULL %s", fn, out ? "path" : "out");
+	if (flags & ~TD_MMAP_RDWR)
+		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
+	if (nbytes == 0) {
+		rc = empty_buffer(&buf, TD_BUFFER_FILE, rw);
+	} else {
+		/* O_NONBLOCK: a FIFO at `path` must not block the open. */
+		fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		if (fd < 0)
+			return td__file_error(errno, path, "open");
+		rc = check_file(fd, nbytes, fn, path);
+		if (rc == TD_OK)
+			rc = td__map_fd(&buf, fd, nbytes, rw, path);
+		close(fd);
+	}
+	if (rc == TD_OK)
+		rc = td_tensor_from_buffer(out, buf, dtype, ndim, shape, NULL, 0);
+	td_buffer_unref(buf);
+	return rc;
+}
+
+int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out)
+{
+	static const char fn[] = "td_shm_tensor_fd";
+
+	TD_TRY(td__tensor_check(t, fn, "t"));
+	if (t->buffer->release != shm_release)
+		return td__error(TD_EINVAL, "%s: the tensor is not in tdstore's shared memory", fn);
+	if (offset_out)
+		*offset_out = (uint64_t)t->offset * td__itemsize(t->dtype);
+	return (int)(intptr_t)t->buffer->payload;
+}
+
+/* Check the descriptor and the byte range [offset, offset + nbytes) before mapping. */
+static int check_fd_range(int fd, td_dtype dtype, size_t nbytes, uint64_t offset, bool rw,
+	size_t *end_out)
+{
+	static const char fn[] = "td_shm_tensor_from_fd";
+	int fl;
+
+	if (fd < 0)
+		return td__error(TD_EINVAL, "%s: negative descriptor %d", fn, fd);
+	if (offset % td__itemsize(dtype))
+		return td__error(TD_EINVAL, "%s: offset %llu is not a multiple of %zu", fn,
+			(unsigned long long)offset, td__itemsize(dtype));
+	if (offset > (uint64_t)PTRDIFF_MAX || !td__add_size((size_t)offset, nbytes, end_out) ||
+	    *end_out > (size_t)PTRDIFF_MAX)
+		return td__error(TD_EOVERFLOW, "%s: offset %llu + %zu bytes overflows", fn,
+			(unsigned long long)offset, nbytes);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0)
+		return td__error(TD_EINVAL, "%s: descriptor %d is not open", fn, fd);
+	if (rw && (fl & O_ACCMODE) == O_RDONLY)
+		return td__error(TD_EREADONLY, "%s: descriptor %d is open read-only", fn, fd);
+	if (nbytes == 0)
+		*end_out = 0;
+	return check_file(fd, *end_out, fn, "the descriptor");
+}
+
+int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
+	const int64_t *shape, uint64_t offset, unsigned flags)
+{
+	static const char fn[] = "td_shm_tensor_from_fd";
+	bool rw = (flags & TD_MMAP_RDWR) != 0;
+	td_buffer *buf = NULL;
+	size_t nbytes, end = 0;
+	int own, rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	if (flags & ~TD_MMAP_RDWR)
+		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
+	TD_TRY(check_fd_range(fd, dtype, nbytes, offset, rw, &end));
+	own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (own < 0)
+		return td__error_os(td__status_from_errno(errno), errno, "%s: dup", fn);
+	TD_TRY(shm_buffer(&buf, own, end, rw, fn));
+	rc = td_tensor_from_buffer(out, buf, dtype, ndim, shape, NULL,
+		nbytes ? (int64_t)(offset / td__itemsize(dtype)) : 0);
+	td_buffer_unref(buf);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dicts in one memfd                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Where the next leaf goes in the memfd. */
+typedef struct shm_layout {
+	td_buffer *buf;
+	size_t pos;
+	size_t total;
+} shm_layout;
+
+static bool round_up(size_t n, size_t *out)
+{
+	if (!td__add_size(n, SHM_DICT_ALIGN - 1, out))
+		return false;
+	*out &= ~(SHM_DICT_ALIGN - 1);
+	return true;
+}
+
+/* Bytes the memfd needs: every tensor leaf, each rounded up to 64 bytes. */
+static int shm_dict_size(const td_dict *src, size_t *out)
+{
+	td_dict_iter *it;
+	td_item item;
+	size_t total = 0, step;
+	int rc;
+
+	TD_TRY(td_dict_iter_new(&it, src, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+		const td_tensor *t = &item.value->u.tensor;
+
+		if (item.value->kind != TD_VALUE_TENSOR)
+			continue;
+		rc = td__tensor_check_read(t, "td_shm_dict", item.key);
+		if (rc < 0)
+			break;
+		if (!round_up(td_tensor_nbytes(t), &step) || !td__add_size(total, step, &total) ||
+		    total > (size_t)PTRDIFF_MAX) {
+			rc = td__error(TD_EOVERFLOW, "td_shm_dict: the total size overflows");
+			break;
+		}
+	}
+	td_dict_iter_free(it);
+	*out = total;
+	return rc < 0 ? rc : TD_OK;
+}
+
+/* td_dict_apply() callback: the leaf's copy at the next aligned place in the memfd. */
+static int shm_place(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	shm_layout *l = payload;
+	td_tensor t = TD_TENSOR_INIT;
+	size_t step;
+	int rc;
+
+	if (!round_up(td_tensor_nbytes(in), &step) || step > l->total - l->pos)
+		return td__error(TD_ERROR, "td_shm_dict: %s: the dict changed while copied",
+			item->key);
+	rc = td_tensor_from_buffer(&t, l->buf, in->dtype, in->ndim, in->shape, NULL,
+		(int64_t)(l->pos / td__itemsize(in->dtype)));
+	if (rc == TD_OK)
+		rc = td_tensor_copy(&t, in);
+	if (rc < 0) {
+		td_tensor_release(&t);
+		return rc;
+	}
+	l->pos += step;
+	*out = t;
+	return TD_OK;
+}
+
+int td_shm_dict(td_dict **out, const td_dict *src)
+{
+	shm_layout l = { NULL, 0, 0 };
+	int rc;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_shm_dict: NULL out");
+	*out = NULL;
+	if (!src)
+		return td__error(TD_EINVAL, "td_shm_dict: NULL src");
+	TD_TRY(shm_dict_size(src, &l.total));
+	TD_TRY(shm_new(&l.buf, l.total, "td_shm_dict"));
+	rc = td_dict_apply(out, src, shm_place, &l);
+	td_buffer_unref(l.buf);
+	return rc;
+}
