@@ -182,7 +182,7 @@ static td_dict *deep(int64_t bytes)
 static td_dict *weights(void)
 {
 	td_dict *d;
-	char layer[8], *p[8];
+	char layer[8];
 	const char *parts[8];
 	int side, l, i;
 
@@ -250,7 +250,6 @@ static td_dict *weights(void)
 			put(d, parts, 3, 1, n512, 0);
 		}
 	}
-	(void)p;
 	return d;
 }
 

@@ -458,6 +458,19 @@ static int store_new(td_store **out, const char *path, unsigned flags)
 	return TD_OK;
 }
 
+/* Hand over a store whose dict was loaded or written (locked), or free it on failure. */
+static int store_finish(td_store *st, int rc, td_store **out)
+{
+	if (rc == TD_OK)
+		rc = td_dict_lock(st->dict);
+	if (rc < 0) {
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return TD_OK;
+}
+
 static int open_root(const char *path, const char *fn, int *out)
 {
 	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -503,14 +516,7 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 		td__coord_unlock(&st->coord);
 	}
 	close(dirfd);
-	if (rc == TD_OK)
-		rc = td_dict_lock(st->dict);
-	if (rc < 0) {
-		store_free(st);
-		return rc;
-	}
-	*out = st;
-	return TD_OK;
+	return store_finish(st, rc, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -599,6 +605,24 @@ static void lower_unicode_escapes(char *s)
 	}
 }
 
+/*
+ * meta.json's bytes for `meta` (consumed; NULL reports TD_ENOMEM), in
+ * Python's json.dumps spelling: ", " and ": " separators, ASCII only with
+ * lowercase \u escapes. Release *out with free().
+ */
+static int meta_text(json_t *meta, char **out)
+{
+	*out = NULL;
+	if (!meta)
+		return td__error_nomem(0);
+	*out = json_dumps(meta, JSON_ENSURE_ASCII);
+	json_decref(meta);
+	if (!*out)
+		return td__error_nomem(0);
+	lower_unicode_escapes(*out);
+	return TD_OK;
+}
+
 /* Serialize and write meta.json atomically. Consumes `meta`. */
 static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 {
@@ -606,14 +630,7 @@ static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 	int rc;
 
 	join(what, sizeof(what), rel, "meta.json");
-	if (!meta)
-		return td__error_nomem(0);
-	/* Python's json.dumps spelling: ", " and ": " separators, ASCII only. */
-	text = json_dumps(meta, JSON_ENSURE_ASCII);
-	json_decref(meta);
-	if (!text)
-		return td__error_nomem(0);
-	lower_unicode_escapes(text);
+	TD_TRY(meta_text(meta, &text));
 	if (w->flags & TD_STORE_NOSYNC) {
 		rc = td__write_file_atomic(dirfd, "meta.json", text, strlen(text), true, what);
 		free(text);
@@ -964,14 +981,7 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		td__coord_unlock(&st->coord);
 	}
 	close(dirfd);
-	if (rc == TD_OK)
-		rc = td_dict_lock(st->dict);
-	if (rc < 0) {
-		store_free(st);
-		return rc;
-	}
-	*out = st;
-	return TD_OK;
+	return store_finish(st, rc, out);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1241,21 +1251,12 @@ static int change_end(change *c, int rc)
 			rc = td__error_os(TD_EIO, errno, "store: syncfs");
 		for (i = c->depth; rc == TD_OK && i-- > from;) {
 			char what[REL_MAX];
-			json_t *meta = build_meta(c->dicts[i]);
 			char *text;
 
 			snprintf(what, sizeof(what), "%s: meta.json at depth %zu", st->path, i);
-			if (!meta) {
-				rc = td__error_nomem(0);
+			rc = meta_text(build_meta(c->dicts[i]), &text);
+			if (rc < 0)
 				break;
-			}
-			text = json_dumps(meta, JSON_ENSURE_ASCII);
-			json_decref(meta);
-			if (!text) {
-				rc = td__error_nomem(0);
-				break;
-			}
-			lower_unicode_escapes(text);
 			rc = td__write_file_atomic(c->fds[i], "meta.json", text, strlen(text), false,
 				what);
 			free(text);
@@ -1418,12 +1419,12 @@ int td_store_remove(td_store *store, const char *const *parts, size_t n)
 		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
 		goto out;
 	}
-	/* Keep the value (its names) for deleting the files after the commit. */
-	rc = td_dict_new(&holder, 0, NULL);
-	if (rc == TD_OK && v->kind == TD_VALUE_DICT)
-		rc = td_dict_set_dict_path(holder, &key, 1, v->u.dict);
-	else if (rc == TD_OK && v->kind == TD_VALUE_TENSOR && td_tensor_numel(&v->u.tensor) > 0)
-		rc = TD_OK;
+	/* Keep what names the files to delete after the commit: a nested dict's tree. */
+	if (v->kind == TD_VALUE_DICT) {
+		rc = td_dict_new(&holder, 0, NULL);
+		if (rc == TD_OK)
+			rc = td_dict_set_dict_path(holder, &key, 1, v->u.dict);
+	}
 	removed = *v;
 	if (rc == TD_OK)
 		rc = td_dict_del_path(d, &key, 1);

@@ -156,7 +156,6 @@ Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
 	static const int64_t b[] = { 3, 4 }, s5[] = { 3, 4, 5 }, s1[] = { 3, 4, 1 };
 	td_dict *d;
 	td_store *st;
-	char path[4200];
 
 	td_cr_assert_ok(td_dict_new(&d, 2, b));
 	put_arange(d, "obs", TD_DTYPE_F32, 3, s5);
@@ -176,7 +175,6 @@ Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
 	cr_assert_eq(td_test_file_size(td_test_path("p/obs.memmap")), 240);
 	cr_assert_eq(td_test_file_size(td_test_path("p/action.memmap")), 96);
 	cr_assert_eq(td_test_file_size(td_test_path("p/done.memmap")), 12);
-	snprintf(path, sizeof(path), "%s", read_text(td_test_path("p/done.memmap")));
 	td_dict_free(d);
 }
 
