@@ -201,11 +201,10 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
-	size_t tmp_len, const char *what)
+int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const char *what)
 {
 	unsigned attempt;
-	int fd = -1, err;
+	int fd = -1;
 
 	/* A unique temporary name: the pid and a counter, retried on collision. */
 	for (attempt = 0; attempt < 100; attempt++) {
@@ -213,13 +212,23 @@ int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char 
 
 		snprintf(tmp, tmp_len, ".tdstore-tmp.%ld.%u", (long)getpid(),
 			atomic_fetch_add(&counter, 1u));
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		fd = openat(dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
 		if (fd >= 0 || errno != EEXIST)
 			break;
 	}
+	*fd_out = fd;
 	if (fd < 0)
 		return td__error_os(td__status_from_errno(errno), errno,
 			"%s: cannot create a temporary file", what);
+	return TD_OK;
+}
+
+int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
+	size_t tmp_len, const char *what)
+{
+	int fd, err;
+
+	TD_TRY(td__create_temp(dirfd, tmp, tmp_len, &fd, what));
 	err = write_all(fd, data, len);
 	if (!err && do_fsync && fsync(fd) < 0)
 		err = -errno;

@@ -4,6 +4,10 @@
 # libtdstore.la stays one library; storage/ depends on lib/, never the reverse.
 libtdcore_la_SOURCES += \
 	%D%/store_impl.h \
+	%D%/format.h \
+	%D%/index.h \
+	%D%/index.c \
+	%D%/store_packed.c \
 	%D%/fileio.c \
 	%D%/coord.c \
 	%D%/store_dir.c \

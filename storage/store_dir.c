@@ -435,12 +435,13 @@ static void store_free(td_store *st)
 	for (i = 0; i < st->nmaps; i++)
 		td_buffer_unref(st->maps[i]);
 	td__free(st->maps);
+	td__packed_free(st);
 	td__coord_close(&st->coord);
 	td__free(st->path);
 	td__free(st);
 }
 
-static int store_new(td_store **out, const char *path, unsigned flags)
+int td__store_new(td_store **out, const char *path, unsigned flags)
 {
 	td_store *st = td__calloc(1, sizeof(*st));
 
@@ -454,6 +455,7 @@ static int store_new(td_store **out, const char *path, unsigned flags)
 	}
 	st->flags = flags;
 	st->coord.fd = -1;
+	st->pk.fd = -1;
 	*out = st;
 	return TD_OK;
 }
@@ -498,8 +500,17 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 		return td__error(TD_EINVAL, "td_store_open: NULL path");
 	if (flags & ~TD_STORE_RDWR)
 		return td__error(TD_EINVAL, "td_store_open: unknown flags 0x%x", flags);
+	{
+		struct stat sb;
+
+		/* A regular file is a packed store; anything else must be a directory. */
+		if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+			TD_TRY(td__store_new(&st, path, flags));
+			return store_finish(st, td__packed_open(st), out);
+		}
+	}
 	TD_TRY(open_root(path, "td_store_open", &dirfd));
-	rc = store_new(&st, path, flags);
+	rc = td__store_new(&st, path, flags);
 	if (rc < 0) {
 		close(dirfd);
 		return rc;
@@ -539,7 +550,7 @@ typedef struct writer {
 
 
 /* Everything that would make the write fail half-way is refused before any file is touched. */
-static int check_writable(const td_dict *d)
+int td__check_writable(const td_dict *d, const char *fn)
 {
 	td_dict_iter *it;
 	td_item item;
@@ -550,18 +561,18 @@ static int check_writable(const td_dict *d)
 		const td_value *v = item.value;
 
 		if (reserved_key(item.key)) {
-			rc = td__error(TD_EINVAL, "td_store_memmap: key \"%s\" is reserved by meta.json",
+			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
 				item.key);
 			break;
 		}
 		if (v->kind == TD_VALUE_BYTES) {
-			rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\" holds bytes, which "
-				"tensordict's layout stores only as a Python pickle", item.key);
+			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
+				"tensordict's layout stores only as a Python pickle", fn, item.key);
 			break;
 		}
 		if (v->kind == TD_VALUE_TENSOR &&
 		    td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_DEVICE) {
-			rc = td__error(TD_EINVAL, "td_store_memmap: \"%s\" is in device memory",
+			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn,
 				item.key);
 			break;
 		}
@@ -940,7 +951,8 @@ out:
 
 int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
 {
-	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC;
+	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC |
+		TD_STORE_PACKED;
 	writer w;
 	td_store *st;
 	int dirfd, rc;
@@ -952,12 +964,14 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
 	if (flags & ~known)
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
-	TD_TRY(check_writable(src));
+	if (flags & TD_STORE_PACKED)
+		return td__packed_memmap(out, src, path, flags);
+	TD_TRY(td__check_writable(src, "td_store_memmap"));
 	if (mkdir(path, 0777) < 0 && errno != EEXIST)
 		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
 			path);
 	TD_TRY(open_root(path, "td_store_memmap", &dirfd));
-	rc = store_new(&st, path, TD_STORE_RDWR);
+	rc = td__store_new(&st, path, TD_STORE_RDWR);
 	if (rc < 0) {
 		close(dirfd);
 		return rc;
@@ -1000,7 +1014,9 @@ const char *td_store_path(const td_store *store)
 
 unsigned td_store_flags(const td_store *store)
 {
-	return store ? store->flags : TD_STORE_RDONLY;
+	if (!store)
+		return TD_STORE_RDONLY;
+	return store->flags | (store->packed ? TD_STORE_PACKED : 0u);
 }
 
 int td_store_sync(td_store *store)
@@ -1010,6 +1026,8 @@ int td_store_sync(td_store *store)
 
 	if (!store)
 		return td__error(TD_EINVAL, "td_store_sync: NULL store");
+	if (store->packed)
+		return td__packed_sync(store);
 	for (i = 0; i < store->nmaps; i++) {
 		td_buffer *b = store->maps[i];
 
@@ -1074,6 +1092,8 @@ static int reload(td_store *st, int dirfd)
 
 uint64_t td_store_generation(const td_store *store)
 {
+	if (store && store->packed)
+		return td__packed_generation(store);
 	return store ? td__coord_generation(&store->coord) : 0;
 }
 
@@ -1086,6 +1106,8 @@ int td_store_refresh(td_store *store, bool *changed)
 		*changed = false;
 	if (!store)
 		return td__error(TD_EINVAL, "td_store_refresh: NULL store");
+	if (store->packed)
+		return td__packed_refresh(store, changed);
 	TD_TRY(open_root(store->path, "td_store_refresh", &dirfd));
 	/* A writer may have created the coordination file since a read-only open. */
 	if (store->coord.fd < 0 && (rc = td__coord_open(&store->coord, dirfd, store->path,
@@ -1334,6 +1356,8 @@ int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, con
 		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
 	if (td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE)
 		return td__error(TD_EINVAL, "%s: the tensor is in device memory", fn);
+	if (store->packed)
+		return td__packed_add(store, parts, n, t, true, fn);
 	return add_impl(store, parts, n, t, true, fn);
 }
 
@@ -1354,7 +1378,8 @@ int td_store_add_empty(td_store *store, const char *const *parts, size_t n, td_d
 		td_tensor_release(&t);
 		if (rc < 0)
 			return rc;
-		rc = add_impl(store, parts, n, &e, false, fn);
+		rc = store->packed ? td__packed_add(store, parts, n, &e, false, fn) :
+			add_impl(store, parts, n, &e, false, fn);
 		td_tensor_release(&e);
 	}
 	return rc;
@@ -1408,6 +1433,8 @@ int td_store_remove(td_store *store, const char *const *parts, size_t n)
 	int rc;
 
 	TD_TRY(check_path_args(store, parts, n, fn));
+	if (store->packed)
+		return td__packed_remove(store, parts, n, fn);
 	key = parts[n - 1];
 	TD_TRY(change_begin(&c, store, fn));
 	rc = change_walk(&c, parts, n, false, fn);

@@ -6,6 +6,7 @@
 #define TD_STORE_IMPL_H
 
 #include "td_internal.h"
+#include "index.h"
 
 #include <stddef.h>
 
@@ -50,6 +51,22 @@ uint64_t td__coord_bump(td__coord *c);
 int td__coord_lock(td__coord *c, bool exclusive);
 void td__coord_unlock(td__coord *c);
 
+/** A commit slot of a packed file, decoded (doc/format.md 4.2). */
+typedef struct td__slot {
+	uint64_t generation, index_offset, index_length, index_capacity, file_length;
+	bool sealed;           /* checksum valid and generation not 0: a commit happened */
+	bool ok;               /* sealed and fields valid (its index may still be damaged) */
+} td__slot;
+
+/** The packed placement's part of a store (store_packed.c). */
+typedef struct td__packed {
+	int fd;                /* the file; -1 when closed */
+	td_buffer *map;        /* [0, file_length) mapped shared (one reference) */
+	td__index ix;          /* the committed index the dict was built from */
+	td__slot slot[2];      /* A and B as last read */
+	int cur;               /* the slot in use (the newer): 0 or 1 */
+} td__packed;
+
 /** An open store. */
 struct td_store {
 	char *path;           /* as given to open / memmap */
@@ -60,7 +77,37 @@ struct td_store {
 	size_t cap_maps;
 	td__coord coord;      /* the coordination file */
 	uint64_t generation;  /* the schema generation the dict was loaded at */
+	bool packed;          /* the packed placement: one file (pk), no directory */
+	td__packed pk;
 };
+
+/** A new, empty store handle (no dict yet) for `path`. */
+int td__store_new(td_store **out, const char *path, unsigned flags);
+
+/* ---- packed placement (store_packed.c) ---- */
+
+/** Open the packed file `path` into a new store (`st` has path and flags set). */
+int td__packed_open(td_store *st);
+/** td_store_memmap() with TD_STORE_PACKED. */
+int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags);
+/** Add a leaf (a copy of `t`, or zeros when !copy) to a packed store. */
+int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
+	bool copy, const char *fn);
+int td__packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
+int td__packed_refresh(td_store *st, bool *changed);
+uint64_t td__packed_generation(const td_store *st);
+int td__packed_sync(td_store *st);
+/** Release the packed state (mapping, descriptor, index). */
+void td__packed_free(td_store *st);
+
+/**
+ * Create a new temporary file `.tdstore-tmp.<pid>.<n>` under `dirfd`,
+ * open read-write; its name goes to `tmp` (64 bytes are enough).
+ */
+int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const char *what);
+
+/** The checks td_store_memmap() makes before touching a file (reserved keys, bytes, devices). */
+int td__check_writable(const td_dict *d, const char *fn);
 
 /** Mapping hook for td_buffer_wrap(): munmap(data, nbytes). */
 void td__unmap_release(void *data, size_t nbytes, void *payload);

@@ -3,8 +3,9 @@
  * tdstore/store.h - memory-mapped stores: a td_dict laid out in files,
  * opened in place, whose tensors are views into the file mappings.
  *
- * This release writes and reads the directory placement, which is Python
- * tensordict's memmap layout (TensorDict.memmap / TensorDict.load_memmap):
+ * A store has one of two placements. The directory placement (the default)
+ * is Python tensordict's memmap layout (TensorDict.memmap /
+ * TensorDict.load_memmap):
  *
  *     <dir>/meta.json             the dict's keys, dtypes, shapes, batch shape
  *     <dir>/<enc(key)>.memmap     one raw, C-ordered, little-endian file per leaf
@@ -14,6 +15,11 @@
  * td_store_encode_key()). A leaf without elements has no file. A directory
  * written by Python tensordict opens as it is, and one written here opens
  * in Python with TensorDict.load_memmap().
+ *
+ * The packed placement (TD_STORE_PACKED) is one file: a header page with
+ * two commit slots, a binary key index and every leaf in a 4096-byte
+ * aligned extent (doc/format.md sections 3 and 4). One mapping covers the
+ * whole store; opening reads the index only.
  *
  * Lifetimes: a store owns its dict (td_store_dict()); the dict pointer and
  * everything borrowed from it is valid until td_store_close(). Tensors taken
@@ -56,10 +62,19 @@ typedef struct td_store td_store;
 #define TD_STORE_LIKE 0x4u
 /** td_store_memmap() flag: skip the final fsync of files and directories (faster, not durable). */
 #define TD_STORE_NOSYNC 0x8u
+/**
+ * td_store_memmap() flag: write the packed placement - one file at `path`
+ * holding a header, the key index and every leaf in 4096-byte aligned
+ * extents (doc/format.md section 4) - instead of tensordict's directory
+ * layout. One mapping covers the whole store. td_store_flags() reports it
+ * for a packed store.
+ */
+#define TD_STORE_PACKED 0x10u
 
 /**
- * Open a store directory in place. Only meta.json files are read; data
- * pages fault in on first access.
+ * Open a store in place: a directory (only its meta.json files are read)
+ * or a packed file (only its header and key index are read). Data pages
+ * fault in on first access.
  *
  * The dict has the directory's batch shape, keys in meta.json order,
  * nested dicts, string leaves (tensordict's NonTensorData holding a str),
@@ -69,19 +84,26 @@ typedef struct td_store td_store;
  *
  * @param[out] out  receives the store; owned by the caller, release with
  *                  td_store_close(); NULL on failure
- * @param path      the directory
+ * @param path      the directory, or a packed file
  * @param flags     TD_STORE_RDONLY or TD_STORE_RDWR
  * @return TD_OK;
  *         TD_EINVAL for NULL arguments or unknown flags;
+ *         TD_EEXISTS if `path` is neither a directory nor a regular file;
  *         TD_ENOTFOUND if `path` or a meta.json it needs does not exist;
  *         TD_ECORRUPT for a meta.json that is not valid JSON, is not the
  *         layout above, declares an invalid dtype, shape or batch shape, or a
  *         leaf file shorter than its declared size; for a symbolic link or
  *         other non-regular file where a file or directory is expected;
+ *         for a packed file whose header, commit slots or key index is
+ *         damaged (checksums, bounds, overlapping extents, a file shorter
+ *         than its declared length; a torn commit slot is not damage: the
+ *         other slot's state opens);
+ *         TD_EVERSION for a packed format version this build does not read;
  *         TD_EOVERFLOW for a shape whose byte size overflows;
  *         TD_ENOTSUP for content this release cannot represent (lazy stacks,
  *         nested tensors, NonTensorStack, non-string NonTensorData,
- *         quantized or complex32 dtypes); the message names the key;
+ *         quantized or complex32 dtypes; unknown packed feature flags); the
+ *         message names the key;
  *         TD_EREADONLY (TD_STORE_RDWR on files that cannot be written);
  *         TD_EIO and TD_ENOMEM for system failures
  */
@@ -105,14 +127,23 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  * Python pickle, which tdstore does not write).
  *
  * @param[out] out  receives the store; release with td_store_close()
+ * With TD_STORE_PACKED the store is one file at `path`, written under a
+ * temporary name beside it, synced, then linked to `path` (which must not
+ * exist) or, with TD_STORE_EXISTSOK, renamed over it: a crash leaves no
+ * file or a whole one. Processes that had the old file open keep seeing
+ * the old file.
+ *
  * @param src       the dict to write (tensors, nested dicts, strings)
- * @param path      the directory
- * @param flags     TD_STORE_EXISTSOK, TD_STORE_LIKE, TD_STORE_NOSYNC or 0
+ * @param path      the directory, or with TD_STORE_PACKED the file
+ * @param flags     TD_STORE_EXISTSOK, TD_STORE_LIKE, TD_STORE_NOSYNC,
+ *                  TD_STORE_PACKED, or 0
  * @return TD_OK;
  *         TD_EINVAL (NULL arguments, unknown flags, a reserved key, a bytes
  *         leaf, a device tensor);
- *         TD_EEXISTS (a leaf file exists and TD_STORE_EXISTSOK is not set;
- *         `path` exists and is not a directory);
+ *         TD_EEXISTS (a leaf file, or the packed file, exists and
+ *         TD_STORE_EXISTSOK is not set; `path` exists and is not a directory,
+ *         or for a packed store not a regular file);
+ *         TD_ENOTFOUND (the parent of `path` does not exist);
  *         TD_ECORRUPT (a symbolic link or other non-regular file where a
  *         leaf file or directory goes);
  *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
@@ -132,10 +163,13 @@ TD_API int td_store_memmap(td_store **out, const td_dict *src, const char *path,
  */
 TD_API td_dict *td_store_dict(td_store *store);
 
-/** @return the directory the store was opened with (borrowed, valid until close); NULL for NULL. */
+/** @return the path the store was opened with (borrowed, valid until close); NULL for NULL. */
 TD_API const char *td_store_path(const td_store *store);
 
-/** @return TD_STORE_RDONLY or TD_STORE_RDWR; TD_STORE_RDONLY for NULL. */
+/**
+ * @return TD_STORE_RDONLY or TD_STORE_RDWR, with TD_STORE_PACKED for a
+ *         packed store; TD_STORE_RDONLY for NULL.
+ */
 TD_API unsigned td_store_flags(const td_store *store);
 
 /**
@@ -168,6 +202,12 @@ TD_API int td_store_close(td_store *store);
  * by other processes, write the data, replace the affected meta.json files
  * atomically (deepest first) and then increment the store's generation.
  * Other processes see the change after td_store_refresh().
+ *
+ * A packed store does the same under an exclusive flock on its file: new
+ * data is appended, the new key index written and synced, then the older
+ * of the two commit slots is overwritten and synced (doc/format.md 4.4).
+ * Committed extents are never moved or reused: a removed leaf's space is
+ * dead until the store is written anew.
  *
  * Views across a refresh: a refresh or a schema change replaces the
  * store's dict. Pointers borrowed from the old dict (nested dicts, values,
@@ -225,7 +265,8 @@ TD_API int td_store_refresh(td_store *store, bool *changed);
 
 /**
  * @return the schema generation in the coordination file (0 when the
- *         directory has none, or for NULL)
+ *         directory has none, or for NULL); for a packed store, the
+ *         generation of its newer intact commit slot
  */
 TD_API uint64_t td_store_generation(const td_store *store);
 

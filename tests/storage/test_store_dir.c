@@ -557,8 +557,12 @@ Test(store_dir, open_refuses_bad_arguments_and_missing_directories)
 	cr_assert_null(st);
 	td_cr_assert_err(td_store_open(&st, td_test_tmpdir(), 0x10), TD_EINVAL);
 	assert_open_fails(td_test_path("missing"), 0, TD_ENOTFOUND);
+	/* A regular file is opened as a packed store; this one is not. */
 	write_text(td_test_path("f"), "{}");
-	assert_open_fails(td_test_path("f"), 0, TD_EEXISTS);
+	assert_open_fails(td_test_path("f"), 0, TD_ECORRUPT);
+	/* Neither a directory nor a regular file. */
+	cr_assert_eq(mkfifo(td_test_path("fifo"), 0666), 0);
+	assert_open_fails(td_test_path("fifo"), 0, TD_EEXISTS);
 	/* A directory without meta.json. */
 	assert_open_fails(td_test_tmpdir(), 0, TD_ENOTFOUND);
 }

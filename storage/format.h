@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * format.h - the binary on-disk structures of doc/format.md, field by
+ * field: the key index (section 3) and the packed file (section 4). Never
+ * installed.
+ *
+ * The structs describe the little-endian layout; code reads and writes the
+ * fields with the explicit little-endian accessors below (td__le64() ...)
+ * so that it does not depend on the host's byte order or on alignment.
+ * Every offset and size is pinned by a static assert: a change here is a
+ * format change, which needs a new version and a new golden file.
+ */
+#ifndef TD_FORMAT_H
+#define TD_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- 3. key index ---- */
+
+#define TD_INDEX_MAGIC "TDSINDEX"
+#define TD_INDEX_VERSION 1u
+#define TD_INDEX_HEADER_SIZE 64u
+#define TD_INDEX_MAX_RECORDS ((uint32_t)1 << 24)
+#define TD_INDEX_MAX_BYTES ((uint64_t)1 << 30)
+#define TD_INDEX_NO_PARENT 0xFFFFFFFFu
+
+enum {
+	TD_INDEX_KIND_DICT = 1,
+	TD_INDEX_KIND_TENSOR = 2,
+	TD_INDEX_KIND_STRING = 3
+};
+
+/** Record flag: `checksum` holds the XXH64 of the tensor's bytes. */
+#define TD_INDEX_REC_CHECKSUM 0x01u
+
+typedef struct td__index_header {
+	char magic[8];          /* "TDSINDEX" */
+	uint32_t version;       /* 1 */
+	uint32_t header_size;   /* 64 */
+	uint32_t record_count;
+	uint32_t flags;         /* 0 */
+	uint64_t body_length;   /* multiple of 8 */
+	uint64_t generation;
+	uint8_t reserved[16];   /* 0 */
+	uint64_t checksum;      /* XXH64(body, seed XXH64(header[0..56), 0)) */
+} td__index_header;
+
+_Static_assert(sizeof(td__index_header) == TD_INDEX_HEADER_SIZE, "index header size");
+_Static_assert(offsetof(td__index_header, version) == 8, "index version");
+_Static_assert(offsetof(td__index_header, header_size) == 12, "index header_size");
+_Static_assert(offsetof(td__index_header, record_count) == 16, "index record_count");
+_Static_assert(offsetof(td__index_header, flags) == 20, "index flags");
+_Static_assert(offsetof(td__index_header, body_length) == 24, "index body_length");
+_Static_assert(offsetof(td__index_header, generation) == 32, "index generation");
+_Static_assert(offsetof(td__index_header, reserved) == 40, "index reserved");
+_Static_assert(offsetof(td__index_header, checksum) == 56, "index checksum");
+
+/** The fixed part of a record; shape, key, inline text and padding follow. */
+typedef struct td__index_record {
+	uint8_t kind;
+	uint8_t dtype;
+	uint8_t ndim;
+	uint8_t flags;
+	uint32_t parent;
+	uint32_t key_length;
+	uint32_t inline_length;
+	uint64_t offset;
+	uint64_t length;
+	uint64_t capacity;
+	uint64_t checksum;
+	/* int64_t shape[ndim]; key; inline; padding to 8 */
+} td__index_record;
+
+#define TD_INDEX_RECORD_FIXED 48u
+_Static_assert(sizeof(td__index_record) == TD_INDEX_RECORD_FIXED, "index record size");
+_Static_assert(offsetof(td__index_record, dtype) == 1, "record dtype");
+_Static_assert(offsetof(td__index_record, ndim) == 2, "record ndim");
+_Static_assert(offsetof(td__index_record, flags) == 3, "record flags");
+_Static_assert(offsetof(td__index_record, parent) == 4, "record parent");
+_Static_assert(offsetof(td__index_record, key_length) == 8, "record key_length");
+_Static_assert(offsetof(td__index_record, inline_length) == 12, "record inline_length");
+_Static_assert(offsetof(td__index_record, offset) == 16, "record offset");
+_Static_assert(offsetof(td__index_record, length) == 24, "record length");
+_Static_assert(offsetof(td__index_record, capacity) == 32, "record capacity");
+_Static_assert(offsetof(td__index_record, checksum) == 40, "record checksum");
+
+/* ---- 4. packed file ---- */
+
+#define TD_PACK_MAGIC "TDSPACKD"
+#define TD_PACK_VERSION 1u
+#define TD_PACK_PAGE 4096u
+#define TD_PACK_HEADER_SIZE 4096u
+#define TD_PACK_SLOT_A 512u
+#define TD_PACK_SLOT_B 1024u
+
+typedef struct td__pack_header {
+	char magic[8];          /* "TDSPACKD" */
+	uint32_t version;       /* 1 */
+	uint32_t header_size;   /* 4096 */
+	uint32_t page_size;     /* 4096 */
+	uint32_t flags;         /* 0 */
+	uint8_t reserved[32];   /* 0 */
+	uint64_t checksum;      /* XXH64(bytes 0..56) */
+} td__pack_header;
+
+_Static_assert(sizeof(td__pack_header) == 64, "pack header size");
+_Static_assert(offsetof(td__pack_header, version) == 8, "pack version");
+_Static_assert(offsetof(td__pack_header, header_size) == 12, "pack header_size");
+_Static_assert(offsetof(td__pack_header, page_size) == 16, "pack page_size");
+_Static_assert(offsetof(td__pack_header, flags) == 20, "pack flags");
+_Static_assert(offsetof(td__pack_header, reserved) == 24, "pack reserved");
+_Static_assert(offsetof(td__pack_header, checksum) == 56, "pack checksum");
+
+typedef struct td__pack_slot {
+	uint64_t generation;     /* 0: empty */
+	uint64_t index_offset;
+	uint64_t index_length;
+	uint64_t index_capacity;
+	uint64_t file_length;
+	uint8_t reserved[16];    /* 0 */
+	uint64_t checksum;       /* XXH64(slot bytes 0..56) */
+} td__pack_slot;
+
+_Static_assert(sizeof(td__pack_slot) == 64, "pack slot size");
+_Static_assert(offsetof(td__pack_slot, index_offset) == 8, "slot index_offset");
+_Static_assert(offsetof(td__pack_slot, index_length) == 16, "slot index_length");
+_Static_assert(offsetof(td__pack_slot, index_capacity) == 24, "slot index_capacity");
+_Static_assert(offsetof(td__pack_slot, file_length) == 32, "slot file_length");
+_Static_assert(offsetof(td__pack_slot, reserved) == 40, "slot reserved");
+_Static_assert(offsetof(td__pack_slot, checksum) == 56, "slot checksum");
+_Static_assert(TD_PACK_SLOT_A + sizeof(td__pack_slot) <= TD_PACK_SLOT_B, "slots apart");
+_Static_assert(TD_PACK_SLOT_B + sizeof(td__pack_slot) <= TD_PACK_HEADER_SIZE, "slot B fits");
+
+/* ---- little-endian field access (any alignment, any host order) ---- */
+
+static inline uint32_t td__le32(const void *p)
+{
+	const uint8_t *b = p;
+
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+	       (uint32_t)b[3] << 24;
+}
+
+static inline uint64_t td__le64(const void *p)
+{
+	const uint8_t *b = p;
+
+	return (uint64_t)td__le32(b) | (uint64_t)td__le32(b + 4) << 32;
+}
+
+static inline void td__put_le32(void *p, uint32_t v)
+{
+	uint8_t *b = p;
+
+	b[0] = (uint8_t)v;
+	b[1] = (uint8_t)(v >> 8);
+	b[2] = (uint8_t)(v >> 16);
+	b[3] = (uint8_t)(v >> 24);
+}
+
+static inline void td__put_le64(void *p, uint64_t v)
+{
+	td__put_le32(p, (uint32_t)v);
+	td__put_le32((uint8_t *)p + 4, (uint32_t)(v >> 32));
+}
+
+/** @return true if the `n` bytes at `p` are all zero. */
+static inline int td__all_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (b[i])
+			return 0;
+	return 1;
+}
+
+#endif /* TD_FORMAT_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * index.h - the key index (doc/format.md section 3) in memory: parsed from
+ * untrusted bytes, edited, encoded, and turned into a td_dict over a
+ * mapping. Never installed.
+ */
+#ifndef TD_INDEX_H
+#define TD_INDEX_H
+
+#include "td_internal.h"
+#include "format.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/** One record: a dict, a tensor leaf or a string leaf. */
+typedef struct td__irec {
+	uint8_t kind;                 /* TD_INDEX_KIND_* */
+	uint8_t dtype;                /* tensors: td_dtype (codes equal the enum values) */
+	uint8_t ndim;                 /* tensor dims, or a dict's batch dims */
+	uint8_t flags;                /* TD_INDEX_REC_CHECKSUM */
+	uint32_t parent;              /* record index of the parent; TD_INDEX_NO_PARENT for the root */
+	char *key;                    /* owned, NUL-terminated ("" for the root) */
+	size_t key_len;
+	char *text;                   /* strings: owned, NUL-terminated; else NULL */
+	size_t text_len;
+	uint64_t offset, length, capacity, checksum;
+	int64_t shape[TD_MAX_DIMS];
+	const td_tensor *src;         /* writers: the data to write (not serialized) */
+} td__irec;
+
+/** A whole index: the records, parents first. */
+typedef struct td__index {
+	uint64_t generation;
+	uint32_t n, cap;
+	td__irec *recs;
+} td__index;
+
+/** Release the records (the struct itself is the caller's); safe on a zeroed index. */
+void td__index_free(td__index *ix);
+
+/**
+ * Parse and check `len` bytes of an index (every rule of doc/format.md 3
+ * except where extents lie in a file: td__index_check_extents()). `what`
+ * names the file in messages. On failure `ix` is left empty.
+ *
+ * @return TD_OK; TD_ECORRUPT; TD_EVERSION; TD_ENOTSUP (unknown flags);
+ *         TD_EOVERFLOW (a shape whose byte size overflows); TD_ENOMEM
+ */
+int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what);
+
+/**
+ * Check that every tensor extent lies in [lo, hi) and that no two extents
+ * overlap each other or any of the `nextra` extra (offset, capacity) pairs.
+ *
+ * @return TD_OK; TD_ECORRUPT; TD_ENOMEM
+ */
+int td__index_check_extents(const td__index *ix, uint64_t lo, uint64_t hi,
+	const uint64_t (*extra)[2], size_t nextra, const char *what);
+
+/** The encoded size of `ix`: 64 + body_length. TD_EOVERFLOW past 1 GiB. */
+int td__index_size(const td__index *ix, size_t *out);
+
+/** Encode `ix` into `buf` of td__index_size() bytes, checksum included. */
+void td__index_encode(const td__index *ix, void *buf, size_t len);
+
+/**
+ * Append a record (key and text are copied). @return its index through
+ * `*at` (may be NULL); TD_ENOMEM; TD_EOVERFLOW past TD_INDEX_MAX_RECORDS.
+ */
+int td__index_push(td__index *ix, const td__irec *r, uint32_t *at);
+
+/**
+ * Records for `d` and everything under it, appended under `parent` (the
+ * root: TD_INDEX_NO_PARENT with an empty key). Tensors get dtype, shape,
+ * length and `src`; offsets and capacities stay 0 for the caller to place.
+ * Bytes values are refused (TD_EINVAL).
+ */
+int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const char *key);
+
+/** Remove record `i` and every record below it, renumbering parents. TD_ENOMEM. */
+int td__index_remove(td__index *ix, uint32_t i);
+
+/**
+ * Find the record of a key path (n >= 1) from the root. @return TD_OK and
+ * `*out`; TD_ENOTFOUND; TD_ETYPE when a component before the last is not a
+ * dict (`*out` then names that component's record).
+ */
+int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint32_t *out);
+
+/** The child of dict record `parent` named `key`, or TD_INDEX_NO_PARENT. */
+uint32_t td__index_child(const td__index *ix, uint32_t parent, const char *key);
+
+/**
+ * Build the dict an index describes: tensors view `map` at their offsets
+ * (tensors without elements are empty heap tensors; `map` may be NULL when
+ * there are none). `what` names the file in messages.
+ *
+ * @return TD_OK; TD_ECORRUPT (a string that is not UTF-8; an extent past
+ *         the mapping); TD_ENOMEM
+ */
+int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const char *what);
+
+#endif /* TD_INDEX_H */

@@ -1,0 +1,885 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_store_packed.c - the packed placement (doc/format.md sections 3-4):
+ * one file with a header page, two commit slots, the key index and 4096-byte
+ * aligned extents. Round trips of every dtype and shape, the golden files of
+ * format version 1 (opened, and rewritten byte for byte), schema changes
+ * seen by other handles and processes, index-area reuse, every kind of
+ * damaged file, processes racing schema changes, and writers killed at
+ * random points.
+ */
+#include "td_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+TestSuite(store_packed, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini);
+
+static const int64_t B3[] = { 3 };
+static const int64_t B4[] = { 4 };
+
+/* ---- helpers ---- */
+
+static void put_arange(td_dict *d, const char *const *parts, size_t n, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	td_tensor t;
+
+	td_test_arange(&t, dtype, ndim, shape);
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, parts, n, &t));
+}
+
+/*
+ * The dict of the golden files: batch [3]; every dtype as a [3, 5] leaf; a
+ * nested dict with a [3, 2] leaf and a string; a zero-element leaf; keys
+ * that a directory would have to encode.
+ */
+static td_dict *golden_dict(void)
+{
+	static const int64_t s35[] = { 3, 5 }, s32[] = { 3, 2 }, s30[] = { 3, 0 };
+	td_dict *d, *n;
+	size_t i;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B3));
+	for (i = 0; i < TD_DTYPE_COUNT; i++) {
+		const char *p[1] = { td_dtype_name(td_test_all_dtypes[i]) };
+
+		put_arange(d, p, 1, td_test_all_dtypes[i], 2, s35);
+	}
+	td_cr_assert_ok(td_dict_new(&n, 1, B3));
+	{
+		const char *p[1] = { "a/b .." };
+
+		put_arange(n, p, 1, TD_DTYPE_F32, 2, s32);
+	}
+	td_cr_assert_ok(td_dict_set_string(n, "text", "h\xc3\xa9llo"));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "nested", n));
+	{
+		const char *p[1] = { "empty" };
+
+		put_arange(d, p, 1, TD_DTYPE_I64, 2, s30);
+	}
+	return d;
+}
+
+static bool dicts_equal(const td_dict *a, const td_dict *b)
+{
+	int rc = td_dict_equal(a, b);
+
+	cr_assert(rc >= 0, "td_dict_equal: %s", td_error_last()->message);
+	return rc == 1;
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	void *buf;
+
+	cr_assert_not_null(f, "cannot open %s", path);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	cr_assert(n >= 0);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+/* Overwrite `len` bytes at `off` of a file. */
+static void patch(const char *path, off_t off, const void *bytes, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pwrite(fd, bytes, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static uint64_t get_le64(const char *path, off_t off)
+{
+	uint8_t b[8];
+	uint64_t v = 0;
+	int fd = open(path, O_RDONLY), i;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, b, 8, off), 8);
+	close(fd);
+	for (i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static void flip_byte(const char *path, off_t off)
+{
+	uint8_t b;
+	int fd = open(path, O_RDWR);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, &b, 1, off), 1);
+	b ^= 0x5a;
+	cr_assert_eq(pwrite(fd, &b, 1, off), 1);
+	close(fd);
+}
+
+/* Recompute the header checksum (bytes 0..55) after a patch. */
+static void reseal_slot(const char *path, off_t off);
+
+static void reseal_header(const char *path)
+{
+	reseal_slot(path, 0); /* the same rule: XXH64 of bytes 0..55 at 56 */
+}
+
+/* Recompute the checksum of the commit slot at `off` after a patch. */
+static void reseal_slot(const char *path, off_t off)
+{
+	uint8_t b[56], c[8];
+	uint64_t h;
+	int fd = open(path, O_RDWR), i;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, b, 56, off), 56);
+	h = XXH64(b, 56, 0);
+	for (i = 0; i < 8; i++)
+		c[i] = (uint8_t)(h >> (8 * i));
+	cr_assert_eq(pwrite(fd, c, 8, off + 56), 8);
+	close(fd);
+}
+
+/* Recompute the checksum of the index at `off` (doc/format.md 3.1) after a patch. */
+static void reseal_index(const char *path, off_t off)
+{
+	uint8_t head[64], c[8], *body;
+	uint64_t blen, h;
+	int fd = open(path, O_RDWR), i;
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pread(fd, head, 64, off), 64);
+	blen = 0;
+	for (i = 7; i >= 0; i--)
+		blen = blen << 8 | head[24 + i];
+	body = malloc(blen ? blen : 1);
+	cr_assert_not_null(body);
+	cr_assert_eq(pread(fd, body, blen, off + 64), (ssize_t)blen);
+	h = XXH64(body, blen, XXH64(head, 56, 0));
+	free(body);
+	for (i = 0; i < 8; i++)
+		c[i] = (uint8_t)(h >> (8 * i));
+	cr_assert_eq(pwrite(fd, c, 8, off + 56), 8);
+	close(fd);
+}
+
+static void put_le64(const char *path, off_t off, uint64_t v)
+{
+	uint8_t b[8];
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	patch(path, off, b, 8);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	size_t len;
+	void *buf = read_file(from, &len);
+	FILE *f = fopen(to, "wb");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(buf, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+	free(buf);
+}
+
+static const char *golden_path(const char *name)
+{
+	static char path[4096];
+	const char *data = getenv("TD_TEST_DATA");
+
+	cr_assert_not_null(data, "TD_TEST_DATA is not set");
+	snprintf(path, sizeof(path), "%s/packed/%s", data, name);
+	return path;
+}
+
+static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
+{
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
+	return ((const int64_t *)td_tensor_data(&v->u.tensor))[3];
+}
+
+static void filled(td_tensor *t, int64_t v)
+{
+	td_cr_assert_ok(td_tensor_full(t, TD_DTYPE_I64, 1, B4, td_scalar_int(v)));
+}
+
+static td_store *small_store(const char *name)
+{
+	td_dict *d;
+	td_store *st;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B4));
+	td_test_arange(&t, TD_DTYPE_I32, 1, B4);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "base", &t));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), TD_STORE_PACKED));
+	td_dict_free(d);
+	return st;
+}
+
+/* ---- round trips ---- */
+
+Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
+{
+	td_dict *d = golden_dict();
+	td_store *st, *ro;
+	td_dict_iter *it;
+	td_item item;
+	const char *path = td_test_path("g.tds");
+
+	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED));
+	cr_assert(dicts_equal(td_store_dict(st), d));
+	cr_assert_eq(td_store_flags(st), TD_STORE_RDWR | TD_STORE_PACKED);
+	cr_assert(td_dict_is_locked(td_store_dict(st)));
+	cr_assert_eq(td_store_generation(st), 1);
+	td_cr_assert_ok(td_store_close(st));
+
+	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	cr_assert(dicts_equal(td_store_dict(ro), d));
+	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY | TD_STORE_PACKED);
+	/* Keys keep their order; every leaf with elements is 4096-byte aligned. */
+	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(ro), TD_ITER_NESTED));
+	cr_assert_eq(td_dict_iter_next(it, &item), 1);
+	cr_assert_str_eq(item.key, "bool");
+	do {
+		if (item.value->kind == TD_VALUE_TENSOR && td_tensor_numel(&item.value->u.tensor))
+			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->u.tensor) % 4096, 0,
+				"%s", item.key);
+	} while (td_dict_iter_next(it, &item) == 1);
+	td_dict_iter_free(it);
+	/* A read-only store is mapped read-only. */
+	{
+		const char *p[1] = { "float32" };
+		const td_value *v;
+
+		td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), p, 1, &v));
+		cr_assert(td_buffer_flags(v->u.tensor.buffer) & TD_BUFFER_READONLY);
+	}
+	td_cr_assert_ok(td_store_close(ro));
+	td_dict_free(d);
+}
+
+Test(store_packed, strided_and_expanded_sources_are_gathered)
+{
+	static const int64_t s43[] = { 4, 3 }, s34[] = { 3, 4 }, s4x[] = { 4, 1000 };
+	td_dict *d, *want;
+	td_tensor base, tr, one, ex;
+	td_store *st;
+	const int perm[2] = { 1, 0 };
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B4));
+	td_test_arange(&base, TD_DTYPE_F64, 2, s34);
+	td_cr_assert_ok(td_tensor_permute(&tr, &base, perm));
+	cr_assert_eq(tr.shape[0], s43[0]);
+	td_cr_assert_ok(td_dict_set_tensor(d, "t", &tr));
+	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_I16, 0, NULL, td_scalar_int(7)));
+	td_cr_assert_ok(td_tensor_expand(&ex, &one, 2, s4x));
+	td_cr_assert_ok(td_dict_set_tensor(d, "x", &ex));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s.tds"), TD_STORE_PACKED));
+	td_cr_assert_ok(td_dict_clone(&want, d));
+	cr_assert(dicts_equal(td_store_dict(st), want));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(want);
+	td_dict_free(d);
+	td_tensor_release(&base);
+	td_tensor_release(&tr);
+	td_tensor_release(&one);
+	td_tensor_release(&ex);
+}
+
+Test(store_packed, existsok_replaces_and_like_allocates_zeros)
+{
+	td_dict *d = golden_dict(), *z;
+	td_store *st;
+	const char *path = td_test_path("e.tds");
+
+	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED | TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_err(td_store_memmap(&st, d, path, TD_STORE_PACKED), TD_EEXISTS);
+	cr_assert_null(st);
+	/* No temporary file is left behind by the refused save. */
+	{
+		size_t len;
+		void *buf = read_file(path, &len);
+
+		free(buf);
+	}
+	td_cr_assert_ok(td_store_memmap(&st, d, path,
+		TD_STORE_PACKED | TD_STORE_EXISTSOK | TD_STORE_LIKE));
+	td_cr_assert_ok(td_dict_clone(&z, d));
+	td_cr_assert_ok(td_dict_unlock(z));
+	td_cr_assert_ok(td_dict_zero(z));
+	cr_assert(dicts_equal(td_store_dict(st), z));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(z);
+	td_dict_free(d);
+}
+
+Test(store_packed, writes_through_a_read_write_store_reach_the_file)
+{
+	const char *p[1] = { "base" };
+	td_store *st = small_store("w.tds"), *ro;
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), p, 1, &v));
+	((int32_t *)td_tensor_data(&v->u.tensor))[2] = 99;
+	td_cr_assert_ok(td_store_sync(st));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("w.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), p, 1, &v));
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[2], 99);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_store_close(st));
+}
+
+/* ---- golden files of format version 1 (tests/data/packed) ---- */
+
+/* The second golden file: the first plus one add and one remove (both slots used). */
+static void golden_changes(td_store *st)
+{
+	const char *add[2] = { "nested", "added" }, *gone[1] = { "uint8" };
+	td_tensor t;
+
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(5)));
+	td_cr_assert_ok(td_store_add_tensor(st, add, 2, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_remove(st, gone, 1));
+}
+
+Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
+{
+	const char *names[2] = { "v1.tds", "v1-two-slots.tds" };
+	const char *regen = getenv("TD_WRITE_GOLDEN");
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		td_dict *d = golden_dict();
+		td_store *st, *ro;
+		const char *mine = td_test_path(names[i]);
+		size_t a_len, b_len;
+		void *a, *b;
+
+		td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+		if (i == 1)
+			golden_changes(st);
+		td_cr_assert_ok(td_store_close(st));
+		if (regen && strcmp(regen, "1") == 0) {
+			/* Only when adding a format version: the committed files are never regenerated. */
+			copy_file(mine, golden_path(names[i]));
+		}
+		td_cr_assert_ok(td_store_open(&ro, golden_path(names[i]), TD_STORE_RDONLY));
+		if (i == 0) {
+			cr_assert(dicts_equal(td_store_dict(ro), d));
+			cr_assert_eq(td_store_generation(ro), 1);
+		} else {
+			const char *add[2] = { "nested", "added" }, *gone[1] = { "uint8" };
+			const td_value *v;
+
+			td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), add, 2, &v));
+			cr_assert_eq(v->u.tensor.shape[0], 3);
+			cr_assert_eq(td_test_element(&v->u.tensor, 2), 5.0);
+			td_cr_assert_err(td_dict_get_path(td_store_dict(ro), gone, 1, &v),
+				TD_ENOTFOUND);
+			cr_assert_eq(td_store_generation(ro), 3);
+		}
+		td_cr_assert_ok(td_store_close(ro));
+		/* Today's writer produces the same bytes. */
+		a = read_file(mine, &a_len);
+		b = read_file(golden_path(names[i]), &b_len);
+		cr_assert_eq(a_len, b_len, "%s: %zu bytes, golden %zu", names[i], a_len, b_len);
+		cr_assert(memcmp(a, b, a_len) == 0, "%s differs from the golden file", names[i]);
+		free(a);
+		free(b);
+		td_dict_free(d);
+	}
+}
+
+/* ---- schema changes ---- */
+
+Test(store_packed, adds_and_removes_are_seen_by_other_handles)
+{
+	const char *x[1] = { "x" }, *deep[3] = { "a", "b.c", "y" }, *base[1] = { "base" };
+	static const int64_t s43[] = { 4, 3 };
+	td_store *st = small_store("s.tds"), *ro;
+	td_tensor held, t;
+	const td_value *v;
+	bool changed;
+
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	/* A view held across changes stays valid and shares the file's pages. */
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), base, 1, &v));
+	td_tensor_ref(&held, &v->u.tensor);
+
+	filled(&t, 42);
+	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_tensor_release(&t);
+	cr_assert_eq(td_store_generation(st), 2);
+	cr_assert_eq(td_store_generation(ro), 2);
+	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	cr_assert(changed);
+	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
+	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	cr_assert_not(changed);
+
+	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 3, &v));
+	cr_assert_eq(v->u.tensor.shape[1], 3);
+	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 1);
+	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	cr_assert(changed);
+	td_cr_assert_err(td_dict_get_path(td_store_dict(ro), x, 1, &v), TD_ENOTFOUND);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), deep, 3, &v));
+
+	/* Writes through the writer's new dict show in the view taken before. */
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
+	((int32_t *)td_tensor_data(&v->u.tensor))[1] = -5;
+	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[1], -5);
+	td_tensor_release(&held);
+
+	/* Removing a nested dict removes what is under it. */
+	td_cr_assert_ok(td_store_remove(st, deep, 1));
+	td_cr_assert_err(td_dict_get_path(td_store_dict(st), deep, 3, &v), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	cr_assert_eq(td_dict_len(td_store_dict(ro)), 1);
+	td_cr_assert_ok(td_store_close(ro));
+}
+
+Test(store_packed, schema_change_errors_leave_the_store_as_it_was)
+{
+	const char *x[1] = { "x" }, *under[2] = { "base", "y" }, *miss[1] = { "nope" };
+	static const int64_t s5[] = { 5 };
+	td_store *st = small_store("s.tds"), *ro;
+	uint64_t g;
+	td_tensor t;
+
+	g = td_store_generation(st);
+	filled(&t, 1);
+	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_cr_assert_err(td_store_add_tensor(st, x, 1, &t), TD_EEXISTS);
+	td_cr_assert_err(td_store_add_tensor(st, under, 2, &t), TD_ETYPE);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 1, s5));
+	td_cr_assert_err(td_store_add_tensor(st, miss, 1, &t), TD_ETYPE);
+	td_tensor_release(&t);
+	td_cr_assert_err(td_store_remove(st, miss, 1), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_remove(st, under, 2), TD_ETYPE);
+	cr_assert_eq(td_store_generation(st), g + 1);
+
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	filled(&t, 1);
+	td_cr_assert_err(td_store_add_tensor(ro, miss, 1, &t), TD_EREADONLY);
+	td_tensor_release(&t);
+	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_packed, index_areas_are_reused_so_the_file_stays_small)
+{
+	const char *x[1] = { "x" };
+	td_store *st = small_store("r.tds");
+	int64_t size_after_warmup = 0;
+	td_tensor t;
+	int i;
+
+	filled(&t, 3);
+	for (i = 0; i < 60; i++) {
+		td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+		td_cr_assert_ok(td_store_remove(st, x, 1));
+		if (i == 4)
+			size_after_warmup = td_test_file_size(td_test_path("r.tds"));
+	}
+	td_tensor_release(&t);
+	/* Each add appends one 4 KiB data extent; the index areas do not grow the file. */
+	cr_assert_eq(td_test_file_size(td_test_path("r.tds")), size_after_warmup + 55 * 4096);
+	cr_assert_eq(td_store_generation(st), 121);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+/* ---- bad files ---- */
+
+/* A file with both slots in use: generation 2 in slot B, 1 in slot A. */
+static const char *two_slots(const char *name)
+{
+	const char *x[1] = { "x" };
+	td_store *st = small_store(name);
+	td_tensor t;
+
+	filled(&t, 8);
+	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_eq(get_le64(td_test_path(name), 1024), 2);
+	cr_assert_eq(get_le64(td_test_path(name), 512), 1);
+	return td_test_path(name);
+}
+
+Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
+{
+	char path[4096], work[4096];
+	const char *x[1] = { "x" };
+	td_store *st;
+	const td_value *v;
+	uint32_t v2 = 2, flag = 1;
+
+	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+
+	copy_file(path, work);
+	patch(work, 0, "TDSPACKX", 8);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	patch(work, 8, &v2, 4);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_EVERSION);
+
+	copy_file(path, work);
+	flip_byte(work, 30); /* a reserved byte: the header checksum fails */
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	flip_byte(work, 2000); /* outside the slots: must be zero */
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	/* Unknown flags: a bad checksum first; with a valid one, unsupported. */
+	copy_file(path, work);
+	patch(work, 20, &flag, 4);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	reseal_header(work);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	/* Index flags likewise. */
+	copy_file(path, work);
+	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &flag, 4);
+	reseal_index(work, (off_t)get_le64(work, 1024 + 8));
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+
+	/* A torn newer slot: the older state opens. */
+	copy_file(path, work);
+	flip_byte(work, 1024 + 20);
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	cr_assert_eq(td_store_generation(st), 1);
+	td_cr_assert_err(td_dict_get_path(td_store_dict(st), x, 1, &v), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_close(st));
+
+	/* A damaged older slot, or a damaged older index: the newer state opens. */
+	copy_file(path, work);
+	flip_byte(work, 512 + 3);
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	cr_assert_eq(td_store_generation(st), 2);
+	td_cr_assert_ok(td_store_close(st));
+	copy_file(path, work);
+	flip_byte(work, (off_t)get_le64(work, 512 + 8) + 70);
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDWR));
+	cr_assert_eq(first_i64(td_store_dict(st), x, 1), 8);
+	/* ... and a writer does not reuse its area for the next index. */
+	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	cr_assert_eq(td_store_generation(st), 3);
+	td_cr_assert_ok(td_store_close(st));
+
+	/* A damaged newer index is corruption, not a reason to go back silently. */
+	copy_file(path, work);
+	flip_byte(work, (off_t)get_le64(work, 1024 + 8) + 70);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	/* Both slots damaged. */
+	copy_file(path, work);
+	flip_byte(work, 512 + 60);
+	flip_byte(work, 1024 + 60);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	/* Truncated files. */
+	copy_file(path, work);
+	cr_assert_eq(truncate(work, 100), 0);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(path, work);
+	cr_assert_eq(truncate(work, td_test_file_size(work) - 4096), 0);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(path, work);
+	cr_assert_eq(truncate(work, 0), 0);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+}
+
+/*
+ * Damage with valid checksums (what a buggy writer or a forger makes):
+ * extents outside the file or overlapping, shapes that overflow or that do
+ * not start with the batch shape.
+ */
+Test(store_packed, well_sealed_but_inconsistent_indexes_are_refused)
+{
+	char path[4096], work[4096];
+	td_store *st;
+	off_t ix, base, x;
+
+	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+	ix = (off_t)get_le64(path, 1024 + 8);
+	/* Records: the root (48 + 8 = 56 bytes), "base" (48 + 8 + 4 -> 64), "x" (48 + 8 + 1 -> 64). */
+	base = ix + 64 + 56;
+	x = base + 64;
+	cr_assert_eq(get_le64(path, base + 24), 16);  /* base: 4 int32 */
+	cr_assert_eq(get_le64(path, x + 24), 32);     /* x: 4 int64 */
+
+	copy_file(path, work);
+	put_le64(work, x + 16, get_le64(path, base + 16));
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	put_le64(work, x + 16, (uint64_t)1 << 40);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	put_le64(work, x + 16, 4096 + 2048); /* not aligned */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	put_le64(work, x + 24, 33); /* length is not the byte size of the shape */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	put_le64(work, x + 48, 5); /* x's dim 0 is not the batch size 4 */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	put_le64(work, ix + 64 + 48, (uint64_t)1 << 62); /* batch and leaves of 2^62 rows */
+	put_le64(work, base + 48, (uint64_t)1 << 62);
+	put_le64(work, x + 48, (uint64_t)1 << 62);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_EOVERFLOW);
+
+	copy_file(path, work);
+	patch(work, x + 4, "\x07\0\0\0", 4); /* a parent that comes after it */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	patch(work, x + 57, "\1", 1); /* padding after the key */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	copy_file(path, work);
+	patch(work, x + 56, "\0", 1); /* a NUL in a key */
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+
+	/* A sealed newer slot whose fields are wrong is corruption too. */
+	copy_file(path, work);
+	put_le64(work, 1024 + 32, get_le64(path, 1024 + 32) + 4096 * 100); /* past the end */
+	reseal_slot(work, 1024);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(path, work);
+	put_le64(work, 1024 + 8, 4096 + 100); /* an unaligned index */
+	reseal_slot(work, 1024);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(path, work);
+	put_le64(work, 1024, 1); /* both slots of generation 1 */
+	reseal_slot(work, 1024);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+}
+
+Test(store_packed, bad_arguments_and_paths)
+{
+	td_dict *d = golden_dict(), *b;
+	td_store *st;
+	static const uint8_t bytes[2] = { 1, 2 };
+
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/dir/x.tds"),
+		TD_STORE_PACKED), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds/"), TD_STORE_PACKED),
+		TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds"), TD_STORE_PACKED | 0x1000),
+		TD_EINVAL);
+	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
+	td_cr_assert_ok(td_dict_set_bytes(b, "raw", bytes, sizeof(bytes)));
+	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"), TD_STORE_PACKED),
+		TD_EINVAL);
+	cr_assert_not(td_test_exists(td_test_path("b.tds")));
+	td_dict_free(b);
+	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
+	td_cr_assert_ok(td_dict_set_string(b, "shape", "reserved"));
+	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"), TD_STORE_PACKED),
+		TD_EINVAL);
+	td_dict_free(b);
+	/* A directory where the file goes. */
+	cr_assert_eq(mkdir(td_test_path("dir.tds"), 0777), 0);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("dir.tds"),
+		TD_STORE_PACKED | TD_STORE_EXISTSOK), TD_EEXISTS);
+	/* A file that is not a store. */
+	{
+		FILE *f = fopen(td_test_path("junk"), "wb");
+
+		cr_assert_not_null(f);
+		for (int i = 0; i < 5000; i++)
+			fputc('j', f);
+		fclose(f);
+	}
+	td_cr_assert_err(td_store_open(&st, td_test_path("junk"), TD_STORE_RDONLY), TD_ECORRUPT);
+	td_dict_free(d);
+}
+
+/* ---- processes ---- */
+
+#define RACERS 4
+#define PER_RACER 12
+
+Test(store_packed, processes_racing_schema_changes_lose_nothing)
+{
+	td_store *st = small_store("race.tds");
+	pid_t pids[RACERS];
+	char key[32];
+	const char *parts[2] = { NULL, key };
+	int i, j, status;
+
+	td_cr_assert_ok(td_store_close(st));
+	for (i = 0; i < RACERS; i++) {
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			td_store *mine;
+			int rc = td_store_open(&mine, td_test_path("race.tds"), TD_STORE_RDWR);
+
+			for (j = 0; rc == 0 && j < PER_RACER; j++) {
+				td_tensor t;
+
+				parts[0] = (j % 2) ? "shared" : NULL;
+				snprintf(key, sizeof(key), "p%d_%d", i, j);
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(i * 100 + j));
+				if (rc == 0)
+					rc = parts[0] ? td_store_add_tensor(mine, parts, 2, &t) :
+						td_store_add_tensor(mine, &parts[1], 1, &t);
+				td_tensor_release(&t);
+				/* Data writes through the mapping between schema changes. */
+				if (rc == 0) {
+					const char *b[1] = { "base" };
+					const td_value *v;
+
+					rc = td_dict_get_path(td_store_dict(mine), b, 1, &v);
+					if (rc == 0)
+						((int32_t *)td_tensor_data(&v->u.tensor))[i] = j;
+				}
+			}
+			if (rc < 0)
+				fprintf(stderr, "racer %d: %s\n", i, td_error_last()->message);
+			td_store_close(mine);
+			_exit(rc < 0);
+		}
+	}
+	for (i = 0; i < RACERS; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
+	}
+	td_cr_assert_ok(td_store_open(&st, td_test_path("race.tds"), TD_STORE_RDONLY));
+	for (i = 0; i < RACERS; i++) {
+		const char *b[1] = { "base" };
+		const td_value *v;
+
+		for (j = 0; j < PER_RACER; j++) {
+			parts[0] = (j % 2) ? "shared" : NULL;
+			snprintf(key, sizeof(key), "p%d_%d", i, j);
+			cr_assert_eq(parts[0] ? first_i64(td_store_dict(st), parts, 2) :
+				first_i64(td_store_dict(st), &parts[1], 1), i * 100 + j);
+		}
+		td_cr_assert_ok(td_dict_get_path(td_store_dict(st), b, 1, &v));
+		cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[i], PER_RACER - 1);
+	}
+	cr_assert_eq(td_store_generation(st), 1 + RACERS * PER_RACER);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intact)
+{
+	enum { ITERATIONS = 200 };
+	td_store *st = small_store("kill.tds"), *watch = NULL;
+	uint64_t seed = 777;
+	int it;
+
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill.tds"), TD_STORE_RDONLY));
+	for (it = 0; it < ITERATIONS; it++) {
+		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 3000000) };
+		struct timespec poll = { 0, 100000 };
+		uint64_t g0 = td_store_generation(watch);
+		td_dict_iter *iter;
+		td_item item;
+		int status, waited;
+		pid_t pid = fork();
+
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			td_store *w;
+			int k, rc = td_store_open(&w, td_test_path("kill.tds"), TD_STORE_RDWR);
+
+			/* Add leaves k<n> holding n, and remove every third, until killed. */
+			for (k = it * 100000; rc == 0; k++) {
+				char key[32];
+				const char *p[1] = { key };
+				td_tensor t;
+
+				snprintf(key, sizeof(key), "k%d", k);
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
+				if (rc == 0)
+					rc = td_store_add_tensor(w, p, 1, &t);
+				td_tensor_release(&t);
+				if (rc == 0 && k % 3 == 0)
+					rc = td_store_remove(w, p, 1);
+			}
+			_exit(1);
+		}
+		for (waited = 0; td_store_generation(watch) == g0 && waited < 600000; waited++)
+			nanosleep(&poll, NULL);
+		nanosleep(&delay, NULL);
+		kill(pid, SIGKILL);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(td_store_generation(watch) > g0, "iteration %d: the writer committed nothing",
+			it);
+		/* Every reopen succeeds and every committed leaf holds its value. */
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill.tds"),
+			it % 2 ? TD_STORE_RDWR : TD_STORE_RDONLY));
+		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
+		while (td_dict_iter_next(iter, &item) == 1) {
+			const int64_t *p = td_tensor_data(&item.value->u.tensor);
+			int k;
+
+			if (!strcmp(item.key, "base"))
+				continue;
+			cr_assert_eq(sscanf(item.key, "k%d", &k), 1, "key %s", item.key);
+			cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
+			cr_assert_eq(p[3], k);
+		}
+		td_dict_iter_free(iter);
+		td_cr_assert_ok(td_store_close(st));
+	}
+	td_cr_assert_ok(td_store_close(watch));
+}
