@@ -351,7 +351,17 @@ static double raw_read_sum(const char *path, double *sum)
 
 /* ---- rows ---- */
 
-static void bench_save_read(const char *layout, td_dict *d, const char *size_name)
+/* "save", "save-packed", ... : the row prefix of a placement. */
+static const char *prefix(const char *what, unsigned placement)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "%s%s", what, placement & TD_STORE_PACKED ? "-packed" : "");
+	return buf;
+}
+
+static void bench_save_read(const char *layout, td_dict *d, const char *size_name,
+	unsigned placement)
 {
 	char name[128], store[4200], raw[4200], extra[256];
 	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
@@ -359,6 +369,10 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	size_t leaves, bytes = dict_bytes(d, &leaves);
 	int r;
 
+	snprintf(name, sizeof(name), "%s/%s/%s", prefix("save", placement), layout, size_name);
+	snprintf(extra, sizeof(extra), "%s/%s/%s", prefix("read", placement), layout, size_name);
+	if (!wanted(name) && !wanted(extra))
+		return;
 	snprintf(store, sizeof(store), "%s/store", opt.dir);
 	snprintf(raw, sizeof(raw), "%s/raw.bin", opt.dir);
 	for (r = 0; r < opt.repeat; r++) {
@@ -373,13 +387,13 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 			best_raw = t;
 		sync();
 		t = now();
-		CHECK(td_store_memmap(&st, d, store, 0));
+		CHECK(td_store_memmap(&st, d, store, placement));
 		t = now() - t;
 		CHECK(td_store_close(st));
 		if (t < best_save)
 			best_save = t;
 	}
-	snprintf(name, sizeof(name), "save/%s/%s", layout, size_name);
+	snprintf(name, sizeof(name), "%s/%s/%s", prefix("save", placement), layout, size_name);
 	snprintf(extra, sizeof(extra), opt.json ? "\"leaves\": %zu, \"bytes\": %zu" :
 		"%zu leaves, %zu bytes, %.0f MB/s", leaves, bytes, bytes / best_save / 1e6);
 	if (wanted(name))
@@ -405,7 +419,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 			layout, s1, s2);
 		exit(1);
 	}
-	snprintf(name, sizeof(name), "read/%s/%s", layout, size_name);
+	snprintf(name, sizeof(name), "%s/%s/%s", prefix("read", placement), layout, size_name);
 	if (wanted(name))
 		row(name, best_read, best_rread, "read()+sum", opt.json ? "\"cache\": \"warm\"" :
 			"warm page cache");
@@ -413,7 +427,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	unlink(raw);
 }
 
-static void bench_open(int leaves, int64_t bytes, const char *size_name)
+static void bench_open(int leaves, int64_t bytes, const char *size_name, unsigned placement)
 {
 	char name[128], store[4200], extra[256];
 	double best = 1e30;
@@ -422,7 +436,8 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name)
 	td_store *st;
 	int r;
 
-	snprintf(name, sizeof(name), "open/%d_leaves/%s", leaves, size_name);
+	snprintf(name, sizeof(name), "%s/%d_leaves/%s", prefix("open", placement), leaves,
+		size_name);
 	if (!wanted(name)) {
 		td_dict_free(d);
 		return;
@@ -430,7 +445,7 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name)
 	snprintf(store, sizeof(store), "%s/open", opt.dir);
 	rm_rf(store);
 	/* Files sized and reserved, data not copied: the open does not look at it. */
-	CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC));
+	CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC | placement));
 	CHECK(td_store_close(st));
 	td_dict_free(d);
 	for (r = 0; r < opt.repeat; r++) {
@@ -461,7 +476,8 @@ int main(int argc, char **argv)
 		bool large;
 	} sizes[] = { { "10MB", 10 * MB, false }, { "100MB", 100 * MB, false },
 		      { "1GB", 1000 * MB, true } };
-	int i;
+	static const unsigned placements[2] = { 0, TD_STORE_PACKED };
+	int i, p;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--json"))
@@ -490,17 +506,18 @@ int main(int argc, char **argv)
 	if (opt.quick)
 		opt.repeat = 1;
 	if (!opt.json)
-		printf("tdstorebench: tdstore %s, directory stores in %s; best of %d; "
+		printf("tdstorebench: tdstore %s, stores in %s (directory rows, then -packed "
+		       "rows); best of %d; "
 		       "Ratio = ours / baseline (lower is better)\n\n", td_version(NULL, NULL, NULL), opt.dir,
 			opt.repeat);
 
-	if (wanted("save/weights") || wanted("read/weights")) {
+	for (p = 0; p < 2; p++) {
 		td_dict *d = opt.quick ? flat(MB, 184) : weights();
 
-		bench_save_read("weights", d, opt.quick ? "1MB" : "176MB");
+		bench_save_read("weights", d, opt.quick ? "1MB" : "176MB", placements[p]);
 		td_dict_free(d);
 	}
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 3; i++) for (p = 0; p < 2; p++) {
 		int64_t bytes = opt.quick ? MB : sizes[i].bytes;
 		const char *sz = opt.quick ? "1MB" : sizes[i].name;
 		td_dict *d;
@@ -508,25 +525,27 @@ int main(int argc, char **argv)
 		if ((sizes[i].large && !opt.large) || (opt.quick && i > 0))
 			continue;
 		d = flat(bytes, 8);
-		bench_save_read("flat", d, sz);
+		bench_save_read("flat", d, sz, placements[p]);
 		td_dict_free(d);
 		d = many_small(bytes);
-		bench_save_read("many_small", d, sz);
+		bench_save_read("many_small", d, sz, placements[p]);
 		td_dict_free(d);
 		d = deep(bytes);
-		bench_save_read("deep", d, sz);
+		bench_save_read("deep", d, sz, placements[p]);
 		td_dict_free(d);
 	}
 	{
 		static const int leaves[] = { 10, 1000, 10000 }, quick_leaves[] = { 10, 100, 1000 };
 		int k;
 
-		for (k = 0; k < 3; k++) {
-			bench_open(opt.quick ? quick_leaves[k] : leaves[k], opt.quick ? MB : 10 * MB,
-				opt.quick ? "1MB" : "10MB");
-			if (!opt.quick)
-				bench_open(leaves[k], 1000 * MB, "1GB");
-		}
+		for (p = 0; p < 2; p++)
+			for (k = 0; k < 3; k++) {
+				bench_open(opt.quick ? quick_leaves[k] : leaves[k],
+					opt.quick ? MB : 10 * MB, opt.quick ? "1MB" : "10MB",
+					placements[p]);
+				if (!opt.quick)
+					bench_open(leaves[k], 1000 * MB, "1GB", placements[p]);
+			}
 	}
 	if (opt.json)
 		printf("%s]\n", nrows ? "\n" : "[");
