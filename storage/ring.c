@@ -355,14 +355,15 @@ static int map_ring_file(td_ring *r, int dirfd, const char *what)
 		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap", what);
 	r->map = p;
 	r->map_len = (size_t)h.file_size;
-	r->hdr = (const td__ring_header *)r->map;
+	/* The mapping is page-aligned and every offset a multiple of 64 (3.1). */
+	r->hdr = (const td__ring_header *)(void *)r->map;
 	/* The mapping is what is used from now on: check it holds what was validated. */
 	if (memcmp(r->hdr, &h, sizeof(h)) != 0)
 		return td__error(TD_ECORRUPT, "%s: header changed while opening", what);
-	r->live = (td__ring_live *)(r->map + TD_RING_HEADER_SIZE);
-	r->writers = (td__ring_writer *)(r->map + TD_RING_WRITERS_OFFSET);
-	r->seq = (_Atomic uint64_t *)(r->map + h.seq_offset);
-	r->tree = h.tree_offset ? (_Atomic uint64_t *)(r->map + h.tree_offset) : NULL;
+	r->live = (td__ring_live *)(void *)(r->map + TD_RING_HEADER_SIZE);
+	r->writers = (td__ring_writer *)(void *)(r->map + TD_RING_WRITERS_OFFSET);
+	r->seq = (_Atomic uint64_t *)(void *)(r->map + h.seq_offset);
+	r->tree = h.tree_offset ? (_Atomic uint64_t *)(void *)(r->map + h.tree_offset) : NULL;
 	r->capacity = h.capacity;
 	r->tree_leaves = h.tree_leaves;
 	return TD_OK;

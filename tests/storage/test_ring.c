@@ -666,7 +666,7 @@ static void crash_after_claim(const char *dir)
 		}
 		if (slot == 256)
 			_exit(4);
-		t = atomic_fetch_add((_Atomic uint64_t *)(m + 128), 1);
+		t = atomic_fetch_add((_Atomic uint64_t *)(void *)(m + 128), 1);
 		hi = t + 1;
 		lo = t;
 		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 16, &hi, 8);
@@ -745,7 +745,7 @@ Test(ring, a_live_writer_a_lap_behind_keeps_its_slot)
 		cr_assert_eq((uint32_t)owner, (uint32_t)getpid());
 		memcpy(m + RING_WRITERS_OFFSET + 64 + 16, &one, 8);
 	}
-	atomic_fetch_add((_Atomic uint64_t *)(m + 128), 1);
+	atomic_fetch_add((_Atomic uint64_t *)(void *)(m + 128), 1);
 	w = (1u << 2) | 1;
 	memcpy(m + RING_SEQ_OFFSET, &w, 8);
 	/* A lap later, ticket 4 finds slot 0 still held by a live writer: dropped. */
