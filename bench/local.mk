@@ -4,7 +4,8 @@
 # nothing. They are compiled with the same CFLAGS as the library
 # (configure's default -g -O2). Pass options with
 # `make bench BENCH_ARGS="--json --filter nested"` (tdbench, the core rows)
-# and STORE_BENCH_ARGS="--large" (tdstorebench, the storage rows); see
+# STORE_BENCH_ARGS="--large" (tdstorebench, the storage rows) and
+# RING_BENCH_ARGS="--seconds 2" (ringbench, the ring buffer rows); see
 # bench/README.md.
 
 check_PROGRAMS += %D%/tdbench
@@ -48,10 +49,17 @@ check_PROGRAMS += %D%/tdstorebench
 %C%_tdstorebench_LDADD = libtdstore.la
 CLEANFILES += %D%/tdstorebench$(EXEEXT)
 
-bench: %D%/tdbench$(EXEEXT) %D%/tdstorebench$(EXEEXT)
+check_PROGRAMS += %D%/ringbench
+%C%_ringbench_SOURCES = %D%/ringbench.c
+%C%_ringbench_LDADD = libtdstore.la
+CLEANFILES += %D%/ringbench$(EXEEXT)
+
+bench: %D%/tdbench$(EXEEXT) %D%/tdstorebench$(EXEEXT) %D%/ringbench$(EXEEXT)
 	@echo "== %D%/tdbench $(BENCH_ARGS)" >&2
 	./%D%/tdbench$(EXEEXT) $(BENCH_ARGS)
 	@echo "== %D%/tdstorebench $(STORE_BENCH_ARGS)" >&2
 	./%D%/tdstorebench$(EXEEXT) $(STORE_BENCH_ARGS)
+	@echo "== %D%/ringbench $(RING_BENCH_ARGS)" >&2
+	./%D%/ringbench$(EXEEXT) $(RING_BENCH_ARGS)
 
 .PHONY: bench

@@ -139,6 +139,24 @@ dist_man_MANS += \
 	%D%/man/man3/td_mmap_tensor_from_tensor.3 \
 	%D%/man/man3/td_mmap_tensor_full.3 \
 	%D%/man/man3/td_mmap_tensor_zeros.3 \
+	%D%/man/man3/td_ring_add.3 \
+	%D%/man/man3/td_ring_batch_new.3 \
+	%D%/man/man3/td_ring_capacity.3 \
+	%D%/man/man3/td_ring_clear.3 \
+	%D%/man/man3/td_ring_close.3 \
+	%D%/man/man3/td_ring_create.3 \
+	%D%/man/man3/td_ring_extend.3 \
+	%D%/man/man3/td_ring_len.3 \
+	%D%/man/man3/td_ring_open.3 \
+	%D%/man/man3/td_ring_read.3 \
+	%D%/man/man3/td_ring_reclaim.3 \
+	%D%/man/man3/td_ring_sample.3 \
+	%D%/man/man3/td_ring_sample_prioritized.3 \
+	%D%/man/man3/td_ring_seed.3 \
+	%D%/man/man3/td_ring_stat.3 \
+	%D%/man/man3/td_ring_store.3 \
+	%D%/man/man3/td_ring_sync.3 \
+	%D%/man/man3/td_ring_update_priority.3 \
 	%D%/man/man3/td_scalar_bool.3 \
 	%D%/man/man3/td_scalar_complex.3 \
 	%D%/man/man3/td_scalar_float.3 \

@@ -12,7 +12,8 @@ pkginclude_HEADERS += \
 	%D%/tdstore/tensor.h \
 	%D%/tdstore/dict.h \
 	%D%/tdstore/store.h \
-	%D%/tdstore/mmap.h
+	%D%/tdstore/mmap.h \
+	%D%/tdstore/ring.h
 
 nodist_pkginclude_HEADERS += \
 	%D%/tdstore/version.h

@@ -17,5 +17,6 @@
 #include "tdstore/dict.h"
 #include "tdstore/store.h"
 #include "tdstore/mmap.h"
+#include "tdstore/ring.h"
 
 #endif /* TDSTORE_H */

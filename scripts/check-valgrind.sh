@@ -24,6 +24,9 @@ if ! command -v "$valgrind" >/dev/null 2>&1; then
 	exit 1
 fi
 export TD_TEST_DATA TD_BUILDDIR
+# Tests that run many processes do less work when this is set.
+TD_VALGRIND=1
+export TD_VALGRIND
 vg="$valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --num-callers=30"
 
 failed=0

@@ -11,7 +11,11 @@ libtdcore_la_SOURCES += \
 	%D%/fileio.c \
 	%D%/coord.c \
 	%D%/store_dir.c \
-	%D%/mmap.c
+	%D%/mmap.c \
+	%D%/ring_impl.h \
+	%D%/ring.c \
+	%D%/ring_io.c \
+	%D%/ring_prio.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)

@@ -108,6 +108,11 @@ TESTS += %D%/storage/test_store_packed
 %C%_storage_test_store_packed_CFLAGS = $(td_test_cflags) $(XXHASH_CFLAGS)
 %C%_storage_test_store_packed_LDADD = $(td_test_ldadd) $(XXHASH_LIBS)
 
+check_PROGRAMS += %D%/storage/test_ring
+TESTS += %D%/storage/test_ring
+%C%_storage_test_ring_CFLAGS = $(td_test_cflags)
+%C%_storage_test_ring_LDADD = $(td_test_ldadd)
+
 endif
 
 # --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---

@@ -2,7 +2,8 @@
 /*
  * cmd_demo.c - `tdstore demo`: build tensordict's benchmark fixtures and a
  * batch of replay-buffer transitions, run the core operations on them and
- * verify each result, one line per step (see tools/demo.h). Exits 1 at the
+ * verify each result, then fill a ring buffer from actor processes while a
+ * learner samples it, one line per step (see tools/demo.h). Exits 1 at the
  * first failure, so the demo doubles as a smoke test.
  */
 #include <stdio.h>
@@ -50,6 +51,9 @@ static const demo_step steps[] = {
 	/* Storage (tools/demo_store.c). */
 	{ "store", "save the transitions into a store, reopen, add and remove a leaf",
 		demo_step_store },
+	/* Replay buffer (tools/demo_ring.c). */
+	{ "ring", "4 actor processes fill a shared ring buffer while a learner samples it; "
+		"reopen and verify", demo_step_ring },
 };
 
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
@@ -60,8 +64,10 @@ static void print_help(void)
 
 	printf("usage: tdstore demo [--quiet]\n\n"
 		"Build the fixtures of tensordict's benchmarks and a batch of replay-buffer\n"
-		"transitions, run the core operations on them, verify every result and print\n"
-		"one line per step. Exits 1 at the first failed check, 0 when all pass.\n\n"
+		"transitions, run the core operations on them, save them in a store, then\n"
+		"let actor processes fill a ring buffer while a learner samples it; verify\n"
+		"every result and print one line per step. Exits 1 at the first failed\n"
+		"check, 0 when all pass.\n\n"
 		"options:\n"
 		"  -q, --quiet   print only the summary line\n"
 		"  -h, --help    print this help\n\n"

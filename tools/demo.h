@@ -181,4 +181,7 @@ int demo_step_non_tensor(demo *d);
 /* Storage (tools/demo_store.c). */
 int demo_step_store(demo *d);
 
+/* Replay buffer shared by processes (tools/demo_ring.c). */
+int demo_step_ring(demo *d);
+
 #endif /* TD_TOOLS_DEMO_H */

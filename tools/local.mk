@@ -14,6 +14,7 @@ tools_tdstore_SOURCES = \
 	%D%/demo_access.c \
 	%D%/demo_shape.c \
 	%D%/demo_ops.c \
-	%D%/demo_store.c
+	%D%/demo_store.c \
+	%D%/demo_ring.c
 
 tools_tdstore_LDADD = libtdstore.la -lm

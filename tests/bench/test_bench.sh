@@ -80,5 +80,22 @@ rc=0
 "$storebench" --bogus >"$tmp/out" 2>"$tmp/err" || rc=$?
 check "tdstorebench refuses an unknown option" test "$rc" -eq 2
 
+# The ring benchmark: every row on small rings for a few milliseconds.
+ringbench="${TD_BUILDDIR:-.}/bench/ringbench"
+rc=0
+${TD_TOOL_WRAPPER:-} "$ringbench" --quick --dir "$tmp" >"$tmp/out" 2>"$tmp/err" || rc=$?
+cat "$tmp/err" >&2
+check "ringbench --quick runs every row" test "$rc" -eq 0
+check "ringbench extends, samples and copies" sh -c "grep -q '^extend/64B/w2 ' '$tmp/out' && \
+	grep -q '^sample256/28KiB ' '$tmp/out' && grep -q '^memcpy/seq/28KiB ' '$tmp/out' && \
+	grep -q '^rows: 18;' '$tmp/out'"
+rc=0
+${TD_TOOL_WRAPPER:-} "$ringbench" --quick --json --filter sample256/64B --dir "$tmp" \
+	>"$tmp/out" 2>"$tmp/err" || rc=$?
+check "ringbench --json" sh -c "test $rc -eq 0 && grep -q '\"name\": \"sample256/64B\"' '$tmp/out'"
+rc=0
+"$ringbench" --bogus >"$tmp/out" 2>"$tmp/err" || rc=$?
+check "ringbench refuses an unknown option" test "$rc" -eq 2
+
 echo "1..$n"
 exit "$failed"

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbench.c - ring buffer benchmarks (../shared/reference/benchmarks.md):
+ * td_ring_extend throughput with 1, 2 and 4 writer processes and
+ * td_ring_sample throughput (batches of 256), for rows of 64 B, 4 KiB and
+ * 28 KiB (an 84x84x4 uint8 frame), beside memcpy bandwidth measured in the
+ * same run: large sequential copies, and copies of 256 random rows of the
+ * same size out of a buffer as large as the ring (what sampling does).
+ *
+ * Targets: sampling 256 rows of 28 KiB at >= 70% of memcpy bandwidth
+ * (sequential memcpy of the same bytes per call, measured interleaved with
+ * the sampling, best slice of each); extending 64 B rows at >= 5 M rows/s
+ * with 2 writers. Sampling is also given as calls/s beside torchrl's
+ * LazyMemmapStorage, whose sample() runs a few thousand calls per second
+ * from Python (3000 is the reference).
+ *
+ * Usage: ringbench [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] [--quick]
+ *   --quick  small rings, a few milliseconds per row (a smoke test: make
+ *   check runs it). Exits 1 if a sampled row is wrong or a call fails.
+ */
+#define _GNU_SOURCE
+#include <tdstore.h>
+
+#include <errno.h>
+#include <ftw.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BATCH 256
+#define FILL 0xA5
+#define TORCHRL_CALLS_PER_S 3000.0
+
+static struct {
+	bool json, quick;
+	const char *filter;
+	double seconds;
+	char dir[4096];
+} opt = { false, false, NULL, 1.0, "" };
+
+static int nrows;
+
+/* The row layouts measured. */
+typedef struct layout {
+	const char *name;
+	size_t bytes;
+	int64_t capacity, quick_capacity;
+} layout;
+
+static const layout layouts[] = {
+	{ "64B", 64, 1 << 20, 1024 },
+	{ "4KiB", 4096, 1 << 16, 512 },
+	{ "28KiB", 84 * 84 * 4, 1 << 14, 512 },
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+	const td_error *e = td_error_last();
+
+	fprintf(stderr, "ringbench: %s: %s\n", what, e->code ? e->message : strerror(errno));
+	exit(1);
+}
+
+#define CHECK(expr) \
+	do { \
+		if ((expr) < 0) \
+			die(#expr); \
+	} while (0)
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path);
+}
+
+static bool wanted(const char *name)
+{
+	return !opt.filter || strstr(name, opt.filter);
+}
+
+static void row(const char *name, double calls_s, double rows_s, double gbs, const char *vs,
+	double ratio, const char *target)
+{
+	if (opt.json) {
+		printf("%s  {\"name\": \"%s\", \"calls_per_s\": %.1f, \"rows_per_s\": %.1f, "
+			"\"gb_per_s\": %.3f, \"baseline\": \"%s\", \"ratio\": %.3f, \"target\": \"%s\"}",
+			nrows ? ",\n" : "", name, calls_s, rows_s, gbs, vs, ratio, target);
+	} else {
+		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %s\n", name, calls_s, rows_s, gbs, vs,
+			ratio, target);
+	}
+	nrows++;
+	fflush(stdout);
+}
+
+/* One row of `bytes` as a template: 64 B is obs float32[14] + action int64,
+ * 4 KiB obs float32[1024], 28 KiB pixels uint8[84, 84, 4]. */
+static td_dict *template_for(size_t bytes)
+{
+	td_dict *row;
+	td_tensor t;
+
+	CHECK(td_dict_new(&row, 0, NULL));
+	if (bytes == 64) {
+		CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 14 }));
+		CHECK(td_dict_set_tensor_take(row, "obs", &t));
+		CHECK(td_tensor_zeros(&t, TD_DTYPE_I64, 0, NULL));
+		CHECK(td_dict_set_tensor_take(row, "action", &t));
+	} else if (bytes == 4096) {
+		CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 1024 }));
+		CHECK(td_dict_set_tensor_take(row, "obs", &t));
+	} else {
+		CHECK(td_tensor_zeros(&t, TD_DTYPE_U8, 3, (int64_t[]){ 84, 84, 4 }));
+		CHECK(td_dict_set_tensor_take(row, "pixels", &t));
+	}
+	return row;
+}
+
+/* Fill every leaf of a batch with FILL bytes. */
+static void fill_batch(td_dict *b)
+{
+	td_dict_iter *it;
+	td_item item;
+
+	CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	while (td_dict_iter_next(it, &item) == 1)
+		memset(td_tensor_data(&item.value->u.tensor), FILL,
+			td_tensor_nbytes(&item.value->u.tensor));
+	td_dict_iter_free(it);
+}
+
+/* Every sampled row came from a writer: its bytes are all FILL. */
+static void check_batch(const td_dict *b)
+{
+	td_dict_iter *it;
+	td_item item;
+
+	CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	while (td_dict_iter_next(it, &item) == 1) {
+		const unsigned char *p = td_tensor_data(&item.value->u.tensor);
+		size_t n = td_tensor_nbytes(&item.value->u.tensor);
+
+		if (p[0] != FILL || p[n / 2] != FILL || p[n - 1] != FILL) {
+			fprintf(stderr, "ringbench: a sampled row does not hold what was written\n");
+			exit(1);
+		}
+	}
+	td_dict_iter_free(it);
+}
+
+/* ---- memcpy baselines ---- */
+
+static void memcpy_rows(const layout *l, int64_t capacity)
+{
+	size_t rb = l->bytes, total = (size_t)capacity * rb, chunk = BATCH * rb;
+	unsigned char *src = malloc(total), *dst = malloc(chunk);
+	uint64_t seed = 1;
+	double t0, t, seq_bytes = 0;
+	int64_t calls = 0;
+	char name[64];
+
+	if (!src || !dst)
+		die("malloc");
+	memset(src, FILL, total);
+	memset(dst, 0, chunk);
+	/* Sequential: chunk-sized copies walking through the source. */
+	t0 = now();
+	do {
+		size_t off = ((size_t)calls * chunk) % (total > chunk ? total - chunk + 1 : 1);
+
+		memcpy(dst, src + off, chunk < total ? chunk : total);
+		seq_bytes += (double)(chunk < total ? chunk : total);
+		calls++;
+	} while ((t = now() - t0) < opt.seconds / 2);
+	snprintf(name, sizeof(name), "memcpy/seq/%s", l->name);
+	if (wanted(name))
+		row(name, (double)calls / t, seq_bytes / (double)rb / t, seq_bytes / t / 1e9, "-", 1,
+			"");
+	/* Random rows: what sampling copies. */
+	calls = 0;
+	t0 = now();
+	do {
+		int j;
+
+		for (j = 0; j < BATCH; j++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			memcpy(dst + (size_t)j * rb, src + ((seed >> 33) % (uint64_t)capacity) * rb, rb);
+		}
+		calls++;
+	} while ((t = now() - t0) < opt.seconds / 2);
+	snprintf(name, sizeof(name), "memcpy/rows256/%s", l->name);
+	if (wanted(name))
+		row(name, (double)calls / t, (double)calls * BATCH / t,
+			(double)calls * BATCH * (double)rb / t / 1e9, "-", 1, "");
+	if (dst[0] != FILL)
+		die("memcpy check");
+	free(src);
+	free(dst);
+}
+
+/* ---- extend ---- */
+
+typedef struct shared {
+	_Atomic int ready;
+	_Atomic int go;
+	_Atomic int64_t rows;
+} shared;
+
+static int writer(const char *dir, shared *sh, double seconds)
+{
+	td_ring *r;
+	td_dict *b;
+	int64_t rows = 0;
+	double t0;
+
+	if (td_ring_open(&r, dir, TD_STORE_RDWR) < 0 || td_ring_batch_new(&b, r, BATCH) < 0)
+		return 1;
+	fill_batch(b);
+	atomic_fetch_add(&sh->ready, 1);
+	while (!atomic_load(&sh->go))
+		;
+	t0 = now();
+	do {
+		int64_t got = td_ring_extend(r, b, NULL);
+
+		if (got < 0)
+			return 1;
+		rows += BATCH;
+	} while (now() - t0 < seconds);
+	atomic_fetch_add(&sh->rows, rows);
+	td_dict_free(b);
+	return td_ring_close(r) < 0;
+}
+
+/* `w` writer processes extend for the set time; @return rows/s. */
+static double run_writers(const char *dir, int w, double seconds)
+{
+	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE,
+		MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pid_t pids[8];
+	double t0, t;
+	int k, status, failed = 0;
+
+	if (sh == MAP_FAILED)
+		die("mmap");
+	memset(sh, 0, sizeof(*sh));
+	fflush(NULL);
+	for (k = 0; k < w; k++) {
+		pids[k] = fork();
+		if (pids[k] < 0)
+			die("fork");
+		if (pids[k] == 0)
+			_exit(writer(dir, sh, seconds));
+	}
+	while (atomic_load(&sh->ready) < w) {
+		struct timespec ts = { 0, 100000 };
+
+		for (k = 0; k < w; k++)
+			if (waitpid(pids[k], &status, WNOHANG) == pids[k])
+				die("a writer failed to start");
+		nanosleep(&ts, NULL);
+	}
+	t0 = now();
+	atomic_store(&sh->go, 1);
+	for (k = 0; k < w; k++)
+		if (waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) ||
+			WEXITSTATUS(status))
+			failed = 1;
+	t = now() - t0;
+	if (failed)
+		die("a writer failed");
+	t = (double)atomic_load(&sh->rows) / t;
+	munmap(sh, sizeof(*sh));
+	return t;
+}
+
+/*
+ * Sampling, interleaved with sequential memcpy of the same bytes per call
+ * (7 MB for 28 KiB rows) in ROUNDS slices each, best slice of each kept:
+ * on a shared machine both see the same load, so that the ratio is fair.
+ */
+#define ROUNDS 8
+
+static double seq_copy_gbs(unsigned char *dst, const unsigned char *src, size_t total,
+	size_t chunk, double seconds)
+{
+	double t0 = now(), t, bytes = 0;
+	size_t off = 0;
+
+	do {
+		if (off + chunk > total)
+			off = 0;
+		memcpy(dst, src + off, chunk);
+		off += chunk;
+		bytes += (double)chunk;
+	} while ((t = now() - t0) < seconds);
+	return bytes / t / 1e9;
+}
+
+static void sample_row(const layout *l, td_ring *r, const char *name)
+{
+	size_t total = (size_t)td_ring_capacity(r) * l->bytes, chunk = BATCH * l->bytes;
+	unsigned char *src = malloc(total), *dst = malloc(chunk);
+	double best_calls = 0, best_copy = 0, gbs, ratio, calls_s;
+	char target[96];
+	td_dict *b;
+	int k;
+
+	if (!src || !dst)
+		die("malloc");
+	if (chunk > total)
+		chunk = total;
+	memset(src, FILL, total);
+	memset(dst, 0, chunk);
+	CHECK(td_ring_batch_new(&b, r, BATCH));
+	for (k = 0; k < ROUNDS; k++) {
+		double t0 = now(), t, copy;
+		int64_t calls = 0;
+
+		do {
+			CHECK(td_ring_sample(r, b, NULL, 0));
+			calls++;
+		} while ((t = now() - t0) < opt.seconds / ROUNDS);
+		if ((double)calls / t > best_calls)
+			best_calls = (double)calls / t;
+		copy = seq_copy_gbs(dst, src, total, chunk, opt.seconds / ROUNDS);
+		if (copy > best_copy)
+			best_copy = copy;
+	}
+	check_batch(b);
+	td_dict_free(b);
+	free(src);
+	free(dst);
+	calls_s = best_calls;
+	gbs = calls_s * BATCH * (double)l->bytes / 1e9;
+	ratio = gbs / best_copy;
+	if (!strcmp(l->name, "28KiB"))
+		snprintf(target, sizeof(target), "target >= 0.70: %s; %.2fx torchrl calls/s",
+			ratio >= 0.7 ? "met" : "MISSED", calls_s / TORCHRL_CALLS_PER_S);
+	else
+		snprintf(target, sizeof(target), "%.2fx torchrl calls/s",
+			calls_s / TORCHRL_CALLS_PER_S);
+	row(name, calls_s, calls_s * BATCH, gbs, "memcpy same bytes", ratio, target);
+}
+
+static void bench_layout(const layout *l)
+{
+	int64_t cap = opt.quick ? l->quick_capacity : l->capacity;
+	static const int writers[] = { 1, 2, 4 };
+	char dir[4200], name[64], target[64];
+	td_dict *tmpl = template_for(l->bytes), *b;
+	td_ring *r;
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%.4100s/ring-%s", opt.dir, l->name);
+	CHECK(td_ring_create(&r, dir, tmpl, cap, TD_RING_NOSYNC));
+	td_dict_free(tmpl);
+	/* Fault every page in: one full lap, not timed. */
+	CHECK(td_ring_batch_new(&b, r, cap));
+	fill_batch(b);
+	CHECK(td_ring_extend(r, b, NULL));
+	td_dict_free(b);
+	memcpy_rows(l, cap);
+	for (i = 0; i < sizeof(writers) / sizeof(writers[0]); i++) {
+		double rows_s;
+
+		snprintf(name, sizeof(name), "extend/%s/w%d", l->name, writers[i]);
+		if (!wanted(name))
+			continue;
+		rows_s = run_writers(dir, writers[i], opt.seconds);
+		snprintf(target, sizeof(target), "%s", l->bytes == 64 && writers[i] == 2 ?
+			(rows_s >= 5e6 ? "target >= 5M rows/s: met" : "target >= 5M rows/s: MISSED") :
+			"");
+		row(name, rows_s / BATCH, rows_s, rows_s * (double)l->bytes / 1e9, "-", 1, target);
+	}
+	snprintf(name, sizeof(name), "sample256/%s", l->name);
+	if (wanted(name))
+		sample_row(l, r, name);
+	CHECK(td_ring_close(r));
+	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] "
+		"[--quick]\n", prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	char base[4096];
+	size_t i;
+	int a;
+
+	for (a = 1; a < argc; a++) {
+		if (!strcmp(argv[a], "--json"))
+			opt.json = true;
+		else if (!strcmp(argv[a], "--quick"))
+			opt.quick = true;
+		else if (!strcmp(argv[a], "--filter") && a + 1 < argc)
+			opt.filter = argv[++a];
+		else if (!strcmp(argv[a], "--seconds") && a + 1 < argc && atof(argv[a + 1]) > 0)
+			opt.seconds = atof(argv[++a]);
+		else if (!strcmp(argv[a], "--dir") && a + 1 < argc)
+			snprintf(base, sizeof(base), "%s", argv[++a]), tmp = base;
+		else
+			usage(argv[0]);
+	}
+	if (opt.quick)
+		opt.seconds = 0.01;
+	snprintf(opt.dir, sizeof(opt.dir), "%.4000s/ringbench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(opt.dir))
+		die("mkdtemp");
+	if (opt.json)
+		printf("[\n");
+	else
+		printf("%-24s %12s %14s %9s  %-22s %7s  %s\n", "name", "calls/s", "rows/s", "GB/s",
+			"ratio to", "ratio", "target");
+	for (i = sizeof(layouts) / sizeof(layouts[0]); i-- > 0;)
+		bench_layout(&layouts[i]);
+	if (opt.json)
+		printf("\n]\n");
+	else
+		printf("rows: %d; extend rows are batches of %d rows per call summed over the writer "
+			"processes; sample256 is one process, %d rows per call\n", nrows, BATCH, BATCH);
+	rmdir(opt.dir);
+	return 0;
+}

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstore/ring.h - replay buffers shared by processes: a circular buffer
+ * of `capacity` rows over a directory store, filled by any number of
+ * writer processes at once while others sample it.
+ *
+ * A ring is a store directory (tensordict's memmap layout, see store.h)
+ * whose every leaf has `capacity` as its first dimension, plus a file
+ * `.tdstore-ring` in that directory holding the live shared state: the
+ * 64-bit reserve cursor, one sequence word per row and, for prioritized
+ * rings, a sum-tree of priorities (doc/format.md, "Ring file").
+ *
+ * Rows and tickets: every row ever written gets a ticket, 0, 1, 2, ...,
+ * from the shared cursor; ticket t lives in slot (row index) t % capacity,
+ * so that when the ring wraps the oldest rows are overwritten. A writer
+ * reserves tickets, marks their slots as being written, copies the data
+ * into the mapped files and then publishes each row. Readers (sample, read)
+ * take only published rows and check each row's sequence word before and
+ * after copying it (a seqlock): a row that a writer starts to overwrite
+ * during the copy is dropped and another one drawn, so no call ever returns
+ * a half-written row or a mix of two rows.
+ *
+ * Crashes: a writer killed while it copies leaves the rows it marked
+ * unpublished; they are never sampled, every other row stays intact, and
+ * other writers carry on. Writers that meet such a row one lap later take
+ * its slot over; td_ring_reclaim() finds and releases them at any time.
+ *
+ * Python: the directory stays loadable by tensordict's
+ * TensorDict.load_memmap(): it sees every leaf with its full capacity as
+ * first dimension, rows never written included (zeros), in slot order, and
+ * ignores `.tdstore-ring`.
+ *
+ * Threads and processes: a td_ring handle is used by one thread at a time;
+ * any number of processes (or threads, each with its own handle) may open
+ * the same ring and call every function concurrently, unless a function
+ * says otherwise.
+ */
+#ifndef TDSTORE_RING_H
+#define TDSTORE_RING_H
+
+#include "common.h"
+#include "dict.h"
+#include "store.h"
+
+TD_BEGIN_DECLS
+
+typedef struct td_ring td_ring;
+
+/** td_ring_create() flag: keep a sum-tree of priorities (prioritized sampling). */
+#define TD_RING_PRIORITIZED 0x1u
+/** td_ring_create() flag: skip the final fsync of the new files (faster, not durable). */
+#define TD_RING_NOSYNC 0x2u
+
+/** td_ring_sample() flag: draw distinct rows (sampling without replacement). */
+#define TD_RING_NO_REPLACEMENT 0x1u
+
+/**
+ * Create a ring in a new store directory and open it read-write.
+ *
+ * The rows are described by `row`, a dict of batch shape [] (one row): its
+ * keys, nested dicts, dtypes and shapes (its data is not used). The store
+ * gets, for each leaf of shape S, a file of shape [capacity] + S, filled
+ * with zeros (allocated on disk, so that a full disk fails here rather than
+ * later); nested dicts get batch shape [capacity] + their own. Then the
+ * ring file is written under a temporary name and linked into place: the
+ * ring exists once `.tdstore-ring` does.
+ *
+ * @param[out] out   receives the ring; release with td_ring_close(); NULL
+ *                   on failure
+ * @param path       the directory (created; its parent must exist)
+ * @param row        one row's layout: tensors with at least one element and
+ *                   nested dicts, batch shape []
+ * @param capacity   rows, >= 1
+ * @param flags      TD_RING_PRIORITIZED, TD_RING_NOSYNC or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL arguments, unknown flags, capacity < 1, a `row`
+ *         with a batch shape, no tensor, an empty tensor, a string or bytes
+ *         leaf, or a reserved key);
+ *         TD_EEXISTS (`path` already holds a store or a ring);
+ *         TD_EOVERFLOW (the files would be too large);
+ *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         On failure the files already written stay on disk, without a
+ *         ring file.
+ */
+TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
+	int64_t capacity, unsigned flags);
+
+/**
+ * Open an existing ring. It carries on where it stopped: the cursor, the
+ * published rows and the priorities are those in the files. Rows left
+ * unpublished by writers that were killed stay unpublished (never sampled)
+ * until td_ring_reclaim() or a writer takes their slots over.
+ *
+ * @param[out] out  receives the ring; release with td_ring_close()
+ * @param path      the directory
+ * @param flags     TD_STORE_RDONLY (sample and read only) or TD_STORE_RDWR
+ * @return TD_OK;
+ *         TD_EINVAL (NULL arguments, unknown flags);
+ *         TD_ENOTFOUND (no such directory, or no `.tdstore-ring` in it);
+ *         TD_ECORRUPT (a ring file that is too short, has a bad magic,
+ *         header size, checksum, reserved field or layout, or that does not
+ *         match the store's leaves; and the errors of td_store_open());
+ *         TD_EVERSION (a ring file version this library does not read);
+ *         TD_EBUSY (TD_STORE_RDWR: every writer slot is held by a live
+ *         process);
+ *         TD_EREADONLY; TD_EIO; TD_ENOMEM
+ */
+TD_API int td_ring_open(td_ring **out, const char *path, unsigned flags);
+
+/**
+ * Close a ring: its writer slot is released and the store is closed (a
+ * read-write store is synced first, see td_store_close()). NULL is
+ * accepted.
+ *
+ * @return TD_OK; TD_EIO if the final sync failed (the ring is closed all
+ *         the same)
+ */
+TD_API int td_ring_close(td_ring *ring);
+
+/**
+ * Flush the ring's data and state to disk (msync and fsync of the leaf
+ * files and the ring file).
+ *
+ * @return TD_OK (also for a read-only ring); TD_EINVAL for NULL; TD_EIO
+ */
+TD_API int td_ring_sync(td_ring *ring);
+
+/**
+ * The ring's store: its dict holds every leaf with all `capacity` rows, as
+ * Python sees it. Borrowed: valid until td_ring_close(). Rows read through
+ * it directly are not protected against concurrent writers (use
+ * td_ring_read() for that).
+ *
+ * @return the store; NULL for NULL
+ */
+TD_API td_store *td_ring_store(td_ring *ring);
+
+/** @return the ring's capacity in rows; 0 for NULL. */
+TD_API int64_t td_ring_capacity(const td_ring *ring);
+
+/**
+ * The number of rows the ring holds: the tickets reserved since the last
+ * td_ring_clear(), at most the capacity. Rows still being written and rows
+ * left unpublished by killed writers are counted until their slots are
+ * overwritten or reclaimed; sampling skips them.
+ *
+ * @return the length; 0 for NULL
+ */
+TD_API int64_t td_ring_len(const td_ring *ring);
+
+/** What td_ring_stat() reports. */
+typedef struct td_ring_stats {
+	int64_t capacity;   /**< rows */
+	uint64_t head;      /**< tickets reserved so far (the shared cursor) */
+	uint64_t cleared;   /**< tickets below this were cleared by td_ring_clear() */
+	uint64_t oldest;    /**< oldest ticket that may be present: max(cleared, head - capacity) */
+	int64_t len;        /**< td_ring_len() */
+	int64_t published;  /**< slots holding a published row not cleared (counted) */
+	int64_t writing;    /**< slots being written, or left so by killed writers (counted) */
+	uint64_t reclaimed; /**< rows taken back from killed writers, since creation */
+	uint64_t dropped;   /**< rows writers could not store (slot still held one lap later) */
+	int writers;        /**< writer handles registered (read-write opens, live or dead) */
+	bool prioritized;   /**< the ring keeps a sum-tree */
+} td_ring_stats;
+
+/**
+ * Describe the ring. `published` and `writing` come from a scan of every
+ * sequence word (O(capacity)); with writers running they are a snapshot.
+ *
+ * @param[out] out  receives the figures
+ * @return TD_OK; TD_EINVAL for NULL
+ */
+TD_API int td_ring_stat(const td_ring *ring, td_ring_stats *out);
+
+/**
+ * Allocate a dict for `n` rows of the ring: batch shape [n], the ring's
+ * keys, contiguous heap tensors filled with zeros. It is what td_ring_sample()
+ * and td_ring_read() fill, and what td_ring_extend() takes.
+ *
+ * @param[out] out  receives the dict; release with td_dict_free()
+ * @param n         rows, >= 0
+ * @return TD_OK; TD_EINVAL (NULL arguments, n < 0); TD_EOVERFLOW; TD_ENOMEM
+ */
+TD_API int td_ring_batch_new(td_dict **out, const td_ring *ring, int64_t n);
+
+/**
+ * Append rows: `rows` has batch shape [n] and, for every leaf of the ring,
+ * a tensor of the same dtype and shape [n] + the row's shape (any strides;
+ * extra keys are ignored). The rows get consecutive tickets from the shared
+ * cursor and are visible to readers once published, when the call returns.
+ * When n exceeds the capacity all n tickets are reserved but only the last
+ * `capacity` rows are written (the others would be overwritten at once).
+ *
+ * A row is not stored (it is counted as dropped) when its slot is still
+ * being written by a live writer a whole lap behind; a slot left unpublished
+ * by a killed writer is taken over.
+ *
+ * @param ring       a read-write ring
+ * @param rows       the rows
+ * @param[out] first_out  receives the first row's ticket; may be NULL
+ * @return the number of rows stored (n, or less as said above);
+ *         TD_EINVAL (NULL arguments, `rows` without batch shape [n]);
+ *         TD_ENOTFOUND (a leaf of the ring is missing from `rows`);
+ *         TD_ETYPE (a leaf of another dtype or shape);
+ *         TD_EREADONLY (a read-only ring);
+ *         TD_EOVERFLOW (the cursor would pass 2^62)
+ */
+TD_API int64_t td_ring_extend(td_ring *ring, const td_dict *rows, uint64_t *first_out);
+
+/**
+ * Append one row: as td_ring_extend() with a dict of batch shape [] whose
+ * leaves have the row's shapes.
+ *
+ * @return 1 when stored, 0 when dropped; the errors of td_ring_extend()
+ */
+TD_API int td_ring_add(td_ring *ring, const td_dict *row, uint64_t *ticket_out);
+
+/**
+ * Seed the handle's generator (xoshiro256**, per handle and so per
+ * process). A handle starts seeded from its process id, the time and its
+ * address; the same seed on a ring that does not change gives the same
+ * draws.
+ */
+TD_API void td_ring_seed(td_ring *ring, uint64_t seed);
+
+/**
+ * Draw n rows uniformly among the published rows and copy them into `dst`
+ * (batch shape [n], tensors as td_ring_batch_new() makes: the ring's
+ * dtypes and row shapes, contiguous, writable). Nothing is allocated,
+ * except, once per handle, scratch space for sampling without replacement
+ * when n grows. Each row is copied whole from one publication: a row being
+ * overwritten during its copy is drawn again.
+ *
+ * @param ring       the ring (read-only or read-write)
+ * @param dst        receives the rows
+ * @param[out] index_out  n slots (row indices in the store's leaves)
+ *                   receive the rows drawn; may be NULL
+ * @param flags      TD_RING_NO_REPLACEMENT for distinct rows, or 0
+ * @return TD_OK;
+ *         TD_EINVAL (NULL arguments, unknown flags, `dst` without batch
+ *         shape [n]);
+ *         TD_ENOTFOUND (a leaf missing from `dst`; no published row, or
+ *         without replacement fewer than n);
+ *         TD_ETYPE (a leaf of another dtype or shape, not contiguous, or
+ *         read-only);
+ *         TD_ENOMEM (scratch space).
+ *         On failure rows of `dst` may have been written.
+ */
+TD_API int td_ring_sample(td_ring *ring, td_dict *dst, int64_t *index_out, unsigned flags);
+
+/**
+ * Read published rows in ticket order (oldest first), for iteration and
+ * range reads: from ticket `*pos` (raised to the oldest ticket present
+ * when lower) up to the cursor, at most n rows into `dst` (as for
+ * td_ring_sample(), batch shape [n]). Tickets whose row is not published
+ * (being written, left by a killed writer, overwritten during the read)
+ * are skipped. `*pos` is advanced past the last ticket examined, so that
+ * calling again until 0 is returned visits every row once.
+ *
+ * @param[in,out] pos      the next ticket to examine
+ * @param[out] index_out   n slots receive the tickets of the rows read;
+ *                         may be NULL
+ * @return the number of rows read (0 at the end); the errors of
+ *         td_ring_sample()
+ */
+TD_API int64_t td_ring_read(td_ring *ring, td_dict *dst, uint64_t *pos, uint64_t *index_out);
+
+/**
+ * Empty the ring: every ticket reserved so far is cleared (never sampled
+ * or read again), len becomes 0, the priorities go back to 0, and writers
+ * carry on. Rows being written during the call are cleared too. The data
+ * files are not touched.
+ *
+ * @return TD_OK; TD_EINVAL for NULL; TD_EREADONLY; TD_EIO (the tree lock)
+ */
+TD_API int td_ring_clear(td_ring *ring);
+
+/**
+ * Release what killed writers left: every slot marked as being written by
+ * a process that no longer exists becomes empty (never sampled, free for
+ * the next writer), and dead processes' writer slots are freed. Safe while
+ * other writers run. A process counts as existing until it is reaped
+ * (waitpid) by its parent.
+ *
+ * @param[out] reclaimed_out  receives the number of rows released; may be
+ *                            NULL
+ * @return TD_OK; TD_EINVAL for NULL; TD_EREADONLY
+ */
+TD_API int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out);
+
+/**
+ * Draw n rows with probability proportional to their priority (a ring
+ * created with TD_RING_PRIORITIZED), as td_ring_sample() with replacement.
+ * New rows get the largest priority ever set (1.0 at first).
+ *
+ * @param[out] index_out  n slots receive the rows drawn; may be NULL
+ * @param[out] prob_out   n slots receive each row's probability
+ *                        (priority / sum of priorities); may be NULL
+ * @return TD_OK; the errors of td_ring_sample(); TD_ENOTSUP (a ring without
+ *         priorities); TD_ENOTFOUND (every priority is 0)
+ */
+TD_API int td_ring_sample_prioritized(td_ring *ring, td_dict *dst, int64_t *index_out,
+	double *prob_out);
+
+/**
+ * Set the priority of rows by slot (as td_ring_sample_prioritized()
+ * returns them). The sum-tree is updated under the ring file's lock, so
+ * that concurrent updates from several processes add up.
+ *
+ * @param index     n slots, each in [0, capacity)
+ * @param priority  n priorities, finite and >= 0
+ * @return TD_OK; TD_EINVAL (NULL arguments, a bad priority); TD_EINDEX (a
+ *         slot out of range); TD_ENOTSUP (a ring without priorities);
+ *         TD_EREADONLY; TD_EIO (the lock). Nothing is changed on failure.
+ */
+TD_API int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *priority,
+	size_t n);
+
+TD_END_DECLS
+
+#endif /* TDSTORE_RING_H */

@@ -1,0 +1,1116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_ring.c - ring buffers: create and reopen, extend / add / sample /
+ * read / clear, wrapping, errors, the ring file as untrusted input (and
+ * its layout as doc/format.md gives it), rows left by a crashed writer,
+ * prioritized sampling, and, across processes, a stress test (4 writers,
+ * 2 samplers checking every row) and a kill test (writers SIGKILLed at
+ * random points). Under valgrind (TD_VALGRIND set by check-valgrind.sh)
+ * the process tests do less work.
+ */
+#include "td_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+TestSuite(ring, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini, .timeout = 240);
+
+/* Layout facts from doc/format.md section 5, checked against the files. */
+#define RING_WRITERS_OFFSET 4096
+#define RING_SEQ_OFFSET (4096 + 256 * 64)
+
+static bool under_valgrind(void)
+{
+	return getenv("TD_VALGRIND") != NULL;
+}
+
+/* ---- rows that check themselves ----
+ * Every leaf of row `id` derives from id: obs[j] and next.obs[j] encode
+ * (id, j), action = id, reward = id, and "sum" is a checksum of the rest. */
+
+#define OBS 64
+
+static td_dict *row_template(void)
+{
+	static const int64_t obs[1] = { OBS };
+	td_dict *row, *next;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&row, 0, NULL));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, obs));
+	td_cr_assert_ok(td_dict_set_tensor_take(row, "obs", &t));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 0, NULL));
+	td_cr_assert_ok(td_dict_set_tensor_take(row, "action", &t));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 0, NULL));
+	td_cr_assert_ok(td_dict_set_tensor_take(row, "reward", &t));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_BOOL, 0, NULL));
+	td_cr_assert_ok(td_dict_set_tensor_take(row, "done", &t));
+	td_cr_assert_ok(td_dict_new(&next, 0, NULL));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, obs));
+	td_cr_assert_ok(td_dict_set_tensor_take(next, "obs", &t));
+	td_cr_assert_ok(td_dict_set_dict_take(row, "next", next));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U64, 0, NULL));
+	td_cr_assert_ok(td_dict_set_tensor_take(row, "sum", &t));
+	return row;
+}
+
+typedef struct rowptrs {
+	float *obs, *next_obs, *reward;
+	int64_t *action;
+	bool *done;
+	uint64_t *sum;
+} rowptrs;
+
+static void *leaf(const td_dict *d, const char *key)
+{
+	const td_tensor *t;
+	int rc = td_dict_get_tensor(d, key, &t);
+
+	return rc == 0 ? td_tensor_data(t) : NULL;
+}
+
+static rowptrs ptrs_of(const td_dict *d)
+{
+	rowptrs p;
+
+	p.obs = leaf(d, "obs");
+	p.next_obs = leaf(d, "next.obs");
+	p.reward = leaf(d, "reward");
+	p.action = leaf(d, "action");
+	p.done = leaf(d, "done");
+	p.sum = leaf(d, "sum");
+	return p;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdull;
+}
+
+static uint64_t row_sum(const rowptrs *p, int64_t i)
+{
+	uint64_t h = 1469598103934665603ull;
+	uint32_t bits;
+	int j;
+
+	for (j = 0; j < OBS; j++) {
+		memcpy(&bits, &p->obs[i * OBS + j], 4);
+		h = mix(h, bits);
+		memcpy(&bits, &p->next_obs[i * OBS + j], 4);
+		h = mix(h, bits);
+	}
+	memcpy(&bits, &p->reward[i], 4);
+	h = mix(h, bits);
+	h = mix(h, (uint64_t)p->action[i]);
+	return mix(h, p->done[i]);
+}
+
+/* Row i of the dict holds row `id`. */
+static void fill_row(const rowptrs *p, int64_t i, int64_t id)
+{
+	int j;
+
+	for (j = 0; j < OBS; j++) {
+		p->obs[i * OBS + j] = (float)((id * 64 + j) & 0xFFFFFF);
+		p->next_obs[i * OBS + j] = (float)((id * 64 + j + 1) & 0xFFFFFF);
+	}
+	p->action[i] = id;
+	p->reward[i] = (float)(id & 0xFFFFFF);
+	p->done[i] = (id % 7) == 0;
+	p->sum[i] = row_sum(p, i);
+}
+
+/* Whether row i is row `action[i]` in every leaf, with a matching checksum. */
+static bool row_ok(const rowptrs *p, int64_t i)
+{
+	int64_t id = p->action[i];
+	int j;
+
+	if (p->reward[i] != (float)(id & 0xFFFFFF) || p->done[i] != ((id % 7) == 0))
+		return false;
+	for (j = 0; j < OBS; j++)
+		if (p->obs[i * OBS + j] != (float)((id * 64 + j) & 0xFFFFFF) ||
+			p->next_obs[i * OBS + j] != (float)((id * 64 + j + 1) & 0xFFFFFF))
+			return false;
+	return p->sum[i] == row_sum(p, i);
+}
+
+static td_ring *new_ring(const char *name, int64_t cap, unsigned flags)
+{
+	td_dict *row = row_template();
+	td_ring *r;
+
+	td_cr_assert_ok(td_ring_create(&r, td_test_path(name), row, cap, flags | TD_RING_NOSYNC));
+	td_dict_free(row);
+	return r;
+}
+
+/* Extend with rows first_id .. first_id + n - 1. @return rows stored. */
+static int64_t put_rows(td_ring *r, int64_t first_id, int64_t n, uint64_t *first_ticket)
+{
+	td_dict *b;
+	rowptrs p;
+	int64_t i, got;
+
+	td_cr_assert_ok(td_ring_batch_new(&b, r, n));
+	p = ptrs_of(b);
+	for (i = 0; i < n; i++)
+		fill_row(&p, i, first_id + i);
+	got = td_ring_extend(r, b, first_ticket);
+	td_cr_assert_ok((int)(got < 0 ? got : 0));
+	td_dict_free(b);
+	return got;
+}
+
+/* ---- basics ---- */
+
+Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
+{
+	td_ring *r = new_ring("r", 10, 0);
+	const td_tensor *t;
+	td_ring_stats st;
+
+	cr_assert(td_test_exists(td_test_path("r/meta.json")));
+	cr_assert(td_test_exists(td_test_path("r/next/meta.json")));
+	cr_assert(td_test_exists(td_test_path("r/.tdstore-ring")));
+	cr_assert_eq(td_test_file_size(td_test_path("r/obs.memmap")), 10 * OBS * 4);
+	td_cr_assert_ok(td_dict_get_tensor(td_store_dict(td_ring_store(r)), "next.obs", &t));
+	cr_assert_eq(t->ndim, 2);
+	cr_assert_eq(t->shape[0], 10);
+	cr_assert_eq(td_ring_capacity(r), 10);
+	cr_assert_eq(td_ring_len(r), 0);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.capacity, 10);
+	cr_assert_eq(st.head, 0);
+	cr_assert_eq(st.published, 0);
+	cr_assert_eq(st.writers, 1);
+	cr_assert(!st.prioritized);
+	/* The file is the size doc/format.md gives: 20480 + 8 * 10, rounded to 4096. */
+	cr_assert_eq(td_test_file_size(td_test_path("r/.tdstore-ring")), 24576);
+	td_cr_assert_ok(td_ring_close(r));
+	/* A plain store open sees the full capacity (as Python does). */
+	{
+		td_store *s;
+
+		td_cr_assert_ok(td_store_open(&s, td_test_path("r"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_dict_get_tensor(td_store_dict(s), "obs", &t));
+		cr_assert_eq(t->shape[0], 10);
+		cr_assert_eq(t->shape[1], OBS);
+		td_store_close(s);
+	}
+}
+
+Test(ring, extend_then_sample_and_read_return_whole_rows)
+{
+	td_ring *r = new_ring("r", 16, 0);
+	td_dict *out;
+	rowptrs p;
+	int64_t idx[64], i;
+	uint64_t first = 99, pos = 0, tickets[8];
+
+	cr_assert_eq(put_rows(r, 100, 5, &first), 5);
+	cr_assert_eq(first, 0);
+	cr_assert_eq(td_ring_len(r), 5);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 64));
+	p = ptrs_of(out);
+	td_ring_seed(r, 42);
+	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	for (i = 0; i < 64; i++) {
+		cr_assert(idx[i] >= 0 && idx[i] < 5, "slot %lld", (long long)idx[i]);
+		cr_assert(row_ok(&p, i));
+		cr_assert_eq(p.action[i], 100 + idx[i]);
+	}
+	td_dict_free(out);
+	/* Read in ticket order, 3 then 2 then none. */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 3));
+	p = ptrs_of(out);
+	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 3);
+	cr_assert_eq(pos, 3);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(tickets[i], (uint64_t)i);
+		cr_assert_eq(p.action[i], 100 + i);
+		cr_assert(row_ok(&p, i));
+	}
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 2);
+	cr_assert_eq(p.action[1], 104);
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 0);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, sampling_without_replacement_draws_distinct_rows)
+{
+	td_ring *r = new_ring("r", 16, 0);
+	td_dict *out;
+	int64_t idx[6], i, j;
+
+	put_rows(r, 0, 6, NULL);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 6));
+	for (int round = 0; round < 20; round++) {
+		td_cr_assert_ok(td_ring_sample(r, out, idx, TD_RING_NO_REPLACEMENT));
+		for (i = 0; i < 6; i++)
+			for (j = 0; j < i; j++)
+				cr_assert_neq(idx[i], idx[j]);
+	}
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 7));
+	td_cr_assert_err(td_ring_sample(r, out, NULL, TD_RING_NO_REPLACEMENT), TD_ENOTFOUND);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, the_same_seed_draws_the_same_rows)
+{
+	td_ring *r = new_ring("r", 32, 0);
+	td_dict *out;
+	int64_t a[16], b[16];
+
+	put_rows(r, 0, 32, NULL);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 16));
+	td_ring_seed(r, 7);
+	td_cr_assert_ok(td_ring_sample(r, out, a, 0));
+	td_ring_seed(r, 7);
+	td_cr_assert_ok(td_ring_sample(r, out, b, 0));
+	cr_assert_arr_eq(a, b, sizeof(a));
+	td_ring_seed(r, 8);
+	td_cr_assert_ok(td_ring_sample(r, out, b, 0));
+	cr_assert(memcmp(a, b, sizeof(a)) != 0);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, wrapping_overwrites_the_oldest_rows)
+{
+	td_ring *r = new_ring("r", 8, 0);
+	td_dict *out;
+	rowptrs p;
+	uint64_t pos = 0, tickets[8];
+	int64_t i, idx[100];
+
+	cr_assert_eq(put_rows(r, 0, 13, NULL), 8, "only the last 8 of 13");
+	cr_assert_eq(put_rows(r, 13, 7, NULL), 7);
+	cr_assert_eq(td_ring_len(r), 8);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 8));
+	p = ptrs_of(out);
+	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 8);
+	for (i = 0; i < 8; i++) {
+		cr_assert_eq(tickets[i], (uint64_t)(12 + i));
+		cr_assert_eq(p.action[i], 12 + i);
+		cr_assert(row_ok(&p, i));
+	}
+	td_dict_free(out);
+	/* Slot s holds ticket 12..19 with s = t % 8, in the store's own rows. */
+	cr_assert_eq(((int64_t *)leaf(td_store_dict(td_ring_store(r)), "action"))[3], 19);
+	cr_assert_eq(((int64_t *)leaf(td_store_dict(td_ring_store(r)), "action"))[4], 12);
+	/* More rows than the capacity: the last 8 are stored. */
+	cr_assert_eq(put_rows(r, 1000, 20, NULL), 8);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 100));
+	p = ptrs_of(out);
+	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	for (i = 0; i < 100; i++) {
+		cr_assert(p.action[i] >= 1012 && p.action[i] < 1020);
+		cr_assert(row_ok(&p, i));
+	}
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, add_stores_one_row_and_strided_sources_are_gathered)
+{
+	static const int64_t two[2] = { 3, 2 * OBS };
+	td_ring *r = new_ring("r", 4, 0);
+	td_dict *row, *b, *out;
+	td_tensor wide, view;
+	rowptrs p;
+	uint64_t ticket = 9, pos = 0;
+	td_index idx[2];
+	int64_t i;
+
+	/* One row: batch [] and leaves of the rows' shapes. */
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 1));
+	p = ptrs_of(b);
+	fill_row(&p, 0, 77);
+	td_cr_assert_ok(td_dict_index(&row, b, (td_index[]){ td_index_int(0) }, 1));
+	cr_assert_eq(td_ring_add(r, row, &ticket), 1);
+	cr_assert_eq(ticket, 0);
+	td_dict_free(row);
+	td_dict_free(b);
+	/* Three rows whose obs is every other column of a wider tensor. */
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 3));
+	p = ptrs_of(b);
+	for (i = 0; i < 3; i++)
+		fill_row(&p, i, 200 + i);
+	td_cr_assert_ok(td_tensor_zeros(&wide, TD_DTYPE_F32, 2, two));
+	for (i = 0; i < 3 * OBS; i++)
+		((float *)td_tensor_data(&wide))[(i / OBS) * 2 * OBS + (i % OBS) * 2] = p.obs[i];
+	idx[0] = td_index_slice(0, 3, 1);
+	idx[1] = td_index_slice(0, 2 * OBS, 2);
+	td_cr_assert_ok(td_tensor_index(&view, &wide, idx, 2));
+	cr_assert(!td_tensor_is_contiguous(&view));
+	td_cr_assert_ok(td_dict_set_tensor(b, "obs", &view));
+	cr_assert_eq(td_ring_extend(r, b, NULL), 3);
+	td_tensor_release(&view);
+	td_tensor_release(&wide);
+	td_dict_free(b);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 4));
+	p = ptrs_of(out);
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 4);
+	cr_assert_eq(p.action[0], 77);
+	for (i = 0; i < 4; i++)
+		cr_assert(row_ok(&p, i), "row %lld", (long long)i);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, clear_empties_the_ring_and_writers_carry_on)
+{
+	td_ring *r = new_ring("r", 8, 0);
+	td_dict *out;
+	rowptrs p;
+	uint64_t pos = 0;
+	int64_t i;
+
+	put_rows(r, 0, 5, NULL);
+	td_cr_assert_ok(td_ring_clear(r));
+	cr_assert_eq(td_ring_len(r), 0);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 4));
+	td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ENOTFOUND);
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 0);
+	put_rows(r, 50, 2, NULL);
+	cr_assert_eq(td_ring_len(r), 2);
+	p = ptrs_of(out);
+	td_cr_assert_ok(td_ring_sample(r, out, NULL, 0));
+	for (i = 0; i < 4; i++)
+		cr_assert(p.action[i] == 50 || p.action[i] == 51);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, a_ring_reopened_by_another_process_carries_on)
+{
+	td_ring *r = new_ring("r", 8, 0);
+	td_ring_stats st;
+	td_dict *out;
+	rowptrs p;
+	uint64_t pos = 0, first;
+	int64_t i;
+	int status;
+	pid_t pid;
+
+	put_rows(r, 0, 3, NULL);
+	td_cr_assert_ok(td_ring_close(r));
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		td_ring *c;
+		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
+			td_ring_len(c) == 3 && put_rows(c, 3, 4, &first) == 4 && first == 3;
+
+		ok = ok && td_ring_close(c) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.head, 7);
+	cr_assert_eq(st.published, 7);
+	cr_assert_eq(st.writers, 0, "closed writers free their slots");
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 8));
+	p = ptrs_of(out);
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 7);
+	for (i = 0; i < 7; i++) {
+		cr_assert_eq(p.action[i], i);
+		cr_assert(row_ok(&p, i));
+	}
+	/* A read-only ring samples but does not write. */
+	td_cr_assert_ok(td_ring_sample(r, out, NULL, 0));
+	td_cr_assert_err(td_ring_extend(r, out, NULL), TD_EREADONLY);
+	td_cr_assert_err(td_ring_clear(r), TD_EREADONLY);
+	td_cr_assert_err(td_ring_reclaim(r, NULL), TD_EREADONLY);
+	td_cr_assert_ok(td_ring_sync(r));
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* ---- errors ---- */
+
+Test(ring, bad_arguments_are_refused)
+{
+	td_dict *row = row_template(), *bad, *out;
+	td_ring *r, *r2;
+	td_tensor t;
+	static const int64_t b2[1] = { 2 };
+
+	td_cr_assert_err(td_ring_create(NULL, "x", row, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, NULL, row, 4, 0), TD_EINVAL);
+	cr_assert_null(r);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), NULL, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 0, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 4, 0x80), TD_EINVAL);
+	td_cr_assert_ok(td_dict_new(&bad, 1, b2));
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_dict_free(bad);
+	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_cr_assert_ok(td_dict_set_string(bad, "s", "text"));
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_dict_free(bad);
+	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 0 }));
+	td_cr_assert_ok(td_dict_set_tensor_take(bad, "empty", &t));
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_dict_free(bad);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("nothing"), 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("x"), 0x10), TD_EINVAL);
+	td_cr_assert_err(td_ring_open(NULL, td_test_path("x"), 0), TD_EINVAL);
+
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("r"), row, 4, TD_RING_NOSYNC));
+	td_cr_assert_err(td_ring_create(&r2, td_test_path("r"), row, 4, 0), TD_EEXISTS);
+	cr_assert_null(r2);
+	td_cr_assert_ok(td_ring_close(r));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDWR));
+	/* A wrong dtype, a wrong row shape, a missing leaf, no batch dim. */
+	td_cr_assert_ok(td_ring_batch_new(&bad, r, 2));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b2));
+	td_cr_assert_ok(td_dict_set_tensor_take(bad, "reward", &t));
+	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ETYPE);
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, (int64_t[]){ 2, 3 }));
+	td_cr_assert_ok(td_dict_set_tensor_take(bad, "reward", &t));
+	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ETYPE);
+	td_cr_assert_ok(td_dict_del(bad, "reward"));
+	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ENOTFOUND);
+	td_dict_free(bad);
+	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
+	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_extend(NULL, bad, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_add(r, NULL, NULL), TD_EINVAL);
+	td_dict_free(bad);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 2));
+	td_cr_assert_err(td_ring_add(r, out, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_sample(r, out, NULL, 0x8), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample(NULL, out, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_read(r, out, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_batch_new(&bad, r, -1), TD_EINVAL);
+	td_cr_assert_err(td_ring_stat(r, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTSUP);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 0 }, (double[]){ 1 }, 1),
+		TD_ENOTSUP);
+	put_rows(r, 0, 2, NULL);
+	/* A destination that is not contiguous is refused. */
+	{
+		td_tensor wide, view;
+		td_index ix[2] = { td_index_slice(0, 2, 1), td_index_slice(0, 2 * OBS, 2) };
+
+		td_cr_assert_ok(td_tensor_zeros(&wide, TD_DTYPE_F32, 2, (int64_t[]){ 2, 2 * OBS }));
+		td_cr_assert_ok(td_tensor_index(&view, &wide, ix, 2));
+		td_cr_assert_ok(td_dict_set_tensor(out, "obs", &view));
+		td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ETYPE);
+		td_tensor_release(&view);
+		td_tensor_release(&wide);
+	}
+	td_dict_free(out);
+	cr_assert_eq(td_ring_len(NULL), 0);
+	cr_assert_eq(td_ring_capacity(NULL), 0);
+	cr_assert_null(td_ring_store(NULL));
+	td_cr_assert_ok(td_ring_close(NULL));
+	td_cr_assert_ok(td_ring_close(r));
+	td_dict_free(row);
+}
+
+/* ---- the ring file as untrusted input ---- */
+
+static void poke(const char *path, off_t off, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(pwrite(fd, data, len, off), (ssize_t)len);
+	close(fd);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_TRUNC);
+	ssize_t n;
+
+	cr_assert(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		cr_assert_eq(write(out, buf, (size_t)n), n);
+	close(in);
+	close(out);
+}
+
+Test(ring, a_damaged_ring_file_is_refused_never_trusted)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	char path[4096];
+	unsigned char hdr[128], b;
+	uint32_t v;
+	int i, fd, rc;
+
+	td_cr_assert_ok(td_ring_close(r));
+	snprintf(path, sizeof(path), "%s", td_test_path("r/.tdstore-ring"));
+	fd = open(path, O_RDONLY);
+	cr_assert_eq(pread(fd, hdr, sizeof(hdr), 0), (ssize_t)sizeof(hdr));
+	close(fd);
+	cr_assert_eq(memcmp(hdr, "TDSRING\0", 8), 0);
+	/* Any changed header byte fails (checksum, magic, version). */
+	for (i = 0; i < 128; i++) {
+		b = hdr[i] ^ 0x5a;
+		poke(path, i, &b, 1);
+		td_error_clear();
+		rc = td_ring_open(&r, td_test_path("r"), TD_STORE_RDWR);
+		cr_assert(rc == TD_ECORRUPT || (i >= 8 && i < 12 && rc == TD_EVERSION),
+			"byte %d: %d", i, rc);
+		cr_assert_null(r);
+		poke(path, i, &hdr[i], 1);
+	}
+	v = 2;
+	poke(path, 8, &v, 4);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_EVERSION);
+	poke(path, 8, &hdr[8], 4);
+	/* Too short. */
+	cr_assert_eq(truncate(path, 8192), 0);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	cr_assert_eq(truncate(path, 10), 0);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	/* A ring file of another ring with other leaves does not fit this store. */
+	{
+		td_dict *row;
+		td_tensor t;
+		td_ring *other;
+
+		td_cr_assert_ok(td_dict_new(&row, 0, NULL));
+		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 3 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(row, "x", &t));
+		td_cr_assert_ok(td_ring_create(&other, td_test_path("o"), row, 8,
+			TD_RING_PRIORITIZED | TD_RING_NOSYNC));
+		td_cr_assert_ok(td_ring_close(other));
+		td_dict_free(row);
+		copy_file(td_test_path("o/.tdstore-ring"), path);
+		td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	}
+	/* A symbolic link is not followed. */
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(symlink(td_test_path("o/.tdstore-ring"), path), 0);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	/* A store without a ring file is not a ring. */
+	cr_assert_eq(unlink(path), 0);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ENOTFOUND);
+}
+
+Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_dict *out;
+	uint64_t junk[8], pos = 0, seed = 99;
+	int64_t got;
+	int i, round;
+
+	put_rows(r, 0, 8, NULL);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 4));
+	for (round = 0; round < 50; round++) {
+		for (i = 0; i < 8; i++)
+			junk[i] = td_test_rand(&seed);
+		/* cursor, cleared, the sequence words, the sum-tree */
+		poke(td_test_path("r/.tdstore-ring"), 128, &junk[0], 8);
+		poke(td_test_path("r/.tdstore-ring"), 192, &junk[1], 8);
+		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + (round % 8) * 8, &junk[2], 8);
+		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + 64 + (round % 16) * 8,
+			&junk[3], 8);
+		got = td_ring_sample(r, out, NULL, 0);
+		cr_assert(got == 0 || got == TD_ENOTFOUND);
+		got = td_ring_sample_prioritized(r, out, NULL, NULL);
+		cr_assert(got == 0 || got == TD_ENOTFOUND);
+		pos = junk[4] % 64;
+		got = td_ring_read(r, out, &pos, NULL);
+		cr_assert(got >= 0 && got <= 4);
+	}
+	td_dict_free(out);
+	td_ring_close(r);
+}
+
+/* ---- a writer that died while writing ---- */
+
+/*
+ * A child reserves a ticket and marks its slot WRITING through the layout
+ * of doc/format.md (writer slot, cursor, sequence word), as a writer
+ * killed after its claim leaves it, then exits without closing.
+ */
+static void crash_after_claim(const char *dir)
+{
+	pid_t pid = fork();
+	int status;
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		char path[4096];
+		td_ring *r;
+		unsigned char *m;
+		uint64_t t, owner, lo, hi;
+		int fd, slot;
+
+		if (td_ring_open(&r, dir, TD_STORE_RDWR) != 0)
+			_exit(2);
+		snprintf(path, sizeof(path), "%s/.tdstore-ring", dir);
+		fd = open(path, O_RDWR);
+		m = mmap(NULL, RING_SEQ_OFFSET + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (m == MAP_FAILED)
+			_exit(3);
+		for (slot = 0; slot < 256; slot++) {
+			memcpy(&owner, m + RING_WRITERS_OFFSET + slot * 64, 8);
+			if ((uint32_t)owner == (uint32_t)getpid())
+				break;
+		}
+		if (slot == 256)
+			_exit(4);
+		t = atomic_fetch_add((_Atomic uint64_t *)(void *)(m + 128), 1);
+		hi = t + 1;
+		lo = t;
+		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 16, &hi, 8);
+		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 8, &lo, 8);
+		hi = ((t + 1) << 2) | 1; /* WRITING(t) */
+		memcpy(m + RING_SEQ_OFFSET + (t % 8) * 8, &hi, 8);
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d", WEXITSTATUS(status));
+}
+
+Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
+{
+	td_ring *r = new_ring("r", 8, 0);
+	td_ring_stats st;
+	td_dict *out;
+	rowptrs p;
+	int64_t idx[200], got, i;
+	uint64_t pos = 0;
+
+	put_rows(r, 0, 3, NULL);
+	crash_after_claim(td_test_path("r")); /* ticket 3, slot 3 */
+	put_rows(r, 4, 2, NULL);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.head, 6);
+	cr_assert_eq(st.published, 5);
+	cr_assert_eq(st.writing, 1);
+	cr_assert_eq(st.writers, 2, "the dead writer's slot is still registered");
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 200));
+	p = ptrs_of(out);
+	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	for (i = 0; i < 200; i++) {
+		cr_assert_neq(idx[i], 3);
+		cr_assert(row_ok(&p, i));
+	}
+	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 5);
+	td_cr_assert_ok(td_ring_reclaim(r, &got));
+	cr_assert_eq(got, 1);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writing, 0);
+	cr_assert_eq(st.reclaimed, 1);
+	cr_assert_eq(st.writers, 1);
+	td_cr_assert_ok(td_ring_reclaim(r, &got));
+	cr_assert_eq(got, 0);
+	/* Without reclaim, the next writer a lap later takes the slot over. */
+	crash_after_claim(td_test_path("r")); /* ticket 6, slot 6 */
+	cr_assert_eq(put_rows(r, 7, 8, NULL), 8);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writing, 0);
+	cr_assert_eq(st.published, 8);
+	cr_assert_eq(st.reclaimed, 2);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, a_live_writer_a_lap_behind_keeps_its_slot)
+{
+	td_ring *r = new_ring("r", 4, 0), *slow;
+	td_ring_stats st;
+	unsigned char *m;
+	uint64_t w;
+	int fd;
+
+	/* The slow writer (this process, another handle) holds slot 0 for ticket 0. */
+	td_cr_assert_ok(td_ring_open(&slow, td_test_path("r"), TD_STORE_RDWR));
+	fd = open(td_test_path("r/.tdstore-ring"), O_RDWR);
+	m = mmap(NULL, RING_SEQ_OFFSET + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert(m != MAP_FAILED);
+	close(fd);
+	{
+		uint64_t owner, one = 1;
+
+		/* Slot 1 is the second handle's: it now holds tickets [0, 1). */
+		memcpy(&owner, m + RING_WRITERS_OFFSET + 64, 8);
+		cr_assert_eq((uint32_t)owner, (uint32_t)getpid());
+		memcpy(m + RING_WRITERS_OFFSET + 64 + 16, &one, 8);
+	}
+	atomic_fetch_add((_Atomic uint64_t *)(void *)(m + 128), 1);
+	w = (1u << 2) | 1;
+	memcpy(m + RING_SEQ_OFFSET, &w, 8);
+	/* A lap later, ticket 4 finds slot 0 still held by a live writer: dropped. */
+	cr_assert_eq(put_rows(r, 1, 4, NULL), 3);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.dropped, 1);
+	cr_assert_eq(st.writing, 1);
+	td_cr_assert_ok(td_ring_reclaim(r, NULL));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writing, 1, "a live writer's row is not reclaimed");
+	munmap(m, RING_SEQ_OFFSET + 4096);
+	td_cr_assert_ok(td_ring_close(slow));
+	td_cr_assert_ok(td_ring_reclaim(r, NULL));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writing, 0, "a closed writer's row is");
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* ---- prioritized sampling ---- */
+
+Test(ring, prioritized_sampling_follows_the_priorities)
+{
+	td_ring *r = new_ring("r", 6, TD_RING_PRIORITIZED);
+	td_dict *out;
+	rowptrs p;
+	int64_t idx[4000], counts[6] = { 0 }, i;
+	double prob[4000];
+	td_ring_stats st;
+
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 4000));
+	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTFOUND);
+	put_rows(r, 0, 4, NULL);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert(st.prioritized);
+	/* New rows get priority 1: uniform. */
+	td_ring_seed(r, 1);
+	p = ptrs_of(out);
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	for (i = 0; i < 4000; i++) {
+		cr_assert(idx[i] >= 0 && idx[i] < 4);
+		cr_assert_float_eq(prob[i], 0.25, 1e-12);
+		cr_assert(row_ok(&p, i));
+	}
+	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
+		(double[]){ 0, 0, 1, 3 }, 4));
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	for (i = 0; i < 4000; i++) {
+		counts[idx[i]]++;
+		cr_assert_float_eq(prob[i], idx[i] == 3 ? 0.75 : 0.25, 1e-12);
+		cr_assert_eq(p.action[i], idx[i]);
+	}
+	cr_assert_eq(counts[0] + counts[1], 0);
+	cr_assert(counts[3] > 2700 && counts[3] < 3300, "slot 3 drawn %lld times",
+		(long long)counts[3]);
+	/* New rows get the largest priority so far (3). */
+	put_rows(r, 4, 1, NULL);
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	for (i = 0; i < 4000; i++)
+		if (idx[i] == 4)
+			cr_assert_float_eq(prob[i], 3.0 / 7.0, 1e-12);
+	/* Errors. */
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 6 }, (double[]){ 1 }, 1),
+		TD_EINDEX);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ -1 }, 1),
+		TD_EINVAL);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ 0.0 / 0.0 }, 1),
+		TD_EINVAL);
+	td_cr_assert_err(td_ring_update_priority(r, NULL, NULL, 1), TD_EINVAL);
+	td_cr_assert_ok(td_ring_clear(r));
+	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTFOUND);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, priority_updates_from_several_processes_add_up)
+{
+	enum { PROCS = 4, ROUNDS = 200 };
+	td_ring *r = new_ring("r", 64, TD_RING_PRIORITIZED);
+	td_dict *out;
+	int64_t idx[1000], i, counts[64] = { 0 };
+	int k, status, rounds = under_valgrind() ? 20 : ROUNDS;
+	pid_t pids[PROCS];
+
+	put_rows(r, 0, 64, NULL);
+	for (k = 0; k < PROCS; k++) {
+		pids[k] = fork();
+		cr_assert(pids[k] >= 0);
+		if (pids[k] == 0) {
+			td_ring *c;
+			int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0, j;
+
+			/* Process k owns slots k, k+4, ...; each ends at priority 0 or 2. */
+			for (j = 0; ok && j < rounds; j++) {
+				int64_t s = k + 4 * (j % 16);
+				double pr = (j + 1 == rounds || j >= rounds - 16) ?
+					(s % 8 == 0 ? 2.0 : 0.0) : (double)(j % 5);
+
+				ok = td_ring_update_priority(c, &s, &pr, 1) == 0;
+			}
+			ok = ok && td_ring_close(c) == 0;
+			_exit(ok ? 0 : 1);
+		}
+	}
+	for (k = 0; k < PROCS; k++) {
+		cr_assert_eq(waitpid(pids[k], &status, 0), pids[k]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+	/* Only slots 0, 8, ..., 56 keep a priority: the tree's sums agree. */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 1000));
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, NULL));
+	for (i = 0; i < 1000; i++)
+		counts[idx[i]]++;
+	for (i = 0; i < 64; i++)
+		cr_assert(i % 8 == 0 ? counts[i] > 50 : counts[i] == 0, "slot %lld: %lld",
+			(long long)i, (long long)counts[i]);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* ---- processes: stress ---- */
+
+typedef struct shared {
+	_Atomic int writers_done;
+	_Atomic int64_t stored;
+	_Atomic int64_t sampled;
+	_Atomic int64_t bad;
+} shared;
+
+static shared *shared_new(void)
+{
+	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE,
+		MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	cr_assert(sh != MAP_FAILED);
+	memset(sh, 0, sizeof(*sh));
+	return sh;
+}
+
+static int stress_writer(const char *dir, int w, int64_t rows, shared *sh)
+{
+	td_ring *r;
+	td_dict *b = NULL;
+	uint64_t seed = 1000 + (uint64_t)w;
+	int64_t done = 0;
+
+	if (td_ring_open(&r, dir, TD_STORE_RDWR) != 0)
+		return 1;
+	while (done < rows) {
+		int64_t n = 1 + (int64_t)(td_test_rand(&seed) % 48), i, got;
+		rowptrs p;
+
+		if (n > rows - done)
+			n = rows - done;
+		if (td_ring_batch_new(&b, r, n) != 0)
+			return 1;
+		p = ptrs_of(b);
+		for (i = 0; i < n; i++)
+			fill_row(&p, i, (int64_t)w * 1000000 + done + i);
+		got = td_ring_extend(r, b, NULL);
+		td_dict_free(b);
+		if (got < 0)
+			return 1;
+		atomic_fetch_add(&sh->stored, got);
+		done += n;
+	}
+	return td_ring_close(r) != 0;
+}
+
+static int stress_sampler(const char *dir, int k, shared *sh)
+{
+	td_ring *r;
+	td_dict *b;
+	rowptrs p;
+	int64_t i, n = 0;
+	bool last = false;
+
+	if (td_ring_open(&r, dir, k % 2 ? TD_STORE_RDONLY : TD_STORE_RDWR) != 0 ||
+		td_ring_batch_new(&b, r, 32) != 0)
+		return 1;
+	p = ptrs_of(b);
+	/* Sample until the writers are done, then once more. */
+	while (!last) {
+		int rc;
+
+		last = atomic_load(&sh->writers_done) != 0;
+		rc = td_ring_sample(r, b, NULL, (n / 32) % 3 == 2 ? TD_RING_NO_REPLACEMENT : 0);
+		if (rc == TD_ENOTFOUND && !last)
+			continue;
+		if (rc != 0)
+			return 1;
+		for (i = 0; i < 32; i++)
+			if (!row_ok(&p, i))
+				atomic_fetch_add(&sh->bad, 1);
+		n += 32;
+	}
+	atomic_fetch_add(&sh->sampled, n);
+	td_dict_free(b);
+	return td_ring_close(r) != 0;
+}
+
+Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
+{
+	enum { WRITERS = 4, SAMPLERS = 2 };
+	int64_t rows = under_valgrind() ? 300 : 20000, i, got;
+	td_ring *r = new_ring("r", 256, 0);
+	shared *sh = shared_new();
+	pid_t w[WRITERS], s[SAMPLERS];
+	td_ring_stats st;
+	td_dict *b;
+	rowptrs p;
+	uint64_t pos = 0;
+	int k, status;
+
+	td_cr_assert_ok(td_ring_close(r));
+	for (k = 0; k < SAMPLERS; k++) {
+		s[k] = fork();
+		cr_assert(s[k] >= 0);
+		if (s[k] == 0)
+			_exit(stress_sampler(td_test_path("r"), k, sh));
+	}
+	for (k = 0; k < WRITERS; k++) {
+		w[k] = fork();
+		cr_assert(w[k] >= 0);
+		if (w[k] == 0)
+			_exit(stress_writer(td_test_path("r"), k, rows, sh));
+	}
+	for (k = 0; k < WRITERS; k++) {
+		cr_assert_eq(waitpid(w[k], &status, 0), w[k]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d failed", k);
+	}
+	atomic_store(&sh->writers_done, 1);
+	for (k = 0; k < SAMPLERS; k++) {
+		cr_assert_eq(waitpid(s[k], &status, 0), s[k]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sampler %d failed", k);
+	}
+	cr_assert_eq(atomic_load(&sh->bad), 0, "%lld torn rows sampled",
+		(long long)atomic_load(&sh->bad));
+	cr_assert(atomic_load(&sh->sampled) >= 32 * SAMPLERS);
+	/* Totals: every row reserved was stored (no writer fell a lap behind for
+	 * good: dropped rows are counted), the ring holds the last 256. */
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.head, (uint64_t)(WRITERS * rows));
+	cr_assert_eq((uint64_t)atomic_load(&sh->stored) + st.dropped, st.head);
+	cr_assert_eq(st.writing, 0);
+	cr_assert_eq(st.writers, 0);
+	cr_assert_eq(st.len, 256);
+	if (st.dropped == 0)
+		cr_assert_eq(st.published, 256);
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 256));
+	p = ptrs_of(b);
+	got = td_ring_read(r, b, &pos, NULL);
+	cr_assert(got <= st.published && got >= 256 - (int64_t)st.dropped, "read %lld rows",
+		(long long)got);
+	for (i = 0; i < got; i++)
+		cr_assert(row_ok(&p, i));
+	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled, %llu dropped",
+		WRITERS, (long long)rows, (long long)atomic_load(&sh->sampled),
+		(unsigned long long)st.dropped);
+	td_dict_free(b);
+	td_cr_assert_ok(td_ring_close(r));
+	munmap(sh, sizeof(*sh));
+}
+
+/* ---- processes: kill ---- */
+
+Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
+{
+	int iterations = under_valgrind() ? 10 : 120, it;
+	td_ring *r = new_ring("r", 64, 0);
+	uint64_t seed = 4242, total_reclaimed = 0;
+	td_dict *b;
+	rowptrs p;
+
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 64));
+	p = ptrs_of(b);
+	for (it = 0; it < iterations; it++) {
+		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 2000000) };
+		struct timespec poll = { 0, 50000 };
+		td_ring_stats st;
+		uint64_t head0, pos = 0, h;
+		int64_t got, i;
+		int status, waited;
+		pid_t pid;
+
+		td_cr_assert_ok(td_ring_stat(r, &st));
+		head0 = st.head;
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0) {
+			td_ring *c;
+			int64_t id = (int64_t)it * 1000000;
+
+			if (td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) != 0)
+				_exit(1);
+			for (;;) {
+				td_dict *cb;
+				rowptrs cp;
+				int64_t n = 1 + id % 17, j;
+
+				if (td_ring_batch_new(&cb, c, n) != 0)
+					_exit(1);
+				cp = ptrs_of(cb);
+				for (j = 0; j < n; j++)
+					fill_row(&cp, j, id + j);
+				id += n;
+				if (td_ring_extend(c, cb, NULL) < 0)
+					_exit(1);
+				td_dict_free(cb);
+			}
+		}
+		/* Wait for the writer's first rows (up to 60 s under valgrind), then kill it
+		 * at a random point of what it does next. */
+		for (waited = 0; waited < 1200000; waited++) {
+			td_cr_assert_ok(td_ring_stat(r, &st));
+			if (st.head != head0)
+				break;
+			nanosleep(&poll, NULL);
+		}
+		nanosleep(&delay, NULL);
+		kill(pid, SIGKILL);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status), "iteration %d: the writer exited on its own", it);
+		/* Every published row is whole. */
+		while ((got = td_ring_read(r, b, &pos, NULL)) > 0)
+			for (i = 0; i < got; i++)
+				cr_assert(row_ok(&p, i), "iteration %d: a torn row", it);
+		/* Half the time reclaim, half the time let the next lap take the slots over. */
+		if (it % 2 == 0) {
+			int64_t n;
+
+			td_cr_assert_ok(td_ring_reclaim(r, &n));
+			total_reclaimed += (uint64_t)n;
+			td_cr_assert_ok(td_ring_stat(r, &st));
+			cr_assert_eq(st.writing, 0);
+			cr_assert_eq(st.writers, 1);
+		}
+		/* The ring stays usable: a full lap from this process. */
+		td_cr_assert_ok(td_ring_stat(r, &st));
+		h = st.head;
+		for (i = 0; i < 64; i++)
+			fill_row(&p, i, 900000000 + it);
+		cr_assert_eq(td_ring_extend(r, b, NULL), 64);
+		td_cr_assert_ok(td_ring_stat(r, &st));
+		cr_assert_eq(st.head, h + 64);
+		cr_assert_eq(st.writing, 0);
+		cr_assert_eq(st.published, 64);
+		td_cr_assert_ok(td_ring_sample(r, b, NULL, 0));
+		for (i = 0; i < 64; i++)
+			cr_assert(row_ok(&p, i));
+	}
+	td_dict_free(b);
+	cr_log_info("kill test: %d iterations, %llu rows reclaimed by td_ring_reclaim",
+		iterations, (unsigned long long)total_reclaimed);
+	td_cr_assert_ok(td_ring_close(r));
+}
