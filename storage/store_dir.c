@@ -952,6 +952,9 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
 	if (flags & ~known)
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
+	if (td_dict_is_lazy(src))
+		return td__error(TD_ENOTSUP, "td_store_memmap: saving a lazy stack is not supported "
+			"yet (td_lazy_densify() makes a dense dict)");
 	TD_TRY(check_writable(src));
 	if (mkdir(path, 0777) < 0 && errno != EEXIST)
 		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
