@@ -262,7 +262,7 @@ size_t td__lazy_len(const td_dict *d)
 /* Leaves                                                                    */
 /* ------------------------------------------------------------------------ */
 
-#define LOCAL_LEAVES 8
+#define LOCAL_LEAVES 16
 
 /*
  * The children's leaves at one path: dense children lend theirs (no
