@@ -868,9 +868,7 @@ static int sweep_body(void *p)
 	if (rc >= 0)
 		rc = td_dict_index(&c->out, c->f.lazy, x, 1);
 	if (rc >= 0)
-		rc = td_lazy_densify(&c->dense, c->f.lazy);
-	if (rc >= 0)
-		rc = td_dict_unbind(&c->arr, &c->n, c->f.lazy, 1);
+		rc = td_lazy_get_dict(&c->dense, c->f.lazy, "n");
 	if (rc < 0) {
 		td_tensor_release(&c->t);
 		td_dict_free(c->out);
