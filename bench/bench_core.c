@@ -23,6 +23,7 @@ enum fixture {
 	FIX_BIG,        /* big_td */
 	FIX_NESTED,     /* big_nested_td */
 	FIX_STACKED,    /* big_nested_stacked_td */
+	FIX_LAZY,       /* the same, stacked lazily (LazyStackedTensorDict) */
 	FIX_NESTED_320  /* big_nested_td(size=(3, 20)) */
 };
 
@@ -111,6 +112,8 @@ static int build_fixture(core *s)
 		return fix_big_nested_td(&s->td, fix_b34);
 	case FIX_STACKED:
 		return fix_big_nested_stacked_td(&s->td);
+	case FIX_LAZY:
+		return fix_big_nested_lazy_td(&s->td);
 	case FIX_NESTED_320:
 		return fix_big_nested_td(&s->td, fix_b320);
 	default:
@@ -323,6 +326,33 @@ static int run_getitem_node(void *state, size_t i)
 	return rc;
 }
 
+/* td.get(LEAF) / td[LEAF] on a lazy stack: a stacked copy, dropped */
+static int run_lazy_get_leaf(void *state, size_t i)
+{
+	core *s = state;
+	td_tensor t;
+	int rc;
+
+	(void)i;
+	rc = td_lazy_get_tensor_key(&t, s->td, s->arg->path ? s->k_arg : s->k_leaf);
+	if (rc >= 0)
+		td_tensor_release(&t);
+	return rc;
+}
+
+/* td.get(NODE) / td[NODE] on a lazy stack: a lazy stack of the sub-dicts, dropped */
+static int run_lazy_get_node(void *state, size_t i)
+{
+	core *s = state;
+	td_dict *d = NULL;
+	int rc;
+
+	(void)i;
+	rc = td_lazy_get_dict_key(&d, s->td, s->arg->path ? s->k_arg : s->k_node);
+	td_dict_free(d);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Lock / unlock: a fresh fixture per call (pytest's pedantic setup)         */
 /* ------------------------------------------------------------------------ */
@@ -353,6 +383,8 @@ static int prepare_fresh(void *state, size_t k)
 
 		if (s->arg->fixture == FIX_STACKED)
 			rc = fix_big_nested_stacked_td(d);
+		else if (s->arg->fixture == FIX_LAZY)
+			rc = fix_big_nested_lazy_td(d);
 		else
 			rc = fix_big_nested_td(d, fix_b34);
 		if (rc >= 0 && s->arg->lock)
@@ -933,6 +965,12 @@ static int run_common_ops(void *state, size_t i)
 	"list(td) is td_dict_unbind(dim 0), then the 3 views are freed"
 #define NOTE_KEY "the tuple key is a td_key made once, untimed: Python caches the hashes " \
 	"of the tuple's strings, a td_key holds them precomputed"
+#define NOTE_LAZY_SET "td_key made once, untimed; the tensor is sliced along the stack " \
+	"dim into each of the 10 children"
+#define NOTE_LAZY_ITER "values are made by the iterator: a stacked copy per leaf, a lazy " \
+	"stack per sub-dict, freed at the next step"
+#define NOTE_LAZY_GET "td_key made once, untimed; a leaf is a new stacked copy " \
+	"(td_lazy_get_tensor_key), a node a new lazy stack (td_lazy_get_dict_key), both freed"
 #define NOTE_SETITEM "the value td[index].clone().zero_() is made once, untimed: " \
 	"the assignment does not change it"
 
@@ -1106,6 +1144,62 @@ static const bench_row core_rows[] = {
 	ROW("test_unbind_speed_stack0", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_STACKED,
 		.dim = 0, .count = 3),
 	ROW("test_unbind_speed_stack1", run_unbind, 10 * NESTED_ENTRIES, .fixture = FIX_STACKED,
+		.dim = 1, .count = 10),
+	/* The stacked rows again, on the lazily stacked fixture. */
+	ROW_NOTE("test_plain_set_stack_nested[lazy]", run_set_k20, 0, NOTE_LAZY_SET,
+		.fixture = FIX_LAZY),
+	ROW_NOTE("test_plain_set_stack_nested_inplace[lazy]", run_set_k20_inplace, 0,
+		NOTE_LAZY_SET, .fixture = FIX_LAZY, .extra = extra_set_k20),
+	ROW_NOTE("test_items_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES, NOTE_LAZY_ITER,
+		.fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_ITEMS,
+		.expect = NESTED_ENTRIES),
+	ROW_NOTE("test_items_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
+		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = LEAVES, .collect = COLLECT_ITEMS,
+		.expect = FIX_NESTED_LEAVES),
+	ROW_NOTE("test_items_stack_nested_locked[lazy]", run_items_nested, NESTED_ENTRIES,
+		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .lock = true, .flags = NESTED,
+		.collect = COLLECT_ITEMS, .expect = NESTED_ENTRIES),
+	ROW("test_keys_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES, .fixture = FIX_LAZY,
+		.flags = NESTED | TD_ITER_KEYS_ONLY, .collect = COLLECT_KEYS,
+		.expect = NESTED_ENTRIES),
+	ROW("test_keys_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
+		.fixture = FIX_LAZY, .flags = LEAVES | TD_ITER_KEYS_ONLY, .collect = COLLECT_KEYS,
+		.expect = FIX_NESTED_LEAVES),
+	ROW("test_keys_stack_nested_locked[lazy]", run_items_nested, NESTED_ENTRIES,
+		.fixture = FIX_LAZY, .lock = true, .flags = NESTED | TD_ITER_KEYS_ONLY,
+		.collect = COLLECT_KEYS, .expect = NESTED_ENTRIES),
+	ROW_NOTE("test_values_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES,
+		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_VALUES,
+		.expect = NESTED_ENTRIES),
+	ROW_NOTE("test_values_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
+		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = LEAVES, .collect = COLLECT_VALUES,
+		.expect = FIX_NESTED_LEAVES),
+	ROW_NOTE("test_values_stack_nested_locked[lazy]", run_items_nested, NESTED_ENTRIES,
+		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .lock = true, .flags = NESTED,
+		.collect = COLLECT_VALUES, .expect = NESTED_ENTRIES),
+	ROW_NOTE("test_membership_stacked_nested[lazy]", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_LAZY, .path = key_a, .depth = 1, .expect = 0),
+	ROW_NOTE("test_membership_stacked_nested_leaf[lazy]", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_LAZY, .path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
+	ROW_NOTE("test_membership_stacked_nested_last[lazy]", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_LAZY, .path = key_0_t, .depth = 2, .expect = 1),
+	ROW_NOTE("test_membership_stacked_nested_leaf_last[lazy]", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_LAZY, .path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY,
+		.expect = 1),
+	ROW_NOTE("test_stacked_getleaf[lazy]", run_lazy_get_leaf, 0, NOTE_LAZY_GET,
+		.fixture = FIX_LAZY, .path = fix_leaf, .depth = 20),
+	ROW_NOTE("test_stacked_get[lazy]", run_lazy_get_node, 0, NOTE_LAZY_GET,
+		.fixture = FIX_LAZY, .path = fix_leaf, .depth = 19),
+	ROW_NOTE("test_stacked_getitemleaf[lazy]", run_lazy_get_leaf, 0, NOTE_LAZY_GET,
+		.fixture = FIX_LAZY),
+	ROW_NOTE("test_stacked_getitem[lazy]", run_lazy_get_node, 0, NOTE_LAZY_GET,
+		.fixture = FIX_LAZY),
+	ROW_FRESH("test_lock_stack_nested[lazy]", run_lock, .fixture = FIX_LAZY, .per_call = true),
+	ROW_FRESH("test_unlock_stack_nested[lazy]", run_unlock, .fixture = FIX_LAZY,
+		.per_call = true, .lock = true),
+	ROW("test_unbind_speed_stack0[lazy]", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_LAZY,
+		.dim = 0, .count = 3),
+	ROW("test_unbind_speed_stack1[lazy]", run_unbind, 10 * NESTED_ENTRIES, .fixture = FIX_LAZY,
 		.dim = 1, .count = 10),
 	ROW("test_split", run_split, 10 * NESTED_ENTRIES, .fixture = FIX_NESTED_320, .dim = 1,
 		.count = 10),

@@ -181,6 +181,25 @@ int fix_big_nested_stacked_td(td_dict **out)
 	return rc;
 }
 
+int fix_big_nested_lazy_td(td_dict **out)
+{
+	td_dict *chain = NULL, **parts = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = fix_big_nested_td(&chain, fix_b310);
+	if (rc >= 0)
+		rc = td_dict_unbind(&parts, &n, chain, 1);
+	if (rc >= 0)
+		rc = td_lazy_stack(out, parts, n, 1, TD_LAZY_TAKE);
+	if (rc >= 0)
+		td_free(parts); /* the pieces now belong to the stack */
+	else
+		td_dict_array_free(parts, n);
+	td_dict_free(chain);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Memory per leaf                                                           */
 /* ------------------------------------------------------------------------ */

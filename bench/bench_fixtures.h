@@ -66,6 +66,13 @@ int fix_big_nested_td(td_dict **out, const int64_t *batch);
  */
 int fix_big_nested_stacked_td(td_dict **out);
 
+/**
+ * The same chain unbound along dim 1 and stacked back lazily along dim 1
+ * (td_lazy_stack(), owning the 10 pieces): tensordict's
+ * LazyStackedTensorDict fixture (LAZY_LEGACY_OP=1).
+ */
+int fix_big_nested_lazy_td(td_dict **out);
+
 /** Memory per leaf of big_td and big_nested_td (bench_program.memory). */
 int fix_memory(bench_memory *out, size_t cap);
 

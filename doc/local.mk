@@ -103,6 +103,21 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_update_inplace.3 \
 	%D%/man/man3/td_dict_view.3 \
 	%D%/man/man3/td_dict_zero.3 \
+	%D%/man/man3/td_dict_is_lazy.3 \
+	%D%/man/man3/td_lazy_child.3 \
+	%D%/man/man3/td_lazy_count.3 \
+	%D%/man/man3/td_lazy_densify.3 \
+	%D%/man/man3/td_lazy_get_dict.3 \
+	%D%/man/man3/td_lazy_get_dict_key.3 \
+	%D%/man/man3/td_lazy_get_list.3 \
+	%D%/man/man3/td_lazy_get_nested.3 \
+	%D%/man/man3/td_lazy_get_padded.3 \
+	%D%/man/man3/td_lazy_get_tensor.3 \
+	%D%/man/man3/td_lazy_get_tensor_into.3 \
+	%D%/man/man3/td_lazy_get_tensor_key.3 \
+	%D%/man/man3/td_lazy_maybe_dense_stack.3 \
+	%D%/man/man3/td_lazy_stack.3 \
+	%D%/man/man3/td_lazy_stack_dim.3 \
 	%D%/man/man3/td_dtype_from_dlpack.3 \
 	%D%/man/man3/td_dtype_from_name.3 \
 	%D%/man/man3/td_dtype_get_category.3 \

@@ -11,6 +11,7 @@ pkginclude_HEADERS += \
 	%D%/tdstore/buffer.h \
 	%D%/tdstore/tensor.h \
 	%D%/tdstore/dict.h \
+	%D%/tdstore/lazy.h \
 	%D%/tdstore/store.h \
 	%D%/tdstore/mmap.h \
 	%D%/tdstore/ring.h

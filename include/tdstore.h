@@ -15,6 +15,7 @@
 #include "tdstore/buffer.h"
 #include "tdstore/tensor.h"
 #include "tdstore/dict.h"
+#include "tdstore/lazy.h"
 #include "tdstore/store.h"
 #include "tdstore/mmap.h"
 #include "tdstore/ring.h"

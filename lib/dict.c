@@ -56,6 +56,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d->entries_inline = cap > 0;
 	d->batch_ndim = batch_ndim;
 	d->parent = NULL;
+	d->lazy = NULL;
 	for (i = 0; i < batch_ndim; i++)
 		d->batch_shape[i] = batch_shape[i];
 	*out = d;
@@ -116,6 +117,10 @@ static void dict_destroy(td_dict *d)
 {
 	uint32_t i;
 
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		td__lazy_destroy(d);
+		return;
+	}
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
 		if (!td__entry_live(e))
@@ -406,6 +411,10 @@ void td__dict_set_locked(td_dict *d, bool locked)
 {
 	uint32_t i;
 
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		td__lazy_set_locked(d, locked);
+		return;
+	}
 	d->locked = locked;
 	for (i = 0; i < d->used; i++) {
 		td__entry *e = &d->entries[i];
@@ -463,6 +472,8 @@ td_dict *td_dict_parent(const td_dict *d)
 
 size_t td_dict_len(const td_dict *d)
 {
+	if (d && TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_len(d);
 	return d ? d->count : 0;
 }
 
@@ -490,6 +501,7 @@ int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_sha
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_DENSE_ONLY(d, fn);
 	if (d->locked)
 		return td__error(TD_ELOCKED, "%s: the dict is locked", fn);
 	if (batch_ndim < 0 || batch_ndim > TD_MAX_DIMS || (batch_ndim > 0 && !batch_shape))
@@ -654,6 +666,11 @@ static int check_child(td_dict *parent, td_dict *child, const td__kref *last, co
 	const td_dict *p;
 	char key[256];
 
+	if (TD_UNLIKELY(child->lazy != NULL)) {
+		td__kpath_format(key, sizeof(key), last, 1);
+		return td__error(TD_ENOTSUP, "%s: '%s': a lazy stack cannot be stored in a dict "
+			"(td_lazy_densify() makes a dense copy)", fn, key);
+	}
 	if (child->parent) {
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn,

@@ -40,6 +40,12 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (flags & ~(unsigned)TD_LEAVES_ONLY)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		int kind;
+		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+		kind = td__lazy_kind(d, p.part, p.n);
+		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
+	}
 	if (key) {
 		e = td__dict_lookup_quiet(d, key->part, key->n, NULL);
 	} else {
@@ -56,7 +62,7 @@ int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 	td__kref k;
 
 	/* Fast path: a single-component key needs no path. */
-	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY)) &&
+	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY) && !d->lazy) &&
 	    !*td__kref_scan(key, &k) && k.len > 0) {
 		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
 		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
@@ -87,6 +93,9 @@ static int get_impl(const td_dict *d, const char *dotted, const char *const *par
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__error(TD_ENOTSUP, "%s: a lazy stack lends no values (its leaves are made "
+			"by stacking): use td_lazy_get_tensor() or td_lazy_get_dict()", fn);
 	if (key)
 		return td__dict_lookup(d, key->part, key->n, out, NULL, fn);
 	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
@@ -216,9 +225,17 @@ static int set_impl(td_dict *d, const char *dotted, const char *const *parts, si
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	if (key)
+	if (key && TD_LIKELY(!d->lazy))
 		return td__dict_set_value(d, key->part, key->n, v, fn);
 	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		if (v->kind == TD_VALUE_TENSOR)
+			return td__lazy_set_tensor(d, p.part, p.n, &v->u.tensor, fn);
+		if (v->kind == TD_VALUE_DICT)
+			return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
+				"store its leaves", fn);
+		return td__lazy_set_blob(d, p.part, p.n, v, fn);
+	}
 	return td__dict_set_value(d, p.part, p.n, v, fn);
 }
 
@@ -232,7 +249,7 @@ static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, 
 	v.kind = TD_VALUE_TENSOR;
 	td__tensor_copy_meta(&v.u.tensor, t);
 	/* Fast path: a single-component dotted key needs no path. */
-	if (d && dotted && !*td__kref_scan(dotted, &k) && k.len > 0)
+	if (d && dotted && !d->lazy && !*td__kref_scan(dotted, &k) && k.len > 0)
 		return td__dict_set_value(d, &k, 1, &v, fn);
 	return set_impl(d, dotted, parts, n, key, &v, fn);
 }
@@ -274,6 +291,11 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 	td__entry *e;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
+	if (TD_UNLIKELY(d && d->lazy)) {
+		td__kpath p;
+		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+		return td__lazy_set_inplace(d, p.part, p.n, t, fn);
+	}
 	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
 	if (e->value.kind != TD_VALUE_TENSOR)
 		return not_kind(e, "a tensor", fn);
@@ -307,6 +329,10 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 
 	if (!child)
 		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
+	if (child->lazy || (d && d->lazy))
+		return td__error(TD_ENOTSUP, "%s: %s", fn, child->lazy ?
+			"a lazy stack cannot be stored in a dict (td_lazy_densify() makes a dense copy)" :
+			"a dict cannot be stored in a lazy stack; store its leaves");
 	for (p = d; p; p = p->parent)
 		if (p == child)
 			return td__error(TD_EINVAL, "%s: a dict cannot contain itself", fn);
@@ -468,6 +494,8 @@ static int del_impl(td_dict *d, const char *dotted, const char *const *parts, si
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	TD_TRY(resolve(&p, dotted, parts, n, NULL, fn));
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_del(d, p.part, p.n, fn);
 	TD_TRY(td__dict_lookup(d, p.part, p.n, &e, &parent, fn));
 	if (parent->locked)
 		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the dict is locked", fn,
@@ -578,6 +606,7 @@ int td_dict_rename(td_dict *d, const char *old_key, const char *new_key)
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_DENSE_ONLY(d, fn);
 	TD_TRY(td__kpath_dotted(&po, old_key, fn));
 	TD_TRY(td__kpath_dotted(&pn, new_key, fn));
 	return rename_impl(d, &po, &pn, fn);
@@ -591,6 +620,7 @@ int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t old_n,
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_DENSE_ONLY(d, fn);
 	TD_TRY(td__kpath_parts(&po, old_parts, old_n, fn));
 	TD_TRY(td__kpath_parts(&pn, new_parts, new_n, fn));
 	return rename_impl(d, &po, &pn, fn);

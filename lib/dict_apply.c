@@ -97,6 +97,7 @@ int td_dict_apply(td_dict **out, const td_dict *d, td_apply_fn fn, void *payload
 	if (!out || !d || !fn)
 		return td__error(TD_EINVAL, "td_dict_apply: NULL argument");
 	*out = NULL;
+	TD_DENSE_ONLY(d, "td_dict_apply");
 	st.fn = fn;
 	st.payload = payload;
 	st.name = "td_dict_apply";
@@ -138,6 +139,7 @@ int td_dict_apply_inplace(td_dict *d, td_apply_fn fn, void *payload)
 
 	if (!d || !fn)
 		return td__error(TD_EINVAL, "td_dict_apply_inplace: NULL argument");
+	TD_DENSE_ONLY(d, "td_dict_apply_inplace");
 	st.fn = fn;
 	st.payload = payload;
 	st.name = "td_dict_apply_inplace";
@@ -232,6 +234,8 @@ int td_dict_binary(td_dict **out, const td_dict *a, const td_dict *b, td_binop o
 	if (!out || !a || !b)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(a, fn);
+	TD_DENSE_ONLY(b, fn);
 	if ((unsigned)op > TD_OP_NE)
 		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
 	TD_TRY(same_structure(a, b, fn));
@@ -260,6 +264,7 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	if (!out || !a)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(a, fn);
 	if ((unsigned)op > TD_OP_NE)
 		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
 	TD_TRY(td__scalar_check(s, fn));
@@ -319,6 +324,8 @@ int td_dict_binary_inplace(td_dict *a, const td_dict *b, td_binop op)
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(a, fn);
+	TD_DENSE_ONLY(b, fn);
 	TD_TRY(check_inplace_op(op, fn));
 	TD_TRY(same_structure(a, b, fn));
 	TD_TRY(binary_inplace_rec(a, b, none, op, false, fn));
@@ -331,6 +338,7 @@ int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
 
 	if (!a)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(a, fn);
 	TD_TRY(check_inplace_op(op, fn));
 	TD_TRY(td__scalar_check(s, fn));
 	TD_TRY(binary_inplace_rec(a, NULL, s, op, false, fn));
@@ -364,6 +372,7 @@ int td_dict_zero(td_dict *d)
 {
 	if (!d)
 		return td__error(TD_EINVAL, "td_dict_zero: NULL dict");
+	TD_DENSE_ONLY(d, "td_dict_zero");
 	TD_TRY(zero_rec(d, false, "td_dict_zero"));
 	return zero_rec(d, true, "td_dict_zero");
 }
@@ -419,6 +428,8 @@ int td_dict_equal(const td_dict *a, const td_dict *b)
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "td_dict_equal: NULL argument");
+	TD_DENSE_ONLY(a, "td_dict_equal");
+	TD_DENSE_ONLY(b, "td_dict_equal");
 	return equal_rec(a, b, &o);
 }
 
@@ -429,6 +440,8 @@ int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double ato
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "td_dict_allclose: NULL argument");
+	TD_DENSE_ONLY(a, "td_dict_allclose");
+	TD_DENSE_ONLY(b, "td_dict_allclose");
 	if (!(rtol >= 0) || !(atol >= 0))
 		return td__error(TD_EINVAL, "td_dict_allclose: tolerances must be >= 0");
 	return equal_rec(a, b, &o);

@@ -208,6 +208,8 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_index(out, d, idx, n);
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
 	rc = td__batch_check_numel(bi.ndim, bi.shape, fn);
 	if (rc == 0)
@@ -328,6 +330,9 @@ int td_dict_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *
 
 	if (!d || !value)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_index_put(d, idx, n, value, NULL, fn);
+	TD_DENSE_ONLY(value, fn);
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
 	if (value->batch_ndim != bi.ndim ||
 	    memcmp(value->batch_shape, bi.shape, (size_t)bi.ndim * sizeof(int64_t)) != 0) {
@@ -373,6 +378,8 @@ int td_dict_index_fill(td_dict *d, const td_index *idx, size_t n, td_scalar s)
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	TD_TRY(td__scalar_check(s, fn));
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_index_put(d, idx, n, NULL, &s, fn);
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
 	rc = fill_rec(d, &bi, s, false, fn);
 	if (rc == 0)
@@ -458,6 +465,8 @@ int td_dict_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, in
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_unbind(dicts_out, count_out, d, dim);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
 	n = (size_t)d->batch_shape[dd];
 	ones = td__calloc(n ? n : 1, sizeof(int64_t));
@@ -482,6 +491,7 @@ int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d || (nsizes && !sizes))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(d, fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
 	for (i = 0; i < nsizes; i++) {
 		if (sizes[i] < 0 || !td__add_i64(total, sizes[i], &total))
@@ -523,6 +533,7 @@ int td_dict_split(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(d, fn);
 	if (split_size <= 0)
 		return td__error(TD_EINVAL, "%s: split size %lld must be positive", fn,
 			(long long)split_size);
@@ -543,6 +554,7 @@ int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, siz
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(d, fn);
 	if (chunks == 0 || chunks > (size_t)INT64_MAX)
 		return td__error(TD_EINVAL, "%s: the number of chunks must be positive", fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
@@ -592,6 +604,7 @@ static int reshape_impl(td_dict **out, const td_dict *d, int ndim, const int64_t
 	if (!out || !d || (ndim > 0 && !shape))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	if (ndim < 0 || ndim > TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: ndim %d is outside 0..%d", fn, ndim, TD_MAX_DIMS);
 	numel = td__numel(d->batch_ndim, d->batch_shape);
@@ -667,6 +680,7 @@ int td_dict_unsqueeze(td_dict **out, const td_dict *d, int dim)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	if (d->batch_ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: the batch already has %d dims", fn, TD_MAX_DIMS);
 	TD_TRY(td__wrap_dim(dim, d->batch_ndim + 1, &c.dim, fn));
@@ -687,6 +701,7 @@ int td_dict_squeeze(td_dict **out, const td_dict *d, int dim)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	if (d->batch_ndim == 0 && (dim == 0 || dim == -1))
 		return td__dict_copy(out, d, fn); /* as td_tensor_squeeze() of a 0-d tensor */
 	TD_TRY(batch_dim(d, dim, &c.dim, fn));
@@ -711,6 +726,7 @@ int td_dict_permute(td_dict **out, const td_dict *d, const int *dims)
 	if (!out || !d || (!dims && d->batch_ndim > 0))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	for (i = 0; i < d->batch_ndim; i++) {
 		TD_TRY(td__wrap_dim(dims[i], d->batch_ndim, &c.perm[i], fn));
 		if (seen[c.perm[i]])

@@ -88,6 +88,7 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
 	seplen = strlen(sep);
@@ -258,6 +259,7 @@ int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
 	return unflatten_rec(out, d, sep, strlen(sep), fn);

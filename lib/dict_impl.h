@@ -67,8 +67,38 @@ struct td_dict {
 	uint32_t block_cap;   /* entries allocated with the dict (its block's size) */
 	int32_t batch_ndim;
 	td_dict *parent;
+	/*
+	 * NULL for a dense dict. A lazy stack (lazy.c) has no entries of its
+	 * own (used == count == 0, so code that walks entries sees an empty
+	 * dict): public functions dispatch on this field first.
+	 */
+	struct td__lazy *lazy;
 	int64_t batch_shape[TD_MAX_DIMS];
 };
+
+/*
+ * A lazy stack: `n` children of identical batch shape, stacked along the
+ * new batch dim `dim` of the stack (0 <= dim <= the children's batch ndim).
+ * Lives in the same allocation as its td_dict. A child owned by the stack
+ * (own[i]) has the stack as parent and is freed with it; a borrowed child
+ * must outlive the stack.
+ */
+typedef struct td__lazy {
+	size_t n;
+	int dim;
+	td_dict **child;  /* n children */
+	bool *own;        /* n flags */
+} td__lazy;
+
+/** Report that `fn` does not apply to a lazy stack (TD_ENOTSUP) and return the code. */
+int td__lazy_notsup(const char *fn);
+
+/** Return TD_ENOTSUP from the caller when `d` is a lazy stack. */
+#define TD_DENSE_ONLY(d, fn) \
+	do { \
+		if (TD_UNLIKELY((d) != NULL && (d)->lazy != NULL)) \
+			return td__lazy_notsup(fn); \
+	} while (0)
 
 #define TD_DICT_TOMB UINT32_MAX
 
@@ -349,5 +379,62 @@ typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
  */
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
 	td__leaf_fn fn, void *ctx, const char *fn_name);
+
+/* ---- lazy stacks (lazy.c, lazy_batch.c) ---- */
+
+/** Release a lazy stack and the children it owns. */
+void td__lazy_destroy(td_dict *d);
+/** Set the lock flag of a lazy stack and of every child. */
+void td__lazy_set_locked(td_dict *d, bool locked);
+/**
+ * The kind (TD_VALUE_*) the path has in every child of `d` (lazy or
+ * dense), or 0 when a child lacks it or the children disagree on dict
+ * versus leaf. Records no error.
+ */
+int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n);
+/** The number of keys a lazy stack shares over all its children. */
+size_t td__lazy_len(const td_dict *d);
+/** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
+size_t td__lazy_items(const td_dict *d, const char **keys_out, const td_value **values_out,
+	size_t cap);
+/**
+ * The dense dict whose entry order gives a lazy stack's key order (its first
+ * child, or that child's first child, ...); NULL when a stack on the way
+ * has no children.
+ */
+const td_dict *td__lazy_key_source(const td_dict *d);
+/** A stacked copy of the leaf at the path (TD_ETYPE for ragged leaves, naming them). */
+int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts, size_t n,
+	const char *fn);
+/** A new lazy stack of the children's sub-dicts at the path. */
+int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
+	const char *fn);
+/** Plain set through a lazy stack: slice `t` along the stack dim into every child. */
+int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
+	const char *fn);
+/** Set a non-tensor value (a blob in `v`) in every child. */
+int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn);
+/** set(..., inplace=True) through a lazy stack. */
+int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
+	const char *fn);
+/** Delete the key from every child (checked in all children first). */
+int td__lazy_del(td_dict *d, const td__kref *parts, size_t n, const char *fn);
+/** A lazy stack of shallow copies (deep == false) or clones of the children. */
+int td__lazy_copy(td_dict **out, const td_dict *d, bool deep, const char *fn);
+/** td_dict_index() of a lazy stack. */
+int td__lazy_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n);
+/** td_dict_index_put() / td_dict_index_fill() (value == NULL) of a lazy stack. */
+int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *value,
+	const td_scalar *fill, const char *fn);
+/** td_dict_unbind() of a lazy stack. */
+int td__lazy_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int dim);
+/**
+ * A new empty lazy stack for `n` children (all slots NULL, not owned) of
+ * batch shape `cshape` (cndim dims), stacked at `dim`. The caller fills
+ * child[] and own[] (and sets the parent of owned children).
+ */
+int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *cshape,
+	const char *fn);
 
 #endif /* TD_DICT_IMPL_H */

@@ -3,7 +3,9 @@
  * dict_iter.c - iteration over a dict: bulk top-level items, and an
  * iterator for nested walks (tensordict's keys(include_nested,
  * leaves_only) order: a nested dict is yielded after its own entries).
- * Nothing is allocated after td_dict_iter_new().
+ * Nothing is allocated after td_dict_iter_new() for a dense dict; over a
+ * lazy stack the iterator makes each value it yields (a stacked copy of a
+ * leaf, a lazy stack of sub-dicts) and frees it at the next step.
  */
 #include "td_internal.h"
 #include "dict_impl.h"
@@ -16,6 +18,8 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 
 	if (!d)
 		return 0;
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_items(d, keys_out, values_out, cap);
 	if (d->used == d->count) {
 		/* No holes: one straight pass writing what was asked for. */
 		const td__entry *e = d->entries;
@@ -54,9 +58,19 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 	return n;
 }
 
+/* What an iteration over a lazy stack adds: the values it makes. */
+typedef struct lazy_iter {
+	const td_dict *src[TD_KEY_MAX_DEPTH]; /* each level's key source (td__lazy_key_source) */
+	td_dict *own[TD_KEY_MAX_DEPTH];       /* the sub-stack iterated at each level (level > 0) */
+	td_value cur;                         /* the value yielded last */
+	bool cur_tensor;                      /* cur holds a stacked copy (owned) */
+	td_dict *dead;                        /* a popped sub-stack yielded last: freed next step */
+} lazy_iter;
+
 struct td_dict_iter {
 	const td_dict *root;
 	unsigned flags;
+	lazy_iter *lz;                          /* NULL for a dense dict */
 	int depth;                              /* index of the current level */
 	const td_dict *dict[TD_KEY_MAX_DEPTH];  /* the dict iterated at each level */
 	uint32_t pos[TD_KEY_MAX_DEPTH];         /* next slot at each level */
@@ -72,22 +86,49 @@ int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_iter_new: NULL argument");
 	*out = NULL;
-	if (flags & ~(unsigned)(TD_ITER_NESTED | TD_ITER_LEAVES_ONLY))
+	if (flags & ~(unsigned)(TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY))
 		return td__error(TD_EINVAL, "td_dict_iter_new: unknown flags 0x%x", flags);
 	it = td__malloc(sizeof(*it));
 	if (!it)
 		return td__error_nomem(sizeof(*it));
 	it->root = d;
 	it->flags = flags;
+	it->lz = NULL;
+	it->depth = 0;
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		it->lz = td__calloc(1, sizeof(*it->lz));
+		if (!it->lz) {
+			td__free(it);
+			return td__error_nomem(sizeof(*it->lz));
+		}
+	}
 	td_dict_iter_reset(it);
 	*out = it;
 	return TD_OK;
+}
+
+/* Free what the last step of a lazy iteration made. */
+static void lazy_drop_current(lazy_iter *lz)
+{
+	if (lz->cur_tensor)
+		td_tensor_release(&lz->cur.u.tensor);
+	lz->cur_tensor = false;
+	td_dict_free(lz->dead);
+	lz->dead = NULL;
 }
 
 void td_dict_iter_reset(td_dict_iter *it)
 {
 	if (!it)
 		return;
+	if (it->lz) {
+		lazy_drop_current(it->lz);
+		for (; it->depth > 0; it->depth--) {
+			td_dict_free(it->lz->own[it->depth]);
+			it->lz->own[it->depth] = NULL;
+		}
+		it->lz->src[0] = td__lazy_key_source(it->root);
+	}
 	it->depth = 0;
 	it->dict[0] = it->root;
 	it->pos[0] = 0;
@@ -99,7 +140,90 @@ static void emit(td_dict_iter *it, td_item *item, const td__entry *e, int depth)
 	item->path = it->path;
 	item->depth = (size_t)depth + 1;
 	item->key = td__entry_key(e);
-	item->value = &e->value;
+	item->value = (it->flags & TD_ITER_KEYS_ONLY) ? NULL : &e->value;
+}
+
+/* Yield the entry `e` of a lazy level: its key, and the value made for it. */
+static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int kind,
+	td_dict *sub, const td_dict *d)
+{
+	static const char fn[] = "td_dict_iter_next";
+	lazy_iter *lz = it->lz;
+
+	emit(it, item, e, it->depth);
+	if (it->flags & TD_ITER_KEYS_ONLY) {
+		td_dict_free(sub);
+		return 1;
+	}
+	if (kind == TD_VALUE_DICT) {
+		if (!sub) {
+			td__kref k = td__entry_kref(e);
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+		}
+		lz->cur.kind = TD_VALUE_DICT;
+		lz->cur.u.dict = sub;
+		lz->dead = sub;
+		item->value = &lz->cur;
+	} else if (kind == TD_VALUE_TENSOR) {
+		td__kref k = td__entry_kref(e);
+		TD_TRY(td__lazy_get_tensor(&lz->cur.u.tensor, d, &k, 1, fn));
+		lz->cur.kind = TD_VALUE_TENSOR;
+		lz->cur_tensor = true;
+		item->value = &lz->cur;
+	}
+	/* A non-tensor leaf: the first child's value (item->value as emitted). */
+	return 1;
+}
+
+static int lazy_next(td_dict_iter *it, td_item *item)
+{
+	static const char fn[] = "td_dict_iter_next";
+	bool nested = it->flags & TD_ITER_NESTED, leaves = it->flags & TD_ITER_LEAVES_ONLY;
+	lazy_iter *lz = it->lz;
+
+	lazy_drop_current(lz);
+	while (it->depth >= 0) {
+		const td_dict *d = it->dict[it->depth], *src = lz->src[it->depth];
+		const td__entry *e;
+		td__kref k;
+		td_dict *sub;
+		int kind;
+
+		if (!src || it->pos[it->depth] >= src->used) {
+			/* Level done: yield the sub-stack that held it (post-order). */
+			sub = lz->own[it->depth];
+			lz->own[it->depth] = NULL;
+			if (--it->depth < 0)
+				return 0;
+			e = &lz->src[it->depth]->entries[it->pos[it->depth]++];
+			if (!leaves)
+				return lazy_emit(it, item, e, TD_VALUE_DICT, sub, it->dict[it->depth]);
+			td_dict_free(sub);
+			continue;
+		}
+		e = &src->entries[it->pos[it->depth]];
+		k = td__entry_kref(e);
+		kind = td__entry_live(e) ? td__lazy_kind(d, &k, 1) : 0;
+		if (!kind) {
+			it->pos[it->depth]++;
+			continue;
+		}
+		if (kind == TD_VALUE_DICT && nested && it->depth + 1 < TD_KEY_MAX_DEPTH) {
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+			it->path[it->depth] = td__entry_key(e);
+			it->depth++;
+			it->dict[it->depth] = sub;
+			lz->own[it->depth] = sub;
+			lz->src[it->depth] = td__lazy_key_source(sub);
+			it->pos[it->depth] = 0;
+			continue;
+		}
+		it->pos[it->depth]++;
+		if (leaves && kind == TD_VALUE_DICT)
+			continue;
+		return lazy_emit(it, item, e, kind, NULL, d);
+	}
+	return 0;
 }
 
 int td_dict_iter_next(td_dict_iter *it, td_item *item)
@@ -108,6 +232,8 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 
 	if (!it || !item)
 		return td__error(TD_EINVAL, "td_dict_iter_next: NULL argument");
+	if (TD_UNLIKELY(it->lz != NULL))
+		return lazy_next(it, item);
 	nested = it->flags & TD_ITER_NESTED;
 	leaves = it->flags & TD_ITER_LEAVES_ONLY;
 	while (it->depth >= 0) {
@@ -149,5 +275,9 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 
 void td_dict_iter_free(td_dict_iter *it)
 {
+	if (it && it->lz) {
+		td_dict_iter_reset(it);
+		td__free(it->lz);
+	}
 	td__free(it);
 }

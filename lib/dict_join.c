@@ -158,6 +158,10 @@ static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int d
 	for (i = 0; i < n; i++)
 		if (!dicts[i])
 			return td__error(TD_EINVAL, "%s: dict %zu is NULL", fn, i);
+	for (i = 0; i < n; i++)
+		if (dicts[i]->lazy)
+			return td__error(TD_ENOTSUP, "%s: dict %zu is a lazy stack (td_lazy_densify() "
+				"makes a dense dict; td_lazy_stack() stacks lazily)", fn, i);
 	if (stack)
 		TD_TRY(td__wrap_dim(dim, dicts[0]->batch_ndim + 1, &j.dim, fn));
 	else if (dicts[0]->batch_ndim == 0)

@@ -100,6 +100,8 @@ int td_dict_copy(td_dict **out, const td_dict *d)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_copy: NULL argument");
 	*out = NULL;
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_copy(out, d, false, "td_dict_copy");
 	return td__dict_copy(out, d, "td_dict_copy");
 }
 
@@ -110,6 +112,8 @@ int td_dict_clone(td_dict **out, const td_dict *d)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_clone: NULL argument");
 	*out = NULL;
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_copy(out, d, true, "td_dict_clone");
 	return td__dict_transform(out, d, d->batch_ndim, d->batch_shape, leaf_clone, NULL,
 		"td_dict_clone");
 }
@@ -151,6 +155,7 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_empty: NULL argument");
 	*out = NULL;
+	TD_DENSE_ONLY(d, "td_dict_empty");
 	return empty_rec(out, d, recurse, "td_dict_empty");
 }
 
@@ -206,6 +211,8 @@ int td_dict_update(td_dict *d, const td_dict *other)
 
 	if (!d || !other)
 		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
+	TD_DENSE_ONLY(d, "td_dict_update");
+	TD_DENSE_ONLY(other, "td_dict_update");
 	if (d == other)
 		return TD_OK;
 	if (root_of(d) != root_of(other))
@@ -274,6 +281,8 @@ int td_dict_update_inplace(td_dict *d, const td_dict *other)
 
 	if (!d || !other)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	TD_DENSE_ONLY(d, fn);
+	TD_DENSE_ONLY(other, fn);
 	if (d == other)
 		return TD_OK;
 	TD_TRY(update_inplace_rec(d, other, false, fn));
@@ -391,6 +400,7 @@ static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	if (!out || !d || (n && !keys && !handles))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
+	TD_DENSE_ONLY(d, fn);
 	paths = td__calloc(n ? n : 1, sizeof(*paths));
 	if (keys)
 		store = td__calloc(n ? n : 1, sizeof(*store));

@@ -30,7 +30,9 @@ libtdcore_la_SOURCES = \
 	%D%/dict_flatten.c \
 	%D%/dict_apply.c \
 	%D%/dict_batch.c \
-	%D%/dict_join.c
+	%D%/dict_join.c \
+	%D%/lazy.c \
+	%D%/lazy_batch.c
 
 libtdcore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 libtdcore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)

@@ -410,6 +410,9 @@ int td_shm_dict(td_dict **out, const td_dict *src)
 	*out = NULL;
 	if (!src)
 		return td__error(TD_EINVAL, "td_shm_dict: NULL src");
+	if (td_dict_is_lazy(src))
+		return td__error(TD_ENOTSUP, "td_shm_dict: a lazy stack cannot be moved to shared "
+			"memory as one dict (td_lazy_densify() makes a dense dict)");
 	TD_TRY(shm_dict_size(src, &l.total));
 	TD_TRY(shm_new(&l.buf, l.total, "td_shm_dict"));
 	rc = td_dict_apply(out, src, shm_place, &l);

@@ -964,6 +964,9 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
 	if (flags & ~known)
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
+	if (td_dict_is_lazy(src))
+		return td__error(TD_ENOTSUP, "td_store_memmap: saving a lazy stack is not supported "
+			"yet (td_lazy_densify() makes a dense dict)");
 	if (flags & TD_STORE_PACKED)
 		return td__packed_memmap(out, src, path, flags);
 	TD_TRY(td__check_writable(src, "td_store_memmap"));

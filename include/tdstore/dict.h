@@ -355,6 +355,9 @@ TD_API int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t 
  * @param[out] keys_out    `cap` slots for key strings (borrowed), or NULL
  * @param[out] values_out  `cap` slots for values (borrowed), or NULL
  * @param cap              capacity of the arrays
+ * On a lazy stack the keys are the stack's keys and every value written is
+ * NULL (its leaves are made by stacking: see td_lazy_get_tensor()).
+ *
  * @return the number of entries (which may exceed `cap`: only `cap` are
  *         written)
  */
@@ -365,13 +368,18 @@ TD_API size_t td_dict_items(const td_dict *d, const char **keys_out,
 #define TD_ITER_NESTED 0x1u
 /** td_dict_iter flag: yield leaves only, not nested dicts themselves. */
 #define TD_ITER_LEAVES_ONLY TD_LEAVES_ONLY
+/**
+ * td_dict_iter flag: yield keys only (tensordict's keys()): td_item.value is
+ * NULL. Over a lazy stack this spares stacking every leaf.
+ */
+#define TD_ITER_KEYS_ONLY 0x4u
 
 /** One step of an iteration. All pointers are borrowed from the dict and the iterator. */
 typedef struct td_item {
 	const char *const *path; /**< the key path from the iterated dict, `depth` components */
 	size_t depth;            /**< >= 1 */
 	const char *key;         /**< the last component, path[depth - 1] */
-	const td_value *value;   /**< the value */
+	const td_value *value;   /**< the value; NULL with TD_ITER_KEYS_ONLY */
 } td_item;
 
 /**
@@ -379,19 +387,26 @@ typedef struct td_item {
  * its own entries (tensordict's order), unless TD_ITER_LEAVES_ONLY. The
  * dict must not change structurally while iterated.
  *
+ * Over a lazy stack (td_dict_is_lazy()) the keys are the stack's keys, and
+ * the iterator makes the values: a leaf's value is a stacked copy, a
+ * sub-dict's a lazy stack of the children's sub-dicts, a non-tensor leaf's
+ * the first child's value; each is owned by the iterator and valid until
+ * the next call (pass TD_ITER_KEYS_ONLY to make none).
+ *
  * @param[out] out  receives the iterator; owned by the caller, release
  *                  with td_dict_iter_free()
- * @param flags     TD_ITER_NESTED and/or TD_ITER_LEAVES_ONLY, or 0
+ * @param flags     TD_ITER_NESTED, TD_ITER_LEAVES_ONLY, TD_ITER_KEYS_ONLY, or 0
  * @return TD_OK; TD_EINVAL; TD_ENOMEM
  */
 TD_API int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags);
 
 /**
- * Advance. No allocation.
+ * Advance. No allocation on a dense dict.
  *
  * @param[out] item  receives the next entry (valid until the next call)
  * @return 1 when an item was produced, 0 at the end, TD_EINVAL for NULL
- *         arguments
+ *         arguments; over a lazy stack also TD_ETYPE (a ragged leaf, which
+ *         is then skipped: the next call goes on after it) or TD_ENOMEM
  */
 TD_API int td_dict_iter_next(td_dict_iter *it, td_item *item);
 

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tdstore/lazy.h - lazy stacks: a kind of td_dict that stacks N dicts along
+ * a new batch dim without copying them (tensordict's LazyStackedTensorDict).
+ *
+ * A lazy stack is a td_dict: td_dict_is_lazy() tells it apart, and the
+ * generic td_dict functions apply to it where they can:
+ *  - batch shape, td_dict_len(), td_dict_contains*(), iteration
+ *    (td_dict_iter_*(), td_dict_items()), td_dict_lock() / unlock(),
+ *    td_dict_index() / index_put() / index_fill(), td_dict_unbind(),
+ *    td_dict_copy() / clone(), td_dict_set_tensor*() (plain and in place),
+ *    td_dict_set_string() / set_bytes(), td_dict_del*(), td_dict_free();
+ *  - the borrowed lookups td_dict_get*() return TD_ENOTSUP: a leaf of a
+ *    lazy stack is not stored anywhere, it is made by stacking the
+ *    children's leaves. Use td_lazy_get_tensor() and td_lazy_get_dict();
+ *  - every other td_dict function returns TD_ENOTSUP with a message; make
+ *    a dense dict with td_lazy_densify() first.
+ * A lazy stack cannot be stored inside a dense dict (TD_ENOTSUP).
+ *
+ * Keys: the stack's keys are those every child has (with a dict in every
+ * child or a leaf in every child), in the order of the first child. A key
+ * only some children have stays reachable through td_lazy_child().
+ *
+ * Shapes: the children must have the same batch shape B; the stack's batch
+ * shape is B with N inserted at the stack dim. Leaves may differ between
+ * children beyond the batch dims (ragged): stacking them is then an error
+ * (TD_ETYPE, naming the key and the shapes) unless the caller asks for a
+ * list (td_lazy_get_list()), a padded tensor (td_lazy_get_padded()) or the
+ * nested form (td_lazy_get_nested()).
+ *
+ * Ownership: a stack made with TD_LAZY_TAKE owns its children (they become
+ * its nested dicts and are freed with it); otherwise it borrows them, and
+ * they must outlive it. Stacks returned by td_lazy_get_dict() borrow the
+ * children's sub-dicts: valid until one of those children changes
+ * structurally (a key added, deleted or renamed) or is freed. Stacks made by
+ * indexing, unbind, copy and clone own what they hold.
+ *
+ * Stacks of lazy stacks are lazy stacks whose children are lazy stacks.
+ */
+#ifndef TDSTORE_LAZY_H
+#define TDSTORE_LAZY_H
+
+#include "common.h"
+#include "tensor.h"
+#include "dict.h"
+
+TD_BEGIN_DECLS
+
+/** td_lazy_stack() flag: the stack takes ownership of the (root) children. */
+#define TD_LAZY_TAKE 0x1u
+
+/** td_lazy_get_padded() flag: pad at the start of each dim instead of the end. */
+#define TD_PAD_LEFT 0x1u
+
+/* ------------------------------------------------------------------------ */
+/* Building and walking                                                      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Stack `n` dicts lazily along a new batch dim `dim` (tensordict's
+ * lazy_stack()). Nothing is copied.
+ *
+ * @param[out] out  receives the stack; owned by the caller, release with
+ *                  td_dict_free(); set to NULL on failure
+ * @param dicts  `n` >= 1 dicts (dense or lazy) of identical batch shape.
+ *               Borrowed (they must outlive the stack; a dict may appear
+ *               more than once) unless `flags` has TD_LAZY_TAKE: then each
+ *               must be a distinct root dict and, on success only, belongs
+ *               to the stack (td_dict_parent() of each is the stack, and
+ *               td_dict_free() on it does nothing)
+ * @param dim    the new dim, 0..B (B = the children's batch ndim), or
+ *               negative counting from the end (-1 is B)
+ * @param flags  0 or TD_LAZY_TAKE
+ * @return TD_OK; TD_EINVAL (NULL, n == 0, dim out of range, too many dims,
+ *         unknown flags, with TD_LAZY_TAKE a child that is not a root or
+ *         appears twice); TD_ETYPE (batch shapes differ); TD_EOVERFLOW;
+ *         TD_ENOMEM
+ */
+TD_API int td_lazy_stack(td_dict **out, td_dict *const *dicts, size_t n, int dim,
+	unsigned flags);
+
+/** @return true if `d` is a lazy stack (false for NULL). */
+TD_API bool td_dict_is_lazy(const td_dict *d);
+
+/** @return the number of children of a lazy stack; 0 for a dense dict or NULL. */
+TD_API size_t td_lazy_count(const td_dict *d);
+
+/** @return the stack dim of a lazy stack (a batch dim of it); -1 for a dense dict or NULL. */
+TD_API int td_lazy_stack_dim(const td_dict *d);
+
+/**
+ * @return child `i` of a lazy stack (borrowed: valid while the stack
+ *         holds it, and as long as the caller's own borrowed child lives);
+ *         NULL for a dense dict, NULL or `i` out of range. The child may be
+ *         modified through this pointer (its batch shape must stay).
+ */
+TD_API td_dict *td_lazy_child(const td_dict *d, size_t i);
+
+/* ------------------------------------------------------------------------ */
+/* Reading leaves and sub-dicts                                              */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The leaf under `key`, stacked: a new contiguous tensor (tensordict's
+ * `get`), whose shape is the children's leaf shape with N inserted at the
+ * stack dim. Writing it does not reach the children. Dtypes are promoted
+ * as td_tensor_stack() does.
+ *
+ * @param[out] out  receives the tensor; owned by the caller, release with
+ *                  td_tensor_release()
+ * @param key    a dotted key (td_lazy_get_tensor_key(): a key handle, for
+ *               components holding '.')
+ * @return TD_OK; TD_EINVAL (NULL, not a lazy stack, malformed key);
+ *         TD_ENOTFOUND (a child lacks the key: the message names it);
+ *         TD_ETYPE (not a tensor in some child; ragged leaves: the message
+ *         names two shapes and the alternatives); TD_ENOMEM
+ */
+TD_API int td_lazy_get_tensor(td_tensor *out, const td_dict *d, const char *key);
+TD_API int td_lazy_get_tensor_key(td_tensor *out, const td_dict *d, const td_key *key);
+
+/**
+ * Stack the leaf under `key` into the caller's tensor `dst`, whose shape
+ * must be the stacked shape (dtype converted as td_tensor_copy() does).
+ *
+ * @return as td_lazy_get_tensor(); TD_ETYPE (dst has another shape);
+ *         TD_EREADONLY. On failure, `dst` may be partly written.
+ */
+TD_API int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key);
+
+/**
+ * The children's leaves under `key` as a list, without stacking
+ * (tensordict's `get(key, as_list=True)`): element i is a new reference to
+ * child i's leaf (a view sharing its buffer; for a lazy child, a stacked
+ * copy). Shapes may differ.
+ *
+ * @param[out] tensors_out  receives an array of `*count_out` tensors;
+ *                          owned by the caller, release with
+ *                          td_tensor_array_free()
+ * @param[out] count_out    receives the number of children
+ * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE; TD_ENOMEM
+ */
+TD_API int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
+	const char *key);
+
+/**
+ * The leaf under `key` stacked after padding (tensordict's
+ * `get(key, as_padded_tensor=True, padding_value=pad, padding_side=...)`):
+ * the leaves must have the same ndim; each dim gets the largest size over
+ * the children, and every child's leaf is padded with `pad` at the end of
+ * each dim (or at the start with TD_PAD_LEFT). Equal shapes give the plain
+ * stacked tensor.
+ *
+ * @param[out] out  receives a new tensor (owned; td_tensor_release())
+ * @param flags     0 or TD_PAD_LEFT
+ * @return TD_OK; TD_EINVAL (also unknown flags, an invalid scalar);
+ *         TD_ENOTFOUND; TD_ETYPE (leaves of
+ *         different ndim); TD_ENOMEM
+ */
+TD_API int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_scalar pad,
+	unsigned flags);
+
+/**
+ * The leaf under `key` in the nested (jagged) form of
+ * torch.nested.as_nested_tensor(layout=torch.jagged): `values` is the
+ * children's leaves concatenated along their first dim and `offsets` (int64,
+ * N + 1 entries) says where each child's rows start: child i is
+ * values[offsets[i]:offsets[i + 1]]. The leaves may differ in their first
+ * dim only.
+ *
+ * @param[out] values_out   receives a new tensor (owned; td_tensor_release())
+ * @param[out] offsets_out  receives a new int64 tensor of shape [N + 1] (owned)
+ * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE (a 0-d leaf; leaves that
+ *         differ beyond their first dim); TD_ENOTSUP (the stack dim is not 0,
+ *         as in tensordict's get_nestedtensor()); TD_ENOMEM
+ */
+TD_API int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
+	const char *key);
+
+/**
+ * The sub-dict under `key`: a new lazy stack, at the same stack dim, of the
+ * children's sub-dicts (tensordict's `get` of a nested key). Nothing is
+ * copied; writes through it reach the children.
+ *
+ * @param[out] out  receives the stack; owned by the caller, release with
+ *                  td_dict_free(). It borrows the children's sub-dicts: valid
+ *                  until one of the children changes structurally or is freed
+ * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE (not a dict in some
+ *         child; the sub-dicts' batch shapes differ); TD_ENOMEM
+ */
+TD_API int td_lazy_get_dict(td_dict **out, const td_dict *d, const char *key);
+TD_API int td_lazy_get_dict_key(td_dict **out, const td_dict *d, const td_key *key);
+
+/* ------------------------------------------------------------------------ */
+/* Dense forms                                                               */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A dense dict with the stack's batch shape and keys: every leaf stacked
+ * (a copy), every sub-dict densified (tensordict's contiguous() /
+ * to_tensordict()). A non-tensor leaf must be equal in every child. Keys
+ * that only some children have are left out.
+ *
+ * @param[out] out  receives a new root dict (owned; td_dict_free())
+ * @return TD_OK; TD_EINVAL (NULL, not a lazy stack); TD_ETYPE (ragged leaves,
+ *         unequal non-tensor values); TD_ENOMEM
+ */
+TD_API int td_lazy_densify(td_dict **out, const td_dict *d);
+
+/**
+ * Stack `n` dicts along a new batch dim `dim`: densely (td_dict_stack())
+ * when they are all dense with the same keys and leaf shapes, lazily
+ * otherwise (tensordict's maybe_dense_stack). The lazy result owns shallow
+ * copies of the inputs (td_dict_copy()), which stay the caller's.
+ *
+ * @param[out] out  receives a new root dict, dense or lazy (owned;
+ *                  td_dict_free())
+ * @return TD_OK; TD_EINVAL (NULL, n == 0, dim out of range); TD_ETYPE (batch
+ *         shapes differ: a lazy stack needs equal ones); TD_ENOMEM
+ */
+TD_API int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t n,
+	int dim);
+
+TD_END_DECLS
+
+#endif /* TDSTORE_LAZY_H */

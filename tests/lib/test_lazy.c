@@ -1,0 +1,898 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_lazy.c - lazy stacks: every operation against a dense reference
+ * (the children are the reference unbound along the stack dim, so the lazy
+ * stack must behave as the reference itself), ragged leaves, keys only some
+ * children have, stacks of stacks, and every failure path.
+ */
+#include "td_test.h"
+
+#include <string.h>
+
+/*
+ * The reference: batch [3, 2] (or [2, 3] for stack dim 1), leaves
+ * "a" f32 [B, 4], "n.b" i64 [B], "n.m.c" f64 [B, 2], string "s".
+ */
+static td_dict *make_ref(int sd)
+{
+	int64_t b[2] = { 3, 2 }, sa[3], sb[2], sc[3];
+	td_tensor a, nb, c;
+	td_dict *d;
+	const char *const pb[2] = { "n", "b" }, *const pc[3] = { "n", "m", "c" };
+
+	if (sd == 1) {
+		b[0] = 2;
+		b[1] = 3;
+	}
+	memcpy(sa, b, sizeof(b));
+	sa[2] = 4;
+	memcpy(sb, b, sizeof(b));
+	memcpy(sc, b, sizeof(b));
+	sc[2] = 2;
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	td_test_arange(&a, TD_DTYPE_F32, 3, sa);
+	td_test_arange(&nb, TD_DTYPE_I64, 2, sb);
+	td_test_arange(&c, TD_DTYPE_F64, 3, sc);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &a));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pb, 2, &nb));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pc, 3, &c));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
+	return d;
+}
+
+typedef struct fixture {
+	td_dict *ref;     /* dense reference */
+	td_dict **parts;  /* its unbind along sd: the children */
+	size_t n;
+	td_dict *lazy;    /* lazy stack of the parts (borrowed) */
+} fixture;
+
+static void fixture_make(fixture *f, int sd)
+{
+	f->ref = make_ref(sd);
+	td_cr_assert_ok(td_dict_unbind(&f->parts, &f->n, f->ref, sd));
+	td_cr_assert_ok(td_lazy_stack(&f->lazy, f->parts, f->n, sd, 0));
+}
+
+static void fixture_free(fixture *f)
+{
+	td_dict_free(f->lazy);
+	td_dict_array_free(f->parts, f->n);
+	td_dict_free(f->ref);
+}
+
+/* Dense reference equals the densified lazy result. */
+static void assert_same(const td_dict *dense, const td_dict *lazy)
+{
+	td_dict *dl = NULL;
+
+	if (td_dict_is_lazy(lazy)) {
+		td_cr_assert_ok(td_lazy_densify(&dl, lazy));
+		lazy = dl;
+	}
+	cr_assert_eq(td_dict_equal(dense, lazy), 1, "lazy result differs from the reference");
+	td_dict_free(dl);
+}
+
+static void assert_tensor_eq(const td_tensor *a, const td_tensor *b)
+{
+	cr_assert_eq(td_tensor_equal(a, b), 1, "tensors differ");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building and walking                                                      */
+/* ------------------------------------------------------------------------ */
+
+Test(lazy, shape_walk_and_dense_equivalence)
+{
+	for (int sd = 0; sd < 3; sd++) {
+		fixture f;
+		f.ref = make_ref(sd == 2 ? 0 : sd);
+		td_cr_assert_ok(td_dict_unbind(&f.parts, &f.n, f.ref, sd == 2 ? 0 : sd));
+		if (sd == 2) {
+			/* stacking at the end: compare with the dense stack at dim 2 */
+			td_dict *dense;
+			td_cr_assert_ok(td_lazy_stack(&f.lazy, f.parts, f.n, -1, 0));
+			cr_assert_eq(td_lazy_stack_dim(f.lazy), 1);
+			td_cr_assert_ok(td_dict_stack(&dense, (const td_dict *const *)f.parts, f.n, 1));
+			assert_same(dense, f.lazy);
+			td_dict_free(dense);
+			fixture_free(&f);
+			continue;
+		}
+		td_cr_assert_ok(td_lazy_stack(&f.lazy, f.parts, f.n, sd, 0));
+		cr_assert(td_dict_is_lazy(f.lazy));
+		cr_assert(!td_dict_is_lazy(f.ref));
+		cr_assert_eq(td_lazy_count(f.lazy), f.n);
+		cr_assert_eq(td_lazy_stack_dim(f.lazy), sd);
+		cr_assert_eq(td_lazy_child(f.lazy, 1), f.parts[1]);
+		cr_assert_null(td_lazy_child(f.lazy, f.n));
+		cr_assert_eq(td_dict_batch_ndim(f.lazy), 2);
+		cr_assert_arr_eq(td_dict_batch_shape(f.lazy), td_dict_batch_shape(f.ref),
+			2 * sizeof(int64_t));
+		cr_assert_eq(td_dict_batch_numel(f.lazy), 6);
+		cr_assert_eq(td_dict_len(f.lazy), 3);
+		assert_same(f.ref, f.lazy);
+		fixture_free(&f);
+	}
+	cr_assert_eq(td_lazy_count(NULL), 0);
+	cr_assert_eq(td_lazy_stack_dim(NULL), -1);
+	cr_assert_null(td_lazy_child(NULL, 0));
+	cr_assert(!td_dict_is_lazy(NULL));
+}
+
+Test(lazy, take_owns_children)
+{
+	td_dict *c[2], *s;
+
+	td_cr_assert_ok(td_dict_new(&c[0], 0, NULL));
+	td_cr_assert_ok(td_dict_new(&c[1], 0, NULL));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	cr_assert_eq(td_dict_parent(c[0]), s);
+	td_dict_free(c[0]); /* owned by the stack: does nothing */
+	cr_assert_eq(td_lazy_child(s, 0), c[0]);
+	td_dict_free(s);
+}
+
+Test(lazy, construction_failures)
+{
+	td_dict *a, *b, *s = (td_dict *)1, *arr[2];
+	int64_t b2 = 2, b3 = 3;
+
+	td_cr_assert_ok(td_dict_new(&a, 1, &b2));
+	td_cr_assert_ok(td_dict_new(&b, 1, &b3));
+	arr[0] = a;
+	arr[1] = b;
+	td_cr_assert_err(td_lazy_stack(&s, arr, 2, 0, 0), TD_ETYPE);
+	cr_assert_null(s);
+	td_cr_assert_err(td_lazy_stack(NULL, arr, 2, 0, 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_stack(&s, NULL, 2, 0, 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_stack(&s, arr, 0, 0, 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_stack(&s, arr, 1, 0, 0x10), TD_EINVAL);
+	td_cr_assert_err(td_lazy_stack(&s, arr, 1, 2, 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_stack(&s, arr, 1, -3, 0), TD_EINVAL);
+	arr[1] = NULL;
+	td_cr_assert_err(td_lazy_stack(&s, arr, 2, 0, 0), TD_EINVAL);
+	arr[1] = a; /* twice: fine when borrowed, refused when taken */
+	td_cr_assert_ok(td_lazy_stack(&s, arr, 2, 0, 0));
+	td_dict_free(s);
+	td_cr_assert_err(td_lazy_stack(&s, arr, 2, 0, TD_LAZY_TAKE), TD_EINVAL);
+	td_cr_assert_ok(td_dict_set_dict_take(b, "x", NULL) == TD_EINVAL ? 0 : -1);
+	{
+		td_dict *child, *nested;
+		td_cr_assert_ok(td_dict_new(&child, 1, &b3));
+		td_cr_assert_ok(td_dict_set_dict_take(b, "x", child));
+		td_cr_assert_ok(td_dict_get_dict(b, "x", &nested));
+		td_cr_assert_err(td_lazy_stack(&s, &nested, 1, 0, TD_LAZY_TAKE), TD_EINVAL);
+	}
+	td_dict_free(a);
+	td_dict_free(b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keys                                                                      */
+/* ------------------------------------------------------------------------ */
+
+Test(lazy, keys_are_shared_ones_and_others_stay_reachable)
+{
+	td_dict *c[2], *s;
+	td_tensor t;
+	const char *keys[4];
+	const td_value *vals[4];
+	int64_t b = 2;
+
+	for (int i = 0; i < 2; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "shared", &t));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], i ? "only1" : "only0", &t));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "mixed.x", &t));
+		if (i)
+			td_cr_assert_ok(td_dict_del(c[i], "mixed"));
+		if (i)
+			td_cr_assert_ok(td_dict_set_tensor(c[i], "mixed", &t));
+		td_tensor_release(&t);
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	cr_assert_eq(td_dict_len(s), 1);
+	cr_assert_eq(td_dict_items(s, keys, vals, 4), 1);
+	cr_assert_str_eq(keys[0], "shared");
+	cr_assert_null(vals[0]);
+	cr_assert_eq(td_dict_contains(s, "shared", 0), 1);
+	cr_assert_eq(td_dict_contains(s, "shared", TD_LEAVES_ONLY), 1);
+	cr_assert_eq(td_dict_contains(s, "only0", 0), 0);
+	cr_assert_eq(td_dict_contains(s, "mixed", 0), 0); /* a dict in one, a leaf in the other */
+	cr_assert_eq(td_dict_contains(s, "mixed.x", 0), 0);
+	cr_assert_eq(td_dict_contains(td_lazy_child(s, 0), "only0", 0), 1);
+	td_cr_assert_err(td_dict_contains(s, "a..b", 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_tensor(&t, s, "only0"), TD_ENOTFOUND);
+	td_dict_free(s);
+}
+
+Test(lazy, nested_membership_and_iteration_match_dense)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		td_dict_iter *il, *id;
+		td_item a, b;
+		const char *const path[3] = { "n", "m", "c" };
+		td_key *k;
+		int rl, rd, count = 0;
+
+		fixture_make(&f, sd);
+		td_cr_assert_ok(td_key_from_path(&k, path, 3));
+		cr_assert_eq(td_dict_contains_key(f.lazy, k, TD_LEAVES_ONLY), 1);
+		cr_assert_eq(td_dict_contains_path(f.lazy, path, 2, TD_LEAVES_ONLY), 0);
+		cr_assert_eq(td_dict_contains_path(f.lazy, path, 2, 0), 1);
+		td_key_free(k);
+		td_cr_assert_ok(td_dict_iter_new(&il, f.lazy, TD_ITER_NESTED));
+		td_cr_assert_ok(td_dict_iter_new(&id, f.ref, TD_ITER_NESTED));
+		for (;;) {
+			td_cr_assert_ok(rl = td_dict_iter_next(il, &a));
+			td_cr_assert_ok(rd = td_dict_iter_next(id, &b));
+			cr_assert_eq(rl, rd);
+			if (!rl)
+				break;
+			count++;
+			cr_assert_eq(a.depth, b.depth);
+			for (size_t i = 0; i < a.depth; i++)
+				cr_assert_str_eq(a.path[i], b.path[i]);
+			cr_assert_eq(a.value->kind, b.value->kind);
+			if (a.value->kind == TD_VALUE_TENSOR)
+				assert_tensor_eq(&a.value->u.tensor, &b.value->u.tensor);
+			else if (a.value->kind == TD_VALUE_DICT)
+				assert_same(b.value->u.dict, a.value->u.dict);
+			else
+				cr_assert_str_eq(a.value->u.blob.data, b.value->u.blob.data);
+		}
+		cr_assert_eq(count, 6);
+		td_dict_iter_free(id);
+		td_dict_iter_free(il);
+		/* keys only, leaves only, restart mid-way */
+		td_cr_assert_ok(td_dict_iter_new(&il, f.lazy,
+			TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
+		td_cr_assert_ok(td_dict_iter_next(il, &a));
+		td_cr_assert_ok(td_dict_iter_next(il, &a));
+		td_dict_iter_reset(il);
+		count = 0;
+		while (td_dict_iter_next(il, &a) == 1) {
+			cr_assert_null(a.value);
+			count++;
+		}
+		cr_assert_eq(count, 4);
+		td_dict_iter_free(il);
+		fixture_free(&f);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading                                                                   */
+/* ------------------------------------------------------------------------ */
+
+Test(lazy, get_matches_dense)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		const td_tensor *ref;
+		td_tensor got, into;
+		td_dict *sub;
+		td_key *k;
+
+		fixture_make(&f, sd);
+		td_cr_assert_ok(td_dict_get_tensor(f.ref, "n.m.c", &ref));
+		td_cr_assert_ok(td_lazy_get_tensor(&got, f.lazy, "n.m.c"));
+		assert_tensor_eq(&got, ref);
+		td_tensor_release(&got);
+		td_cr_assert_ok(td_key_new(&k, "a"));
+		td_cr_assert_ok(td_dict_get_tensor(f.ref, "a", &ref));
+		td_cr_assert_ok(td_lazy_get_tensor_key(&got, f.lazy, k));
+		assert_tensor_eq(&got, ref);
+		td_tensor_release(&got);
+		/* fill the caller's tensor, with a dtype conversion */
+		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F64, ref->ndim, ref->shape));
+		td_cr_assert_ok(td_lazy_get_tensor_into(&into, f.lazy, "a"));
+		cr_assert_eq(td_tensor_allclose(&into, ref, 0, 0, false), 1);
+		td_tensor_release(&into);
+		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F32, 1, ref->shape));
+		td_cr_assert_err(td_lazy_get_tensor_into(&into, f.lazy, "a"), TD_ETYPE);
+		td_tensor_release(&into);
+		/* sub-dict: a lazy stack of the children's sub-dicts */
+		td_cr_assert_ok(td_lazy_get_dict_key(&sub, f.lazy, k) == TD_ETYPE ? 0 : -1);
+		td_cr_assert_ok(td_lazy_get_dict(&sub, f.lazy, "n"));
+		cr_assert(td_dict_is_lazy(sub));
+		cr_assert_eq(td_lazy_stack_dim(sub), sd);
+		{
+			td_dict *rsub;
+			td_cr_assert_ok(td_dict_get_dict(f.ref, "n", &rsub));
+			assert_same(rsub, sub);
+		}
+		td_dict_free(sub);
+		td_key_free(k);
+		/* the borrowed lookups do not apply */
+		{
+			const td_value *v;
+			td_dict *dd;
+			const char *data;
+			td_cr_assert_err(td_dict_get(f.lazy, "a", &v), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_tensor(f.lazy, "a", &ref), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_dict(f.lazy, "n", &dd), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_blob(f.lazy, "s", &data, NULL), TD_ENOTSUP);
+		}
+		fixture_free(&f);
+	}
+}
+
+Test(lazy, get_failures)
+{
+	fixture f;
+	td_tensor t, *list;
+	td_dict *sub;
+	size_t n;
+
+	fixture_make(&f, 0);
+	td_cr_assert_err(td_lazy_get_tensor(&t, f.lazy, "n"), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_tensor(&t, f.lazy, "zz"), TD_ENOTFOUND);
+	td_cr_assert_err(td_lazy_get_tensor(&t, f.ref, "a"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_tensor(NULL, f.lazy, "a"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_tensor(&t, f.lazy, NULL), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_tensor_key(&t, f.lazy, NULL), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_tensor(&t, f.lazy, "a..b"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_dict(&sub, f.lazy, "a"), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_dict(&sub, f.lazy, "zz"), TD_ENOTFOUND);
+	td_cr_assert_err(td_lazy_get_dict(&sub, f.ref, "n"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_dict_key(&sub, f.lazy, NULL), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_list(&list, NULL, f.lazy, "a"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_list(&list, &n, f.lazy, "s"), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_padded(&t, f.lazy, "a", td_scalar_int(0), 0x8), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_nested(&t, NULL, f.lazy, "a"), TD_EINVAL);
+	td_cr_assert_err(td_lazy_densify(&sub, f.ref), TD_EINVAL);
+	td_cr_assert_err(td_lazy_densify(NULL, f.lazy), TD_EINVAL);
+	fixture_free(&f);
+}
+
+/* Two children of batch [] whose "x" has 2 and 3 elements: ragged. */
+static td_dict *ragged_stack(int dim_of_x_ndim2)
+{
+	td_dict *c[2], *s;
+	td_tensor t;
+	int64_t len[2] = { 2, 3 };
+
+	for (int i = 0; i < 2; i++) {
+		int64_t shape[2] = { len[i], 2 };
+		td_cr_assert_ok(td_dict_new(&c[i], 0, NULL));
+		td_test_arange(&t, TD_DTYPE_F32, dim_of_x_ndim2 ? 2 : 1, shape);
+		td_cr_assert_ok(td_dict_set_tensor_take(c[i], "x", &t));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	return s;
+}
+
+static double at(const td_tensor *t, int64_t i, int64_t j, int64_t k)
+{
+	int64_t idx[3] = { i, j, k };
+	td_scalar s;
+
+	td_cr_assert_ok(td_tensor_get(t, idx, &s));
+	return s.v.f;
+}
+
+Test(lazy, ragged_leaves)
+{
+	td_dict *s = ragged_stack(0);
+	td_tensor t, *list, values, offsets;
+	const int64_t *off;
+	size_t n;
+
+	td_cr_assert_err(td_lazy_get_tensor(&t, s, "x"), TD_ETYPE);
+	cr_assert(strstr(td_error_last()->message, "ragged") != NULL);
+	td_cr_assert_ok(td_lazy_get_list(&list, &n, s, "x"));
+	cr_assert_eq(n, 2);
+	cr_assert_eq(list[0].shape[0], 2);
+	cr_assert_eq(list[1].shape[0], 3);
+	td_tensor_array_free(list, n);
+	/* padded right and left with -1 */
+	td_cr_assert_ok(td_lazy_get_padded(&t, s, "x", td_scalar_float(-1), 0));
+	cr_assert_eq(t.ndim, 2);
+	cr_assert_eq(t.shape[1], 3);
+	cr_assert_float_eq(at(&t, 0, 1, 0), 1.0, 0);
+	cr_assert_float_eq(at(&t, 0, 2, 0), -1.0, 0);
+	cr_assert_float_eq(at(&t, 1, 2, 0), 2.0, 0);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_lazy_get_padded(&t, s, "x", td_scalar_float(-1), TD_PAD_LEFT));
+	cr_assert_float_eq(at(&t, 0, 0, 0), -1.0, 0);
+	cr_assert_float_eq(at(&t, 0, 1, 0), 0.0, 0);
+	cr_assert_float_eq(at(&t, 0, 2, 0), 1.0, 0);
+	td_tensor_release(&t);
+	/* nested: values [5], offsets [0, 2, 5] */
+	td_cr_assert_ok(td_lazy_get_nested(&values, &offsets, s, "x"));
+	cr_assert_eq(values.shape[0], 5);
+	cr_assert_eq(offsets.dtype, TD_DTYPE_I64);
+	off = td_tensor_data(&offsets);
+	cr_assert(off[0] == 0 && off[1] == 2 && off[2] == 5);
+	cr_assert_float_eq(td_test_element(&values, 4), 2.0, 0);
+	td_tensor_release(&values);
+	td_tensor_release(&offsets);
+	/* densify refuses ragged leaves; the iterator reports and skips them */
+	{
+		td_dict *d;
+		td_dict_iter *it;
+		td_item item;
+		td_cr_assert_err(td_lazy_densify(&d, s), TD_ETYPE);
+		td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
+		td_cr_assert_err(td_dict_iter_next(it, &item), TD_ETYPE);
+		cr_assert_eq(td_dict_iter_next(it, &item), 0);
+		td_dict_iter_free(it);
+	}
+	td_dict_free(s);
+}
+
+Test(lazy, ragged_failures)
+{
+	td_dict *s = ragged_stack(1), *t1;
+	td_tensor t, o;
+	td_dict *c[2];
+
+	/* [2,2] vs [3,2]: first dim differs only: nested works, stack does not */
+	td_cr_assert_ok(td_lazy_get_nested(&t, &o, s, "x"));
+	cr_assert_eq(t.shape[0], 5);
+	td_tensor_release(&t);
+	td_tensor_release(&o);
+	td_dict_free(s);
+	/* different ndim: padding refused; a 0-d leaf: nested refused */
+	for (int i = 0; i < 2; i++) {
+		int64_t shape[1] = { 2 };
+		td_cr_assert_ok(td_dict_new(&c[i], 0, NULL));
+		td_test_arange(&t, TD_DTYPE_F32, i, shape);
+		td_cr_assert_ok(td_dict_set_tensor_take(c[i], "x", &t));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_err(td_lazy_get_padded(&t, s, "x", td_scalar_int(0), 0), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_nested(&t, &o, s, "x"), TD_ETYPE);
+	td_dict_free(s);
+	/* nested needs stack dim 0 */
+	{
+		fixture f;
+		fixture_make(&f, 1);
+		td_cr_assert_err(td_lazy_get_nested(&t, &o, f.lazy, "a"), TD_ENOTSUP);
+		fixture_free(&f);
+	}
+	/* [2,3] vs [2,4]: nested refused (beyond the first dim) */
+	for (int i = 0; i < 2; i++) {
+		int64_t shape[2] = { 2, 3 + i };
+		td_cr_assert_ok(td_dict_new(&c[i], 0, NULL));
+		td_test_arange(&t, TD_DTYPE_F32, 2, shape);
+		td_cr_assert_ok(td_dict_set_tensor_take(c[i], "x", &t));
+	}
+	td_cr_assert_ok(td_lazy_stack(&t1, c, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_err(td_lazy_get_nested(&t, &o, t1, "x"), TD_ETYPE);
+	td_dict_free(t1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Indexing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void check_index(const fixture *f, const td_index *idx, size_t n)
+{
+	td_dict *dense, *lazy;
+
+	td_cr_assert_ok(td_dict_index(&dense, f->ref, idx, n));
+	td_cr_assert_ok(td_dict_index(&lazy, f->lazy, idx, n));
+	assert_same(dense, lazy);
+	td_dict_free(dense);
+	td_dict_free(lazy);
+}
+
+Test(lazy, index_matches_dense)
+{
+	static const int64_t list[3] = { 2, 0, -1 }, list2[2] = { 1, 0 };
+	static const bool mask3[3] = { true, false, true }, mask2[2] = { false, true };
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		int64_t sz = sd == 0 ? 3 : 2; /* size of the first batch dim */
+		fixture_make(&f, sd);
+		const td_index *lst = NULL;
+		td_index e[][3] = {
+			{ td_index_int(1) },
+			{ td_index_int(-1), td_index_int(0) },
+			{ td_index_slice(0, 2, 1) },
+			{ td_index_all(), td_index_slice(1, TD_SLICE_NONE, 1) },
+			{ td_index_range(0, sz, 2), td_index_int(1) },
+			{ td_index_newaxis(), td_index_all(), td_index_int(0) },
+			{ td_index_ellipsis(), td_index_int(1) },
+			{ td_index_ellipsis(), td_index_slice(1, 1, 1) },
+			{ sd == 0 ? td_index_list(list, 3) : td_index_list(list2, 2) },
+			{ td_index_all(), sd == 0 ? td_index_list(list2, 2) : td_index_list(list, 3) },
+			{ sd == 0 ? td_index_mask(mask3, 3) : td_index_mask(mask2, 2) },
+			{ td_index_all(), sd == 0 ? td_index_mask(mask2, 2) : td_index_mask(mask3, 3) },
+		};
+		size_t ne[] = { 1, 2, 1, 2, 2, 3, 2, 2, 1, 2, 1, 2 };
+		(void)lst;
+		for (size_t i = 0; i < TD_TEST_ARRAY_LEN(ne); i++)
+			check_index(&f, e[i], ne[i]);
+		/* an int at the stack dim gives that child's view */
+		{
+			td_index x[2] = { td_index_all(), td_index_all() };
+			td_dict *c;
+			x[sd] = td_index_int(1);
+			td_cr_assert_ok(td_dict_index(&c, f.lazy, x, 2));
+			cr_assert(!td_dict_is_lazy(c));
+			cr_assert_eq(td_dict_equal(c, f.parts[1]), 1);
+			td_dict_free(c);
+		}
+		fixture_free(&f);
+	}
+}
+
+Test(lazy, index_failures)
+{
+	fixture f;
+	td_dict *out;
+	static const int64_t l2[2] = { 0, 1 };
+	td_index bad[3];
+
+	fixture_make(&f, 0);
+	bad[0] = td_index_int(5);
+	td_cr_assert_err(td_dict_index(&out, f.lazy, bad, 1), TD_EINDEX);
+	bad[0] = td_index_all();
+	bad[1] = td_index_all();
+	bad[2] = td_index_all();
+	td_cr_assert_err(td_dict_index(&out, f.lazy, bad, 3), TD_EINDEX);
+	/* a list at the stack dim together with another list */
+	bad[0] = td_index_list(l2, 2);
+	bad[1] = td_index_list(l2, 2);
+	td_cr_assert_err(td_dict_index(&out, f.lazy, bad, 2), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_index(&out, f.lazy, NULL, 1), TD_EINVAL);
+	fixture_free(&f);
+	/* a slice at the stack dim between two lists */
+	{
+		int64_t b[3] = { 2, 2, 2 }, sh[3] = { 2, 2, 2 };
+		td_dict *d, **parts, *s;
+		td_tensor t;
+		size_t n;
+		td_cr_assert_ok(td_dict_new(&d, 3, b));
+		td_test_arange(&t, TD_DTYPE_F32, 3, sh);
+		td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+		td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 1));
+		td_cr_assert_ok(td_lazy_stack(&s, parts, n, 1, 0));
+		bad[0] = td_index_list(l2, 2);
+		bad[1] = td_index_all();
+		bad[2] = td_index_list(l2, 2);
+		td_cr_assert_err(td_dict_index(&out, s, bad, 3), TD_ENOTSUP);
+		td_dict_free(s);
+		td_dict_array_free(parts, n);
+		td_dict_free(d);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+Test(lazy, setitem_and_fill_reach_children)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		td_dict *val;
+		td_index x[2] = { td_index_slice(0, 2, 1), td_index_int(1) };
+		static const int64_t list[2] = { 1, 0 };
+
+		fixture_make(&f, sd);
+		/* the value: ref[x] + 100, written into both */
+		td_cr_assert_ok(td_dict_index(&val, f.ref, x, 2));
+		{
+			td_dict *v2;
+			td_cr_assert_ok(td_dict_clone(&v2, val));
+			td_cr_assert_ok(td_dict_binary_scalar_inplace(v2, td_scalar_int(100), TD_OP_ADD));
+			td_dict_free(val);
+			val = v2;
+		}
+		td_cr_assert_ok(td_dict_index_put(f.lazy, x, 2, val));
+		td_cr_assert_ok(td_dict_index_put(f.ref, x, 2, val));
+		assert_same(f.ref, f.lazy); /* the children are views of ref: check both ways */
+		td_dict_free(val);
+		/* fill through a list at the first dim */
+		x[0] = td_index_list(list, 2);
+		x[1] = td_index_all();
+		td_cr_assert_ok(td_dict_index_fill(f.lazy, x, 2, td_scalar_int(-7)));
+		{
+			const td_tensor *a;
+			td_tensor g;
+			td_cr_assert_ok(td_dict_get_tensor(f.ref, "a", &a));
+			td_cr_assert_ok(td_lazy_get_tensor(&g, f.lazy, "a"));
+			assert_tensor_eq(&g, a);
+			cr_assert_float_eq(at(a, 1, 0, 0), -7.0, 0);
+			td_tensor_release(&g);
+		}
+		/* failures: wrong value shape; int at the stack dim writes one child */
+		{
+			td_dict *wrong;
+			td_cr_assert_ok(td_dict_new(&wrong, 0, NULL));
+			td_cr_assert_err(td_dict_index_put(f.lazy, x, 2, wrong), TD_ETYPE);
+			td_dict_free(wrong);
+		}
+		fixture_free(&f);
+	}
+}
+
+Test(lazy, set_through_to_children)
+{
+	fixture f;
+	td_tensor t, g;
+	const td_tensor *ct;
+	const int64_t *b;
+
+	fixture_make(&f, 1);
+	b = td_dict_batch_shape(f.lazy);
+	td_test_arange(&t, TD_DTYPE_F32, 2, b);
+	/* plain set: each child gets its slice (a view of t) */
+	td_cr_assert_ok(td_dict_set_tensor(f.lazy, "new.deep", &t));
+	td_cr_assert_ok(td_dict_get_tensor(f.parts[2], "new.deep", &ct));
+	cr_assert_eq(ct->buffer, t.buffer);
+	cr_assert_float_eq(td_test_element(ct, 1), 5.0, 0);
+	td_cr_assert_ok(td_lazy_get_tensor(&g, f.lazy, "new.deep"));
+	assert_tensor_eq(&g, &t);
+	td_tensor_release(&g);
+	/* in place: copied into the existing leaves */
+	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_int(3)));
+	{
+		td_tensor z;
+		td_cr_assert_ok(td_tensor_zeros(&z, TD_DTYPE_F32, 2, b));
+		td_cr_assert_ok(td_dict_set_tensor_inplace(f.lazy, "new.deep", &z));
+		cr_assert_float_eq(td_test_element(&t, 1), 0.0, 0); /* t is what children hold */
+		td_tensor_release(&z);
+	}
+	/* strings go to every child; deletion from every child */
+	td_cr_assert_ok(td_dict_set_string(f.lazy, "s2", "x"));
+	cr_assert_eq(td_dict_contains(f.parts[0], "s2", 0), 1);
+	td_cr_assert_ok(td_dict_del(f.lazy, "new"));
+	cr_assert_eq(td_dict_contains(f.parts[1], "new", 0), 0);
+	/* failures */
+	td_cr_assert_err(td_dict_del(f.lazy, "new"), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_set_tensor_inplace(f.lazy, "zz", &t), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_set_tensor_inplace(f.lazy, "n", &t), TD_ETYPE);
+	{
+		int64_t wrong[2] = { 5, 5 };
+		td_tensor w;
+		td_cr_assert_ok(td_tensor_zeros(&w, TD_DTYPE_F32, 2, wrong));
+		td_cr_assert_err(td_dict_set_tensor(f.lazy, "w", &w), TD_ETYPE);
+		td_cr_assert_err(td_dict_set_tensor_inplace(f.lazy, "a", &w), TD_ETYPE);
+		td_tensor_release(&w);
+	}
+	td_cr_assert_err(td_dict_set_dict(f.lazy, "d", f.ref), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_set_dict(f.ref, "d", f.lazy), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_set_dict_take(f.ref, "d", f.lazy), TD_ENOTSUP);
+	td_tensor_release(&t);
+	fixture_free(&f);
+}
+
+Test(lazy, lock_and_unlock)
+{
+	fixture f;
+	td_tensor t;
+
+	fixture_make(&f, 0);
+	td_cr_assert_ok(td_dict_lock(f.lazy));
+	cr_assert(td_dict_is_locked(f.lazy));
+	cr_assert(td_dict_is_locked(f.parts[0]));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, td_dict_batch_shape(f.lazy)));
+	td_cr_assert_err(td_dict_set_tensor(f.lazy, "new", &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_del(f.lazy, "a"), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_string(f.lazy, "new", "x"), TD_ELOCKED);
+	td_cr_assert_ok(td_dict_unlock(f.lazy));
+	cr_assert(!td_dict_is_locked(f.parts[2]));
+	td_cr_assert_ok(td_dict_set_tensor(f.lazy, "new", &t));
+	/* a child locked on its own refuses the deletion before anything is deleted */
+	td_cr_assert_ok(td_dict_lock(f.parts[1]));
+	td_cr_assert_err(td_dict_del(f.lazy, "new"), TD_ELOCKED);
+	cr_assert_eq(td_dict_contains(f.parts[0], "new", 0), 1);
+	td_cr_assert_ok(td_dict_unlock(f.parts[1]));
+	td_tensor_release(&t);
+	fixture_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* unbind, copies, stacks of stacks, dense forms                             */
+/* ------------------------------------------------------------------------ */
+
+Test(lazy, unbind_matches_dense)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		fixture_make(&f, sd);
+		for (int dim = -2; dim < 2; dim++) {
+			td_dict **dp, **lp;
+			size_t dn, ln;
+			td_cr_assert_ok(td_dict_unbind(&dp, &dn, f.ref, dim));
+			td_cr_assert_ok(td_dict_unbind(&lp, &ln, f.lazy, dim));
+			cr_assert_eq(dn, ln);
+			for (size_t i = 0; i < dn; i++)
+				assert_same(dp[i], lp[i]);
+			td_dict_array_free(dp, dn);
+			td_dict_array_free(lp, ln);
+		}
+		{
+			td_dict **lp;
+			size_t ln;
+			td_cr_assert_err(td_dict_unbind(&lp, &ln, f.lazy, 2), TD_EINVAL);
+		}
+		fixture_free(&f);
+	}
+}
+
+Test(lazy, copy_clone_and_unsupported)
+{
+	fixture f;
+	td_dict *c, *out, **arr;
+	size_t n;
+	int64_t shape[1] = { 6 };
+	const char *k[1] = { "a" };
+
+	fixture_make(&f, 0);
+	td_cr_assert_ok(td_dict_copy(&c, f.lazy));
+	cr_assert(td_dict_is_lazy(c));
+	assert_same(f.ref, c);
+	td_dict_free(c);
+	td_cr_assert_ok(td_dict_clone(&c, f.lazy));
+	assert_same(f.ref, c);
+	td_dict_free(c);
+	td_cr_assert_err(td_dict_update(f.ref, f.lazy), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_update(f.lazy, f.ref), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_update_inplace(f.lazy, f.ref), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_reshape(&out, f.lazy, 1, shape), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_view(&out, f.lazy, 1, shape), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_unsqueeze(&out, f.lazy, 0), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_squeeze(&out, f.lazy, 0), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_flatten_keys(&out, f.lazy, "."), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_unflatten_keys(&out, f.lazy, "."), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_select(&out, f.lazy, k, 1, true), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_exclude(&out, f.lazy, k, 1), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_empty(&out, f.lazy, true), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_zero(f.lazy), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_equal(f.lazy, f.ref), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_rename(f.lazy, "a", "b"), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_set_batch_shape(f.lazy, 1, shape), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_split(&arr, &n, f.lazy, 1, 0), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_chunk(&arr, &n, f.lazy, 2, 0), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(f.lazy, td_scalar_int(1), TD_OP_ADD),
+		TD_ENOTSUP);
+	td_cr_assert_err(td_dict_stack(&out, (const td_dict *const *)&f.lazy, 1, 0), TD_ENOTSUP);
+	fixture_free(&f);
+}
+
+Test(lazy, stack_of_lazy_stacks)
+{
+	fixture f[2];
+	td_dict *outer, *dense, *refs[2], *sub;
+	td_tensor g;
+	const td_tensor *r;
+
+	fixture_make(&f[0], 0);
+	fixture_make(&f[1], 0);
+	refs[0] = f[0].ref;
+	refs[1] = f[1].ref;
+	td_dict *inner[2] = { f[0].lazy, f[1].lazy };
+	td_cr_assert_ok(td_lazy_stack(&outer, inner, 2, 1, 0));
+	td_cr_assert_ok(td_dict_stack(&dense, (const td_dict *const *)refs, 2, 1));
+	cr_assert_eq(td_dict_batch_shape(outer)[1], 2);
+	td_cr_assert_ok(td_dict_get_tensor(dense, "n.m.c", &r));
+	td_cr_assert_ok(td_lazy_get_tensor(&g, outer, "n.m.c"));
+	assert_tensor_eq(&g, r);
+	td_tensor_release(&g);
+	td_cr_assert_ok(td_lazy_get_dict(&sub, outer, "n.m"));
+	cr_assert(td_dict_is_lazy(td_lazy_child(sub, 0)));
+	td_dict_free(sub);
+	assert_same(dense, outer);
+	{
+		td_index x[2] = { td_index_int(2), td_index_slice(0, 1, 1) };
+		td_dict *dl, *dd;
+		td_cr_assert_ok(td_dict_index(&dl, outer, x, 2));
+		td_cr_assert_ok(td_dict_index(&dd, dense, x, 2));
+		assert_same(dd, dl);
+		td_dict_free(dl);
+		td_dict_free(dd);
+	}
+	td_dict_free(dense);
+	td_dict_free(outer);
+	fixture_free(&f[0]);
+	fixture_free(&f[1]);
+}
+
+Test(lazy, maybe_dense_stack)
+{
+	fixture f;
+	td_dict *out, *other, *mixed[2];
+	td_tensor t;
+	int64_t b3 = 3;
+
+	fixture_make(&f, 0);
+	td_cr_assert_ok(td_lazy_maybe_dense_stack(&out, (const td_dict *const *)f.parts, f.n, 0));
+	cr_assert(!td_dict_is_lazy(out));
+	cr_assert_eq(td_dict_equal(out, f.ref), 1);
+	td_dict_free(out);
+	/* keys differ: lazy, owning copies */
+	td_cr_assert_ok(td_dict_copy(&other, f.parts[1]));
+	td_cr_assert_ok(td_dict_del(other, "a"));
+	mixed[0] = f.parts[0];
+	mixed[1] = other;
+	td_cr_assert_ok(td_lazy_maybe_dense_stack(&out, (const td_dict *const *)mixed, 2, 0));
+	cr_assert(td_dict_is_lazy(out));
+	cr_assert_eq(td_dict_contains(out, "a", 0), 0);
+	cr_assert_eq(td_dict_contains(out, "n.b", 0), 1);
+	td_dict_free(out);
+	/* a lazy input gives a lazy result */
+	mixed[1] = f.lazy;
+	mixed[0] = f.lazy;
+	td_cr_assert_ok(td_lazy_maybe_dense_stack(&out, (const td_dict *const *)mixed, 2, 0));
+	cr_assert(td_dict_is_lazy(out));
+	td_dict_free(out);
+	/* failures */
+	td_dict_free(other);
+	td_cr_assert_ok(td_dict_new(&other, 1, &b3));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b3));
+	td_cr_assert_ok(td_dict_set_tensor_take(other, "a", &t));
+	mixed[0] = f.parts[0];
+	mixed[1] = other;
+	td_cr_assert_err(td_lazy_maybe_dense_stack(&out, (const td_dict *const *)mixed, 2, 0),
+		TD_ETYPE);
+	td_cr_assert_err(td_lazy_maybe_dense_stack(&out, (const td_dict *const *)mixed, 0, 0),
+		TD_EINVAL);
+	td_cr_assert_err(td_lazy_maybe_dense_stack(NULL, (const td_dict *const *)mixed, 2, 0),
+		TD_EINVAL);
+	td_dict_free(other);
+	fixture_free(&f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allocation failures                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct sweep_ctx {
+	fixture f;
+	td_tensor t;
+	td_dict *out, *dense;
+	td_dict **arr;
+	size_t n;
+} sweep_ctx;
+
+static int sweep_body(void *p)
+{
+	sweep_ctx *c = p;
+	td_index x[1] = { td_index_slice(0, 2, 1) };
+	int rc;
+
+	c->t.buffer = NULL;
+	c->out = c->dense = NULL;
+	c->arr = NULL;
+	rc = td_lazy_get_tensor(&c->t, c->f.lazy, "n.m.c");
+	if (rc >= 0)
+		rc = td_dict_index(&c->out, c->f.lazy, x, 1);
+	if (rc >= 0)
+		rc = td_lazy_get_dict(&c->dense, c->f.lazy, "n");
+	if (rc < 0) {
+		td_tensor_release(&c->t);
+		td_dict_free(c->out);
+		td_dict_free(c->dense);
+	}
+	return rc;
+}
+
+static void sweep_cleanup(void *p)
+{
+	sweep_ctx *c = p;
+
+	td_tensor_release(&c->t);
+	td_dict_free(c->out);
+	td_dict_free(c->dense);
+	td_dict_array_free(c->arr, c->n);
+}
+
+Test(lazy, allocation_failures_leak_nothing)
+{
+	sweep_ctx c;
+
+	memset(&c, 0, sizeof(c));
+	fixture_make(&c.f, 0);
+	td_test_enomem_sweep(sweep_body, sweep_cleanup, &c);
+	fixture_free(&c.f);
+}
