@@ -73,50 +73,6 @@ static void wait_ok(pid_t pid)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status 0x%x", status);
 }
 
-static void send_fd(int sock, int fd)
-{
-	char byte = 'f', ctrl[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &byte, 1 };
-	struct msghdr msg;
-	struct cmsghdr *c;
-
-	memset(&msg, 0, sizeof(msg));
-	memset(ctrl, 0, sizeof(ctrl));
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctrl;
-	msg.msg_controllen = sizeof(ctrl);
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	cr_assert_eq(sendmsg(sock, &msg, 0), 1);
-}
-
-/* In a child: receive one descriptor, or -1. */
-static int recv_fd(int sock)
-{
-	char byte, ctrl[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { &byte, 1 };
-	struct msghdr msg;
-	struct cmsghdr *c;
-	int fd;
-
-	memset(&msg, 0, sizeof(msg));
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	msg.msg_control = ctrl;
-	msg.msg_controllen = sizeof(ctrl);
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	c = CMSG_FIRSTHDR(&msg);
-	if (!c || c->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
-}
-
 /* ---- creating files ---- */
 
 Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
@@ -728,11 +684,11 @@ static int child_receive_and_write(int sock)
 	static const int64_t shape[] = { 6 }, s34[] = { 3, 4 };
 	uint64_t off;
 	td_tensor t, f;
-	int fd = recv_fd(sock), dfd, ok;
+	int fd = td_test_recv_fd(sock), dfd, ok;
 
 	if (fd < 0 || read(sock, &off, sizeof(off)) != (ssize_t)sizeof(off))
 		return 1;
-	dfd = recv_fd(sock);
+	dfd = td_test_recv_fd(sock);
 	if (dfd < 0 || td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 1, shape, 0, TD_MMAP_RDWR) < 0)
 		return 1;
 	close(fd);
@@ -767,10 +723,10 @@ Test(mmap, a_descriptor_passed_over_a_socket_shares_the_memory)
 	src = sample_dict();
 	td_cr_assert_ok(td_shm_dict(&d, src));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 1, shape, 0));
-	send_fd(sv[0], td_shm_tensor_fd(&t, NULL));
+	td_test_send_fd(sv[0], td_shm_tensor_fd(&t, NULL));
 	cr_assert_geq(td_shm_tensor_fd(leaf(d, "f64"), &off), 0);
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
-	send_fd(sv[0], td_shm_tensor_fd(leaf(d, "f64"), NULL));
+	td_test_send_fd(sv[0], td_shm_tensor_fd(leaf(d, "f64"), NULL));
 	wait_ok(pid);
 	close(sv[0]);
 	assert_all(&t, 2.5);
