@@ -7,7 +7,8 @@ libtdcore_la_SOURCES += \
 	%D%/fileio.c \
 	%D%/coord.c \
 	%D%/store_dir.c \
-	%D%/mmap.c
+	%D%/mmap.c \
+	%D%/shm_arena.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)
