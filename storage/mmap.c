@@ -159,30 +159,38 @@ static int make_end(maker *m, td_tensor *out, td_tensor *t, int rc)
 	return TD_OK;
 }
 
-/* Validate, then map a new C-contiguous tensor into `t` (not yet in `out`). */
+/*
+ * Validate, then map a new C-contiguous tensor into `t` (not yet in `out`;
+ * `t->buffer` is NULL on entry and stays NULL on failure). The new buffer
+ * holds exactly the checked shape, so `t` takes over its reference without
+ * the checks of td_tensor_from_buffer(), as td__tensor_alloc() does.
+ */
 static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dtype, int ndim,
 	const int64_t *shape)
 {
-	td_buffer *buf;
 	size_t nbytes;
-	int rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", m->fn);
 	if (m->flags & ~TD_MMAP_EXISTSOK)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", m->fn, m->flags);
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, m->fn));
-	TD_TRY(make_buffer(m, nbytes, &buf));
-	rc = td_tensor_from_buffer(t, buf, dtype, ndim, shape, NULL, 0);
-	td_buffer_unref(buf);
-	return rc;
+	TD_TRY(make_buffer(m, nbytes, &t->buffer));
+	t->offset = 0;
+	t->dtype = dtype;
+	t->ndim = ndim;
+	if (ndim > 0)
+		memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+	td__contiguous_strides(ndim, t->shape, t->strides);
+	return TD_OK;
 }
 
 static int make(maker *m, td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
 {
-	td_tensor t = TD_TENSOR_INIT;
+	td_tensor t;
 	int rc;
 
+	t.buffer = NULL;
 	rc = make_begin(m, &t, out, dtype, ndim, shape);
 	/* New files, memfds and arena blocks read as zeros: only a reused file
 	 * or a recycled block needs zeroing. */
@@ -224,14 +232,20 @@ int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor
 {
 	maker m = { "td_mmap_tensor_from_tensor", path, flags, INIT_NONE,
 		{ TD_SCALAR_BOOL, { 0 } }, false, false };
-	td_tensor t = TD_TENSOR_INIT;
+	td_tensor t;
 	int rc;
 
+	t.buffer = NULL;
 	if (!src)
 		return td__error(TD_EINVAL, "%s: NULL src", m.fn);
 	TD_TRY(td__tensor_check_read(src, m.fn, "src"));
 	rc = make_begin(&m, &t, out, src->dtype, src->ndim, src->shape);
-	if (rc == TD_OK)
+	/* `src` is checked, and new shared memory cannot overlap it (a block in
+	 * use, or exported, is never handed out): no second round of checks. A
+	 * reused file may be mapped by `src` too: td_tensor_copy() sorts that. */
+	if (rc == TD_OK && !path)
+		rc = td__copy_unchecked(&t, src, m.fn);
+	else if (rc == TD_OK)
 		rc = td_tensor_copy(&t, src);
 	if (rc == TD_OK && out == src)
 		td_tensor_release(out);
