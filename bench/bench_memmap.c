@@ -2,11 +2,11 @@
 /*
  * bench_memmap.c - the rows of tensordict's
  * benchmarks/common/memmap_benchmarks_test.py. The fixtures are anonymous
- * memory-mapped tensors (MemoryMappedTensor without a file name): here one
- * MAP_SHARED | MAP_ANONYMOUS mapping per tensor, wrapped as a
- * TD_BUFFER_SHM buffer. The creation rows time td_mmap_tensor_empty and
- * td_mmap_tensor_from_tensor with no path (a memfd each); rows that save a
- * model are n/a here (tdstorebench measures saving).
+ * memory-mapped tensors (MemoryMappedTensor without a file name): here
+ * tdstore's anonymous shared tensors, td_mmap_tensor_zeros() and
+ * td_mmap_tensor_from_tensor() with no path (blocks of the shared-memory
+ * arena). The creation rows time those calls, each result dropped; rows
+ * that save a model are n/a here (tdstorebench measures saving).
  */
 #include "config.h"
 
@@ -16,10 +16,8 @@
 
 #include <tdstore.h>
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #define MEMMAP_KEYS 30
 
@@ -31,38 +29,6 @@ typedef struct mm {
 	td_dict *td;    /* td_memmap: 30 keys, zeros(3, 40) + i, batch [3, 40] */
 } mm;
 
-static void unmap_release(void *data, size_t nbytes, void *payload)
-{
-	(void)payload;
-	munmap(data, nbytes);
-}
-
-/* A float32 tensor of `shape` in its own anonymous shared mapping (zeros). */
-static int shm_tensor(td_tensor *out, int ndim, const int64_t *shape)
-{
-	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
-	size_t nbytes = sizeof(float);
-	td_buffer *buf;
-	void *p;
-	int i, rc;
-
-	for (i = 0; i < ndim; i++)
-		nbytes *= (size_t)shape[i];
-	p = mmap(NULL, nbytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return bench_fail("mmap of %zu bytes: %s", nbytes, strerror(errno));
-	opts.kind = TD_BUFFER_SHM;
-	opts.release = unmap_release;
-	rc = td_buffer_wrap(&buf, p, nbytes, &opts);
-	if (rc < 0) {
-		munmap(p, nbytes);
-		return rc;
-	}
-	rc = td_tensor_from_buffer(out, buf, TD_DTYPE_F32, ndim, shape, NULL, 0);
-	td_buffer_unref(buf);
-	return rc;
-}
-
 /* TensorDict({str(i): zeros(3, 40) + i for i in range(30)}, [3, 40]).memmap_() */
 static int make_td_memmap(td_dict **out)
 {
@@ -72,13 +38,15 @@ static int make_td_memmap(td_dict **out)
 
 	rc = td_dict_new(&d, 2, b340);
 	for (i = 0; rc >= 0 && i < MEMMAP_KEYS; i++) {
-		td_tensor t = TD_TENSOR_INIT;
+		td_tensor t = TD_TENSOR_INIT, m = TD_TENSOR_INIT;
 
-		rc = shm_tensor(&t, 2, b340);
+		/* memmap_() puts each leaf in its own MemoryMappedTensor. */
+		rc = td_tensor_full(&t, TD_DTYPE_F32, 2, b340, td_scalar_float((double)i));
 		if (rc >= 0)
-			rc = td_tensor_fill(&t, td_scalar_float((double)i));
+			rc = td_mmap_tensor_from_tensor(&m, NULL, &t, 0);
 		if (rc >= 0)
-			rc = td_dict_set_tensor(d, fix_key(i), &t);
+			rc = td_dict_set_tensor(d, fix_key(i), &m);
+		td_tensor_release(&m);
 		td_tensor_release(&t);
 	}
 	if (rc < 0) {
@@ -109,7 +77,7 @@ static int mm_setup(void **state, const void *arg)
 	if (!s)
 		return bench_fail("out of memory");
 	*state = s;
-	rc = shm_tensor(&s->mmt, 3, fix_s345);
+	rc = td_mmap_tensor_zeros(&s->mmt, NULL, TD_DTYPE_F32, 3, fix_s345, 0);
 	if (rc >= 0)
 		rc = td_tensor_zeros(&s->src, TD_DTYPE_F32, 3, fix_s345);
 	if (rc >= 0 && arg)
@@ -117,7 +85,7 @@ static int mm_setup(void **state, const void *arg)
 	return rc < 0 ? rc : 0;
 }
 
-/* MemoryMappedTensor.empty((3, 4, 5)): an anonymous shared mapping (memfd), made and dropped */
+/* MemoryMappedTensor.empty((3, 4, 5)): anonymous shared memory, made and dropped */
 static int run_creation(void *state, size_t i)
 {
 	td_tensor out;
@@ -251,11 +219,12 @@ static const int with_td = 1;
 
 static const bench_row memmap_rows[] = {
 	{ .name = "test_creation[device0]", .setup = mm_setup, .run = run_creation,
-		.teardown = mm_teardown, .note = "system calls: memfd_create, fallocate, mmap, "
-		"munmap, close per call (td_mmap_tensor_empty with no path)" },
+		.teardown = mm_teardown, .note = "td_mmap_tensor_empty with no path: a block of "
+		"the shared-memory arena (one memfd per 256 KiB chunk, no system call per "
+		"tensor; TDSTORE_SHM_ARENA_MAX=0 gives one memfd per tensor, ~20 us)" },
 	{ .name = "test_creation_from_tensor", .setup = mm_setup,
 		.run = run_creation_from_tensor, .teardown = mm_teardown,
-		.note = "system calls as test_creation[device0], plus the 240-byte copy" },
+		.note = "as test_creation[device0], plus the 240-byte copy" },
 	ROW("test_add_one[memmap_tensor0]", run_add_one, 0, NULL),
 	ROW("test_contiguous[memmap_tensor0]", run_contiguous, 0, NULL),
 	ROW("test_stack[memmap_tensor0]", run_stack, 0, NULL),

@@ -15,7 +15,8 @@ libtdcore_la_SOURCES += \
 	%D%/ring_impl.h \
 	%D%/ring.c \
 	%D%/ring_io.c \
-	%D%/ring_prio.c
+	%D%/ring_prio.c \
+	%D%/shm_arena.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)

@@ -2,9 +2,11 @@
 /*
  * mmap.c - memory-mapped tensors on their own (tensordict's
  * MemoryMappedTensor) and tensors and dicts in anonymous shared memory
- * (memfd). A file tensor's buffer (TD_BUFFER_FILE) owns its mapping; a
- * shared-memory buffer (TD_BUFFER_SHM) owns its mapping and its memfd, whose
- * descriptor is the buffer's payload, closed by the release hook.
+ * (memfd). A file tensor's buffer (TD_BUFFER_FILE) owns its mapping. A
+ * shared-memory buffer (TD_BUFFER_SHM) is either a block of the
+ * shared-memory arena (shm_arena.c; small tensors) or owns its mapping and
+ * its memfd, whose descriptor is the buffer's payload, closed by the
+ * release hook.
  */
 #include "store_impl.h"
 #include "buffer_impl.h"
@@ -79,6 +81,21 @@ static int shm_new(td_buffer **out, size_t nbytes, const char *fn)
 	return shm_buffer(out, fd, nbytes, true, fn);
 }
 
+/*
+ * `nbytes` of anonymous shared memory, writable: an arena block when the
+ * arena serves the size, else a memfd of its own. `*zeroed_out` tells
+ * whether the bytes read as zeros (a recycled arena block may not).
+ */
+static int shm_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const char *fn)
+{
+	int rc = td__shm_arena_alloc(out, nbytes, zeroed_out, fn);
+
+	if (rc != 0)
+		return rc < 0 ? rc : TD_OK;
+	*zeroed_out = true;
+	return shm_new(out, nbytes, fn);
+}
+
 /* A buffer of zero bytes of `kind` (nothing mapped). */
 static int empty_buffer(td_buffer **out, td_buffer_kind kind, bool writable)
 {
@@ -103,19 +120,21 @@ typedef struct maker {
 	unsigned flags;
 	make_init init;
 	td_scalar value;   /* for INIT_FILL */
-	bool created;      /* set by make_buffer() */
+	bool created;      /* set by make_buffer(): it created the file */
+	bool zeroed;       /* set by make_buffer(): the bytes read as zeros */
 } maker;
 
-/* The new (or reused) file, or a new memfd, of `nbytes`, mapped writable. */
+/* The new (or reused) file, or new shared memory, of `nbytes`, mapped writable. */
 static int make_buffer(maker *m, size_t nbytes, td_buffer **out)
 {
 	int fd, rc;
 
 	*out = NULL;
 	if (!m->path)
-		return shm_new(out, nbytes, m->fn);
+		return shm_alloc(out, nbytes, &m->zeroed, m->fn);
 	TD_TRY(td__open_reserved(AT_FDCWD, m->path, nbytes, (m->flags & TD_MMAP_EXISTSOK) != 0,
 		m->fn, m->path, &fd, &m->created));
+	m->zeroed = m->created;
 	if (nbytes)
 		rc = td__map_fd(out, fd, nbytes, true, m->path);
 	else
@@ -140,35 +159,44 @@ static int make_end(maker *m, td_tensor *out, td_tensor *t, int rc)
 	return TD_OK;
 }
 
-/* Validate, then map a new C-contiguous tensor into `t` (not yet in `out`). */
+/*
+ * Validate, then map a new C-contiguous tensor into `t` (not yet in `out`;
+ * `t->buffer` is NULL on entry and stays NULL on failure). The new buffer
+ * holds exactly the checked shape, so `t` takes over its reference without
+ * the checks of td_tensor_from_buffer(), as td__tensor_alloc() does.
+ */
 static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dtype, int ndim,
 	const int64_t *shape)
 {
-	td_buffer *buf;
 	size_t nbytes;
-	int rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", m->fn);
 	if (m->flags & ~TD_MMAP_EXISTSOK)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", m->fn, m->flags);
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, m->fn));
-	TD_TRY(make_buffer(m, nbytes, &buf));
-	rc = td_tensor_from_buffer(t, buf, dtype, ndim, shape, NULL, 0);
-	td_buffer_unref(buf);
-	return rc;
+	TD_TRY(make_buffer(m, nbytes, &t->buffer));
+	t->offset = 0;
+	t->dtype = dtype;
+	t->ndim = ndim;
+	if (ndim > 0)
+		memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
+	td__contiguous_strides(ndim, t->shape, t->strides);
+	return TD_OK;
 }
 
 static int make(maker *m, td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape)
 {
-	td_tensor t = TD_TENSOR_INIT;
+	td_tensor t;
 	int rc;
 
+	t.buffer = NULL;
 	rc = make_begin(m, &t, out, dtype, ndim, shape);
-	/* New files and memfds read as zeros: only a reused file needs zeroing. */
+	/* New files, memfds and arena blocks read as zeros: only a reused file
+	 * or a recycled block needs zeroing. */
 	if (rc == TD_OK && m->init == INIT_FILL)
 		rc = td_tensor_fill(&t, m->value);
-	else if (rc == TD_OK && m->init == INIT_ZEROS && m->path && !m->created)
+	else if (rc == TD_OK && m->init == INIT_ZEROS && !m->zeroed)
 		rc = td_tensor_zero(&t);
 	return make_end(m, out, &t, rc);
 }
@@ -177,7 +205,7 @@ int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int n
 	const int64_t *shape, unsigned flags)
 {
 	maker m = { "td_mmap_tensor_empty", path, flags, INIT_NONE, { TD_SCALAR_BOOL, { 0 } },
-		false };
+		false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
@@ -186,7 +214,7 @@ int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int n
 	const int64_t *shape, unsigned flags)
 {
 	maker m = { "td_mmap_tensor_zeros", path, flags, INIT_ZEROS, { TD_SCALAR_BOOL, { 0 } },
-		false };
+		false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
@@ -194,7 +222,7 @@ int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int n
 int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype, int ndim,
 	const int64_t *shape, td_scalar value, unsigned flags)
 {
-	maker m = { "td_mmap_tensor_full", path, flags, INIT_FILL, value, false };
+	maker m = { "td_mmap_tensor_full", path, flags, INIT_FILL, value, false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
@@ -203,15 +231,21 @@ int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor
 	unsigned flags)
 {
 	maker m = { "td_mmap_tensor_from_tensor", path, flags, INIT_NONE,
-		{ TD_SCALAR_BOOL, { 0 } }, false };
-	td_tensor t = TD_TENSOR_INIT;
+		{ TD_SCALAR_BOOL, { 0 } }, false, false };
+	td_tensor t;
 	int rc;
 
+	t.buffer = NULL;
 	if (!src)
 		return td__error(TD_EINVAL, "%s: NULL src", m.fn);
 	TD_TRY(td__tensor_check_read(src, m.fn, "src"));
 	rc = make_begin(&m, &t, out, src->dtype, src->ndim, src->shape);
-	if (rc == TD_OK)
+	/* `src` is checked, and new shared memory cannot overlap it (a block in
+	 * use, or exported, is never handed out): no second round of checks. A
+	 * reused file may be mapped by `src` too: td_tensor_copy() sorts that. */
+	if (rc == TD_OK && !path)
+		rc = td__copy_unchecked(&t, src, m.fn);
+	else if (rc == TD_OK)
 		rc = td_tensor_copy(&t, src);
 	if (rc == TD_OK && out == src)
 		td_tensor_release(out);
@@ -269,13 +303,17 @@ int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, i
 int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out)
 {
 	static const char fn[] = "td_shm_tensor_fd";
+	uint64_t base = 0;
+	int fd;
 
 	TD_TRY(td__tensor_check(t, fn, "t"));
-	if (t->buffer->release != shm_release)
+	if (t->buffer->release == shm_release)
+		fd = (int)(intptr_t)t->buffer->payload;
+	else if (!td__shm_arena_export(t->buffer, &fd, &base))
 		return td__error(TD_EINVAL, "%s: the tensor is not in tdstore's shared memory", fn);
 	if (offset_out)
-		*offset_out = (uint64_t)t->offset * td__itemsize(t->dtype);
-	return (int)(intptr_t)t->buffer->payload;
+		*offset_out = base + (uint64_t)t->offset * td__itemsize(t->dtype);
+	return fd;
 }
 
 /* Check the descriptor and the byte range [offset, offset + nbytes) before mapping. */
@@ -403,6 +441,7 @@ static int shm_place(td_tensor *out, const td_tensor *in, const td_item *item, v
 int td_shm_dict(td_dict **out, const td_dict *src)
 {
 	shm_layout l = { NULL, 0, 0 };
+	bool zeroed;
 	int rc;
 
 	if (!out)
@@ -414,7 +453,8 @@ int td_shm_dict(td_dict **out, const td_dict *src)
 		return td__error(TD_ENOTSUP, "td_shm_dict: a lazy stack cannot be moved to shared "
 			"memory as one dict (td_lazy_densify() makes a dense dict)");
 	TD_TRY(shm_dict_size(src, &l.total));
-	TD_TRY(shm_new(&l.buf, l.total, "td_shm_dict"));
+	/* Every leaf is copied whole: a recycled block needs no zeroing. */
+	TD_TRY(shm_alloc(&l.buf, l.total, &zeroed, "td_shm_dict"));
 	rc = td_dict_apply(out, src, shm_place, &l);
 	td_buffer_unref(l.buf);
 	return rc;

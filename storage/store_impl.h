@@ -109,6 +109,28 @@ int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const cha
 /** The checks td_store_memmap() makes before touching a file (reserved keys, bytes, devices). */
 int td__check_writable(const td_dict *d, const char *fn);
 
+/* ---- shared-memory arena (shm_arena.c) ---- */
+
+/**
+ * Serve `nbytes` of anonymous shared memory from the arena as a writable
+ * TD_BUFFER_SHM buffer whose last reference gives the block back.
+ * @return 1 with `*out` set, and `*zeroed_out` true when the bytes read as
+ *         zeros (a never-used block) and false when they may hold an
+ *         earlier tensor's bytes; 0 when the arena does not serve this
+ *         size (0 bytes, above the arena's maximum, or the arena is off):
+ *         the caller makes a memfd of its own; < 0 on failure (`fn`
+ *         names the call in the message).
+ */
+int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const char *fn);
+
+/**
+ * If `buf` is an arena buffer: mark its block as exported (never handed
+ * out again by this process), store the chunk's memfd in `*fd_out` and the
+ * byte offset of the buffer's data in the memfd in `*offset_out`, and
+ * return true. Otherwise return false and store nothing.
+ */
+bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_out);
+
 /** Mapping hook for td_buffer_wrap(): munmap(data, nbytes). */
 void td__unmap_release(void *data, size_t nbytes, void *payload);
 

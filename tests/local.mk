@@ -98,6 +98,11 @@ TESTS += %D%/storage/test_mmap
 %C%_storage_test_mmap_CFLAGS = $(td_test_cflags)
 %C%_storage_test_mmap_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_shm_arena
+TESTS += %D%/storage/test_shm_arena
+%C%_storage_test_shm_arena_CFLAGS = $(td_test_cflags)
+%C%_storage_test_shm_arena_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/storage/test_store_tensordict
 TESTS += %D%/storage/test_store_tensordict
 %C%_storage_test_store_tensordict_CFLAGS = $(td_test_cflags) $(JANSSON_CFLAGS)

@@ -14,6 +14,39 @@
  * (td_shm_tensor_fd(), then SCM_RIGHTS over a Unix socket, then
  * td_shm_tensor_from_fd() on the other side).
  *
+ * The shared-memory arena: a tensor of at most td_shm_arena_get_stats()'s
+ * `max_bytes` (TD_SHM_ARENA_MAX_DEFAULT, 64 KiB, unless tuned) does not get
+ * a memfd of its own. It is a block of a per-process arena chunk: one
+ * memfd of at least 256 KiB, mapped once, cut into blocks of one
+ * power-of-two size (64 bytes at least, so every block is 64-byte
+ * aligned). The block goes back to the chunk when the tensor's buffer is
+ * released, and the chunk is unmapped (and its memfd closed) when its last
+ * block is released, except that one empty chunk per block size is kept
+ * for the next tensor (td_shm_arena_trim() unmaps those). The arena is safe
+ * to use from any thread. Rules that follow from sharing a memfd:
+ * - td_shm_tensor_fd() gives the chunk's memfd and the tensor's offset in
+ *   it. The descriptor gives access to the whole chunk: a receiver that
+ *   maps it (td_shm_tensor_from_fd() maps from byte 0 of the memfd to the
+ *   tensor's end) can read and write every arena tensor of the sender in
+ *   that range, present and future. Pass arena tensors only to processes
+ *   trusted with them, or turn the arena off. A block whose descriptor was
+ *   asked for is never handed out again by this process, so the receiver's
+ *   view never aliases a later tensor of the sender.
+ * - fork(): the child shares the chunks' pages with the parent, as with
+ *   one memfd per tensor. A block made before the fork is never handed
+ *   out again, in the parent or in the child (the other process may still
+ *   use it); tensors made after the fork come from new chunks, private to
+ *   the process that made them until shared again. Each process unmaps an
+ *   older chunk when it releases its own last tensor in it.
+ * - td_mmap_tensor_empty() may give a block that held an earlier tensor of
+ *   this process (its contents are unspecified, as documented);
+ *   td_mmap_tensor_zeros() zeroes such a block.
+ * Tuning: the environment variable TDSTORE_SHM_ARENA_MAX, read at the
+ * first arena use, sets `max_bytes` (decimal bytes; 0 turns the arena off,
+ * so every tensor gets a memfd of its own; values above
+ * TD_SHM_ARENA_MAX_LIMIT are clamped to it; anything else is ignored), and
+ * td_shm_arena_set_max() changes it at run time.
+ *
  * Lifetimes: each tensor holds a reference to a buffer that owns the
  * mapping (kind TD_BUFFER_FILE for files, TD_BUFFER_SHM for memfds, which
  * also keeps the memfd open). Views of the tensor (td_tensor_ref(),
@@ -58,8 +91,10 @@ TD_BEGIN_DECLS
  * SIGBUS; a new file reads as zeros, a reused one keeps its bytes. A tensor
  * without elements maps nothing, but its file is still created (empty).
  *
- * With `path` NULL, the tensor lives in a new memfd (anonymous shared
- * memory, zero-filled) and its buffer has the kind TD_BUFFER_SHM.
+ * With `path` NULL, the tensor lives in anonymous shared memory and its
+ * buffer has the kind TD_BUFFER_SHM: a block of the shared-memory arena
+ * when it is small enough (see the top of this header; a recycled block
+ * keeps an earlier tensor's bytes), else a new zero-filled memfd.
  *
  * @param[out] out  receives a contiguous, writable tensor; owned by the
  *                  caller, release with td_tensor_release(); written
@@ -83,8 +118,8 @@ TD_API int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype
 	const int64_t *shape, unsigned flags);
 
 /**
- * As td_mmap_tensor_empty(), with every element zero (a reused file is
- * overwritten with zeros).
+ * As td_mmap_tensor_empty(), with every element zero (a reused file, or a
+ * recycled arena block, is overwritten with zeros).
  */
 TD_API int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
 	const int64_t *shape, unsigned flags);
@@ -143,6 +178,14 @@ TD_API int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype d
  * The memfd behind an anonymous shared-memory tensor, to pass to another
  * process (SCM_RIGHTS) which maps it with td_shm_tensor_from_fd().
  *
+ * For a tensor of the shared-memory arena this is the arena chunk's memfd,
+ * shared by other tensors of this process, and the offset is the tensor's
+ * place in the chunk: a receiver must use the offset, never assume 0. The
+ * tensor's block is then marked exported: it is never handed out again by
+ * this process, even after the tensor is released (the chunk is still
+ * unmapped once none of its blocks is in use here). The receiver's mapping
+ * covers the chunk up to the tensor's end (see the top of this header).
+ *
  * @param t            a tensor from td_mmap_tensor_*() with a NULL path,
  *                     td_shm_tensor_from_fd() or td_shm_dict(), or a view
  *                     of one
@@ -152,6 +195,9 @@ TD_API int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype d
  *         tensor's buffer is held (dup(2) it to keep it longer; do not close
  *         it); TD_EINVAL for NULL, a released tensor, or a tensor that is
  *         not in tdstore's anonymous shared memory
+ *
+ * Thread-safe: may be called while other threads make and release arena
+ * tensors.
  */
 TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
 
@@ -184,8 +230,10 @@ TD_API int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndi
 	const int64_t *shape, uint64_t offset, unsigned flags);
 
 /**
- * A copy of `src` whose tensors all live in ONE new memfd, each leaf
- * C-contiguous and 64-byte aligned inside it: a child made by fork() after
+ * A copy of `src` whose tensors all live in ONE span of anonymous shared
+ * memory (one block of the shared-memory arena when the leaves fit in
+ * `max_bytes`, else a new memfd of their own), each leaf C-contiguous and
+ * 64-byte aligned inside it: a child made by fork() after
  * this call shares every tensor with the parent (writes on either side are
  * seen by the other). Nested dicts, batch shapes and string and bytes
  * leaves are copied as td_dict_clone() copies them (those stay private to
@@ -206,6 +254,53 @@ TD_API int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndi
  *         TD_ENOMEM
  */
 TD_API int td_shm_dict(td_dict **out, const td_dict *src);
+
+/** Default largest tensor, in bytes, served by the shared-memory arena. */
+#define TD_SHM_ARENA_MAX_DEFAULT ((size_t)64 << 10)
+/** Largest value td_shm_arena_set_max() accepts (1 MiB). */
+#define TD_SHM_ARENA_MAX_LIMIT ((size_t)1 << 20)
+
+/** Current version of td_shm_arena_stats; set `version` to it. */
+#define TD_SHM_ARENA_STATS_VERSION 1
+
+/** The shared-memory arena of this process, for tuning and tests. Fields are only appended. */
+typedef struct td_shm_arena_stats {
+	unsigned version;     /**< set by the caller: TD_SHM_ARENA_STATS_VERSION */
+	size_t max_bytes;     /**< tensors of 1..max_bytes bytes come from the arena; 0: off */
+	size_t chunks;        /**< chunks (memfds) this process maps: in use or cached */
+	size_t chunk_bytes;   /**< their total size in bytes */
+	size_t blocks;        /**< blocks in use: arena buffers not yet released */
+	size_t cached_chunks; /**< empty chunks kept for reuse (see td_shm_arena_trim()) */
+} td_shm_arena_stats;
+
+/**
+ * Set the largest tensor, in bytes, that the shared-memory arena serves;
+ * larger ones get a memfd of their own. 0 turns the arena off. Overrides
+ * TDSTORE_SHM_ARENA_MAX. Tensors already made stay where they are, and
+ * chunks already cached stay mapped until td_shm_arena_trim(). Thread-safe.
+ *
+ * @param max_bytes  0..TD_SHM_ARENA_MAX_LIMIT
+ * @return TD_OK; TD_EINVAL when `max_bytes` is above TD_SHM_ARENA_MAX_LIMIT
+ *         (the setting is then unchanged)
+ */
+TD_API int td_shm_arena_set_max(size_t max_bytes);
+
+/**
+ * Unmap every arena chunk of this process that has no tensor in it (the
+ * empty chunks kept for reuse), closing their memfds. Chunks with tensors
+ * are untouched. Thread-safe; never fails. The library also does this
+ * when it is unloaded or the process exits.
+ */
+TD_API void td_shm_arena_trim(void);
+
+/**
+ * Describe the shared-memory arena of this process.
+ *
+ * @param[in,out] out  `out->version` must be TD_SHM_ARENA_STATS_VERSION;
+ *                     the other fields are written on success
+ * @return TD_OK; TD_EINVAL for NULL `out` or an unknown version
+ */
+TD_API int td_shm_arena_get_stats(td_shm_arena_stats *out);
 
 TD_END_DECLS
 

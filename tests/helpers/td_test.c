@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -290,4 +291,49 @@ void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), vo
 		td_test_alloc_uninstall();
 	}
 	cr_assert_fail("the body never succeeded");
+}
+
+/* ---- descriptor passing ---- */
+
+void td_test_send_fd(int sock, int fd)
+{
+	char byte = 'f', ctrl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg;
+	struct cmsghdr *c;
+
+	memset(&msg, 0, sizeof(msg));
+	memset(ctrl, 0, sizeof(ctrl));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = ctrl;
+	msg.msg_controllen = sizeof(ctrl);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	cr_assert_eq(sendmsg(sock, &msg, 0), 1);
+}
+
+int td_test_recv_fd(int sock)
+{
+	char byte, ctrl[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg;
+	struct cmsghdr *c;
+	int fd;
+
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	msg.msg_control = ctrl;
+	msg.msg_controllen = sizeof(ctrl);
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	c = CMSG_FIRSTHDR(&msg);
+	if (!c || c->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
 }

@@ -100,4 +100,11 @@ long td_test_alloc_attempts(void);
  */
 void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), void *ctx);
 
+/* ---- descriptor passing ---- */
+
+/** Send `fd` and one data byte over the Unix socket `sock` (SCM_RIGHTS); asserts success. */
+void td_test_send_fd(int sock, int fd);
+/** Receive one descriptor sent by td_test_send_fd(), or -1 (usable in a child: never asserts). */
+int td_test_recv_fd(int sock);
+
 #endif /* TD_TEST_H */
