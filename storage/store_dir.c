@@ -320,7 +320,8 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 		goto out;
 	}
 	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
-		rc = td__error(TD_ENOTSUP, "%s: lazy stacks are not supported", crel);
+		rc = td__error(TD_ENOTSUP, "%s: a lazy stack inside a dict is not supported (tdstore "
+			"holds lazy stacks at the top of a store, or inside other lazy stacks)", crel);
 		goto out;
 	}
 	json_decref(meta);
@@ -343,6 +344,87 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 out:
 	json_decref(meta);
 	close(cfd);
+	return rc;
+}
+
+/* Most children of one lazy stack read (a bound on what a directory can make us open). */
+#define LAZY_MAX_CHILDREN (1u << 20)
+
+/*
+ * A lazy stack (tensordict's LazyStackedTensorDict): "stack_dim" in its
+ * meta.json, children in the sub-directories "0", "1", ... (never encoded)
+ * read while they exist, each a dict or a lazy stack itself.
+ */
+static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const json_t *meta,
+	td_dict **out)
+{
+	char what[REL_MAX], crel[REL_MAX], name[16];
+	const json_t *js = json_object_get(meta, "stack_dim");
+	td_dict **kids = NULL;
+	size_t n = 0, cap = 0, i;
+	int rc = TD_OK;
+
+	join(what, sizeof(what), rel, "meta.json");
+	if (!json_is_integer(js) || json_integer_value(js) < -TD_MAX_DIMS - 1 ||
+	    json_integer_value(js) > TD_MAX_DIMS)
+		return fail_json(what, "stack_dim is not an integer in [-17, 16]");
+	if (depth + 1 >= TD_KEY_MAX_DEPTH)
+		return td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", what,
+			TD_KEY_MAX_DEPTH);
+	for (;;) {
+		int cfd;
+
+		snprintf(name, sizeof(name), "%zu", n);
+		join(crel, sizeof(crel), rel, name);
+		rc = open_subdir(dirfd, name, crel, &cfd);
+		if (rc == TD_ENOTFOUND) {
+			td_error_clear();
+			rc = TD_OK;
+			break;
+		}
+		if (rc < 0)
+			break;
+		if (n == LAZY_MAX_CHILDREN) {
+			close(cfd);
+			rc = td__error(TD_ENOTSUP, "%s: a lazy stack of more than %u children", what,
+				LAZY_MAX_CHILDREN);
+			break;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? 2 * cap : 8;
+			td_dict **p = td__realloc(kids, ncap * sizeof(*p));
+
+			if (!p) {
+				close(cfd);
+				rc = td__error_nomem(ncap * sizeof(*p));
+				break;
+			}
+			kids = p;
+			cap = ncap;
+		}
+		rc = load_dict(ld, cfd, crel, depth + 1, &kids[n]);
+		close(cfd);
+		if (rc < 0)
+			break;
+		n++;
+	}
+	if (rc == TD_OK && n == 0)
+		rc = td__error(TD_ECORRUPT, "%s: a lazy stack without children (no %s/0)", what,
+			rel[0] ? rel : ".");
+	if (rc == TD_OK) {
+		rc = td_lazy_stack(out, kids, n, (int)json_integer_value(js), TD_LAZY_TAKE);
+		if (rc == TD_ETYPE)
+			rc = td__error(TD_ENOTSUP, "%s: the children of this lazy stack have different "
+				"batch shapes, which tdstore's lazy stacks do not hold", what);
+		else if (rc == TD_EINVAL)
+			rc = td__error(TD_ECORRUPT, "%s: stack_dim %lld is out of range for its "
+				"children", what, (long long)json_integer_value(js));
+		if (rc == TD_OK)
+			n = 0; /* the stack owns them */
+	}
+	for (i = 0; i < n; i++)
+		td_dict_free(kids[i]);
+	td__free(kids);
 	return rc;
 }
 
@@ -369,7 +451,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 		int sub;
 
 		if (!strcmp(type, TD_TYPE_LAZYSTACK))
-			rc = td__error(TD_ENOTSUP, "%s: lazy stacks are not supported", what);
+			rc = load_lazy(ld, dirfd, rel, depth, meta, out);
 		else if (!strcmp(type, TD_TYPE_NONTENSORDATA) || !strcmp(type, TD_TYPE_NONTENSORSTACK))
 			rc = td__error(TD_ENOTSUP, "%s: a non-tensor value is not a dict", what);
 		else if (open_subdir(dirfd, "_tensordict", what, &sub) == TD_OK) {
@@ -949,6 +1031,88 @@ out:
 	return rc;
 }
 
+/* The checks of td__check_writable() on every child of a lazy stack. */
+static int check_tree(const td_dict *d)
+{
+	size_t i;
+
+	if (!td_dict_is_lazy(d))
+		return td__check_writable(d, "td_store_memmap");
+	for (i = 0; i < td_lazy_count(d); i++)
+		TD_TRY(check_tree(td_lazy_child(d, i)));
+	return TD_OK;
+}
+
+/*
+ * A lazy stack in tensordict's layout: its children in "0/", "1/", ...
+ * and a meta.json with the class and stack_dim; `*out` becomes a lazy
+ * stack of the mapped children.
+ */
+static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
+	td_dict **out)
+{
+	size_t n = td_lazy_count(src), i, made = 0;
+	char name[24], crel[REL_MAX];
+	td_dict **kids;
+	json_t *meta;
+	int rc = TD_OK, cfd;
+
+	*out = NULL;
+	/* A directory "n/" left by a larger stack would be read as one more child. */
+	snprintf(name, sizeof(name), "%zu", n);
+	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
+		join(crel, sizeof(crel), rel, name);
+		return td__error(TD_EEXISTS, "td_store_memmap: %s exists, left by a larger lazy "
+			"stack: it would be read as child %zu", crel, n);
+	}
+	kids = td__calloc(n, sizeof(*kids));
+	if (!kids)
+		return td__error_nomem(n * sizeof(*kids));
+	for (i = 0; rc == TD_OK && i < n; i++) {
+		const td_dict *child = td_lazy_child(src, i);
+
+		snprintf(name, sizeof(name), "%zu", i);
+		join(crel, sizeof(crel), rel, name);
+		if (mkdirat(dirfd, name, 0777) < 0 && errno != EEXIST) {
+			rc = td__file_error(errno, crel, "mkdir");
+			break;
+		}
+		rc = open_subdir(dirfd, name, crel, &cfd);
+		if (rc < 0)
+			break;
+		rc = td_dict_is_lazy(child) ? write_lazy(w, cfd, crel, child, &kids[i]) :
+			write_dict(w, cfd, crel, child, &kids[i]);
+		close(cfd);
+		if (rc == TD_OK)
+			made++;
+	}
+	meta = json_object();
+	if (rc == TD_OK && (!meta ||
+			    json_object_set_new(meta, "_type", json_string(TD_TYPE_LAZYSTACK)) < 0 ||
+			    json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
+			    json_object_set_new(meta, "_class",
+				    json_string("tensordict:LazyStackedTensorDict")) < 0 ||
+			    json_object_set_new(meta, "stack_dim",
+				    json_integer(td_lazy_stack_dim(src))) < 0 ||
+			    json_object_set_new(meta, "stack_dim_name", json_null()) < 0)) {
+		json_decref(meta);
+		meta = NULL;
+	}
+	if (rc == TD_OK)
+		rc = write_meta(w, dirfd, rel, meta);
+	else
+		json_decref(meta);
+	if (rc == TD_OK) {
+		rc = td_lazy_stack(out, kids, n, td_lazy_stack_dim(src), TD_LAZY_TAKE);
+		if (rc == TD_OK)
+			made = 0;
+	}
+	for (i = 0; i < made; i++)
+		td_dict_free(kids[i]);
+	td__free(kids);
+	return rc;
+}
+
 int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
 {
 	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC |
@@ -964,12 +1128,12 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
 	if (flags & ~known)
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
-	if (td_dict_is_lazy(src))
-		return td__error(TD_ENOTSUP, "td_store_memmap: saving a lazy stack is not supported "
-			"yet (td_lazy_densify() makes a dense dict)");
+	if (td_dict_is_lazy(src) && (flags & TD_STORE_PACKED))
+		return td__error(TD_ENOTSUP, "td_store_memmap: a packed store does not hold a lazy "
+			"stack (write it in the directory placement, or td_lazy_densify() it)");
 	if (flags & TD_STORE_PACKED)
 		return td__packed_memmap(out, src, path, flags);
-	TD_TRY(td__check_writable(src, "td_store_memmap"));
+	TD_TRY(check_tree(src));
 	if (mkdir(path, 0777) < 0 && errno != EEXIST)
 		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
 			path);
@@ -989,7 +1153,8 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	if (rc == TD_OK) {
 		int crc;
 
-		rc = write_dict(&w, dirfd, "", src, &st->dict);
+		rc = td_dict_is_lazy(src) ? write_lazy(&w, dirfd, "", src, &st->dict) :
+			write_dict(&w, dirfd, "", src, &st->dict);
 		crc = commit_meta(&w, dirfd, rc == TD_OK);
 		if (rc == TD_OK)
 			rc = crc;
@@ -1165,6 +1330,9 @@ static int check_path_args(const td_store *st, const char *const *parts, size_t 
 	}
 	if (!(st->flags & TD_STORE_RDWR))
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
+	if (td_dict_is_lazy(st->dict))
+		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
+			"tdstore does not change in place (as tensordict's make_memmap)", fn);
 	return TD_OK;
 }
 

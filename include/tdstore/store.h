@@ -74,7 +74,10 @@ typedef struct td_store td_store;
 /**
  * Open a store in place: a directory (only its meta.json files are read)
  * or a packed file (only its header and key index are read). Data pages
- * fault in on first access.
+ * fault in on first access. A directory holding a lazy stack (tensordict's
+ * LazyStackedTensorDict, children in "0/", "1/", ...) opens as a lazy
+ * stack (td_dict_is_lazy()) of its opened children; its schema cannot be
+ * changed in place (td_store_add_tensor() etc. give TD_ENOTSUP).
  *
  * The dict has the directory's batch shape, keys in meta.json order,
  * nested dicts, string leaves (tensordict's NonTensorData holding a str),
@@ -100,7 +103,8 @@ typedef struct td_store td_store;
  *         other slot's state opens);
  *         TD_EVERSION for a packed format version this build does not read;
  *         TD_EOVERFLOW for a shape whose byte size overflows;
- *         TD_ENOTSUP for content this release cannot represent (lazy stacks,
+ *         TD_ENOTSUP for content this release cannot represent (a lazy stack
+ *         named inside a dict, or whose children's batch shapes differ;
  *         nested tensors, NonTensorStack, non-string NonTensorData,
  *         quantized or complex32 dtypes; unknown packed feature flags); the
  *         message names the key;
@@ -120,6 +124,11 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  * later with SIGBUS. meta.json files are replaced atomically (written under
  * a temporary name, synced, renamed). Unless TD_STORE_NOSYNC is given,
  * everything is synced to disk before returning.
+ *
+ * A lazy stack is written as tensordict writes one (its children in "0/",
+ * "1/", ...; TD_EEXISTS if a directory "n/" beyond its n children exists);
+ * the store's dict is then a lazy stack of the mapped children. A packed
+ * store does not hold lazy stacks (TD_ENOTSUP).
  *
  * Keys may be any string: file names are encoded as tensordict encodes
  * them. The keys "shape", "device", "_type", "_format_version" and

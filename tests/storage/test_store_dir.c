@@ -596,8 +596,9 @@ Test(store_dir, broken_meta_json_is_corrupt)
 		  TD_EOVERFLOW },
 		{ "{" LEAF("x", "torch.float64", "[9223372036854775807, 2]") ", " TAIL("[]"),
 		  TD_EOVERFLOW },
+		/* A lazy stack without its child 0/. */
 		{ "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 0}",
-		  TD_ENOTSUP },
+		  TD_ECORRUPT },
 		{ "{\"_type\": \"<class 'my.Unknown'>\"}", TD_ENOTSUP },
 	};
 	char name[32];
@@ -608,6 +609,67 @@ Test(store_dir, broken_meta_json_is_corrupt)
 		td_error_clear();
 		assert_open_fails(dir_with_meta(name, cases[i].meta), TD_STORE_RDONLY, cases[i].code);
 	}
+}
+
+/* A lazy stack directory whose children have the meta.json texts given. */
+static const char *lazy_dir(const char *name, const char *meta, const char *const *kids,
+	size_t n)
+{
+	static char dir[4096];
+	char path[4300];
+	size_t i;
+
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, meta));
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%zu", dir, i);
+		cr_assert_eq(mkdir(path, 0777), 0);
+		snprintf(path, sizeof(path), "%s/%zu/meta.json", dir, i);
+		write_text(path, kids[i]);
+	}
+	return dir;
+}
+
+#define LAZY(dim) "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", " \
+	"\"stack_dim\": " dim "}"
+
+Test(store_dir, lazy_stacks_and_their_bad_forms)
+{
+	const char *two[2] = { "{" LEAF("x", "torch.int8", "[0]") ", " TAIL("[]"),
+			       "{" LEAF("y", "torch.int8", "[2, 0]") ", " TAIL("[]") };
+	const char *b12[2] = { "{" TAIL("[1]"), "{" TAIL("[2]") };
+	const char *bad[2] = { "{" TAIL("[1]"), "{" };
+	char path[4300];
+	td_store *st;
+
+	/* Keys of their own per child; the stack's batch shape is [2]. */
+	st = open_ok(lazy_dir("ok", LAZY("0"), two, 2), TD_STORE_RDONLY);
+	cr_assert(td_dict_is_lazy(td_store_dict(st)));
+	cr_assert_eq(td_lazy_count(td_store_dict(st)), 2);
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 2);
+	td_cr_assert_ok(td_store_close(st));
+	/* A negative stack_dim counts from the end. */
+	st = open_ok(lazy_dir("neg", LAZY("-1"), two, 2), TD_STORE_RDONLY);
+	cr_assert_eq(td_lazy_stack_dim(td_store_dict(st)), 0);
+	td_cr_assert_ok(td_store_close(st));
+
+	assert_open_fails(lazy_dir("dimtype", LAZY("\"0\""), two, 2), 0, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("dimrange", LAZY("5"), two, 2), 0, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("dimhuge", LAZY("99999999999"), two, 2), 0, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("nodim", "{\"_type\": \"<class "
+		"'tensordict._lazy.LazyStackedTensorDict'>\"}", two, 2), 0, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("batches", LAZY("0"), b12, 2), 0, TD_ENOTSUP);
+	assert_open_fails(lazy_dir("badkid", LAZY("0"), bad, 2), 0, TD_ECORRUPT);
+	/* A child that is a symbolic link. */
+	snprintf(path, sizeof(path), "%s/1", lazy_dir("link", LAZY("0"), two, 1));
+	cr_assert_eq(symlink("0", path), 0);
+	assert_open_fails(td_test_path("link"), 0, TD_ECORRUPT);
+	/* Named inside a dict. */
+	snprintf(path, sizeof(path), "%s/sub", dir_with_meta("inner",
+		"{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[]")));
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/sub/meta.json", td_test_path("inner"));
+	write_text(path, LAZY("0"));
+	assert_open_fails(td_test_path("inner"), 0, TD_ENOTSUP);
 }
 
 Test(store_dir, entries_tensordict_skips_are_skipped)
