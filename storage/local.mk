@@ -6,6 +6,7 @@ libtdcore_la_SOURCES += \
 	%D%/store_impl.h \
 	%D%/fileio.c \
 	%D%/coord.c \
+	%D%/journal.c \
 	%D%/store_dir.c \
 	%D%/mmap.c
 
