@@ -22,6 +22,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+/* Up to this many directories, a commit fsyncs each after the renames; beyond, one syncfs. */
+#define SYNC_DIRS_MAX 8
+
 /* Directory levels the sweep of temporary files descends (tensorclasses add one per dict). */
 #define SWEEP_MAX_DEPTH (2 * TD_KEY_MAX_DEPTH + 2)
 
@@ -683,17 +686,21 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 		commit_clear(c, true);
 		return rc;
 	}
-	for (i = 0; rc == TD_OK && sync && i < c->n; i++)
+	/* The renames durable before the journal goes (a few directories: fsync each). */
+	if (rc == TD_OK && sync && c->n > SYNC_DIRS_MAX && syncfs(rootfd) < 0)
+		rc = td__error_os(TD_EIO, errno, "%s: syncfs", what);
+	for (i = 0; rc == TD_OK && sync && c->n <= SYNC_DIRS_MAX && i < c->n; i++)
 		if (fsync(c->e[i].dirfd) < 0)
 			rc = td__error_os(TD_EIO, errno, "%s/%s: fsync", what, c->e[i].path);
-	/* On failure the journal stays: the next writer redoes what is left. */
-	if (rc == TD_OK && journal) {
-		if (unlinkat(rootfd, TD_JOURNAL_NAME, 0) < 0)
-			rc = td__error_os(td__status_from_errno(errno), errno,
-				"%s/" TD_JOURNAL_NAME ": unlink", what);
-		else if (sync && fsync(rootfd) < 0)
-			rc = td__error_os(TD_EIO, errno, "%s: fsync", what);
-	}
+	/*
+	 * On failure the journal stays: the next writer redoes what is left.
+	 * Its removal needs no sync: a journal that comes back after a power
+	 * loss lists files that are gone, and every writer recovers (drops
+	 * it) before it stages files of its own.
+	 */
+	if (rc == TD_OK && journal && unlinkat(rootfd, TD_JOURNAL_NAME, 0) < 0)
+		rc = td__error_os(td__status_from_errno(errno), errno,
+			"%s/" TD_JOURNAL_NAME ": unlink", what);
 	commit_clear(c, false);
 	return rc;
 }
