@@ -8,6 +8,7 @@ libtdcore_la_SOURCES += \
 	%D%/coord.c \
 	%D%/journal.c \
 	%D%/store_dir.c \
+	%D%/store_grow.c \
 	%D%/mmap.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)

@@ -1360,7 +1360,8 @@ static void change_release(td__change *c)
 
 /*
  * Commit the changed levels (none: nothing to do), then bump the
- * generation; with c->reload, load the dict again (new mappings). On
+ * generation (also after a commit the caller made itself, c->committed);
+ * with c->reload, load the dict again (new mappings). On
  * failure, reload the dict from what is on disk. Releases the lock either
  * way; the store's dict is locked again.
  */
@@ -1370,7 +1371,7 @@ int td__change_end(td__change *c, int rc)
 
 	if (rc == TD_OK && c->first_dirty != SIZE_MAX)
 		rc = change_commit(c);
-	if (rc == TD_OK && c->first_dirty != SIZE_MAX) {
+	if (rc == TD_OK && (c->first_dirty != SIZE_MAX || c->committed)) {
 		uint64_t gen = td__coord_bump(&st->coord);
 
 		/* A failed reload keeps the old dict and generation: the next call reloads. */

@@ -225,6 +225,7 @@ typedef struct td__change {
 	td__relpath path;                  /* the deepest level, relative to the root */
 	char rel[TD_REL_MAX];              /* the same, for messages */
 	size_t first_dirty;                /* shallowest level to rewrite; SIZE_MAX: none */
+	bool committed;                    /* the caller committed its own files (growth) */
 	bool reload;                       /* reload the dict after the commit (new mappings) */
 } td__change;
 
@@ -241,8 +242,10 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 	const char *fn);
 /**
  * End a change with status `rc`: commit the levels from first_dirty down
- * (journaled when several), bump the generation, reload with c->reload; on
- * failure reload what is committed. Releases the lock; returns the status.
+ * (journaled when several); after that commit, or one the caller made
+ * (c->committed), bump the generation and with c->reload load the dict
+ * again; on failure reload what is committed. Releases the lock; returns
+ * the status.
  */
 int td__change_end(td__change *c, int rc);
 /** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */

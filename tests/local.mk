@@ -103,6 +103,11 @@ TESTS += %D%/storage/test_store_schema
 %C%_storage_test_store_schema_CFLAGS = $(td_test_cflags)
 %C%_storage_test_store_schema_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_store_grow
+TESTS += %D%/storage/test_store_grow
+%C%_storage_test_store_grow_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_grow_LDADD = $(td_test_ldadd)
+
 endif
 
 # --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---
