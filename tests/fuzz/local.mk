@@ -7,6 +7,7 @@
 # (new inputs worth keeping are minimized with -merge=1 and committed).
 EXTRA_DIST += \
 	%D%/corpus \
+	%D%/fuzz_store_journal.c \
 	%D%/fuzz_store_meta.c
 
 check_PROGRAMS += %D%/replay-store_meta
@@ -15,7 +16,13 @@ TESTS += %D%/replay-store_meta
 %C%_replay_store_meta_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_meta"'
 %C%_replay_store_meta_LDADD = libtdstore.la
 
-fuzz_targets = store_meta
+check_PROGRAMS += %D%/replay-store_journal
+TESTS += %D%/replay-store_journal
+%C%_replay_store_journal_SOURCES = %D%/replay.c %D%/fuzz_store_journal.c
+%C%_replay_store_journal_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_journal"'
+%C%_replay_store_journal_LDADD = libtdstore.la
+
+fuzz_targets = store_meta store_journal
 # The library sources are compiled into each fuzzer, so that libFuzzer sees
 # their coverage.
 fuzz: $(top_builddir)/config.h include/tdstore/version.h
@@ -27,5 +34,5 @@ fuzz: $(top_builddir)/config.h include/tdstore/version.h
 			$(addprefix $(srcdir)/,$(filter %.c,$(libtdcore_la_SOURCES))) \
 			$(XXHASH_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBS) || exit 1; \
 	done
-CLEANFILES += tests/fuzz/fuzz-store_meta
+CLEANFILES += tests/fuzz/fuzz-store_meta tests/fuzz/fuzz-store_journal
 .PHONY: fuzz
