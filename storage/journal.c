@@ -426,10 +426,9 @@ int td__journal_recover(int rootfd, const char *root, bool *redone)
 	/* Check every entry before renaming anything. */
 	for (rc = TD_OK; rc == TD_OK && opened < j.count; opened++) {
 		rc = open_entry_dir(rootfd, &j.e[opened], root, &fds[opened]);
-		if (rc == TD_OK)
-			rc = tmp_present(fds[opened], &j.e[opened], root, name, &live[opened]);
-		else
-			break;
+		if (rc < 0)
+			break; /* fds[opened] is not open */
+		rc = tmp_present(fds[opened], &j.e[opened], root, name, &live[opened]);
 	}
 	for (i = 0; rc == TD_OK && i < j.count; i++) {
 		if (!live[i])
