@@ -256,9 +256,13 @@ TD_API int td_store_remove(td_store *store, const char *const *parts, size_t n);
  *         extended stay longer than their meta.json says, which readers
  *         accept);
  *         TD_EIO; TD_ENOMEM.
- *         On failure nothing is committed and the dict is reloaded from
- *         disk. Either way the store's dict is replaced (see "Views across
- *         a refresh or a remap" above).
+ *         On failure the dict is reloaded from what is committed on disk:
+ *         the old size, unless the failure came after the commit point (a
+ *         rename or sync failing once the journal was written, which the
+ *         next writer completes; or loading the grown dict, which leaves
+ *         the old dict in place until td_store_refresh()). Either way the
+ *         store's dict is replaced (see "Views across a refresh or a
+ *         remap" above).
  */
 TD_API int td_store_grow(td_store *store, int64_t new_size);
 

@@ -123,7 +123,13 @@ Test(store_grow, every_dict_and_leaf_grows_and_keeps_its_values)
 	td_store *st = new_store("g"), *ro = NULL;
 	uint64_t g0 = td_store_generation(st);
 	char *meta;
+	FILE *f;
 
+	/* Bytes past a leaf's declared size (tensordict writes some) become zero rows. */
+	f = fopen(td_test_path("g/a.memmap"), "ab");
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite("\xff\xff\xff\xff\xff\xff\xff\xff", 1, 8, f), 8);
+	fclose(f);
 	td_cr_assert_ok(td_store_grow(st, 10));
 	cr_assert_eq(td_store_generation(st), g0 + 1);
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
@@ -247,6 +253,53 @@ Test(store_grow, a_full_disk_fails_the_growth_and_commits_nothing)
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&st, td_test_path("full"), TD_STORE_RDONLY));
 	assert_grown(td_store_dict(st), 4);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "wb");
+
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fputs(text, f) >= 0, 1);
+	fclose(f);
+}
+
+#define TAIL "\"device\": \"cpu\", \"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
+
+Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
+{
+	static const char outer[] = "{\"_type\": \"<class '__main__.Obs'>\"}";
+	const char *pixels[] = { "obs", "pixels" };
+	td_store *st = NULL;
+	char *meta;
+
+	cr_assert_eq(mkdir(td_test_path("tc"), 0777), 0);
+	write_text(td_test_path("tc/meta.json"),
+		"{\"obs\": {\"type\": \"Obs\"}, \"shape\": [4], " TAIL);
+	cr_assert_eq(mkdir(td_test_path("tc/obs"), 0777), 0);
+	write_text(td_test_path("tc/obs/meta.json"), outer);
+	cr_assert_eq(mkdir(td_test_path("tc/obs/_tensordict"), 0777), 0);
+	write_text(td_test_path("tc/obs/_tensordict/meta.json"),
+		"{\"pixels\": {\"device\": \"cpu\", \"shape\": [4, 3], \"dtype\": \"torch.uint8\", "
+		"\"is_nested\": false}, \"shape\": [4], " TAIL);
+	write_text(td_test_path("tc/obs/_tensordict/pixels.memmap"), "abcdefghijkl");
+	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_grow(st, 6));
+	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
+	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[11], 'l');
+	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[12], 0);
+	td_cr_assert_ok(td_store_close(st));
+	/* The class's own meta.json is kept; its fields' dict records the growth. */
+	meta = slurp(td_test_path("tc/obs/meta.json"));
+	cr_assert_str_eq(meta, outer);
+	free(meta);
+	meta = slurp(td_test_path("tc/obs/_tensordict/meta.json"));
+	cr_assert_not_null(strstr(meta, "\"shape\": [6, 3]"), "%s", meta);
+	free(meta);
+	cr_assert_eq(td_test_file_size(td_test_path("tc/obs/_tensordict/pixels.memmap")), 18);
+	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), TD_STORE_RDONLY));
+	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
 	td_cr_assert_ok(td_store_close(st));
 }
 
