@@ -191,6 +191,8 @@ dist_man_MANS += \
 	%D%/man/man3/td_store_encode_key.3 \
 	%D%/man/man3/td_store_flags.3 \
 	%D%/man/man3/td_store_generation.3 \
+	%D%/man/man3/td_store_grow.3 \
+	%D%/man/man3/td_store_grow_leaf.3 \
 	%D%/man/man3/td_store_memmap.3 \
 	%D%/man/man3/td_store_open.3 \
 	%D%/man/man3/td_store_path.3 \

@@ -10,13 +10,15 @@ libtdcore_la_SOURCES += \
 	%D%/store_packed.c \
 	%D%/fileio.c \
 	%D%/coord.c \
+	%D%/journal.c \
 	%D%/store_dir.c \
 	%D%/mmap.c \
 	%D%/ring_impl.h \
 	%D%/ring.c \
 	%D%/ring_io.c \
 	%D%/ring_prio.c \
-	%D%/shm_arena.c
+	%D%/shm_arena.c \
+	%D%/store_grow.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)

@@ -25,7 +25,7 @@
 #define TD_TYPE_LAZYSTACK "<class 'tensordict._lazy.LazyStackedTensorDict'>"
 
 /* Longest relative path kept for messages ("a/b/c.memmap"). */
-#define REL_MAX 512
+#define REL_MAX TD_REL_MAX
 
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
@@ -41,7 +41,7 @@ static const char *join(char *buf, size_t len, const char *rel, const char *name
 }
 
 /* The encoded file name of a key plus `suffix`, in a new heap block. */
-static int encoded_name(const char *key, const char *suffix, char **out)
+int td__encoded_name(const char *key, const char *suffix, char **out)
 {
 	int n = td_store_encode_key(key, NULL, 0);
 	size_t len, slen = strlen(suffix);
@@ -134,20 +134,27 @@ static int parse_shape(const json_t *j, int *ndim, int64_t *shape, const char *w
 typedef struct loader {
 	td_store *st;
 	bool writable;
+	const td__journal_view *jv;   /* directories to read from a journaled temporary file */
 } loader;
 
 static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out);
 
-static int read_meta(int dirfd, const char *rel, json_t **out)
+/*
+ * Parse a directory's meta.json, or, when a sealed journal still lists the
+ * directory (a writer crashed mid-commit), the temporary file that becomes
+ * its meta.json: the committed state.
+ */
+static int read_meta(const loader *ld, int dirfd, const char *rel, json_t **out)
 {
+	const char *name = td__journal_view_meta(ld->jv, dirfd);
 	char what[REL_MAX], *text;
 	json_error_t jerr;
 	size_t len;
 	json_t *root;
 
 	*out = NULL;
-	join(what, sizeof(what), rel, "meta.json");
-	TD_TRY(td__read_small_file(dirfd, "meta.json", TD_META_MAX_BYTES, &text, &len, what));
+	join(what, sizeof(what), rel, name);
+	TD_TRY(td__read_small_file(dirfd, name, TD_META_MAX_BYTES, &text, &len, what));
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	td__free(text);
 	if (!root)
@@ -158,6 +165,44 @@ static int read_meta(int dirfd, const char *rel, json_t **out)
 		return fail_json(what, "not a JSON object");
 	}
 	*out = root;
+	return TD_OK;
+}
+
+int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int *err_out,
+	char **name_out)
+{
+	char *fname;
+	int fd;
+
+	*fd_out = -1;
+	*name_out = NULL;
+	TD_TRY(td__encoded_name(key, ".memmap", &fname));
+	fd = openat(dirfd, fname, oflags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && legacy_safe(key, false)) {
+		size_t klen = strlen(key);
+		char *raw = td__malloc(klen + sizeof(".memmap"));
+
+		if (!raw) {
+			td__free(fname);
+			return td__error_nomem(klen + sizeof(".memmap"));
+		}
+		memcpy(raw, key, klen);
+		memcpy(raw + klen, ".memmap", sizeof(".memmap"));
+		fd = openat(dirfd, raw, oflags | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT) {
+			int err = errno;
+
+			td__free(fname);
+			fname = raw;
+			errno = err;
+		} else {
+			td__free(raw);
+			errno = ENOENT;
+		}
+	}
+	*err_out = fd < 0 ? errno : 0;
+	*fd_out = fd;
+	*name_out = fname;
 	return TD_OK;
 }
 
@@ -202,30 +247,7 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 	if (nbytes == 0)
 		return td_tensor_empty(out, dtype, ndim, shape);
 
-	TD_TRY(encoded_name(key, ".memmap", &fname));
-	fd = openat(dirfd, fname, (ld->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && legacy_safe(key, false)) {
-		size_t klen = strlen(key);
-		char *raw = td__malloc(klen + sizeof(".memmap"));
-
-		if (!raw) {
-			td__free(fname);
-			return td__error_nomem(klen + sizeof(".memmap"));
-		}
-		memcpy(raw, key, klen);
-		memcpy(raw + klen, ".memmap", sizeof(".memmap"));
-		fd = openat(dirfd, raw, (ld->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0 || errno != ENOENT) {
-			err = errno;
-			td__free(fname);
-			fname = raw;
-			errno = err;
-		} else {
-			td__free(raw);
-			errno = ENOENT;
-		}
-	}
-	err = errno;
+	TD_TRY(td__open_leaf_file(dirfd, key, ld->writable ? O_RDWR : O_RDONLY, &fd, &err, &fname));
 	join(what, sizeof(what), rel, fname);
 	td__free(fname);
 	if (fd < 0 && err == ENOENT)
@@ -272,21 +294,35 @@ static int load_string(const json_t *meta, const char *what, const char **out)
 	return TD_OK;
 }
 
-/* Open the sub-collection directory for `key` (encoded name, then the legacy raw name). */
-static int open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
-	int *out)
+/*
+ * Open the sub-collection directory for `key` (encoded name, then the
+ * legacy raw name). With `name_out`, the name that was opened goes there
+ * (a heap block).
+ */
+int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
+	int *out, char **name_out)
 {
 	char *name;
 	int rc;
 
-	TD_TRY(encoded_name(key, "", &name));
+	if (name_out)
+		*name_out = NULL;
+	TD_TRY(td__encoded_name(key, "", &name));
 	join(crel, crel_len, rel, name);
 	rc = open_subdir(dirfd, name, crel, out);
-	td__free(name);
 	if (rc == TD_ENOTFOUND && legacy_safe(key, true)) {
+		td__free(name);
+		name = td__strndup(key, strlen(key));
+		if (!name)
+			return td__error_nomem(strlen(key) + 1);
 		join(crel, crel_len, rel, key);
 		rc = open_subdir(dirfd, key, crel, out);
 	}
+	if (rc == TD_OK && name_out) {
+		*name_out = name;
+		name = NULL;
+	}
+	td__free(name);
 	return rc;
 }
 
@@ -299,9 +335,9 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 	td_dict *child = NULL;
 	int cfd, rc;
 
-	TD_TRY(open_child(dirfd, rel, key, crel, sizeof(crel), &cfd));
+	TD_TRY(td__open_child(dirfd, rel, key, crel, sizeof(crel), &cfd, NULL));
 	join(what, sizeof(what), crel, "meta.json");
-	rc = read_meta(cfd, crel, &meta);
+	rc = read_meta(ld, cfd, crel, &meta);
 	if (rc < 0)
 		goto out;
 	type = json_string_value(json_object_get(meta, "_type"));
@@ -438,7 +474,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 	td_dict *d = NULL;
 
 	*out = NULL;
-	TD_TRY(read_meta(dirfd, rel, &meta));
+	TD_TRY(read_meta(ld, dirfd, rel, &meta));
 	join(what, sizeof(what), rel, "meta.json");
 	js = json_object_get(meta, "_type");
 	if (js && !json_is_string(js)) {
@@ -569,9 +605,55 @@ static int open_root(const char *path, const char *fn, int *out)
 	return td__error_os(td__status_from_errno(errno), errno, "%s: %s", fn, path);
 }
 
+/*
+ * Load the store's committed dict from disk (under the coordination lock,
+ * shared or exclusive). A sealed journal left by a crashed writer is read,
+ * not redone: the directories it lists are loaded from their temporary
+ * files, so that a reader that cannot write sees the committed state.
+ */
+static int load_root(td_store *st, int dirfd, td_dict **out)
+{
+	td__journal_view jv;
+	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0, &jv };
+	int rc;
+
+	*out = NULL;
+	TD_TRY(td__journal_view_open(&jv, dirfd, st->path));
+	rc = load_dict(&ld, dirfd, "", 0, out);
+	td__journal_view_free(&jv);
+	return rc;
+}
+
+/*
+ * Under the exclusive lock: finish (or discard) a commit that a crashed
+ * writer left in the journal. A redone commit is a schema change the other
+ * processes must see, so it bumps the generation.
+ */
+int td__store_recover(td_store *st, int rootfd)
+{
+	bool redone;
+
+	TD_TRY(td__journal_recover(rootfd, st->path, &redone));
+	if (redone)
+		td__coord_bump(&st->coord);
+	return TD_OK;
+}
+
+/* A read-write open recovers a journal it finds (taking the exclusive lock only then). */
+static int recover_on_open(td_store *st, int rootfd)
+{
+	int rc;
+
+	if (faccessat(rootfd, TD_JOURNAL_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
+		return TD_OK;
+	TD_TRY(td__coord_lock(&st->coord, true));
+	rc = td__store_recover(st, rootfd);
+	td__coord_unlock(&st->coord);
+	return rc;
+}
+
 int td_store_open(td_store **out, const char *path, unsigned flags)
 {
-	loader ld;
 	td_store *st;
 	int dirfd, rc;
 
@@ -597,15 +679,15 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 		close(dirfd);
 		return rc;
 	}
-	ld.st = st;
-	ld.writable = (flags & TD_STORE_RDWR) != 0;
 	/* A read-write open creates the coordination file; a read-only one uses it if present. */
-	rc = td__coord_open(&st->coord, dirfd, path, ld.writable);
+	rc = td__coord_open(&st->coord, dirfd, path, (flags & TD_STORE_RDWR) != 0);
+	if (rc == TD_OK && (flags & TD_STORE_RDWR))
+		rc = recover_on_open(st, dirfd);
 	if (rc == TD_OK)
 		rc = td__coord_lock(&st->coord, false);
 	if (rc == TD_OK) {
 		st->generation = td__coord_generation(&st->coord);
-		rc = load_dict(&ld, dirfd, "", 0, &st->dict);
+		rc = load_root(st, dirfd, &st->dict);
 		td__coord_unlock(&st->coord);
 	}
 	close(dirfd);
@@ -616,18 +698,16 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 /* Writing                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* A meta.json written under a temporary name, renamed once all data is durable. */
-typedef struct pending_meta {
-	int dirfd;            /* owned */
-	char tmp[64];
-	char what[REL_MAX];
-} pending_meta;
-
+/*
+ * A save in progress: every meta.json is staged under a temporary name in
+ * `commit` and made current at the end, all together (journal.c); `path`
+ * is the directory being written, relative to the root.
+ */
 typedef struct writer {
 	td_store *st;
 	unsigned flags;
-	pending_meta *pending;
-	size_t npending, cap_pending;
+	td__commit commit;
+	td__relpath path;
 } writer;
 
 
@@ -663,13 +743,14 @@ int td__check_writable(const td_dict *d, const char *fn)
 	return rc < 0 ? rc : TD_OK;
 }
 
-static json_t *json_shape(int ndim, const int64_t *shape)
+/* A shape as a JSON list; dim 0 replaced by `dim0` when that is >= 0 (growth). */
+static json_t *json_shape(int ndim, const int64_t *shape, int64_t dim0)
 {
 	json_t *a = json_array();
 	int i;
 
 	for (i = 0; a && i < ndim; i++)
-		if (json_array_append_new(a, json_integer(shape[i])) < 0) {
+		if (json_array_append_new(a, json_integer(i == 0 && dim0 >= 0 ? dim0 : shape[i])) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -716,7 +797,7 @@ static int meta_text(json_t *meta, char **out)
 	return TD_OK;
 }
 
-/* Serialize and write meta.json atomically. Consumes `meta`. */
+/* Stage the directory's meta.json for the commit at the end of the save. Consumes `meta`. */
 static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 {
 	char what[REL_MAX], *text;
@@ -724,74 +805,28 @@ static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 
 	join(what, sizeof(what), rel, "meta.json");
 	TD_TRY(meta_text(meta, &text));
-	if (w->flags & TD_STORE_NOSYNC) {
-		rc = td__write_file_atomic(dirfd, "meta.json", text, strlen(text), true, what);
-		free(text);
-		return rc;
-	}
-	/*
-	 * Durable saves write every meta.json under a temporary name and rename
-	 * them all after one syncfs (commit_meta), rather than fsyncing each
-	 * file and directory: a store of many small dicts costs two syncs.
-	 */
-	if (w->npending == w->cap_pending) {
-		size_t cap = w->cap_pending ? 2 * w->cap_pending : 8;
-		pending_meta *p = td__realloc(w->pending, cap * sizeof(*p));
-
-		if (!p) {
-			free(text);
-			return td__error_nomem(cap * sizeof(*p));
-		}
-		w->pending = p;
-		w->cap_pending = cap;
-	}
-	{
-		pending_meta *p = &w->pending[w->npending];
-
-		p->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-		if (p->dirfd < 0) {
-			free(text);
-			return td__error_os(td__status_from_errno(errno), errno, "%s: dup", what);
-		}
-		snprintf(p->what, sizeof(p->what), "%s", what);
-		rc = td__write_temp(dirfd, text, strlen(text), false, p->tmp, sizeof(p->tmp), what);
-		free(text);
-		if (rc < 0) {
-			close(p->dirfd);
-			return rc;
-		}
-		w->npending++;
-	}
-	return TD_OK;
+	rc = td__commit_stage(&w->commit, dirfd, td__relpath_str(&w->path), text, strlen(text),
+		what);
+	free(text);
+	return rc;
 }
 
 /*
- * Make a durable save visible: sync the filesystem (every leaf's data and
- * every temporary meta.json), rename the meta.json files into place
- * (deepest first, the root last), and sync again for the renames. With
- * `ok` false only the temporary files are removed.
+ * Make a save visible: every staged meta.json becomes current at once
+ * (after one sync of the leaf data, unless TD_STORE_NOSYNC), through the
+ * journal when there are several. With `ok` false the staged files are
+ * removed.
  */
 static int commit_meta(writer *w, int rootfd, bool ok)
 {
-	size_t i;
 	int rc = TD_OK;
 
-	if (ok && w->npending && syncfs(rootfd) < 0)
-		rc = td__error_os(TD_EIO, errno, "td_store_memmap: syncfs");
-	for (i = 0; i < w->npending; i++) {
-		pending_meta *p = &w->pending[i];
-
-		if (ok && rc == TD_OK && renameat(p->dirfd, p->tmp, p->dirfd, "meta.json") < 0)
-			rc = td__error_os(td__status_from_errno(errno), errno, "%s: rename", p->what);
-		if (!ok || rc < 0)
-			unlinkat(p->dirfd, p->tmp, 0);
-		close(p->dirfd);
-	}
-	if (ok && rc == TD_OK && w->npending && syncfs(rootfd) < 0)
-		rc = td__error_os(TD_EIO, errno, "td_store_memmap: syncfs");
-	td__free(w->pending);
-	w->pending = NULL;
-	w->npending = w->cap_pending = 0;
+	if (ok)
+		rc = td__commit_run(&w->commit, rootfd, !(w->flags & TD_STORE_NOSYNC),
+			w->st->path);
+	else
+		td__commit_abort(&w->commit);
+	td__relpath_free(&w->path);
 	return rc;
 }
 
@@ -806,7 +841,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 
 	if (nbytes == 0)
 		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
-	TD_TRY(encoded_name(key, ".memmap", &fname));
+	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	join(what, sizeof(what), rel, fname);
 	rc = td__open_reserved(dirfd, fname, nbytes, (w->flags & TD_STORE_EXISTSOK) != 0,
 		"td_store_memmap", what, &fd, NULL);
@@ -859,14 +894,19 @@ out:
 	return rc;
 }
 
-/* Create (or reuse) the directory of a sub-collection. */
+/*
+ * Create (or reuse) the directory of a sub-collection. With `name_out`,
+ * its name goes there (a heap block).
+ */
 static int make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
-	size_t crel_len, int *out)
+	size_t crel_len, int *out, char **name_out)
 {
 	char *name;
 	int rc;
 
-	TD_TRY(encoded_name(key, "", &name));
+	if (name_out)
+		*name_out = NULL;
+	TD_TRY(td__encoded_name(key, "", &name));
 	join(crel, crel_len, rel, name);
 	if (mkdirat(dirfd, name, 0777) < 0 && errno != EEXIST) {
 		rc = td__file_error(errno, crel, "mkdir");
@@ -874,7 +914,26 @@ static int make_child_dir(int dirfd, const char *rel, const char *key, char *cre
 		return rc;
 	}
 	rc = open_subdir(dirfd, name, crel, out);
+	if (rc == TD_OK && name_out) {
+		*name_out = name;
+		name = NULL;
+	}
 	td__free(name);
+	return rc;
+}
+
+/* Create (or reuse) a sub-collection's directory and enter it in the writer's path. */
+static int enter_child_dir(writer *w, int dirfd, const char *rel, const char *key, char *crel,
+	int *out, size_t *mark)
+{
+	char *name;
+	int rc;
+
+	TD_TRY(make_child_dir(dirfd, rel, key, crel, REL_MAX, out, &name));
+	rc = td__relpath_push(&w->path, name, mark);
+	td__free(name);
+	if (rc < 0)
+		close(*out);
 	return rc;
 }
 
@@ -883,9 +942,10 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 {
 	char crel[REL_MAX];
 	json_t *meta;
+	size_t mark;
 	int cfd, rc;
 
-	TD_TRY(make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd));
+	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
 	meta = json_object();
 	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
 		     json_object_set_new(meta, "data",
@@ -896,6 +956,7 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 		meta = NULL;
 	}
 	rc = write_meta(w, cfd, crel, meta);
+	td__relpath_pop(&w->path, mark);
 	close(cfd);
 	return rc;
 }
@@ -923,10 +984,12 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	case TD_VALUE_DICT: {
 		char crel[REL_MAX];
 		td_dict *child = NULL;
+		size_t mark;
 		int cfd;
 
-		TD_TRY(make_child_dir(dirfd, rel, key, crel, sizeof(crel), &cfd));
+		TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
 		rc = write_dict(w, cfd, crel, v->u.dict, &child);
+		td__relpath_pop(&w->path, mark);
 		close(cfd);
 		if (rc == TD_OK) {
 			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
@@ -947,9 +1010,11 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 /*
  * The meta.json of one dict, as tensordict writes it: its entries in order
  * (tensors with device/shape/dtype/is_nested, nested dicts and strings as
- * {"type": ...}), then the dict's own fields. NULL when out of memory.
+ * {"type": ...}), then the dict's own fields. With `dim0` >= 0 (and at
+ * least one batch dim), dim 0 of the batch shape and of every tensor is
+ * written as `dim0`: the dict grown. NULL when out of memory.
  */
-static json_t *build_meta(const td_dict *d)
+static json_t *build_meta(const td_dict *d, int64_t dim0)
 {
 	size_t n = td_dict_items(d, NULL, NULL, 0), i;
 	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
@@ -957,6 +1022,8 @@ static json_t *build_meta(const td_dict *d)
 	json_t *meta = json_object();
 	bool ok = keys && vals && meta;
 
+	if (td_dict_batch_ndim(d) == 0)
+		dim0 = -1; /* no batch dim: dim 0 of a leaf is its own */
 	if (ok)
 		td_dict_items(d, keys, vals, n);
 	for (i = 0; ok && i < n; i++) {
@@ -971,7 +1038,7 @@ static json_t *build_meta(const td_dict *d)
 			const td_tensor *t = &v->u.tensor;
 
 			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
-			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape)) == 0 &&
+			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape, dim0)) == 0 &&
 			     json_object_set_new(e, "dtype",
 				     json_string(td_dtype_torch_name(t->dtype))) == 0 &&
 			     json_object_set_new(e, "is_nested", json_false()) == 0;
@@ -982,7 +1049,7 @@ static json_t *build_meta(const td_dict *d)
 	}
 	ok = ok &&
 	     json_object_set_new(meta, "shape",
-		     json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d))) == 0 &&
+		     json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d), dim0)) == 0 &&
 	     json_object_set_new(meta, "device", json_string("cpu")) == 0 &&
 	     json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) == 0 &&
 	     json_object_set_new(meta, "_format_version", json_integer(1)) == 0 &&
@@ -994,6 +1061,11 @@ static json_t *build_meta(const td_dict *d)
 		return NULL;
 	}
 	return meta;
+}
+
+int td__meta_text(const td_dict *d, int64_t dim0, char **out)
+{
+	return meta_text(build_meta(d, dim0), out);
 }
 
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
@@ -1019,7 +1091,7 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 		if (rc < 0)
 			goto out;
 	}
-	rc = write_meta(w, dirfd, rel, build_meta(d));
+	rc = write_meta(w, dirfd, rel, build_meta(d, -1));
 	if (rc < 0)
 		goto out;
 	*out = d;
@@ -1071,17 +1143,16 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 	for (i = 0; rc == TD_OK && i < n; i++) {
 		const td_dict *child = td_lazy_child(src, i);
 
+		size_t mark;
+
+		/* Decimal names need no encoding: the encoded name is the name. */
 		snprintf(name, sizeof(name), "%zu", i);
-		join(crel, sizeof(crel), rel, name);
-		if (mkdirat(dirfd, name, 0777) < 0 && errno != EEXIST) {
-			rc = td__file_error(errno, crel, "mkdir");
-			break;
-		}
-		rc = open_subdir(dirfd, name, crel, &cfd);
+		rc = enter_child_dir(w, dirfd, rel, name, crel, &cfd, &mark);
 		if (rc < 0)
 			break;
 		rc = td_dict_is_lazy(child) ? write_lazy(w, cfd, crel, child, &kids[i]) :
 			write_dict(w, cfd, crel, child, &kids[i]);
+		td__relpath_pop(&w->path, mark);
 		close(cfd);
 		if (rc == TD_OK)
 			made++;
@@ -1153,8 +1224,10 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	if (rc == TD_OK) {
 		int crc;
 
-		rc = td_dict_is_lazy(src) ? write_lazy(&w, dirfd, "", src, &st->dict) :
-			write_dict(&w, dirfd, "", src, &st->dict);
+		rc = td__store_recover(st, dirfd);
+		if (rc == TD_OK)
+			rc = td_dict_is_lazy(src) ? write_lazy(&w, dirfd, "", src, &st->dict) :
+				write_dict(&w, dirfd, "", src, &st->dict);
 		crc = commit_meta(&w, dirfd, rc == TD_OK);
 		if (rc == TD_OK)
 			rc = crc;
@@ -1227,17 +1300,16 @@ int td_store_close(td_store *store)
  * The old dict and its mappings are released; tensors the caller took with
  * td_tensor_ref() keep theirs.
  */
-static int reload(td_store *st, int dirfd)
+int td__store_reload(td_store *st, int dirfd)
 {
 	td_buffer **old_maps = st->maps;
 	size_t old_n = st->nmaps, old_cap = st->cap_maps, i;
-	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0 };
 	td_dict *d = NULL;
 	int rc;
 
 	st->maps = NULL;
 	st->nmaps = st->cap_maps = 0;
-	rc = load_dict(&ld, dirfd, "", 0, &d);
+	rc = load_root(st, dirfd, &d);
 	if (rc == TD_OK)
 		rc = td_dict_lock(d);
 	if (rc < 0) {
@@ -1289,7 +1361,7 @@ int td_store_refresh(td_store *store, bool *changed)
 	if (rc < 0)
 		goto out;
 	gen = td__coord_generation(&store->coord);
-	rc = reload(store, dirfd);
+	rc = td__store_reload(store, dirfd);
 	td__coord_unlock(&store->coord);
 	if (rc == TD_OK) {
 		store->generation = gen;
@@ -1301,18 +1373,7 @@ out:
 	return rc;
 }
 
-/* A schema change in progress: the root directory and the levels of a key path. */
-typedef struct change {
-	td_store *st;
-	int rootfd;
-	size_t depth;                 /* levels opened: fds[0] is the root */
-	int fds[TD_KEY_MAX_DEPTH];
-	td_dict *dicts[TD_KEY_MAX_DEPTH];
-	char rel[REL_MAX];            /* the deepest level, for messages */
-	size_t first_dirty;           /* shallowest level whose meta.json must be rewritten */
-} change;
-
-static int check_path_args(const td_store *st, const char *const *parts, size_t n,
+int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	const char *fn)
 {
 	size_t i;
@@ -1336,8 +1397,11 @@ static int check_path_args(const td_store *st, const char *const *parts, size_t 
 	return TD_OK;
 }
 
-/* Take the writer lock and bring the dict up to date with the committed schema. */
-static int change_begin(change *c, td_store *st, const char *fn)
+/*
+ * Take the writer lock, finish a commit a crashed writer left (journal),
+ * and bring the dict up to date with the committed schema.
+ */
+int td__change_begin(td__change *c, td_store *st, const char *fn)
 {
 	uint64_t gen;
 	int rc;
@@ -1351,19 +1415,19 @@ static int change_begin(change *c, td_store *st, const char *fn)
 		close(c->rootfd);
 		return rc;
 	}
+	rc = td__store_recover(st, c->rootfd);
 	gen = td__coord_generation(&st->coord);
-	if (gen != st->generation) {
-		rc = reload(st, c->rootfd);
-		if (rc < 0) {
-			td__coord_unlock(&st->coord);
-			close(c->rootfd);
-			return rc;
-		}
-		st->generation = gen;
+	if (rc == TD_OK && gen != st->generation) {
+		rc = td__store_reload(st, c->rootfd);
+		if (rc == TD_OK)
+			st->generation = gen;
 	}
-	c->fds[0] = fcntl(c->rootfd, F_DUPFD_CLOEXEC, 0);
-	if (c->fds[0] < 0) {
-		rc = td__error_os(TD_EIO, errno, "%s: dup", fn);
+	if (rc == TD_OK) {
+		c->fds[0] = fcntl(c->rootfd, F_DUPFD_CLOEXEC, 0);
+		if (c->fds[0] < 0)
+			rc = td__error_os(TD_EIO, errno, "%s: dup", fn);
+	}
+	if (rc < 0) {
 		td__coord_unlock(&st->coord);
 		close(c->rootfd);
 		return rc;
@@ -1376,12 +1440,31 @@ static int change_begin(change *c, td_store *st, const char *fn)
 	return TD_OK;
 }
 
+/* Enter a child directory opened (or made) under the deepest level, named `name` on disk. */
+static int change_enter(td__change *c, int fd, td_dict *child, const char *crel, char *name)
+{
+	size_t mark;
+	int rc = td__relpath_push(&c->path, name, &mark);
+
+	td__free(name);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	c->fds[c->depth] = fd;
+	c->dicts[c->depth] = child;
+	c->marks[c->depth] = c->path.len;
+	snprintf(c->rel, sizeof(c->rel), "%s", crel);
+	c->depth++;
+	return TD_OK;
+}
+
 /*
  * Descend to the dict that holds the last component of the path, creating
  * missing intermediate dicts (with their parent's batch shape, as
  * tensordict's make_memmap does) when `create`.
  */
-static int change_walk(change *c, const char *const *parts, size_t n, bool create,
+int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create,
 	const char *fn)
 {
 	size_t i;
@@ -1389,18 +1472,18 @@ static int change_walk(change *c, const char *const *parts, size_t n, bool creat
 	for (i = 0; i + 1 < n; i++) {
 		td_dict *cur = c->dicts[c->depth - 1], *child;
 		const td_value *v;
-		char crel[REL_MAX];
+		char crel[REL_MAX], *name;
 		int fd, rc = td_dict_get_path(cur, &parts[i], 1, &v);
 
 		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
 			return td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[i]);
 		if (rc == TD_OK) {
-			TD_TRY(open_child(c->fds[c->depth - 1], c->rel, parts[i], crel, sizeof(crel),
-				&fd));
+			TD_TRY(td__open_child(c->fds[c->depth - 1], c->rel, parts[i], crel,
+				sizeof(crel), &fd, &name));
 			child = v->u.dict;
 		} else if (rc == TD_ENOTFOUND && create) {
 			TD_TRY(make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
-				sizeof(crel), &fd));
+				sizeof(crel), &fd, &name));
 			rc = td_dict_new(&child, td_dict_batch_ndim(cur), td_dict_batch_shape(cur));
 			if (rc == TD_OK) {
 				rc = td_dict_set_dict_take_path(cur, &parts[i], 1, child);
@@ -1408,6 +1491,7 @@ static int change_walk(change *c, const char *const *parts, size_t n, bool creat
 					td_dict_free(child);
 			}
 			if (rc < 0) {
+				td__free(name);
 				close(fd);
 				return rc;
 			}
@@ -1417,46 +1501,78 @@ static int change_walk(change *c, const char *const *parts, size_t n, bool creat
 			return rc == TD_ENOTFOUND ?
 				td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[i]) : rc;
 		}
-		c->fds[c->depth] = fd;
-		c->dicts[c->depth] = child;
-		snprintf(c->rel, sizeof(c->rel), "%s", crel);
-		c->depth++;
+		TD_TRY(change_enter(c, fd, child, crel, name));
 	}
 	return TD_OK;
 }
 
 /*
- * Commit: rewrite the meta.json of every changed level, deepest first
- * (each atomically), so that no meta.json ever names a directory without
- * its own; then bump the generation. On failure, reload the dict from what
- * is on disk. Releases the lock either way.
+ * Stage the meta.json of every changed level, deepest first, and commit
+ * them together: one is renamed into place, several (new nested dicts)
+ * go through the journal, so that no reader sees a parent without its
+ * child or the reverse.
  */
-static int change_end(change *c, int rc)
+static int change_commit(td__change *c)
 {
-	td_store *st = c->st;
+	td__commit commit = { 0 };
+	size_t i;
+	int rc = TD_OK;
+
+	for (i = c->depth; rc == TD_OK && i-- > c->first_dirty;) {
+		char what[REL_MAX];
+		char *text;
+
+		snprintf(what, sizeof(what), "%s: meta.json at depth %zu", c->st->path, i);
+		td__relpath_pop(&c->path, c->marks[i]);
+		rc = meta_text(build_meta(c->dicts[i], -1), &text);
+		if (rc < 0)
+			break;
+		rc = td__commit_stage(&commit, c->fds[i], td__relpath_str(&c->path), text,
+			strlen(text), what);
+		free(text);
+	}
+	if (rc < 0) {
+		td__commit_abort(&commit);
+		return rc;
+	}
+	return td__commit_run(&commit, c->rootfd, true, c->st->path);
+}
+
+/* Close the levels, release the lock and the root. */
+static void change_release(td__change *c)
+{
 	size_t i;
 
-	if (rc == TD_OK) {
-		size_t from = c->first_dirty == SIZE_MAX ? c->depth - 1 : c->first_dirty;
+	for (i = 0; i < c->depth; i++)
+		close(c->fds[i]);
+	td__relpath_free(&c->path);
+	td__coord_unlock(&c->st->coord);
+	close(c->rootfd);
+}
 
-		/* Data first: every new file durable before a meta.json names it. */
-		if (syncfs(c->rootfd) < 0)
-			rc = td__error_os(TD_EIO, errno, "store: syncfs");
-		for (i = c->depth; rc == TD_OK && i-- > from;) {
-			char what[REL_MAX];
-			char *text;
+/*
+ * Commit the changed levels (none: nothing to do), then bump the
+ * generation (also after a commit the caller made itself, c->committed);
+ * with c->reload, load the dict again (new mappings). On
+ * failure, reload the dict from what is on disk. Releases the lock either
+ * way; the store's dict is locked again.
+ */
+int td__change_end(td__change *c, int rc)
+{
+	td_store *st = c->st;
 
-			snprintf(what, sizeof(what), "%s: meta.json at depth %zu", st->path, i);
-			rc = meta_text(build_meta(c->dicts[i]), &text);
-			if (rc < 0)
-				break;
-			rc = td__write_file_atomic(c->fds[i], "meta.json", text, strlen(text), false,
-				what);
-			free(text);
-		}
-	}
-	if (rc == TD_OK) {
-		st->generation = td__coord_bump(&st->coord);
+	if (rc == TD_OK && c->first_dirty != SIZE_MAX)
+		rc = change_commit(c);
+	if (rc == TD_OK && (c->first_dirty != SIZE_MAX || c->committed)) {
+		uint64_t gen = td__coord_bump(&st->coord);
+
+		/* A failed reload keeps the old dict and generation: the next call reloads. */
+		if (c->reload)
+			rc = td__store_reload(st, c->rootfd);
+		if (rc == TD_OK)
+			st->generation = gen;
+		td_dict_lock(st->dict);
+	} else if (rc == TD_OK) {
 		td_dict_lock(st->dict);
 	} else {
 		int saved = td_error_last()->code;
@@ -1464,14 +1580,11 @@ static int change_end(change *c, int rc)
 
 		snprintf(msg, sizeof(msg), "%s", td_error_last()->message);
 		/* Back to what is committed on disk (the in-memory dict may be half-changed). */
-		if (reload(st, c->rootfd) < 0)
+		if (td__store_reload(st, c->rootfd) < 0)
 			td_dict_lock(st->dict);
 		td__error(saved ? saved : rc, "%s", msg);
 	}
-	for (i = 0; i < c->depth; i++)
-		close(c->fds[i]);
-	td__coord_unlock(&st->coord);
-	close(c->rootfd);
+	change_release(c);
 	return rc;
 }
 
@@ -1480,14 +1593,14 @@ static int add_impl(td_store *st, const char *const *parts, size_t n, const td_t
 {
 	const char *key = parts[n - 1];
 	writer w;
-	change c;
+	td__change c;
 	td_tensor mapped = TD_TENSOR_INIT;
 	const td_value *v;
 	td_dict *d;
 	int bndim, rc;
 
-	TD_TRY(change_begin(&c, st, fn));
-	rc = change_walk(&c, parts, n, true, fn);
+	TD_TRY(td__change_begin(&c, st, fn));
+	rc = td__change_walk(&c, parts, n, true, fn);
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
@@ -1515,14 +1628,14 @@ static int add_impl(td_store *st, const char *const *parts, size_t n, const td_t
 	if (rc == TD_OK && c.first_dirty == SIZE_MAX)
 		c.first_dirty = c.depth - 1;
 out:
-	return change_end(&c, rc);
+	return td__change_end(&c, rc);
 }
 
 int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, const td_tensor *t)
 {
 	static const char fn[] = "td_store_add_tensor";
 
-	TD_TRY(check_path_args(store, parts, n, fn));
+	TD_TRY(td__store_check_path(store, parts, n, fn));
 	if (!t || !t->buffer)
 		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
 	if (td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE)
@@ -1539,7 +1652,7 @@ int td_store_add_empty(td_store *store, const char *const *parts, size_t n, td_d
 	td_tensor t;
 	int rc;
 
-	TD_TRY(check_path_args(store, parts, n, fn));
+	TD_TRY(td__store_check_path(store, parts, n, fn));
 	/* A zero-strided view describes the leaf without allocating its size. */
 	TD_TRY(td_tensor_zeros(&t, dtype, 0, NULL));
 	{
@@ -1563,13 +1676,13 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 	int fd;
 
 	if (v->kind == TD_VALUE_TENSOR) {
-		if (td_tensor_numel(&v->u.tensor) > 0 && encoded_name(key, ".memmap", &name) == TD_OK) {
+		if (td_tensor_numel(&v->u.tensor) > 0 && td__encoded_name(key, ".memmap", &name) == TD_OK) {
 			unlinkat(dirfd, name, 0);
 			td__free(name);
 		}
 		return;
 	}
-	if (encoded_name(key, "", &name) < 0)
+	if (td__encoded_name(key, "", &name) < 0)
 		return;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
@@ -1600,15 +1713,15 @@ int td_store_remove(td_store *store, const char *const *parts, size_t n)
 	const td_value *v;
 	td_value removed = { 0 };
 	td_dict *d, *holder = NULL;
-	change c;
+	td__change c;
 	int rc;
 
-	TD_TRY(check_path_args(store, parts, n, fn));
+	TD_TRY(td__store_check_path(store, parts, n, fn));
 	if (store->packed)
 		return td__packed_remove(store, parts, n, fn);
 	key = parts[n - 1];
-	TD_TRY(change_begin(&c, store, fn));
-	rc = change_walk(&c, parts, n, false, fn);
+	TD_TRY(td__change_begin(&c, store, fn));
+	rc = td__change_walk(&c, parts, n, false, fn);
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
@@ -1629,7 +1742,7 @@ int td_store_remove(td_store *store, const char *const *parts, size_t n)
 	if (rc == TD_OK)
 		c.first_dirty = c.depth - 1;
 out:
-	rc = change_end(&c, rc);
+	rc = td__change_end(&c, rc);
 	if (rc == TD_OK) {
 		int fd = -1;
 
@@ -1642,7 +1755,7 @@ out:
 				char crel[REL_MAX];
 				int next = -1;
 
-				if (open_child(cur, "", parts[i], crel, sizeof(crel), &next) < 0)
+				if (td__open_child(cur, "", parts[i], crel, sizeof(crel), &next, NULL) < 0)
 					next = -1;
 				close(cur);
 				cur = next;

@@ -67,6 +67,149 @@ typedef struct td__packed {
 	int cur;               /* the slot in use (the newer): 0 or 1 */
 } td__packed;
 
+/* ---- redo journal (journal.c; doc/format.md section 6) ---- */
+
+#define TD_JOURNAL_NAME ".tdstore-journal"
+#define TD_JOURNAL_MAGIC "TDSJOURN"
+#define TD_JOURNAL_VERSION 1u
+#define TD_JOURNAL_HEADER_SIZE 32u
+/** Bytes of an entry's fixed part (path_len, name_len). */
+#define TD_JOURNAL_ENTRY_SIZE 4u
+/** Bytes of the checksum that ends the file. */
+#define TD_JOURNAL_TRAILER_SIZE 8u
+/** Largest journal file; a bigger one is garbled (never written). */
+#define TD_JOURNAL_MAX_BYTES ((size_t)64 << 20)
+/** Most entries in one journal. */
+#define TD_JOURNAL_MAX_ENTRIES (1u << 20)
+/** Longest relative directory path in an entry (its length is a uint16). */
+#define TD_JOURNAL_PATH_MAX 65535u
+/** Prefix of the temporary names of uncommitted files (fileio.c's td__write_temp). */
+#define TD_TMP_PREFIX ".tdstore-tmp."
+/** Longest temporary name (without its NUL). */
+#define TD_TMP_NAME_MAX 63u
+
+/**
+ * The journal's header, at offset 0 of `.tdstore-journal`. Every field is
+ * little-endian; journal.c encodes and decodes them byte by byte, this
+ * struct mirrors the layout of doc/format.md 6.2.
+ */
+typedef struct td__journal_header {
+	char magic[8];        /* "TDSJOURN" */
+	uint32_t version;     /* TD_JOURNAL_VERSION */
+	uint32_t header_size; /* TD_JOURNAL_HEADER_SIZE */
+	uint32_t count;       /* entries, 1..TD_JOURNAL_MAX_ENTRIES */
+	uint32_t flags;       /* reserved, 0 */
+	uint64_t body_size;   /* bytes of entries after the header */
+} td__journal_header;
+
+_Static_assert(sizeof(td__journal_header) == TD_JOURNAL_HEADER_SIZE, "journal header size");
+_Static_assert(offsetof(td__journal_header, version) == 8, "journal version offset");
+_Static_assert(offsetof(td__journal_header, header_size) == 12, "journal header_size offset");
+_Static_assert(offsetof(td__journal_header, count) == 16, "journal count offset");
+_Static_assert(offsetof(td__journal_header, flags) == 20, "journal flags offset");
+_Static_assert(offsetof(td__journal_header, body_size) == 24, "journal body_size offset");
+
+/** One entry of a parsed journal: pointers into the parsed bytes (not NUL-terminated). */
+typedef struct td__journal_ent {
+	const char *path;     /* the directory, relative to the root ("" for the root) */
+	size_t path_len;
+	const char *name;     /* the temporary file that becomes its meta.json */
+	size_t name_len;
+} td__journal_ent;
+
+/** A parsed journal. */
+typedef struct td__journal {
+	bool sealed;          /* magic, sizes and checksum hold: the commit happened */
+	size_t count;
+	td__journal_ent *e;   /* count entries (heap), NULL when not sealed */
+} td__journal;
+
+/**
+ * Parse journal bytes (untrusted). A journal that is not sealed (too
+ * short, bad magic, sizes or checksum: a writer crashed while writing it)
+ * is TD_OK with j->sealed false. A sealed journal of another version is
+ * TD_EVERSION; one whose flags or entries break doc/format.md 6.3 is
+ * TD_ECORRUPT. `what` names the file in messages. Release with
+ * td__journal_free() (also after a failure).
+ */
+int td__journal_parse(const void *data, size_t len, td__journal *j, const char *what);
+void td__journal_free(td__journal *j);
+
+/**
+ * Under the exclusive writer lock: finish a commit a crashed writer left.
+ * A sealed journal is redone (each listed temporary file that still
+ * exists is renamed over its directory's meta.json, the directories
+ * synced) and removed; `*redone` is then true. An unsealed one is removed
+ * with every uncommitted temporary file (.tdstore-tmp.*) under the root.
+ * No journal: nothing to do. A corrupt journal changes nothing.
+ */
+int td__journal_recover(int rootfd, const char *root, bool *redone);
+
+/**
+ * What a reader that cannot write makes of a sealed journal: the
+ * directories whose meta.json is still to be replaced, and by which file.
+ */
+typedef struct td__journal_view {
+	size_t n;
+	struct td__journal_view_ent *e;
+} td__journal_view;
+
+/** Read the journal of the store at `rootfd` (none, or an unsealed one: an empty view). */
+int td__journal_view_open(td__journal_view *v, int rootfd, const char *root);
+/** The file that holds the current meta.json of directory `dirfd`: a temporary name or "meta.json". */
+const char *td__journal_view_meta(const td__journal_view *v, int dirfd);
+void td__journal_view_free(td__journal_view *v);
+
+/** A relative directory path built while descending ("a/b"; "" for the root). */
+typedef struct td__relpath {
+	char *s;
+	size_t len, cap;
+} td__relpath;
+
+/** Append component `name`; `*mark` receives what td__relpath_pop() restores. */
+int td__relpath_push(td__relpath *p, const char *name, size_t *mark);
+void td__relpath_pop(td__relpath *p, size_t mark);
+/** The path ("" when empty); valid until the next push or free. */
+const char *td__relpath_str(const td__relpath *p);
+void td__relpath_free(td__relpath *p);
+
+/** A meta.json written under a temporary name, waiting for its commit. */
+typedef struct td__commit_entry {
+	int dirfd;                      /* owned */
+	char *path;                     /* relative to the root, owned */
+	char tmp[TD_TMP_NAME_MAX + 1];
+} td__commit_entry;
+
+/**
+ * A commit of meta.json files: staged one by one (children before their
+ * parents), then made current together. One file is renamed into place;
+ * several go through the journal (doc/format.md 6.4).
+ */
+typedef struct td__commit {
+	td__commit_entry *e;
+	size_t n, cap;
+} td__commit;
+
+/**
+ * Write `len` bytes of meta.json for the directory `dirfd` (at `path`
+ * relative to the root) to a temporary file there, to be committed later.
+ */
+int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
+	const char *what);
+/**
+ * Make every staged file current, under the exclusive writer lock: with
+ * `sync`, sync the filesystem (leaf data and staged files), then (for more
+ * than one file) write and sync the journal, rename each file over its
+ * meta.json in staging order, sync the directories and remove the
+ * journal. Without `sync` the same steps run without syncs (atomic against
+ * a process crash, not a power loss). The commit is emptied either way;
+ * on failure before the journal was sealed the staged files are removed,
+ * after it they stay for recovery.
+ */
+int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what);
+/** Remove the staged files and empty the commit. */
+void td__commit_abort(td__commit *c);
+
 /** An open store. */
 struct td_store {
 	char *path;           /* as given to open / memmap */
@@ -130,6 +273,72 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
  * return true. Otherwise return false and store nothing.
  */
 bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_out);
+
+/* ---- the directory placement's schema changes (store_dir.c) ---- */
+
+/** Longest relative path kept for messages (longer ones are cut). */
+#define TD_REL_MAX 512
+
+/**
+ * A schema change in progress: the writer lock is held, and the levels of
+ * a key path are open (fds[0] is the root), each with its dict in the
+ * store's (unlocked) dict tree and the length of `path` at that level.
+ */
+typedef struct td__change {
+	td_store *st;
+	int rootfd;
+	size_t depth;                      /* levels opened */
+	int fds[TD_KEY_MAX_DEPTH];
+	td_dict *dicts[TD_KEY_MAX_DEPTH];
+	size_t marks[TD_KEY_MAX_DEPTH];    /* path.len at each level */
+	td__relpath path;                  /* the deepest level, relative to the root */
+	char rel[TD_REL_MAX];              /* the same, for messages */
+	size_t first_dirty;                /* shallowest level to rewrite; SIZE_MAX: none */
+	bool committed;                    /* the caller committed its own files (growth) */
+	bool reload;                       /* reload the dict after the commit (new mappings) */
+} td__change;
+
+/** Check a key path and that the store is read-write; `fn` names the caller. */
+int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
+	const char *fn);
+/**
+ * Begin a change: take the exclusive lock, recover a crashed commit, load
+ * what other processes committed; the store's dict is unlocked for editing.
+ */
+int td__change_begin(td__change *c, td_store *st, const char *fn);
+/** Descend to the dict holding the path's last component (creating dicts with `create`). */
+int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create,
+	const char *fn);
+/**
+ * End a change with status `rc`: commit the levels from first_dirty down
+ * (journaled when several); after that commit, or one the caller made
+ * (c->committed), bump the generation and with c->reload load the dict
+ * again; on failure reload what is committed. Releases the lock; returns
+ * the status.
+ */
+int td__change_end(td__change *c, int rc);
+/** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
+int td__store_recover(td_store *st, int rootfd);
+/** Under the lock: load the dict again (new mappings); on failure the old one stays. */
+int td__store_reload(td_store *st, int rootfd);
+/** meta.json's text for dict `d`, dim 0 written as `dim0` when >= 0; free() it. */
+int td__meta_text(const td_dict *d, int64_t dim0, char **out);
+/** The file name of `key` plus `suffix`, encoded as tensordict does (heap). */
+int td__encoded_name(const char *key, const char *suffix, char **out);
+/**
+ * Open the sub-directory of `key` under `dirfd` (encoded name, else the
+ * legacy raw name), without following links. `crel` receives "rel/name"
+ * for messages; with `name_out` the name opened (heap).
+ */
+int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
+	int *out, char **name_out);
+/**
+ * Open the leaf file of `key` under `dirfd` with `oflags` (O_NOFOLLOW is
+ * added): the encoded name, else the legacy raw name. *fd_out is -1 with
+ * *err_out the errno when neither opens; *name_out the name (heap).
+ */
+int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int *err_out,
+	char **name_out);
 
 /** Mapping hook for td_buffer_wrap(): munmap(data, nbytes). */
 void td__unmap_release(void *data, size_t nbytes, void *payload);

@@ -813,3 +813,4 @@ int td__packed_remove(td_store *st, const char *const *parts, size_t n, const ch
 	unlock_fd(pk->fd);
 	return rc;
 }
+

@@ -123,6 +123,16 @@ TESTS += %D%/storage/test_ring
 %C%_storage_test_ring_CFLAGS = $(td_test_cflags)
 %C%_storage_test_ring_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_store_grow
+TESTS += %D%/storage/test_store_grow
+%C%_storage_test_store_grow_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_grow_LDADD = $(td_test_ldadd)
+
+check_PROGRAMS += %D%/storage/test_store_journal
+TESTS += %D%/storage/test_store_journal
+%C%_storage_test_store_journal_CFLAGS = $(td_test_cflags) $(XXHASH_CFLAGS)
+%C%_storage_test_store_journal_LDADD = $(td_test_ldadd) $(XXHASH_LIBS)
+
 endif
 
 # --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---

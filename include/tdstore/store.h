@@ -206,11 +206,22 @@ TD_API int td_store_close(td_store *store);
 /*
  * A read-write store keeps a coordination file, ".tdstore-coord", in its
  * directory (doc/format.md). Schema changes (td_store_add_tensor,
- * td_store_add_empty, td_store_remove, td_store_memmap into the directory)
- * take its writer lock, bring the dict up to date with changes committed
- * by other processes, write the data, replace the affected meta.json files
- * atomically (deepest first) and then increment the store's generation.
- * Other processes see the change after td_store_refresh().
+ * td_store_add_empty, td_store_remove, td_store_grow, td_store_grow_leaf,
+ * td_store_memmap into the directory) take its writer lock, bring the dict
+ * up to date with changes committed by other processes, write and sync the
+ * data, replace the affected meta.json files and then increment the
+ * store's generation. Other processes see the change after
+ * td_store_refresh().
+ *
+ * Crash safety: a change that replaces several meta.json files (growth, an
+ * add that creates nested dicts, a save) commits them together through a
+ * redo journal, ".tdstore-journal" (doc/format.md section 6). A process
+ * killed at any point leaves the old state or the new one: the next
+ * read-write open or schema change finishes (or discards) the interrupted
+ * commit, and a read-only open that finds it reads the new state without
+ * writing. Python tensordict does not read the journal: until a tdstore
+ * writer has recovered the store it may see some directories old and some
+ * new.
  *
  * A packed store does the same under an exclusive flock on its file: new
  * data is appended, the new key index written and synced, then the older
@@ -218,11 +229,15 @@ TD_API int td_store_close(td_store *store);
  * Committed extents are never moved or reused: a removed leaf's space is
  * dead until the store is written anew.
  *
- * Views across a refresh: a refresh or a schema change replaces the
- * store's dict. Pointers borrowed from the old dict (nested dicts, values,
- * keys) become invalid; tensors taken with td_tensor_ref() stay valid and
- * keep viewing the same file pages (files are never truncated; a removed
- * leaf's file is unlinked, and its pages live on while referenced).
+ * Views across a refresh or a remap: a refresh or a schema change replaces
+ * the store's dict. Pointers borrowed from the old dict (nested dicts,
+ * values, keys, tensor data pointers) become invalid; tensors taken with
+ * td_tensor_ref() stay valid and keep their own mapping of the same file
+ * pages (files are never truncated; a removed leaf's file is unlinked, and
+ * its pages live on while referenced). After a growth such a tensor keeps
+ * its old shape: it sees, and writes, the first rows of the grown leaf,
+ * shared with the new dict and with every process mapping the file, but
+ * not the new rows; take the tensor again from td_store_dict() to see them.
  */
 
 /**
@@ -261,6 +276,69 @@ TD_API int td_store_add_empty(td_store *store, const char *const *parts, size_t 
  *         component is a leaf); TD_EIO; TD_ENOMEM
  */
 TD_API int td_store_remove(td_store *store, const char *const *parts, size_t n);
+
+/**
+ * Grow the store along batch dim 0 (tensordict's preallocated storages
+ * made larger): the root's batch dim 0 and dim 0 of every nested dict's
+ * batch shape and of every tensor leaf become `new_size`. Existing rows
+ * keep their values; new rows read as zeros.
+ *
+ * Each leaf file is extended (never truncated) with its new blocks
+ * reserved (posix_fallocate, so that a full disk fails here rather than
+ * with SIGBUS later) and its new bytes zeroed; a leaf without elements
+ * that gains some gets its file. Then every dict's meta.json is replaced
+ * in one journaled commit, the generation is incremented and the store's
+ * dict is loaded again: its tensors map the grown files. String leaves
+ * are kept as they are.
+ *
+ * @param store     a read-write store whose root has at least one batch dim
+ * @param new_size  the new dim 0, >= the current one (equal: nothing happens)
+ * @return TD_OK;
+ *         TD_EINVAL (NULL store, a negative size, fewer rows than the
+ *         store has, a root without batch dims);
+ *         TD_EREADONLY (a read-only store);
+ *         TD_EOVERFLOW (a leaf's grown byte size overflows; nothing is
+ *         touched);
+ *         TD_ENOTSUP (more directories than one commit can journal);
+ *         TD_ECORRUPT (a leaf file is missing or is not a regular file);
+ *         TD_ENOSPC (the disk is full: nothing is committed; files already
+ *         extended stay longer than their meta.json says, which readers
+ *         accept);
+ *         TD_EIO; TD_ENOMEM.
+ *         On failure the dict is reloaded from what is committed on disk:
+ *         the old size, unless the failure came after the commit point (a
+ *         rename or sync failing once the journal was written, which the
+ *         next writer completes; or loading the grown dict, which leaves
+ *         the old dict in place until td_store_refresh()). Either way the
+ *         store's dict is replaced (see "Views across a refresh or a
+ *         remap" above).
+ */
+TD_API int td_store_grow(td_store *store, int64_t new_size);
+
+/**
+ * Grow dim 0 of one leaf of a dict without batch dims (tensordict's
+ * make_memmap, then a larger copy of the same leaf): its shape becomes
+ * [new_size, d1, ...]; existing rows keep their values, new rows are
+ * zeros. The file is extended and reserved as by td_store_grow(), the
+ * dict's meta.json is replaced atomically, the generation incremented and
+ * the store's dict loaded again.
+ *
+ * @param store     a read-write store
+ * @param parts     the leaf's key path, `n` components
+ *                  (1 <= n < TD_KEY_MAX_DEPTH)
+ * @param new_size  the new dim 0, >= the current one (equal: nothing happens)
+ * @return TD_OK;
+ *         TD_EINVAL (NULL arguments, a reserved key, a negative size, fewer
+ *         rows than the leaf has, a leaf without dims, or a leaf whose dim
+ *         0 is a batch dim of its dict: grow the store with td_store_grow());
+ *         TD_EREADONLY; TD_ENOTFOUND (no such key); TD_ETYPE (the key
+ *         names a dict or a string, or a path component is a leaf);
+ *         TD_EOVERFLOW; TD_ECORRUPT; TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         On failure nothing is committed and the dict is reloaded from
+ *         disk.
+ */
+TD_API int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n,
+	int64_t new_size);
 
 /**
  * Catch up with schema changes committed by other processes: when the

@@ -7,6 +7,7 @@
 # (new inputs worth keeping are minimized with -merge=1 and committed).
 EXTRA_DIST += \
 	%D%/corpus \
+	%D%/fuzz_store_journal.c \
 	%D%/fuzz_store_meta.c \
 	%D%/fuzz_store_packed.c
 
@@ -23,7 +24,14 @@ TESTS += %D%/replay-store_packed
 	-DTD_FUZZ_TARGET='"store_packed"'
 %C%_replay_store_packed_LDADD = libtdstore.la $(XXHASH_LIBS)
 
-fuzz_targets = store_meta store_packed
+check_PROGRAMS += %D%/replay-store_journal
+TESTS += %D%/replay-store_journal
+%C%_replay_store_journal_SOURCES = %D%/replay.c %D%/fuzz_store_journal.c
+%C%_replay_store_journal_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_journal"'
+%C%_replay_store_journal_LDADD = libtdstore.la
+
+fuzz_targets = store_meta store_packed store_journal
+
 # The library sources are compiled into each fuzzer, so that libFuzzer sees
 # their coverage.
 fuzz: $(top_builddir)/config.h include/tdstore/version.h
@@ -35,5 +43,6 @@ fuzz: $(top_builddir)/config.h include/tdstore/version.h
 			$(addprefix $(srcdir)/,$(filter %.c,$(libtdcore_la_SOURCES))) \
 			$(XXHASH_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBS) || exit 1; \
 	done
-CLEANFILES += tests/fuzz/fuzz-store_meta tests/fuzz/fuzz-store_packed
+CLEANFILES += tests/fuzz/fuzz-store_meta tests/fuzz/fuzz-store_packed \
+	tests/fuzz/fuzz-store_journal
 .PHONY: fuzz
