@@ -278,7 +278,7 @@ int td_store_grow(td_store *store, int64_t new_size)
 		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema tdstore "
 			"does not change in place", fn);
 	if (store->packed)
-		return td__error(TD_ENOTSUP, "%s: growing a packed store is not supported yet", fn);
+		return td__packed_grow(store, new_size, fn);
 	TD_TRY(td__change_begin(&c, store, fn));
 	return td__change_end(&c, grow_store(&c, new_size, fn));
 }
@@ -344,7 +344,7 @@ int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n, int6
 	if (new_size < 0)
 		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
 	if (store->packed)
-		return td__error(TD_ENOTSUP, "%s: growing a packed store is not supported yet", fn);
+		return td__packed_grow_leaf(store, parts, n, new_size, fn);
 	TD_TRY(td__change_begin(&c, store, fn));
 	rc = td__change_walk(&c, parts, n, false, fn);
 	if (rc == TD_OK)

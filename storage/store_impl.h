@@ -237,6 +237,10 @@ int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsi
 int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
 	bool copy, const char *fn);
 int td__packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
+/** td_store_grow() and td_store_grow_leaf() on a packed store. */
+int td__packed_grow(td_store *st, int64_t new_size, const char *fn);
+int td__packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+	const char *fn);
 int td__packed_refresh(td_store *st, bool *changed);
 uint64_t td__packed_generation(const td_store *st);
 int td__packed_sync(td_store *st);

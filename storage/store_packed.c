@@ -814,3 +814,139 @@ int td__packed_remove(td_store *st, const char *const *parts, size_t n, const ch
 	return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Growth along dim 0                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Give tensor record `r` the dim 0 `new0`: in place when its extent has
+ * the room (the new bytes zeroed), else in a new extent appended at *end
+ * holding the old bytes (read through the current mapping) and zeros.
+ * `old_size` is the file's size before this change (bytes past it read as
+ * zeros already).
+ */
+static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
+	uint64_t old_size, const char *fn)
+{
+	td__packed *pk = &st->pk;
+	uint64_t old_len = r->length, new_len, cap;
+	int64_t numel = 1;
+	size_t nb;
+	int d;
+
+	r->shape[0] = new0;
+	for (d = 0; d < r->ndim; d++)
+		if (!td__mul_i64(numel, r->shape[d], &numel))
+			return td__error(TD_EOVERFLOW, "%s: \"%s\" would hold too many elements", fn,
+				r->key);
+	if (!td__mul_size((size_t)numel, td_dtype_size(r->dtype), &nb) || nb > (size_t)PTRDIFF_MAX)
+		return td__error(TD_EOVERFLOW, "%s: the byte size of \"%s\" overflows", fn, r->key);
+	new_len = nb;
+	/* The data changes: a checksum of the old bytes no longer holds. */
+	r->flags &= (uint8_t)~TD_INDEX_REC_CHECKSUM;
+	r->checksum = 0;
+	if (new_len <= r->capacity) {
+		if (new_len > old_len)
+			TD_TRY(zero_range(pk->fd, r->offset + old_len, new_len - old_len, UINT64_MAX,
+				st->path));
+		r->length = new_len;
+		return TD_OK;
+	}
+	cap = round_page(new_len);
+	if (cap < new_len || cap > UINT64_MAX - *end)
+		return td__error(TD_EOVERFLOW, "%s: the file would pass 2^64 bytes", fn);
+	TD_TRY(reserve(pk->fd, *end, cap, st->path));
+	if (old_len)
+		TD_TRY(pwrite_all(pk->fd, (const char *)td_buffer_data(pk->map) + r->offset,
+			(size_t)old_len, *end, st->path));
+	TD_TRY(zero_range(pk->fd, *end + old_len, cap - old_len, old_size, st->path));
+	r->offset = *end;
+	r->capacity = cap;
+	r->length = new_len;
+	*end += cap;
+	return TD_OK;
+}
+
+int td__packed_grow(td_store *st, int64_t new_size, const char *fn)
+{
+	td__packed *pk = &st->pk;
+	td__index ix = { 0 };
+	uint64_t end, old_size;
+	uint32_t i;
+	int rc;
+
+	TD_TRY(change_begin(st));
+	rc = index_copy(&ix, &pk->ix);
+	if (rc == TD_OK && ix.recs[0].ndim == 0)
+		rc = td__error(TD_EINVAL, "%s: the store has no batch dims to grow", fn);
+	else if (rc == TD_OK && new_size < ix.recs[0].shape[0])
+		rc = td__error(TD_EINVAL, "%s: %lld rows is fewer than the %lld the store has "
+			"(stores never shrink)", fn, (long long)new_size,
+			(long long)ix.recs[0].shape[0]);
+	if (rc < 0 || new_size == ix.recs[0].shape[0])
+		goto out;
+	end = pk->slot[pk->cur].file_length;
+	rc = td__fstat_regular(pk->fd, st->path, &old_size);
+	/* Every dict and every tensor has the root's dim 0 as its own dim 0. */
+	for (i = 0; rc == TD_OK && i < ix.n; i++) {
+		td__irec *r = &ix.recs[i];
+
+		if (r->kind == TD_INDEX_KIND_DICT)
+			r->shape[0] = new_size;
+		else if (r->kind == TD_INDEX_KIND_TENSOR)
+			rc = grow_record(st, r, new_size, &end, old_size, fn);
+	}
+	if (rc == TD_OK)
+		rc = commit(st, &ix, end, NULL);
+out:
+	td__index_free(&ix);
+	unlock_fd(pk->fd);
+	return rc;
+}
+
+int td__packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+	const char *fn)
+{
+	td__packed *pk = &st->pk;
+	td__index ix = { 0 };
+	uint64_t end, old_size;
+	uint32_t at = 0;
+	td__irec *r;
+	int rc;
+
+	TD_TRY(change_begin(st));
+	rc = index_copy(&ix, &pk->ix);
+	if (rc == TD_OK) {
+		rc = td__index_find(&ix, parts, n, &at);
+		if (rc == TD_ENOTFOUND)
+			rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[n - 1]);
+		else if (rc == TD_ETYPE)
+			rc = td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, ix.recs[at].key);
+	}
+	if (rc < 0)
+		goto out;
+	r = &ix.recs[at];
+	if (r->kind != TD_INDEX_KIND_TENSOR)
+		rc = td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, r->key,
+			r->kind == TD_INDEX_KIND_DICT ? "dict" : "non-tensor value");
+	else if (ix.recs[r->parent].ndim > 0)
+		rc = td__error(TD_EINVAL, "%s: dim 0 of \"%s\" is a batch dim of its dict: grow the "
+			"store with td_store_grow", fn, r->key);
+	else if (r->ndim == 0)
+		rc = td__error(TD_EINVAL, "%s: \"%s\" has no dims", fn, r->key);
+	else if (new_size < r->shape[0])
+		rc = td__error(TD_EINVAL, "%s: %lld rows is fewer than the %lld \"%s\" has", fn,
+			(long long)new_size, (long long)r->shape[0], r->key);
+	if (rc < 0 || new_size == r->shape[0])
+		goto out;
+	end = pk->slot[pk->cur].file_length;
+	rc = td__fstat_regular(pk->fd, st->path, &old_size);
+	if (rc == TD_OK)
+		rc = grow_record(st, r, new_size, &end, old_size, fn);
+	if (rc == TD_OK)
+		rc = commit(st, &ix, end, NULL);
+out:
+	td__index_free(&ix);
+	unlock_fd(pk->fd);
+	return rc;
+}

@@ -291,6 +291,14 @@ TD_API int td_store_remove(td_store *store, const char *const *parts, size_t n);
  * dict is loaded again: its tensors map the grown files. String leaves
  * are kept as they are.
  *
+ * In a packed store a leaf grows in place while its extent has room (it
+ * is rounded up to 4096 bytes); otherwise its bytes are copied to a new
+ * extent at the end of the file, and the old extent stays as dead space.
+ * Tensors taken with td_tensor_ref() before the growth keep viewing the
+ * extent they were taken from: shared with the new dict for a leaf grown
+ * in place, a frozen copy for a moved one (writes through it no longer
+ * reach the store). The commit is one slot write (doc/format.md 4.4).
+ *
  * @param store     a read-write store whose root has at least one batch dim
  * @param new_size  the new dim 0, >= the current one (equal: nothing happens)
  * @return TD_OK;
@@ -321,7 +329,8 @@ TD_API int td_store_grow(td_store *store, int64_t new_size);
  * [new_size, d1, ...]; existing rows keep their values, new rows are
  * zeros. The file is extended and reserved as by td_store_grow(), the
  * dict's meta.json is replaced atomically, the generation incremented and
- * the store's dict loaded again.
+ * the store's dict loaded again. In a packed store the leaf grows in place
+ * or moves as td_store_grow() says.
  *
  * @param store     a read-write store
  * @param parts     the leaf's key path, `n` components

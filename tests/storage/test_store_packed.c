@@ -833,6 +833,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 		uint64_t g0 = td_store_generation(watch);
 		td_dict_iter *iter;
 		td_item item;
+		int64_t last;
 		int status, waited;
 		pid_t pid = fork();
 
@@ -848,12 +849,16 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 				td_tensor t;
 
 				snprintf(key, sizeof(key), "k%d", k);
-				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1,
+					td_dict_batch_shape(td_store_dict(w)), td_scalar_int(k));
 				if (rc == 0)
 					rc = td_store_add_tensor(w, p, 1, &t);
 				td_tensor_release(&t);
 				if (rc == 0 && k % 3 == 0)
 					rc = td_store_remove(w, p, 1);
+				/* Growth relocates every leaf past its extent's room now and then. */
+				if (rc == 0 && k % 7 == 0)
+					rc = td_store_grow(w, td_dict_batch_shape(td_store_dict(w))[0] + 300);
 			}
 			_exit(1);
 		}
@@ -877,9 +882,123 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			cr_assert_eq(sscanf(item.key, "k%d", &k), 1, "key %s", item.key);
 			cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
 			cr_assert_eq(p[3], k);
+			/* Rows past the leaf's first size are its value or zero (grown). */
+			last = p[item.value->u.tensor.shape[0] - 1];
+			cr_assert(last == k || last == 0, "%s ends with %lld", item.key,
+				(long long)last);
 		}
 		td_dict_iter_free(iter);
 		td_cr_assert_ok(td_store_close(st));
 	}
 	td_cr_assert_ok(td_store_close(watch));
+}
+
+/* ---- growth along dim 0 ---- */
+
+Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
+{
+	static const int64_t s43[] = { 4, 3 }, s4k[] = { 4, 1024 };
+	const char *base[1] = { "base" }, *big[1] = { "big" }, *deep[2] = { "n", "m" };
+	td_store *st = small_store("g.tds"), *ro;
+	td_tensor t, held_small, held_big;
+	const td_value *v;
+	bool changed;
+	int i;
+
+	td_test_arange(&t, TD_DTYPE_F32, 2, s4k); /* 16 KiB: exactly its extent */
+	td_cr_assert_ok(td_store_add_tensor(st, big, 1, &t));
+	td_tensor_release(&t);
+	td_test_arange(&t, TD_DTYPE_F64, 2, s43);
+	td_cr_assert_ok(td_store_add_tensor(st, deep, 2, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
+	td_tensor_ref(&held_small, &v->u.tensor);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
+	td_tensor_ref(&held_big, &v->u.tensor);
+
+	td_cr_assert_err(td_store_grow(st, 3), TD_EINVAL);
+	td_cr_assert_err(td_store_grow(ro, 10), TD_EREADONLY);
+	td_cr_assert_ok(td_store_grow(st, 4)); /* no change, no commit */
+	cr_assert_eq(td_store_generation(st), 3);
+	td_cr_assert_ok(td_store_grow(st, 10));
+	cr_assert_eq(td_store_generation(st), 4);
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 10);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 2, &v));
+	cr_assert_eq(v->u.tensor.shape[0], 10);
+	cr_assert_eq(v->u.tensor.shape[1], 3);
+	for (i = 0; i < 30; i++)
+		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 12 ? (double)i : 0.0, "%d", i);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
+	for (i = 0; i < 10 * 1024; i += 511)
+		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 4096 ? (double)i : 0.0, "%d", i);
+	/* A leaf grown in place still shares its pages with views taken before... */
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
+	((int32_t *)td_tensor_data(&v->u.tensor))[1] = 77;
+	cr_assert_eq(((const int32_t *)td_tensor_data(&held_small))[1], 77);
+	/* ... one moved to a larger extent leaves them on its old bytes. */
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
+	((float *)td_tensor_data(&v->u.tensor))[1] = 5.5f;
+	cr_assert_eq(((const float *)td_tensor_data(&held_big))[1], 1.0f);
+	td_tensor_release(&held_small);
+	td_tensor_release(&held_big);
+
+	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	cr_assert(changed);
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 10);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), big, 1, &v));
+	cr_assert_eq(((const float *)td_tensor_data(&v->u.tensor))[1], 5.5f);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), base, 1, &v));
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[1], 77);
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[9], 0);
+	td_cr_assert_err(td_store_grow_leaf(ro, base, 1, 20), TD_EREADONLY);
+	td_cr_assert_ok(td_store_close(ro));
+}
+
+Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
+{
+	static const int64_t s5[] = { 5 };
+	const char *x[1] = { "x" }, *s[1] = { "s" }, *n[1] = { "n" }, *miss[1] = { "nope" };
+	td_dict *d, *sub;
+	td_store *st;
+	td_tensor t;
+	const td_value *v;
+	int i;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_test_arange(&t, TD_DTYPE_I16, 1, s5);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I16, 0, NULL));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "scalar", &t));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_new(&sub, 1, s5));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "n", sub));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l.tds"), TD_STORE_PACKED));
+	td_dict_free(d);
+
+	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
+	td_cr_assert_ok(td_store_grow_leaf(st, x, 1, 3000));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), x, 1, &v));
+	cr_assert_eq(v->u.tensor.shape[0], 3000);
+	for (i = 0; i < 3000; i += 7)
+		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 5 ? (double)i : 0.0);
+	td_cr_assert_err(td_store_grow_leaf(st, x, 1, 10), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, s, 1, 10), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, n, 1, 10), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, miss, 1, 10), TD_ENOTFOUND);
+	{
+		const char *sc[1] = { "scalar" };
+
+		td_cr_assert_err(td_store_grow_leaf(st, sc, 1, 10), TD_EINVAL);
+	}
+	td_cr_assert_err(td_store_grow_leaf(st, x, 1, INT64_MAX), TD_EOVERFLOW);
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), x, 1, &v));
+	cr_assert_eq(v->u.tensor.shape[0], 3000);
+	cr_assert_eq(td_test_element(&v->u.tensor, 4), 4.0);
+	td_cr_assert_ok(td_store_close(st));
 }
