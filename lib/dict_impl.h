@@ -64,17 +64,21 @@ struct td_dict {
 	uint32_t index_fill;  /* index cells that are not empty (live + tombstones) */
 	bool locked;
 	bool entries_inline;  /* entries[] lives in the same allocation as the dict */
+	int16_t batch_ndim;   /* 0..TD_MAX_DIMS; 16 bits leave room for `gen` in 192 bytes */
 	uint32_t block_cap;   /* entries allocated with the dict (its block's size) */
-	int32_t batch_ndim;
 	/*
 	 * Structure generation: bumped (td__dict_touch()) on this dict and every
 	 * ancestor when a key is added, deleted or renamed, the entry array
 	 * moves, a value changes kind or a nested dict is replaced, or the
 	 * batch shape changes. Replacing a tensor by a tensor does not bump it.
 	 * Lazy stacks compare the sum over their children to know whether their
-	 * cached schema (lazy_schema.c) still holds.
+	 * cached schema (lazy_schema.c) still holds. 32 bits keep the header
+	 * at three cache lines (entries stored inline start line-aligned;
+	 * 64 bits made dense iteration ~1.5x slower in an A/B); a stale schema
+	 * could only be taken for valid if one child saw exactly a multiple of
+	 * 2^32 structural changes between two reads of the stack.
 	 */
-	uint64_t gen;
+	uint32_t gen;
 	td_dict *parent;
 	/*
 	 * NULL for a dense dict. A lazy stack (lazy.c) has no entries of its
@@ -84,6 +88,9 @@ struct td_dict {
 	struct td__lazy *lazy;
 	int64_t batch_shape[TD_MAX_DIMS];
 };
+
+_Static_assert(sizeof(struct td_dict) == 64 + TD_MAX_DIMS * sizeof(int64_t),
+	"td_dict's header stays one cache line: inline entries start line-aligned");
 
 /*
  * A lazy stack: `n` children of identical batch shape, stacked along the
