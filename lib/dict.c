@@ -55,6 +55,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d->locked = false;
 	d->entries_inline = cap > 0;
 	d->batch_ndim = batch_ndim;
+	d->gen = 1;
 	d->parent = NULL;
 	d->lazy = NULL;
 	for (i = 0; i < batch_ndim; i++)
@@ -285,6 +286,7 @@ int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const 
 	d->count++;
 	if (d->index)
 		index_insert(d, k->hash, slot);
+	td__dict_touch(d);
 	return TD_OK;
 }
 
@@ -303,6 +305,7 @@ int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *valu
 	d->count++;
 	if (d->index)
 		index_insert(d, src->hash, slot);
+	d->gen++; /* a dict being built: only its own generation */
 	return TD_OK;
 }
 
@@ -312,6 +315,7 @@ void td__dict_push(td_dict *d, const td__entry *src)
 
 	td__entry_copy_key(&d->entries[slot], src);
 	d->count++;
+	d->gen++; /* a dict being built: only its own generation */
 	if (d->index) {
 		if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 			index_fill_all(d, d->index, d->index_mask);
@@ -334,6 +338,7 @@ void td__dict_remove_slot(td_dict *d, uint32_t i)
 	d->count--;
 	while (d->used > 0 && !td__entry_live(&d->entries[d->used - 1]))
 		d->used--;
+	td__dict_touch(d);
 }
 
 int td__dict_rekey(td_dict *d, uint32_t i, const td__kref *k)
@@ -354,6 +359,7 @@ int td__dict_rekey(td_dict *d, uint32_t i, const td__kref *k)
 	e->k = fresh.k;
 	e->klen = fresh.klen;
 	e->hash = fresh.hash;
+	td__dict_touch(d);
 	if (!d->index)
 		return TD_OK;
 	/* The new key may take an empty cell: keep the load bound, as appends do. */
@@ -526,6 +532,7 @@ int td_dict_set_batch_shape(td_dict *d, int batch_ndim, const int64_t *batch_sha
 	d->batch_ndim = batch_ndim;
 	if (batch_ndim)
 		memcpy(d->batch_shape, batch_shape, (size_t)batch_ndim * sizeof(int64_t));
+	td__dict_touch(d);
 	return TD_OK;
 }
 
@@ -727,6 +734,8 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		return td__error(TD_ELOCKED, "%s: cannot replace '%s': the dict is locked", fn, key);
 	}
 	old = e->value;
+	if (old.kind != TD_VALUE_TENSOR || v->kind != TD_VALUE_TENSOR)
+		td__dict_touch(parent); /* a kind change or another dict */
 	td__value_assign(&e->value, v);
 	if (v->kind == TD_VALUE_TENSOR)
 		td_buffer_ref(v->u.tensor.buffer);
@@ -736,6 +745,13 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		td_buffer_ref(v->u.blob.buffer);
 	td__value_release(&old);
 	return TD_OK;
+}
+
+int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, const td_value *v,
+	const char *fn)
+{
+	TD_TRY(check_value(parent, v, last, fn));
+	return replace_value(parent, e, v, fn);
 }
 
 int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_value *v,

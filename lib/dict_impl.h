@@ -64,8 +64,21 @@ struct td_dict {
 	uint32_t index_fill;  /* index cells that are not empty (live + tombstones) */
 	bool locked;
 	bool entries_inline;  /* entries[] lives in the same allocation as the dict */
+	int16_t batch_ndim;   /* 0..TD_MAX_DIMS; 16 bits leave room for `gen` in 192 bytes */
 	uint32_t block_cap;   /* entries allocated with the dict (its block's size) */
-	int32_t batch_ndim;
+	/*
+	 * Structure generation: bumped (td__dict_touch()) on this dict and every
+	 * ancestor when a key is added, deleted or renamed, the entry array
+	 * moves, a value changes kind or a nested dict is replaced, or the
+	 * batch shape changes. Replacing a tensor by a tensor does not bump it.
+	 * Lazy stacks compare the sum over their children to know whether their
+	 * cached schema (lazy_schema.c) still holds. 32 bits keep the header
+	 * at three cache lines (entries stored inline start line-aligned;
+	 * 64 bits made dense iteration ~1.5x slower in an A/B); a stale schema
+	 * could only be taken for valid if one child saw exactly a multiple of
+	 * 2^32 structural changes between two reads of the stack.
+	 */
+	uint32_t gen;
 	td_dict *parent;
 	/*
 	 * NULL for a dense dict. A lazy stack (lazy.c) has no entries of its
@@ -76,6 +89,9 @@ struct td_dict {
 	int64_t batch_shape[TD_MAX_DIMS];
 };
 
+_Static_assert(sizeof(struct td_dict) == 64 + TD_MAX_DIMS * sizeof(int64_t),
+	"td_dict's header stays one cache line: inline entries start line-aligned");
+
 /*
  * A lazy stack: `n` children of identical batch shape, stacked along the
  * new batch dim `dim` of the stack (0 <= dim <= the children's batch ndim).
@@ -83,11 +99,22 @@ struct td_dict {
  * (own[i]) has the stack as parent and is freed with it; a borrowed child
  * must outlive the stack.
  */
+struct td__lz_schema;
+
 typedef struct td__lazy {
 	size_t n;
 	int dim;
 	td_dict **child;  /* n children */
 	bool *own;        /* n flags */
+	/*
+	 * The cached schema (lazy_schema.c): valid while `stamp` equals the sum
+	 * of the children's generations. Built by the first reader that finds
+	 * it stale, under `building`; readers that see a matching stamp
+	 * (acquire) read `schema` without a lock.
+	 */
+	_Atomic uint64_t stamp;
+	struct td__lz_schema *schema;
+	atomic_flag building;
 } td__lazy;
 
 /** Report that `fn` does not apply to a lazy stack (TD_ENOTSUP) and return the code. */
@@ -101,6 +128,13 @@ int td__lazy_notsup(const char *fn);
 	} while (0)
 
 #define TD_DICT_TOMB UINT32_MAX
+
+/** Record a structural change of `d`: bump its generation and its ancestors'. */
+static inline void td__dict_touch(td_dict *d)
+{
+	for (; d; d = d->parent)
+		d->gen++;
+}
 
 /* One component of a key path: borrowed bytes plus hash. */
 typedef struct td__kref {
@@ -380,7 +414,84 @@ typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
 	td__leaf_fn fn, void *ctx, const char *fn_name);
 
-/* ---- lazy stacks (lazy.c, lazy_batch.c) ---- */
+/* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
+
+/*
+ * The schema of a lazy stack of dense children: its keys (those every
+ * child has, in child 0's order), each with the n children's entries, and
+ * for sub-dicts the same one level down plus a ready lazy stack of the
+ * sub-dicts. Everything points into the children: valid until a structural
+ * change of one of them (then the stack's stamp no longer matches).
+ */
+typedef struct td__lz_node td__lz_node;
+
+typedef struct td__lz_key {
+	const td__entry *src;       /* child 0's entry: the key and its hash */
+	const td__entry **ent;      /* the n children's entries */
+	td__lz_node *sub;           /* a dict in every child: the level below */
+	int kind;                   /* child 0's value kind */
+	bool all_tensor;            /* a tensor in every child */
+} td__lz_key;
+
+struct td__lz_node {
+	size_t nkeys;
+	td__lz_key *keys;
+	td_dict *const *dicts;      /* the n dicts of this level (children at the root) */
+	td_dict *stack;             /* a lazy stack of dicts[] (NULL at the root) */
+};
+
+typedef struct td__lz_schema {
+	td__lz_node root;
+	struct td__lz_chunk *chunks; /* the memory of the nodes, keys and arrays */
+	size_t nstacks;              /* the sub-stacks made, freed with the schema */
+	td_dict **stacks;
+} td__lz_schema;
+
+/**
+ * The schema of a lazy stack, built (or rebuilt) when its children changed
+ * structurally since it was made; NULL when the stack has a lazy child, the
+ * sub-dicts of some key disagree on their batch shape, or memory runs out:
+ * callers then take the general path. Records no error. Thread-safe for
+ * concurrent readers of the stack.
+ */
+const td__lz_schema *td__lz_get(const td_dict *d);
+/** Release a stack's cached schema (td_dict_free of the stack). */
+void td__lz_free(td__lz_schema *s);
+/**
+ * The schema key at a path, or NULL when some component is missing (or a
+ * component before the last is not a dict in every child). With `node_out`,
+ * the level that holds the key.
+ */
+const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td__lz_node **node_out);
+/** Find key `k` at one level of a schema; NULL if absent. */
+static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const td__kref *k)
+{
+	size_t i;
+
+	for (i = 0; i < node->nkeys; i++)
+		if (td__key_eq(node->keys[i].src, k->s, k->len, k->hash))
+			return &node->keys[i];
+	return NULL;
+}
+/**
+ * Stack the n tensors `t` (same dtype and shape: checked by the caller)
+ * along `dim` into a new contiguous tensor.
+ */
+int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn);
+/**
+ * The stacked leaf of schema key `k` of stack `d` (reached by parts[0..n-1]
+ * from d): stacked straight from the entries when the leaves agree in dtype
+ * and shape, else by td__lazy_get_tensor() (promotion, errors).
+ */
+int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
+	const td__kref *parts, size_t n, const char *fn);
+/**
+ * Store `v` (a tensor, blob or root dict) in the existing entry `e` of
+ * `parent` under key `last`, with td__dict_set_value()'s checks and rules.
+ */
+int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, const td_value *v,
+	const char *fn);
 
 /** Release a lazy stack and the children it owns. */
 void td__lazy_destroy(td_dict *d);

@@ -4,8 +4,10 @@
  * iterator for nested walks (tensordict's keys(include_nested,
  * leaves_only) order: a nested dict is yielded after its own entries).
  * Nothing is allocated after td_dict_iter_new() for a dense dict; over a
- * lazy stack the iterator makes each value it yields (a stacked copy of a
- * leaf, a lazy stack of sub-dicts) and frees it at the next step.
+ * lazy stack the iterator makes each leaf it yields (a stacked copy) and
+ * frees it at the next step; sub-dicts are yielded as lazy stacks, those of
+ * the stack's cached schema (lazy_schema.c) when it has one, else made and
+ * freed like leaves.
  */
 #include "td_internal.h"
 #include "dict_impl.h"
@@ -60,6 +62,13 @@ size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **v
 
 /* What an iteration over a lazy stack adds: the values it makes. */
 typedef struct lazy_iter {
+	/*
+	 * The stack's schema, when it has one: the walk then follows its nodes
+	 * (node[]), sub-dicts are yielded as the schema's ready sub-stacks and
+	 * nothing but the stacked leaves is made. Otherwise the fields below.
+	 */
+	const td__lz_schema *schema;
+	const td__lz_node *node[TD_KEY_MAX_DEPTH];
 	const td_dict *src[TD_KEY_MAX_DEPTH]; /* each level's key source (td__lazy_key_source) */
 	td_dict *own[TD_KEY_MAX_DEPTH];       /* the sub-stack iterated at each level (level > 0) */
 	td_value cur;                         /* the value yielded last */
@@ -128,6 +137,9 @@ void td_dict_iter_reset(td_dict_iter *it)
 			it->lz->own[it->depth] = NULL;
 		}
 		it->lz->src[0] = td__lazy_key_source(it->root);
+		it->lz->schema = td__lz_get(it->root);
+		if (it->lz->schema)
+			it->lz->node[0] = &it->lz->schema->root;
 	}
 	it->depth = 0;
 	it->dict[0] = it->root;
@@ -175,12 +187,77 @@ static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int ki
 	return 1;
 }
 
+/* Yield schema key `k` at level `depth` (node `node`: the level's stack is node->stack or the root). */
+static int schema_emit(td_dict_iter *it, td_item *item, const td__lz_node *node,
+	const td__lz_key *k, int depth)
+{
+	static const char fn[] = "td_dict_iter_next";
+	lazy_iter *lz = it->lz;
+
+	emit(it, item, k->src, depth);
+	if (it->flags & TD_ITER_KEYS_ONLY)
+		return 1;
+	if (k->sub) {
+		/* The schema's sub-stack: lives as long as the schema, nothing made. */
+		lz->cur.kind = TD_VALUE_DICT;
+		lz->cur.u.dict = k->sub->stack;
+		item->value = &lz->cur;
+	} else if (k->kind == TD_VALUE_TENSOR) {
+		td__kref kr = td__entry_kref(k->src);
+		TD_TRY(td__lz_get_tensor(&lz->cur.u.tensor, node->stack ? node->stack : it->root,
+			k, &kr, 1, fn));
+		lz->cur.kind = TD_VALUE_TENSOR;
+		lz->cur_tensor = true;
+		item->value = &lz->cur;
+	}
+	/* A non-tensor leaf: the first child's value (item->value as emitted). */
+	return 1;
+}
+
+static int schema_next(td_dict_iter *it, td_item *item)
+{
+	bool nested = it->flags & TD_ITER_NESTED, leaves = it->flags & TD_ITER_LEAVES_ONLY;
+	lazy_iter *lz = it->lz;
+
+	lazy_drop_current(lz);
+	while (it->depth >= 0) {
+		const td__lz_node *node = lz->node[it->depth];
+		const td__lz_key *k;
+
+		if (it->pos[it->depth] >= node->nkeys) {
+			/* Level done: yield the sub-stack that held it (post-order). */
+			if (--it->depth < 0)
+				return 0;
+			node = lz->node[it->depth];
+			k = &node->keys[it->pos[it->depth]++];
+			if (!leaves)
+				return schema_emit(it, item, node, k, it->depth);
+			continue;
+		}
+		k = &node->keys[it->pos[it->depth]];
+		if (k->sub && nested && it->depth + 1 < TD_KEY_MAX_DEPTH) {
+			it->path[it->depth] = td__entry_key(k->src);
+			it->depth++;
+			lz->node[it->depth] = k->sub;
+			it->pos[it->depth] = 0;
+			continue;
+		}
+		it->pos[it->depth]++;
+		if (leaves && k->kind == TD_VALUE_DICT)
+			continue;
+		return schema_emit(it, item, node, k, it->depth);
+	}
+	return 0;
+}
+
 static int lazy_next(td_dict_iter *it, td_item *item)
 {
 	static const char fn[] = "td_dict_iter_next";
 	bool nested = it->flags & TD_ITER_NESTED, leaves = it->flags & TD_ITER_LEAVES_ONLY;
 	lazy_iter *lz = it->lz;
 
+	if (lz->schema)
+		return schema_next(it, item);
 	lazy_drop_current(lz);
 	while (it->depth >= 0) {
 		const td_dict *d = it->dict[it->depth], *src = lz->src[it->depth];

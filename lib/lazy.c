@@ -8,6 +8,7 @@
  */
 #include "td_internal.h"
 #include "dict_impl.h"
+#include "buffer_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,7 +41,11 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 	if (!d)
 		return td__error_nomem(size);
 	memset(d, 0, sizeof(*d));
+	d->gen = 1;
 	z = (td__lazy *)(d + 1);
+	memset(z, 0, sizeof(*z));
+	atomic_init(&z->stamp, UINT64_MAX);
+	atomic_flag_clear(&z->building);
 	z->n = n;
 	z->dim = dim;
 	z->child = (td_dict **)(z + 1);
@@ -71,6 +76,7 @@ void td__lazy_destroy(td_dict *d)
 			td_dict_free(z->child[i]);
 		}
 	}
+	td__lz_free(z->schema);
 	td__free(d);
 }
 
@@ -194,12 +200,18 @@ td_dict *td_lazy_child(const td_dict *d, size_t i)
 int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n)
 {
 	const td__lazy *z = d->lazy;
+	const td__lz_schema *s;
 	int kind = 0;
 	size_t i;
 
 	if (!z) {
 		const td__entry *e = td__dict_lookup_quiet(d, parts, n, NULL);
 		return e ? (int)e->value.kind : 0;
+	}
+	s = td__lz_get(d);
+	if (s) {
+		const td__lz_key *k = td__lz_find(s, parts, n, NULL);
+		return k ? k->kind : 0;
 	}
 	for (i = 0; i < z->n; i++) {
 		int k = td__lazy_kind(z->child[i], parts, n);
@@ -228,9 +240,20 @@ size_t td__lazy_items(const td_dict *d, const char **keys_out, const td_value **
 	size_t cap)
 {
 	const td_dict *src = td__lazy_key_source(d);
+	const td__lz_schema *s = td__lz_get(d);
 	size_t count = 0;
 	uint32_t i;
 
+	if (s) {
+		const td__lz_node *root = &s->root;
+		for (i = 0; i < root->nkeys && i < cap; i++) {
+			if (keys_out)
+				keys_out[i] = td__entry_key(root->keys[i].src);
+			if (values_out)
+				values_out[i] = NULL;
+		}
+		return root->nkeys;
+	}
 	if (!src)
 		return 0;
 	for (i = 0; i < src->used; i++) {
@@ -380,6 +403,40 @@ static int leaves_check_same(const leaves *L, const td__kref *parts, size_t n, c
 	return TD_OK;
 }
 
+int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
+	const td__kref *parts, size_t n, const char *fn)
+{
+	const td_tensor *local[LOCAL_LEAVES], **t = local, *t0;
+	size_t i, count = d->lazy->n, bytes;
+	int rc;
+
+	if (!k->all_tensor)
+		return td__lazy_get_tensor(out, d, parts, n, fn);
+	if (count > LOCAL_LEAVES) {
+		if (!td__mul_size(count, sizeof(*t), &bytes))
+			return td__error(TD_EOVERFLOW, "%s: too many children", fn);
+		t = td__malloc(bytes);
+		if (!t)
+			return td__error_nomem(bytes);
+	}
+	t0 = &k->ent[0]->value.u.tensor;
+	for (i = 0; i < count; i++) {
+		const td_tensor *x = &k->ent[i]->value.u.tensor;
+
+		if (x->dtype != t0->dtype || x->ndim != t0->ndim ||
+		    !td__shape_eq(x->shape, t0->shape, t0->ndim) || !td__buffer_host(x->buffer))
+			break;
+		t[i] = x;
+	}
+	if (i == count)
+		rc = td__lz_stack(out, t, count, d->lazy->dim, fn);
+	else /* promotion, ragged leaves, device memory: the general path */
+		rc = td__lazy_get_tensor(out, d, parts, n, fn);
+	if (t != local)
+		td__free(t);
+	return rc;
+}
+
 int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts, size_t n,
 	const char *fn)
 {
@@ -427,9 +484,14 @@ static int lazy_args(td__kpath *p, const td_dict *d, const char *dotted, const t
 static int get_tensor(td_tensor *out, const td_dict *d, const char *dotted, const td_key *key,
 	const char *fn)
 {
+	const td__lz_schema *s;
+	const td__lz_key *k;
 	td__kpath p;
 
 	TD_TRY(lazy_args(&p, d, dotted, key, out, fn));
+	s = td__lz_get(d);
+	if (s && (k = td__lz_find(s, p.part, p.n, NULL)) != NULL && k->all_tensor)
+		return td__lz_get_tensor(out, d, k, p.part, p.n, fn);
 	return td__lazy_get_tensor(out, d, p.part, p.n, fn);
 }
 
@@ -695,11 +757,24 @@ int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, si
 {
 	char key[512], s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	const td__lazy *z = d->lazy;
+	const td__lz_schema *schema = td__lz_get(d);
 	td_dict *s, *sub;
 	bool owned;
 	size_t i;
 	int rc;
 
+	if (schema) {
+		const td__lz_key *k = td__lz_find(schema, parts, n, NULL);
+
+		if (k && k->sub) {
+			/* Resolved once for all children: borrow the level's dicts. */
+			const td_dict *s0 = k->sub->dicts[0];
+			TD_TRY(td__lazy_alloc(&s, z->n, z->dim, s0->batch_ndim, s0->batch_shape, fn));
+			memcpy(s->lazy->child, k->sub->dicts, z->n * sizeof(*s->lazy->child));
+			*out = s;
+			return TD_OK;
+		}
+	}
 	if (z->n == 0)
 		return not_found_in_child(parts, n, 0, fn);
 	TD_TRY(child_sub(&sub, &owned, z->child[0], 0, parts, n, fn));
@@ -782,12 +857,28 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_te
 	const char *fn)
 {
 	const td__lazy *z = d->lazy;
+	const td__lz_schema *schema;
+	const td__lz_node *node;
+	const td__lz_key *k;
 	char key[512];
 	size_t i;
 
 	if (t->ndim < d->batch_ndim || !td__shape_eq(t->shape, d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
+	}
+	schema = td__lz_get(d);
+	if (schema && (k = td__lz_find(schema, parts, n, &node)) != NULL && k->all_tensor) {
+		/* Every child holds a tensor there: replace the entries directly. */
+		for (i = 0; i < z->n; i++) {
+			td_value v;
+
+			v.kind = TD_VALUE_TENSOR;
+			select_borrowed(&v.u.tensor, t, z->dim, (int64_t)i);
+			TD_TRY(td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i],
+				&parts[n - 1], &v, fn));
+		}
+		return TD_OK;
 	}
 	TD_TRY(check_new_key(d, parts, n, fn));
 	for (i = 0; i < z->n; i++) {
@@ -826,12 +917,24 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_t
 	const char *fn)
 {
 	const td__lazy *z = d->lazy;
+	const td__lz_schema *schema;
+	const td__lz_key *k;
 	char key[512];
 	size_t i;
 
 	if (t->ndim < d->batch_ndim || !td__shape_eq(t->shape, d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
+	}
+	schema = td__lz_get(d);
+	if (schema && (k = td__lz_find(schema, parts, n, NULL)) != NULL && k->all_tensor) {
+		for (i = 0; i < z->n; i++) {
+			td_tensor view;
+
+			select_borrowed(&view, t, z->dim, (int64_t)i);
+			TD_TRY(td_tensor_copy((td_tensor *)&k->ent[i]->value.u.tensor, &view));
+		}
+		return TD_OK;
 	}
 	for (i = 0; i < z->n; i++) {
 		td_dict *c = z->child[i];

@@ -32,7 +32,8 @@ libtdcore_la_SOURCES = \
 	%D%/dict_batch.c \
 	%D%/dict_join.c \
 	%D%/lazy.c \
-	%D%/lazy_batch.c
+	%D%/lazy_batch.c \
+	%D%/lazy_schema.c
 
 libtdcore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 libtdcore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)

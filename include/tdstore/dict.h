@@ -27,7 +27,12 @@
  *  - Storing a tensor shares its buffer (no data copy), as tensordict does.
  *
  * Threads: concurrent readers are safe; a dict being modified must not be
- * used by any other thread at the same time (as a Python dict).
+ * used by any other thread at the same time (as a Python dict). A
+ * structural change of a nested dict (a key added, deleted or renamed, a
+ * value of another kind or another nested dict stored) counts as a
+ * modification of its ancestors too, and of every lazy stack holding one
+ * of them: it updates their bookkeeping (a generation count that lazy
+ * stacks read to know whether their cached key schema still holds).
  *
  * Batch operations (indexing, unbind, reshape, ...) apply to the batch
  * dimensions only; a nested dict whose batch is longer than its parent's

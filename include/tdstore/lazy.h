@@ -36,6 +36,16 @@
  * indexing, unbind, copy and clone own what they hold.
  *
  * Stacks of lazy stacks are lazy stacks whose children are lazy stacks.
+ *
+ * Caching: a stack of dense children caches its key schema (the shared
+ * keys of every level, with each child's entry) when first read, and
+ * rebuilds it after any structural change of a child, however it is made
+ * (through the stack or directly on a child, at any depth). Replacing a
+ * tensor leaf by another tensor keeps the schema. Readers may share a stack
+ * across threads as they may a dict; a thread changing a child structurally
+ * modifies the stack (see dict.h). Iterating a stack yields its sub-dicts
+ * as lazy stacks owned by the cache: valid until the next step, like the
+ * stacked leaves.
  */
 #ifndef TDSTORE_LAZY_H
 #define TDSTORE_LAZY_H

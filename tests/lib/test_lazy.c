@@ -896,3 +896,102 @@ Test(lazy, allocation_failures_leak_nothing)
 	td_test_enomem_sweep(sweep_body, sweep_cleanup, &c);
 	fixture_free(&c.f);
 }
+
+/* The cached schema follows every structural change of a child, at any depth. */
+Test(lazy, schema_cache_follows_changes_of_the_children)
+{
+	td_dict *c[3], *s, *sub, *nested;
+	td_tensor t, got, one;
+	const td_value *v;
+	td_dict_iter *it;
+	td_item item;
+	int64_t b = 2, shape2[2] = { 3, 2 };
+	size_t count;
+
+	for (int i = 0; i < 3; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, &b, td_scalar_float(i)));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "a.b.x", &t));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "y", &t));
+		td_tensor_release(&t);
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	/* Cache the schema, then change one child deep down. */
+	cr_assert_eq(td_dict_contains(s, "a.b.x", 0), 1);
+	cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 0);
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 0, "key in %d of 3 children", i);
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "a.b.z", &t));
+	}
+	cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 1);
+	cr_assert_eq(td_dict_len(s), 2);
+	/* A deletion deep in one child drops the key; a rename too. */
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "a.b.z"));
+	td_tensor_release(&got);
+	td_cr_assert_ok(td_dict_del(c[1], "a.b.z"));
+	cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 0);
+	td_cr_assert_err(td_lazy_get_tensor(&got, s, "a.b.z"), TD_ENOTFOUND);
+	td_cr_assert_ok(td_dict_rename(c[2], "y", "w"));
+	cr_assert_eq(td_dict_contains(s, "y", 0), 0);
+	cr_assert_eq(td_dict_len(s), 1);
+	td_cr_assert_ok(td_dict_rename(c[2], "w", "y"));
+	cr_assert_eq(td_dict_len(s), 2);
+	/* A leaf that becomes a dict in one child is no key of the stack. */
+	td_cr_assert_ok(td_dict_del(c[0], "y"));
+	td_cr_assert_ok(td_dict_set_tensor(c[0], "y.q", &t));
+	cr_assert_eq(td_dict_contains(s, "y", 0), 0);
+	td_cr_assert_ok(td_dict_del(c[0], "y"));
+	td_cr_assert_ok(td_dict_set_tensor(c[0], "y", &t));
+	cr_assert_eq(td_dict_contains(s, "y", TD_LEAVES_ONLY), 1);
+	/* Replacing a nested dict by another (set_dict) is seen through the stack. */
+	td_cr_assert_ok(td_dict_new(&nested, 1, &b));
+	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_F32, 1, &b, td_scalar_float(7)));
+	td_cr_assert_ok(td_dict_set_tensor(nested, "x", &one));
+	td_cr_assert_ok(td_dict_set_dict(c[1], "a.b", nested));
+	td_dict_free(nested);
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "a.b.x"));
+	cr_assert_eq(((float *)td_tensor_data(&got))[2], 7.0f);
+	cr_assert_eq(((float *)td_tensor_data(&got))[0], 0.0f);
+	td_tensor_release(&got);
+	/* A set of an existing leaf through the stack reaches the children, and a
+	 * tensor replaced by one of another shape is stacked with its new shape. */
+	td_cr_assert_ok(td_tensor_zeros(&got, TD_DTYPE_F32, 2, shape2));
+	td_cr_assert_ok(td_dict_set_tensor(s, "y", &got));
+	td_tensor_release(&got);
+	for (int i = 0; i < 3; i++) {
+		td_tensor big;
+		int64_t bs[2] = { 2, 5 };
+		td_cr_assert_ok(td_tensor_zeros(&big, TD_DTYPE_F32, 2, bs));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "y", &big));
+		td_tensor_release(&big);
+	}
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "y"));
+	cr_assert_eq(got.ndim, 3);
+	cr_assert_eq(got.shape[0], 3);
+	cr_assert_eq(got.shape[2], 5);
+	td_tensor_release(&got);
+	/* Sub-stacks and iteration see the current structure. */
+	td_cr_assert_ok(td_lazy_get_dict(&sub, s, "a.b"));
+	cr_assert_eq(td_dict_contains(sub, "x", 0), 1);
+	td_dict_free(sub);
+	td_cr_assert_ok(td_dict_set_tensor(c[0], "a.extra", &t));
+	td_cr_assert_ok(td_dict_set_tensor(c[1], "a.extra", &t));
+	td_cr_assert_ok(td_dict_set_tensor(c[2], "a.extra", &t));
+	td_cr_assert_ok(td_dict_iter_new(&it, s, TD_ITER_NESTED));
+	count = 0;
+	while (td_dict_iter_next(it, &item) == 1) {
+		count++;
+		cr_assert_not_null(item.value);
+		if (strcmp(item.key, "extra") == 0)
+			cr_assert_eq(item.value->kind, TD_VALUE_TENSOR);
+	}
+	td_dict_iter_free(it);
+	cr_assert_eq(count, 5); /* a.b.x, a.b, a.extra, a, y */
+	(void)v;
+	td_tensor_release(&one);
+	td_tensor_release(&t);
+	td_dict_free(s);
+	for (int i = 0; i < 3; i++)
+		td_dict_free(c[i]);
+}

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazy_schema.c - the cached schema of a lazy stack of dense children.
+ *
+ * Without it every read of a lazy stack resolves its keys again in every
+ * child: a nested iteration over the 19-level benchmark chain stacked 10
+ * times probed about 400 small dicts and made 19 sub-stacks per call, and a
+ * get of a 20-component key walked 200 dicts. The schema holds, per level,
+ * the keys every child has with the n children's entries (and for sub-dicts
+ * a ready lazy stack of them), so keys, membership, gets and sets walk one
+ * small tree instead.
+ *
+ * Validity: every dense dict has a generation that structural changes bump
+ * on the dict and its ancestors (td__dict_touch()). The schema is valid
+ * while the sum of the children's generations equals the stamp it was built
+ * for: a check of n loads. Generations only grow, so the sum cannot return
+ * to an old value.
+ *
+ * Threads: concurrent readers are safe (the dict rule). The first reader
+ * that finds the stamp stale builds the schema under the stack's `building`
+ * flag, publishes the pointer and then the stamp (release); readers read the
+ * pointer only after seeing a matching stamp (acquire). A stale schema can
+ * only be replaced after a structural change of a child, which the dict
+ * rule forbids while any thread reads the stack, so no reader still uses it
+ * when it is freed.
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+#include "buffer_impl.h"
+
+#include <sched.h>
+#include <stddef.h>
+
+/* The schema's memory: chunks handed out by a bump pointer, freed at once. */
+typedef struct td__lz_chunk {
+	struct td__lz_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+} td__lz_chunk;
+
+#define CHUNK_MIN 4096
+
+static void *arena(td__lz_schema *s, size_t size)
+{
+	td__lz_chunk *c = s->chunks;
+	size_t cap, bytes;
+	void *p;
+
+	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!c || c->cap - c->used < size) {
+		cap = size > CHUNK_MIN ? size : CHUNK_MIN;
+		if (!td__add_size(sizeof(*c), cap, &bytes))
+			return NULL;
+		c = td__malloc(bytes);
+		if (!c)
+			return NULL;
+		c->used = 0;
+		c->cap = cap;
+		c->next = s->chunks;
+		s->chunks = c;
+	}
+	p = (char *)c->data + c->used;
+	c->used += size;
+	return p;
+}
+
+static void *arena_array(td__lz_schema *s, size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (!td__mul_size(n, size, &bytes))
+		return NULL;
+	return arena(s, bytes ? bytes : 1);
+}
+
+static void free_node(td__lz_node *node)
+{
+	size_t i;
+
+	for (i = 0; i < node->nkeys; i++)
+		if (node->keys[i].sub)
+			free_node(node->keys[i].sub);
+	td_dict_free(node->stack);
+}
+
+void td__lz_free(td__lz_schema *s)
+{
+	td__lz_chunk *c, *next;
+
+	if (!s)
+		return;
+	free_node(&s->root);
+	for (c = s->chunks; c; c = next) {
+		next = c->next;
+		td__free(c);
+	}
+	td__free(s);
+}
+
+/* Fill `node` from the n dicts `dicts` (child 0 gives the key order). false: no schema. */
+static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dicts, size_t n,
+	int dim, int depth)
+{
+	const td_dict *src = dicts[0];
+	uint32_t j;
+	size_t i;
+
+	node->dicts = dicts;
+	node->nkeys = 0;
+	node->keys = arena_array(s, src->count, sizeof(*node->keys));
+	if (!node->keys)
+		return false;
+	for (j = 0; j < src->used; j++) {
+		const td__entry *e = &src->entries[j];
+		td__lz_key *k = &node->keys[node->nkeys];
+		bool is_dict;
+
+		if (!td__entry_live(e))
+			continue;
+		is_dict = e->value.kind == TD_VALUE_DICT;
+		k->src = e;
+		k->kind = (int)e->value.kind;
+		k->all_tensor = e->value.kind == TD_VALUE_TENSOR;
+		k->sub = NULL;
+		k->ent = arena_array(s, n, sizeof(*k->ent));
+		if (!k->ent)
+			return false;
+		k->ent[0] = e;
+		for (i = 1; i < n; i++) {
+			const td__entry *f = td__dict_find(dicts[i], td__entry_key(e), e->klen, e->hash);
+
+			if (!f || (f->value.kind == TD_VALUE_DICT) != is_dict)
+				break;
+			k->all_tensor = k->all_tensor && f->value.kind == TD_VALUE_TENSOR;
+			k->ent[i] = f;
+		}
+		if (i < n)
+			continue; /* not a key of the stack */
+		if (is_dict) {
+			td_dict **subs = arena_array(s, n, sizeof(*subs));
+			const td_dict *s0 = e->value.u.dict;
+			td_dict *stack;
+
+			if (!subs || depth + 1 >= TD_KEY_MAX_DEPTH)
+				return false;
+			for (i = 0; i < n; i++) {
+				subs[i] = k->ent[i]->value.u.dict;
+				if (subs[i]->batch_ndim != s0->batch_ndim ||
+				    !td__shape_eq(subs[i]->batch_shape, s0->batch_shape, s0->batch_ndim))
+					return false; /* td__lazy_get_dict() reports it */
+			}
+			k->sub = arena(s, sizeof(*k->sub));
+			if (!k->sub)
+				return false;
+			memset(k->sub, 0, sizeof(*k->sub));
+			if (td__lazy_alloc(&stack, n, dim, s0->batch_ndim, s0->batch_shape,
+				    "td_lazy") < 0)
+				return false;
+			memcpy(stack->lazy->child, subs, n * sizeof(*subs));
+			k->sub->stack = stack;
+			if (!build_node(s, k->sub, subs, n, dim, depth + 1))
+				return false;
+		}
+		node->nkeys++;
+	}
+	return true;
+}
+
+static td__lz_schema *build(const td_dict *d)
+{
+	const td__lazy *z = d->lazy;
+	td__lz_schema *s;
+
+	if (z->n == 0)
+		return NULL;
+	s = td__malloc(sizeof(*s));
+	if (!s)
+		return NULL;
+	memset(s, 0, sizeof(*s));
+	if (!build_node(s, &s->root, z->child, z->n, z->dim, 0)) {
+		td__lz_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+const td__lz_schema *td__lz_get(const td_dict *d)
+{
+	td__lazy *z = d->lazy;
+	td__lz_schema *old, *fresh;
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < z->n; i++) {
+		const td_dict *c = z->child[i];
+
+		if (TD_UNLIKELY(c->lazy != NULL))
+			return NULL;
+		sum += c->gen;
+	}
+	if (TD_LIKELY(atomic_load_explicit(&z->stamp, memory_order_acquire) == sum))
+		return z->schema;
+	while (atomic_flag_test_and_set_explicit(&z->building, memory_order_acquire))
+		sched_yield();
+	if (atomic_load_explicit(&z->stamp, memory_order_relaxed) == sum) {
+		/* Another reader built it meanwhile. */
+		atomic_flag_clear_explicit(&z->building, memory_order_release);
+		return z->schema;
+	}
+	old = z->schema;
+	fresh = build(d);
+	z->schema = fresh;
+	atomic_store_explicit(&z->stamp, sum, memory_order_release);
+	atomic_flag_clear_explicit(&z->building, memory_order_release);
+	td__lz_free(old);
+	return fresh;
+}
+
+const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td__lz_node **node_out)
+{
+	const td__lz_node *node = &s->root;
+	const td__lz_key *k = NULL;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!node)
+			return NULL;
+		if (node_out)
+			*node_out = node;
+		k = td__lz_node_find(node, &parts[i]);
+		if (!k)
+			return NULL;
+		node = k->sub;
+	}
+	return k;
+}
+
+/*
+ * Copy the `nd`-dim block of elements of `isz` bytes at `s` (strides `ss`)
+ * to `d` (strides `ds`), strides in bytes, an odometer over all but the
+ * last dim. The stacked leaves of a lazy stack are usually strided views
+ * (unbind slices), a few elements each: a plain loop of fixed-size moves
+ * beats the general copy (td__copy_unchecked(): iterator setup, dtype
+ * dispatch) by about 10x on them (callgrind on test_stacked_getleaf[lazy]).
+ */
+static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_t *ss,
+	const int64_t *shape, int nd, size_t isz)
+{
+	int64_t idx[TD_MAX_DIMS], last, j;
+	ptrdiff_t dl, sl;
+	int k;
+
+	if (nd == 0) {
+		memcpy(d, s, isz);
+		return;
+	}
+	last = shape[nd - 1];
+	dl = (ptrdiff_t)ds[nd - 1];
+	sl = (ptrdiff_t)ss[nd - 1];
+	for (k = 0; k < nd; k++)
+		idx[k] = 0;
+	for (;;) {
+		char *dp = d;
+		const char *sp = s;
+
+		if (isz == 4) {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, 4);
+		} else if (isz == 8) {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, 8);
+		} else {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, isz);
+		}
+		for (k = nd - 2; k >= 0; k--) {
+			s += ss[k];
+			d += ds[k];
+			if (++idx[k] < shape[k])
+				break;
+			s -= ss[k] * shape[k];
+			d -= ds[k] * shape[k];
+			idx[k] = 0;
+		}
+		if (k < 0)
+			return;
+	}
+}
+
+int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn)
+{
+	const td_tensor *t0 = t[0];
+	int64_t shape[TD_MAX_DIMS], outer = 1, inner = 1;
+	size_t i, isz = td__itemsize(t0->dtype), row;
+	td_tensor tmp;
+	char *dst;
+	int k, j;
+
+	if (t0->ndim >= TD_MAX_DIMS)
+		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
+	if (n > (size_t)INT64_MAX)
+		return td__error(TD_EOVERFLOW, "%s: too many tensors", fn);
+	for (k = 0, j = 0; k <= t0->ndim; k++)
+		shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
+	TD_TRY(td__tensor_alloc(&tmp, t0->dtype, t0->ndim + 1, shape, false, fn));
+	if (td__numel(tmp.ndim, tmp.shape) == 0) {
+		*out = tmp;
+		return TD_OK;
+	}
+	/* The sizes fit: the result's byte size was checked by the allocation. */
+	for (k = 0; k < dim; k++)
+		outer *= t0->shape[k];
+	for (k = dim; k < t0->ndim; k++)
+		inner *= t0->shape[k];
+	row = (size_t)inner * isz;
+	dst = td__tensor_ptr(&tmp);
+	for (i = 0; i < n; i++) {
+		const td_tensor *s = t[i];
+		const char *src;
+		char *d;
+		int64_t o;
+
+		if (!td__is_contiguous(s->ndim, s->shape, s->strides)) {
+			int64_t ds[TD_MAX_DIMS], ss[TD_MAX_DIMS];
+
+			for (k = 0, j = 0; k < tmp.ndim; k++)
+				if (k != dim)
+					ds[j++] = tmp.strides[k] * (int64_t)isz;
+			for (k = 0; k < s->ndim; k++)
+				ss[k] = s->strides[k] * (int64_t)isz;
+			copy_strided(dst + (size_t)i * (size_t)tmp.strides[dim] * isz, ds,
+				td__tensor_ptr(s), ss, s->shape, s->ndim, isz);
+			continue;
+		}
+		src = td__tensor_ptr(s);
+		d = dst + i * row;
+		/* Fixed sizes for the common small rows: inlined moves, no call. */
+		if (row == 4) {
+			for (o = 0; o < outer; o++, src += 4, d += n * 4)
+				memcpy(d, src, 4);
+		} else if (row == 8) {
+			for (o = 0; o < outer; o++, src += 8, d += n * 8)
+				memcpy(d, src, 8);
+		} else {
+			for (o = 0; o < outer; o++, src += row, d += n * row)
+				memcpy(d, src, row);
+		}
+	}
+	*out = tmp;
+	return TD_OK;
+}
