@@ -500,15 +500,18 @@ static json_t *describe(td_store *store, const td_dict *src)
 struct store_spec {
 	const char *name;
 	td_dict *(*make)(void);
+	int64_t grow_to;   /* > 0: td_store_grow() the written store to this dim 0 */
 };
 
 static const struct store_spec stores[] = {
-	{ "flat", make_flat },
-	{ "nested", make_nested },
-	{ "encoded_keys", make_encoded_keys },
-	{ "zero_elem", make_zero_elem },
-	{ "zero_inner", make_zero_inner },
-	{ "noncontig", make_noncontig },
+	{ "flat", make_flat, 0 },
+	{ "nested", make_nested, 0 },
+	{ "encoded_keys", make_encoded_keys, 0 },
+	{ "zero_elem", make_zero_elem, 0 },
+	{ "zero_inner", make_zero_inner, 0 },
+	{ "noncontig", make_noncontig, 0 },
+	/* nested, then grown from 2 to 7 rows: meta.json of every level rewritten, new rows zero */
+	{ "grown", make_nested, 7 },
 };
 
 static char *join(const char *dir, const char *name)
@@ -544,6 +547,15 @@ int main(int argc, char **argv)
 
 		path = join(argv[1], stores[i].name);
 		check(td_store_memmap(&store, src, path, 0), path);
+		if (stores[i].grow_to > 0) {
+			/* What the store holds now is the reference: old rows plus zeros. */
+			td_dict *grown;
+
+			check(td_store_grow(store, stores[i].grow_to), "td_store_grow");
+			check(td_dict_clone(&grown, td_store_dict(store)), "td_dict_clone");
+			td_dict_free(src);
+			src = grown;
+		}
 		jset(all, stores[i].name, describe(store, src));
 		check(td_store_close(store), "td_store_close");
 		td_dict_free(src);
