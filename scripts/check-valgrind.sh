@@ -29,10 +29,13 @@ TD_VALGRIND=1
 export TD_VALGRIND
 vg="$valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect --trace-children=yes --num-callers=30"
 
-failed=0
-ran=0
-start=$(date +%s)
-for t in "$@"; do
+# Tests run $TD_VALGRIND_JOBS at a time (default: the number of CPUs); each
+# writes its own log and result file, and results are reported in order.
+jobs=${TD_VALGRIND_JOBS:-$(nproc 2>/dev/null || echo 2)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
+
+run_one() {
+	t=$1
 	log="$t.valgrind.log"
 	mkdir -p "$(dirname "$log")"
 	t0=$(date +%s)
@@ -48,14 +51,44 @@ for t in "$@"; do
 		;;
 	esac
 	rc=$?
-	ran=$((ran + 1))
 	secs=$(($(date +%s) - t0))
 	if [ "$rc" -eq 0 ] && ! grep -q -E '^not ok|== ERROR SUMMARY: [1-9]' "$log"; then
-		echo "PASS: $t (${secs}s)"
+		echo "PASS: $t (${secs}s)" >"$log.result"
 	else
-		echo "FAIL: $t (${secs}s, exit $rc; see $log)"
-		grep -E -A12 '== (Invalid|Conditional|Use of|Syscall|Mismatched|[0-9,]+ bytes in)|^not ok' \
-			"$log" | head -n 60
+		{
+			echo "FAIL: $t (${secs}s, exit $rc; see $log)"
+			grep -E -A12 '== (Invalid|Conditional|Use of|Syscall|Mismatched|[0-9,]+ bytes in)|^not ok' \
+				"$log" | head -n 60
+		} >"$log.result"
+	fi
+}
+
+failed=0
+ran=0
+start=$(date +%s)
+running=""
+all_tests="$*"
+for t in $all_tests; do
+	rm -f "$t.valgrind.log.result"
+	# A free slot: wait for the oldest running test when all are busy.
+	set -- $running
+	if [ "$#" -ge "$jobs" ]; then
+		wait "$1"
+		shift
+		running="$*"
+	fi
+	run_one "$t" &
+	running="$running $!"
+done
+wait
+for t in $all_tests; do
+	ran=$((ran + 1))
+	if [ -f "$t.valgrind.log.result" ]; then
+		cat "$t.valgrind.log.result"
+		grep -q '^PASS: ' "$t.valgrind.log.result" || failed=$((failed + 1))
+		rm -f "$t.valgrind.log.result"
+	else
+		echo "FAIL: $t (no result)"
 		failed=$((failed + 1))
 	fi
 done
