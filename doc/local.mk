@@ -83,6 +83,11 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_set_dict_take_path.3 \
 	%D%/man/man3/td_dict_set_string.3 \
 	%D%/man/man3/td_dict_set_string_path.3 \
+	%D%/man/man3/td_dict_set_strings.3 \
+	%D%/man/man3/td_dict_set_strings_path.3 \
+	%D%/man/man3/td_dict_get_strings.3 \
+	%D%/man/man3/td_dict_get_strings_path.3 \
+	%D%/man/man3/td_strings_at.3 \
 	%D%/man/man3/td_dict_set_tensor.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace_key.3 \

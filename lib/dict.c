@@ -111,6 +111,9 @@ void td__value_release(td_value *v)
 	case TD_VALUE_BYTES:
 		td_buffer_unref(v->u.blob.buffer);
 		break;
+	case TD_VALUE_STRINGS:
+		td_buffer_unref(v->u.strings.buffer);
+		break;
 	}
 }
 
@@ -165,6 +168,10 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 	case TD_VALUE_TENSOR:
 		*out = *v;
 		td_buffer_ref(out->u.tensor.buffer);
+		return TD_OK;
+	case TD_VALUE_STRINGS:
+		*out = *v;
+		td_buffer_ref(out->u.strings.buffer);
 		return TD_OK;
 	default:
 		*out = *v;
@@ -496,6 +503,11 @@ static bool value_shape(const td_value *v, int *ndim, const int64_t **shape)
 		*shape = v->u.dict->batch_shape;
 		return true;
 	}
+	if (v->kind == TD_VALUE_STRINGS) {
+		*ndim = v->u.strings.ndim;
+		*shape = v->u.strings.shape;
+		return true;
+	}
 	return false;
 }
 
@@ -718,6 +730,14 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	}
 	if (v->kind == TD_VALUE_DICT)
 		return check_child(parent, v->u.dict, last, fn);
+	if (v->kind == TD_VALUE_STRINGS) {
+		const td_strings *s = &v->u.strings;
+		if (s->ndim >= parent->batch_ndim &&
+		    td__shape_eq(s->shape, parent->batch_shape, parent->batch_ndim))
+			return TD_OK;
+		td__kpath_format(key, sizeof(key), last, 1);
+		return td__dict_check_batch(parent, s->ndim, s->shape, key, fn);
+	}
 	return TD_OK;
 }
 

@@ -104,10 +104,11 @@ static int get_impl(const td_dict *d, const char *dotted, const char *const *par
 
 static int not_kind(const td__entry *e, const char *want, const char *fn)
 {
-	static const char *const names[] = { "?", "a tensor", "a dict", "a string", "bytes" };
+	static const char *const names[] = { "?", "a tensor", "a dict", "a string", "bytes",
+		"an array of strings" };
 
 	return td__error(TD_ETYPE, "%s: '%s' holds %s, not %s", fn, td__entry_key(e),
-		names[e->value.kind <= TD_VALUE_BYTES ? e->value.kind : 0], want);
+		names[e->value.kind <= TD_VALUE_STRINGS ? e->value.kind : 0], want);
 }
 
 static int get_value(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
@@ -214,9 +215,86 @@ int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
 	return TD_OK;
 }
 
+static int get_strings(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const td_strings **out, const char *fn)
+{
+	td__entry *e;
+
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	if (e->value.kind != TD_VALUE_STRINGS)
+		return not_kind(e, "an array of strings", fn);
+	*out = &e->value.u.strings;
+	return TD_OK;
+}
+
+int td_dict_get_strings(const td_dict *d, const char *key, const td_strings **out)
+{
+	return get_strings(d, FORM_DOTTED(key), out, "td_dict_get_strings");
+}
+
+int td_dict_get_strings_path(const td_dict *d, const char *const *parts, size_t n,
+	const td_strings **out)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_get_strings_path: NULL path");
+	return get_strings(d, FORM_PATH(parts, n), out, "td_dict_get_strings_path");
+}
+
 /* ------------------------------------------------------------------------ */
 /* Setting                                                                   */
 /* ------------------------------------------------------------------------ */
+
+static int select_leaf(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	const int64_t *at = ctx; /* { dim, index } */
+
+	return td_tensor_select(out, in, (int)at[0], at[1]);
+}
+
+/*
+ * An array of strings stored in a lazy stack: each child gets its part, the
+ * array indexed at the stack dim (a single string where no dim is left), as
+ * a tensor is sliced into the children.
+ */
+static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn)
+{
+	const td__lazy *z = d->lazy;
+	const td_strings *s = &v->u.strings;
+	char key[512];
+	int64_t at[2];
+	size_t i;
+
+	if (s->ndim < d->batch_ndim || !td__shape_eq(s->shape, d->batch_shape, d->batch_ndim)) {
+		td__kpath_format(key, sizeof(key), parts, n);
+		return td__dict_check_batch(d, s->ndim, s->shape, key, fn);
+	}
+	if (d->locked && !td__lazy_kind(d, parts, n)) {
+		td__kpath_format(key, sizeof(key), parts, n);
+		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn,
+			key);
+	}
+	at[0] = z->dim;
+	for (i = 0; i < z->n; i++) {
+		td_dict *c = z->child[i];
+		td_value part;
+		int rc;
+
+		at[1] = (int64_t)i;
+		TD_TRY(td__strings_transform(&part, v, select_leaf, at, fn));
+		if (c->lazy && part.kind == TD_VALUE_STRINGS)
+			rc = lazy_set_strings(c, parts, n, &part, fn);
+		else if (c->lazy)
+			rc = td__lazy_set_blob(c, parts, n, &part, fn);
+		else
+			rc = td__dict_set_value(c, parts, n, &part, fn);
+		td__value_release(&part);
+		TD_TRY(rc);
+	}
+	return TD_OK;
+}
 
 static int set_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_value *v, const char *fn)
@@ -234,6 +312,8 @@ static int set_impl(td_dict *d, const char *dotted, const char *const *parts, si
 		if (v->kind == TD_VALUE_DICT)
 			return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
 				"store its leaves", fn);
+		if (v->kind == TD_VALUE_STRINGS)
+			return lazy_set_strings(d, p.part, p.n, v, fn);
 		return td__lazy_set_blob(d, p.part, p.n, v, fn);
 	}
 	return td__dict_set_value(d, p.part, p.n, v, fn);
@@ -382,61 +462,6 @@ int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size_t n, t
 	return set_dict_take(d, FORM_PATH(parts, n), child, "td_dict_set_dict_take_path");
 }
 
-/* A blob value in a new buffer; `string` adds the terminating NUL. */
-static int make_blob(td_value *v, const void *data, size_t length, bool string, const char *fn)
-{
-	td_buffer *b;
-
-	if (length == SIZE_MAX)
-		return td__error(TD_EOVERFLOW, "%s: value too long", fn);
-	TD_TRY(td_buffer_new(&b, length + 1, 0));
-	if (length)
-		memcpy(td_buffer_data(b), data, length);
-	((char *)td_buffer_data(b))[length] = '\0';
-	v->kind = string ? TD_VALUE_STRING : TD_VALUE_BYTES;
-	v->u.blob.buffer = b;
-	v->u.blob.data = td_buffer_data(b);
-	v->u.blob.length = length;
-	return TD_OK;
-}
-
-/* Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
-static bool valid_utf8(const unsigned char *s, size_t len)
-{
-	size_t i = 0;
-
-	while (i < len) {
-		unsigned c = s[i];
-		size_t n;
-		uint32_t cp;
-
-		if (c < 0x80) {
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else
-			return false;
-		if (len - i <= n)
-			return false;
-		for (size_t k = 1; k <= n; k++) {
-			if ((s[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = (cp << 6) | (s[i + k] & 0x3f);
-		}
-		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return false;
-		i += n + 1;
-	}
-	return true;
-}
-
 static int set_blob(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const void *data, size_t length, bool string, const char *fn)
 {
@@ -445,9 +470,9 @@ static int set_blob(td_dict *d, const char *dotted, const char *const *parts, si
 
 	if (!data && length)
 		return td__error(TD_EINVAL, "%s: NULL data", fn);
-	if (string && !valid_utf8(data, length))
+	if (string && !td__utf8_valid(data, length))
 		return td__error(TD_EINVAL, "%s: the string is not valid UTF-8", fn);
-	TD_TRY(make_blob(&v, data, length, string, fn));
+	TD_TRY(td__blob_make(&v, data, length, string, fn));
 	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
 	td_buffer_unref(v.u.blob.buffer);
 	return rc;
@@ -478,6 +503,34 @@ int td_dict_set_bytes_path(td_dict *d, const char *const *parts, size_t n, const
 	if (!parts)
 		return td__error(TD_EINVAL, "td_dict_set_bytes_path: NULL path");
 	return set_blob(d, NULL, parts, n, data, length, false, "td_dict_set_bytes_path");
+}
+
+static int set_strings(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, int ndim, const int64_t *shape, const char *const *utf8,
+	const char *fn)
+{
+	td_value v;
+	int rc;
+
+	TD_TRY(td__strings_new(&v, ndim, shape, utf8, NULL, fn));
+	rc = set_impl(d, dotted, parts, n, key, &v, fn);
+	td__value_release(&v);
+	return rc;
+}
+
+int td_dict_set_strings(td_dict *d, const char *key, int ndim, const int64_t *shape,
+	const char *const *utf8)
+{
+	return set_strings(d, FORM_DOTTED(key), ndim, shape, utf8, "td_dict_set_strings");
+}
+
+int td_dict_set_strings_path(td_dict *d, const char *const *parts, size_t n, int ndim,
+	const int64_t *shape, const char *const *utf8)
+{
+	if (!parts)
+		return td__error(TD_EINVAL, "td_dict_set_strings_path: NULL path");
+	return set_strings(d, FORM_PATH(parts, n), ndim, shape, utf8,
+		"td_dict_set_strings_path");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -530,6 +583,8 @@ static int check_move(const td_dict *to, const td_value *v, const char *key, con
 
 	if (v->kind == TD_VALUE_TENSOR)
 		return td__dict_check_batch(to, v->u.tensor.ndim, v->u.tensor.shape, key, fn);
+	if (v->kind == TD_VALUE_STRINGS)
+		return td__dict_check_batch(to, v->u.strings.ndim, v->u.strings.shape, key, fn);
 	if (v->kind != TD_VALUE_DICT)
 		return TD_OK;
 	child = v->u.dict;

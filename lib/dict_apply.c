@@ -270,8 +270,7 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	TD_TRY(td__scalar_check(s, fn));
 	c.s = s;
 	c.op = op;
-	return td__dict_transform(out, a, a->batch_ndim, a->batch_shape, leaf_binary_scalar, &c,
-		fn);
+	return td__dict_map_tensors(out, a, leaf_binary_scalar, &c, fn);
 }
 
 /* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
@@ -405,8 +404,7 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 		if (va->kind == TD_VALUE_DICT)
 			r = equal_rec(va->u.dict, vb->u.dict, o);
 		else if (va->kind != TD_VALUE_TENSOR)
-			r = va->u.blob.length == vb->u.blob.length &&
-			    memcmp(va->u.blob.data, vb->u.blob.data, va->u.blob.length) == 0;
+			r = td__text_values_equal(va, vb);
 		else if (!o->close)
 			r = td_tensor_equal(&va->u.tensor, &vb->u.tensor);
 		else if (va->u.tensor.ndim != vb->u.tensor.ndim ||

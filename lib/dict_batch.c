@@ -235,6 +235,75 @@ static int check_put(const td_tensor *t, const td_tensor *value, const batch_ind
 	return td__broadcast_strides(value, ndim, shape, strides, fn);
 }
 
+/* An array of empty strings (what an indexed write of strings creates, as zeros for tensors). */
+static int empty_strings(td_value *out, int ndim, const int64_t *shape, const char *fn)
+{
+	const td_value *src;
+	td_value empty;
+	td_tensor num = TD_TENSOR_INIT;
+	int rc;
+
+	TD_TRY(td__blob_make(&empty, "", 0, true, fn));
+	src = &empty;
+	rc = td__strings_numbers(&num, &empty, ndim, shape, 0, fn);
+	if (rc == TD_OK)
+		rc = td__strings_gather(out, &src, 1, &num, fn);
+	td_tensor_release(&num);
+	td__value_release(&empty);
+	return rc;
+}
+
+/*
+ * Write the strings of entry `ev` (of the value dict `v`) into entry `e` of
+ * `d` at the index. Arrays are immutable: the entry gets a new array, made
+ * by writing the value's string numbers into the numbers of the entry's
+ * strings (td__tensor_index_put(), so that broadcasting and every index form
+ * behave as for tensors) and gathering. A locked dict refuses it: it holds
+ * its values (a store's dict keeps its strings in files).
+ */
+static int put_text(td_dict *d, td__entry *e, const td_dict *v, const td__entry *ev,
+	const batch_index *bi, bool write, const char *fn)
+{
+	const td_value *srcs[2] = { &e->value, &ev->value };
+	td_tensor dn = TD_TENSOR_INIT, dst = TD_TENSOR_INIT, vn = TD_TENSOR_INIT;
+	int64_t base = e->value.kind == TD_VALUE_STRINGS ? e->value.u.strings.numel : 1;
+	td_value nv, old;
+	int rc;
+
+	rc = td__strings_numbers(&dn, &e->value, d->batch_ndim, d->batch_shape, 0, fn);
+	if (rc == TD_OK)
+		rc = td_tensor_clone(&dst, &dn); /* writable, also for a broadcast string */
+	if (rc == TD_OK)
+		rc = td__strings_numbers(&vn, &ev->value, v->batch_ndim, v->batch_shape, base, fn);
+	if (rc == TD_OK)
+		rc = td__tensor_index_put(&dst, bi->idx, bi->n, &vn, fn);
+	if (rc == TD_OK)
+		rc = td__strings_gather(&nv, srcs, 2, &dst, fn);
+	td_tensor_release(&dn);
+	td_tensor_release(&dst);
+	td_tensor_release(&vn);
+	if (rc < 0)
+		return rc;
+	if (td__text_values_equal(&nv, &e->value)) {
+		td__value_release(&nv); /* the same strings: nothing changes */
+		return TD_OK;
+	}
+	if (d->locked || !write) {
+		td__value_release(&nv);
+		if (d->locked)
+			return td__error(TD_ELOCKED, "%s: cannot write the strings of '%s': the dict "
+				"is locked (strings are replaced, not written in place)", fn,
+				td__entry_key(e));
+		return TD_OK;
+	}
+	old = e->value;
+	if (old.kind != nv.kind)
+		td__dict_touch(d);
+	td__value_assign(&e->value, &nv);
+	td__value_release(&old);
+	return TD_OK;
+}
+
 /*
  * Check (write == false) or perform the write of `v` into `d` at the index.
  * `root_v` is the batch ndim of the value's root and `root_d` of d's root:
@@ -272,6 +341,9 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			} else if (ev->value.kind == TD_VALUE_DICT) {
 				src = ev->value.u.dict->batch_shape;
 				nd = ev->value.u.dict->batch_ndim;
+			} else if (ev->value.kind == TD_VALUE_STRINGS) {
+				src = ev->value.u.strings.shape;
+				nd = ev->value.u.strings.ndim;
 			} else {
 				TD_TRY(td__dict_set_value(d, &k, 1, &ev->value, fn));
 				continue;
@@ -286,12 +358,14 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			if (nv.kind == TD_VALUE_TENSOR)
 				rc = td_tensor_zeros(&nv.u.tensor, ev->value.u.tensor.dtype, root_d + extra,
 					shape);
+			else if (nv.kind == TD_VALUE_STRINGS)
+				rc = empty_strings(&nv, root_d + extra, shape, fn);
 			else
 				rc = td__dict_alloc(&nv.u.dict, root_d + extra, shape, 4, fn);
 			if (rc < 0)
 				return rc;
 			rc = td__dict_set_value(d, &k, 1, &nv, fn);
-			if (nv.kind == TD_VALUE_TENSOR || rc < 0)
+			if (nv.kind != TD_VALUE_DICT || rc < 0)
 				td__value_release(&nv);
 			TD_TRY(rc);
 			e = td__dict_find(d, td__entry_key(ev), ev->klen, ev->hash);
@@ -311,10 +385,11 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			else
 				TD_TRY(check_put(&e->value.u.tensor, &ev->value.u.tensor, bi,
 					td__entry_key(ev), fn));
-		} else if (e->value.kind != ev->value.kind ||
-			   e->value.u.blob.length != ev->value.u.blob.length ||
-			   memcmp(e->value.u.blob.data, ev->value.u.blob.data,
-				   e->value.u.blob.length) != 0) {
+		} else if (td__text_values_equal(&e->value, &ev->value)) {
+			continue; /* nothing changes */
+		} else if (td__is_text(&e->value) && td__is_text(&ev->value)) {
+			TD_TRY(put_text(d, e, v, ev, bi, write, fn));
+		} else {
 			return td__error(TD_ETYPE, "%s: '%s': a non-tensor value cannot be written at "
 				"an index", fn, td__entry_key(ev));
 		}

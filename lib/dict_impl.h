@@ -280,6 +280,8 @@ static inline void td__value_assign(td_value *dst, const td_value *src)
 		td__tensor_copy_meta(&dst->u.tensor, &src->u.tensor);
 	else if (src->kind == TD_VALUE_DICT)
 		dst->u.dict = src->u.dict;
+	else if (src->kind == TD_VALUE_STRINGS)
+		dst->u.strings = src->u.strings;
 	else
 		dst->u.blob = src->u.blob;
 }
@@ -408,11 +410,70 @@ typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
 
 /**
  * A new dict with d's structure whose batch shape is `ndim`/`shape` and whose
- * tensors are fn(leaf). A nested dict with batch (d's batch + extra dims)
- * gets (new batch + extra dims). Non-tensor values are shared.
+ * tensors are fn(leaf): a batch operation. A nested dict with batch (d's
+ * batch + extra dims) gets (new batch + extra dims). Arrays of strings go
+ * through the same operation (td__strings_transform()); strings and bytes
+ * are shared.
  */
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
 	td__leaf_fn fn, void *ctx, const char *fn_name);
+
+/**
+ * A new dict with d's structure and batch shape whose tensors are fn(leaf),
+ * an operation on the elements (clone, arithmetic); every non-tensor value
+ * is shared.
+ */
+int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
+	const char *fn_name);
+
+/* ---- strings, bytes and arrays of strings (strings.c) ---- */
+
+/** Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
+bool td__utf8_valid(const unsigned char *s, size_t len);
+
+/** A TD_VALUE_STRING (`string`) or TD_VALUE_BYTES value holding a copy of data[0..length). */
+int td__blob_make(td_value *v, const void *data, size_t length, bool string, const char *fn);
+
+/**
+ * A TD_VALUE_STRINGS value of shape (ndim, shape) holding copies of
+ * `texts` (C order; `lengths` may be NULL for NUL-terminated texts). Every
+ * text is checked: not NULL, no NUL byte, valid UTF-8.
+ */
+int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *const *texts,
+	const size_t *lengths, const char *fn);
+
+/**
+ * The numbers of the strings of `v` (strings.c explains them), plus `base`:
+ * for an array, an int64 tensor of its shape holding base..base+numel-1; for
+ * a single string (TD_VALUE_STRING), `base` expanded to (ndim, shape).
+ * TD_ETYPE for bytes.
+ */
+int td__strings_numbers(td_tensor *out, const td_value *v, int ndim, const int64_t *shape,
+	int64_t base, const char *fn);
+
+/**
+ * The value whose element j is string number numbers[j], strings being
+ * numbered across `srcs` in order (an array counts its elements, a single
+ * string counts one): an array of the shape of `numbers`, or a single
+ * string when `numbers` has no dimension.
+ */
+int td__strings_gather(td_value *out, const td_value *const *srcs, size_t nsrc,
+	const td_tensor *numbers, const char *fn);
+
+/** Apply a batch operation on tensors (a td__leaf_fn) to the array of strings `in`. */
+int td__strings_transform(td_value *out, const td_value *in, td__leaf_fn fn, void *ctx,
+	const char *name);
+
+/**
+ * Equality of two non-tensor values: equal bytes of one kind, equal arrays
+ * (shape and elements), or an array whose every element is the string.
+ */
+bool td__text_values_equal(const td_value *a, const td_value *b);
+
+static inline bool td__is_text(const td_value *v)
+{
+	return v->kind == TD_VALUE_STRING || v->kind == TD_VALUE_STRINGS;
+}
 
 /* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
 

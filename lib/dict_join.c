@@ -14,12 +14,6 @@ typedef struct join {
 	const char *fn;
 } join;
 
-static bool blob_eq(const td_value *a, const td_value *b)
-{
-	return a->kind == b->kind && a->u.blob.length == b->u.blob.length &&
-	       memcmp(a->u.blob.data, b->u.blob.data, a->u.blob.length) == 0;
-}
-
 /* The batch shape of the joined dict of `ds`. */
 static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int64_t *shape)
 {
@@ -61,6 +55,62 @@ static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int6
 /* Join one entry (key of ds[0] entry e0) across all dicts into *v. */
 static int join_entry(const join *j, const td_dict *const *ds, const td__entry *e0,
 	td_value *v);
+
+/*
+ * Join strings and arrays of strings, as tensordict stacks NonTensorData:
+ * equal strings stay one string; otherwise the result is an array in which
+ * each dict's single string stands for every element of its batch.
+ */
+static int join_text(const join *j, const td_dict *const *ds, const td__entry *e0,
+	td_value *v)
+{
+	const td_value **vals = td__calloc(j->n, sizeof(*vals));
+	td_tensor *nums = td__calloc(j->n, sizeof(*nums));
+	td_tensor res = TD_TENSOR_INIT;
+	bool same = e0->value.kind == TD_VALUE_STRING;
+	int64_t base = 0;
+	size_t k;
+	int rc = TD_OK;
+
+	if (!vals || !nums) {
+		rc = td__error_nomem(j->n * sizeof(*nums));
+		goto out;
+	}
+	for (k = 0; k < j->n; k++) {
+		const td__entry *e = td__dict_find(ds[k], td__entry_key(e0), e0->klen, e0->hash);
+
+		if (!e || !td__is_text(&e->value)) {
+			rc = td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn,
+				td__entry_key(e0), e ? "not a string" : "missing", k);
+			goto out;
+		}
+		vals[k] = &e->value;
+		if (same && !td__text_values_equal(vals[k], vals[0]))
+			same = false;
+	}
+	if (same) {
+		rc = td__value_share(v, &e0->value, j->fn);
+		goto out;
+	}
+	for (k = 0; k < j->n && rc == TD_OK; k++) {
+		rc = td__strings_numbers(&nums[k], vals[k], ds[k]->batch_ndim, ds[k]->batch_shape,
+			base, j->fn);
+		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->u.strings.numel : 1;
+	}
+	if (rc == TD_OK)
+		rc = j->stack ? td_tensor_stack(&res, nums, j->n, j->dim) :
+				td_tensor_cat(&res, nums, j->n, j->dim);
+	if (rc == TD_OK)
+		rc = td__strings_gather(v, vals, j->n, &res, j->fn);
+out:
+	if (nums)
+		for (k = 0; k < j->n; k++)
+			td_tensor_release(&nums[k]);
+	td_tensor_release(&res);
+	td__free(nums);
+	td__free(vals);
+	return rc;
+}
 
 static int join_rec(const join *j, const td_dict *const *ds, td_dict **out)
 {
@@ -107,6 +157,8 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 	size_t k;
 	int rc;
 
+	if (td__is_text(&e0->value))
+		return join_text(j, ds, e0, v);
 	if (e0->value.kind == TD_VALUE_DICT) {
 		children = td__calloc(j->n, sizeof(*children));
 		if (!children)
@@ -124,7 +176,7 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			children[k] = e->value.u.dict;
 		else if (e->value.kind == TD_VALUE_TENSOR)
 			j->tensors[k] = e->value.u.tensor;
-		else if (!blob_eq(&e->value, &e0->value))
+		else if (!td__text_values_equal(&e->value, &e0->value))
 			return td__error(TD_ETYPE, "%s: non-tensor '%s' differs between dicts", j->fn,
 				td__entry_key(e0));
 	}

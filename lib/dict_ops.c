@@ -26,7 +26,7 @@ static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, con
 }
 
 static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
-	const int64_t *shape, td__leaf_fn fn, void *ctx, const char *name)
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, const char *name)
 {
 	int extra = d->batch_ndim - old_root;
 	int64_t nb[TD_MAX_DIMS];
@@ -52,7 +52,9 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 			rc = fn(&v->u.tensor, &e->value.u.tensor, ctx);
 		else if (e->value.kind == TD_VALUE_DICT)
 			rc = transform_rec(&v->u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
-				name);
+				batch, name);
+		else if (batch && e->value.kind == TD_VALUE_STRINGS)
+			rc = td__strings_transform(v, &e->value, fn, ctx, name);
 		else
 			rc = td__value_share(v, &e->value, name);
 		if (rc < 0)
@@ -71,7 +73,14 @@ fail:
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
 	td__leaf_fn fn, void *ctx, const char *fn_name)
 {
-	return transform_rec(out, d, d->batch_ndim, ndim, shape, fn, ctx, fn_name);
+	return transform_rec(out, d, d->batch_ndim, ndim, shape, fn, ctx, true, fn_name);
+}
+
+int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
+	const char *fn_name)
+{
+	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false,
+		fn_name);
 }
 
 static int leaf_share(td_tensor *out, const td_tensor *in, void *ctx)
@@ -90,7 +99,7 @@ static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
 {
-	return td__dict_transform(out, d, d->batch_ndim, d->batch_shape, leaf_share, NULL, fn);
+	return td__dict_map_tensors(out, d, leaf_share, NULL, fn);
 }
 
 int td_dict_copy(td_dict **out, const td_dict *d)
@@ -114,8 +123,7 @@ int td_dict_clone(td_dict **out, const td_dict *d)
 	*out = NULL;
 	if (TD_UNLIKELY(d->lazy != NULL))
 		return td__lazy_copy(out, d, true, "td_dict_clone");
-	return td__dict_transform(out, d, d->batch_ndim, d->batch_shape, leaf_clone, NULL,
-		"td_dict_clone");
+	return td__dict_map_tensors(out, d, leaf_clone, NULL, "td_dict_clone");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -250,13 +258,22 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
-				return td__error(TD_ETYPE, "%s: '%s' holds a %s in one dict and not the "
+				return td__error(TD_ETYPE, "%s: '%s' holds %s in one dict and not the "
 					"other", fn, td__entry_key(eo),
-					eo->value.kind == TD_VALUE_STRING ? "string" : "bytes value");
+					eo->value.kind == TD_VALUE_STRING ? "a string" :
+					eo->value.kind == TD_VALUE_STRINGS ? "an array of strings" :
+					"a bytes value");
+			if (eo->value.kind == TD_VALUE_STRINGS &&
+			    (e->value.u.strings.ndim != eo->value.u.strings.ndim ||
+				    !td__shape_eq(e->value.u.strings.shape, eo->value.u.strings.shape,
+					    e->value.u.strings.ndim)))
+				return td__error(TD_ETYPE, "%s: '%s': the arrays of strings differ in "
+					"shape", fn, td__entry_key(eo));
 			if (write) {
-				td_buffer_unref(e->value.u.blob.buffer);
-				e->value = eo->value;
-				td_buffer_ref(e->value.u.blob.buffer);
+				td_value old = e->value;
+
+				TD_TRY(td__value_share(&e->value, &eo->value, fn));
+				td__value_release(&old);
 			}
 		} else {
 			int64_t strides[TD_MAX_DIMS];

@@ -31,6 +31,7 @@ libtdcore_la_SOURCES = \
 	%D%/dict_apply.c \
 	%D%/dict_batch.c \
 	%D%/dict_join.c \
+	%D%/strings.c \
 	%D%/lazy.c \
 	%D%/lazy_batch.c \
 	%D%/lazy_schema.c

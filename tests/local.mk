@@ -67,6 +67,11 @@ TESTS += %D%/lib/test_dict_batch
 %C%_lib_test_dict_batch_CFLAGS = $(td_test_cflags)
 %C%_lib_test_dict_batch_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_strings
+TESTS += %D%/lib/test_strings
+%C%_lib_test_strings_CFLAGS = $(td_test_cflags)
+%C%_lib_test_strings_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/lib/test_lazy
 TESTS += %D%/lib/test_lazy
 %C%_lib_test_lazy_CFLAGS = $(td_test_cflags)

@@ -59,8 +59,32 @@ typedef enum td_value_kind {
 	TD_VALUE_TENSOR = 1, /**< a td_tensor */
 	TD_VALUE_DICT = 2,   /**< a nested td_dict */
 	TD_VALUE_STRING = 3, /**< UTF-8 text, tensordict's NonTensorData(str) */
-	TD_VALUE_BYTES = 4   /**< raw bytes, tensordict's NonTensorData(bytes) */
+	TD_VALUE_BYTES = 4,  /**< raw bytes, tensordict's NonTensorData(bytes) */
+	TD_VALUE_STRINGS = 5 /**< an n-d array of UTF-8 strings, tensordict's NonTensorStack */
 } td_value_kind;
+
+/**
+ * An n-d array of UTF-8 strings: tensordict's NonTensorStack of strings (a
+ * list of strings stored in a dict, one per batch element). Its shape starts
+ * with the batch shape of its dict, like a tensor's, and batch operations
+ * (indexing, unbind, stack, reshape, ...) apply to it as to a tensor; an
+ * integer index that leaves no dimension gives a single string
+ * (TD_VALUE_STRING), as tensordict gives a NonTensorData.
+ *
+ * The value is immutable and shared by reference between copies of a dict;
+ * writing at a batch index (td_dict_index_put()) gives the entry a new
+ * array. Element i, counted in C order over `shape`, is the NUL-terminated
+ * text at `bytes + offsets[i]`, of `offsets[i + 1] - offsets[i] - 1` bytes
+ * (td_strings_at() reads it). No element holds a NUL byte.
+ */
+typedef struct td_strings {
+	td_buffer *buffer;       /**< holds `offsets` and `bytes` */
+	const uint64_t *offsets; /**< numel + 1 ascending offsets into `bytes` */
+	const char *bytes;       /**< the texts, each followed by a NUL */
+	int64_t numel;           /**< the number of strings: the product of `shape` */
+	int32_t ndim;            /**< 1..TD_MAX_DIMS */
+	int64_t shape[TD_MAX_DIMS];
+} td_strings;
 
 /** The value of one entry. Borrowed from its dict (see the lifetime rules above). */
 typedef struct td_value {
@@ -73,6 +97,7 @@ typedef struct td_value {
 			const char *data;   /**< the bytes; for STRING also NUL-terminated */
 			size_t length;      /**< in bytes, without the terminating NUL */
 		} blob;           /**< TD_VALUE_STRING and TD_VALUE_BYTES */
+		td_strings strings; /**< TD_VALUE_STRINGS */
 	} u;
 } td_value;
 
@@ -243,6 +268,28 @@ TD_API int td_dict_get_dict_path(const td_dict *d, const char *const *parts, siz
 TD_API int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
 	size_t *length_out);
 
+/**
+ * Look up an array of strings (tensordict's NonTensorStack).
+ *
+ * @param[out] out  receives it (borrowed, as every value of a dict; read
+ *                  its elements with td_strings_at())
+ * @return as td_dict_get(), plus TD_ETYPE when the value is not an array of
+ *         strings
+ */
+TD_API int td_dict_get_strings(const td_dict *d, const char *key, const td_strings **out);
+TD_API int td_dict_get_strings_path(const td_dict *d, const char *const *parts, size_t n,
+	const td_strings **out);
+
+/**
+ * Element `i` of an array of strings, counted in C order over its shape.
+ *
+ * @param[out] length_out  receives its length in bytes, without the NUL (may
+ *                         be NULL)
+ * @return the NUL-terminated text (borrowed from `s`); NULL when `s` is NULL
+ *         or `i` is out of range (no error is recorded)
+ */
+TD_API const char *td_strings_at(const td_strings *s, int64_t i, size_t *length_out);
+
 /* ------------------------------------------------------------------------ */
 /* Setting and removing                                                      */
 /* ------------------------------------------------------------------------ */
@@ -322,6 +369,24 @@ TD_API int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size
 TD_API int td_dict_set_string(td_dict *d, const char *key, const char *utf8);
 TD_API int td_dict_set_string_path(td_dict *d, const char *const *parts, size_t n,
 	const char *utf8);
+
+/**
+ * Store an array of UTF-8 strings (tensordict's NonTensorStack, as a list of
+ * strings assigned to a dict gives): `utf8` holds prod(shape) strings in C
+ * order, which are copied. The shape must start with the batch shape of the
+ * dict that receives it.
+ *
+ * @param ndim   1..TD_MAX_DIMS
+ * @param shape  sizes (>= 0)
+ * @param utf8   prod(shape) NUL-terminated strings (may be NULL when that is 0)
+ * @return as td_dict_set_tensor(); TD_EINVAL (NULL string, a string that is
+ *         not valid UTF-8, bad ndim or a negative size); TD_EOVERFLOW (the
+ *         element count or the total size does not fit)
+ */
+TD_API int td_dict_set_strings(td_dict *d, const char *key, int ndim, const int64_t *shape,
+	const char *const *utf8);
+TD_API int td_dict_set_strings_path(td_dict *d, const char *const *parts, size_t n, int ndim,
+	const int64_t *shape, const char *const *utf8);
 
 /** Store `length` raw bytes (copied). As td_dict_set_string(). */
 TD_API int td_dict_set_bytes(td_dict *d, const char *key, const void *data, size_t length);

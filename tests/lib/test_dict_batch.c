@@ -226,7 +226,7 @@ Test(dict_batch, index_put_creates_missing_keys_and_checks_shapes)
 	td_cr_assert_ok(td_dict_lock(d));
 	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ELOCKED);
 	td_cr_assert_ok(td_dict_unlock(d));
-	td_cr_assert_ok(td_dict_set_string(v, "s", "different"));
+	td_cr_assert_ok(td_dict_set_bytes(v, "s", "different", 9));
 	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
 	cr_assert_eq(td_dict_contains(d, "other", 0), 0, "a refused write adds nothing");
 	td_cr_assert_err(td_dict_index_put(d, idx, 1, NULL), TD_EINVAL);
@@ -337,7 +337,19 @@ Test(dict_batch, stack_and_cat_join_dicts)
 		td_dict_free(tail);
 	}
 	td_dict_free(r);
+	/* Strings that differ stack into an array (tensordict's NonTensorStack). */
 	td_cr_assert_ok(td_dict_set_string(e, "s", "different"));
+	td_cr_assert_ok(td_dict_stack(&r, two, 2, 0));
+	{
+		const td_strings *st;
+
+		td_cr_assert_ok(td_dict_get_strings(r, "s", &st));
+		cr_assert_eq(st->ndim, 3);
+		cr_assert_str_eq(td_strings_at(st, 12, NULL), "different");
+	}
+	td_dict_free(r);
+	/* Bytes that differ do not. */
+	td_cr_assert_ok(td_dict_set_bytes(e, "s", "different", 9));
 	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
 	td_cr_assert_ok(td_dict_del(e, "s"));
 	td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
