@@ -29,8 +29,14 @@
 enum {
 	TD_INDEX_KIND_DICT = 1,
 	TD_INDEX_KIND_TENSOR = 2,
-	TD_INDEX_KIND_STRING = 3
+	TD_INDEX_KIND_STRING = 3,
+	TD_INDEX_KIND_STRINGS = 4  /* needs TD_INDEX_F_STRINGS */
 };
+
+/** Index flag: records of kind TD_INDEX_KIND_STRINGS (arrays of strings) may appear. */
+#define TD_INDEX_F_STRINGS 0x01u
+/** Every index flag this build reads; another set bit is TD_ENOTSUP. */
+#define TD_INDEX_F_KNOWN TD_INDEX_F_STRINGS
 
 /** Record flag: `checksum` holds the XXH64 of the tensor's bytes. */
 #define TD_INDEX_REC_CHECKSUM 0x01u
@@ -40,7 +46,7 @@ typedef struct td__index_header {
 	uint32_t version;       /* 1 */
 	uint32_t header_size;   /* 64 */
 	uint32_t record_count;
-	uint32_t flags;         /* 0 */
+	uint32_t flags;         /* TD_INDEX_F_* */
 	uint64_t body_length;   /* multiple of 8 */
 	uint64_t generation;
 	uint8_t reserved[16];   /* 0 */
@@ -100,7 +106,7 @@ typedef struct td__pack_header {
 	uint32_t version;       /* 1 */
 	uint32_t header_size;   /* 4096 */
 	uint32_t page_size;     /* 4096 */
-	uint32_t flags;         /* 0 */
+	uint32_t flags;         /* TD_INDEX_F_* */
 	uint8_t reserved[32];   /* 0 */
 	uint64_t checksum;      /* XXH64(bytes 0..56) */
 } td__pack_header;

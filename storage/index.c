@@ -143,8 +143,29 @@ static int corrupt(const char *what, uint32_t i, const char *msg)
 	return td__error(TD_ECORRUPT, "%s: index record %u: %s", what, (unsigned)i, msg);
 }
 
+/*
+ * An array of strings: prod(shape) texts, each followed by a NUL, fill the
+ * inline bytes exactly (so the count of NUL bytes is the element count).
+ */
+static int check_strings(const td__irec *r, uint32_t i, const char *what)
+{
+	int64_t numel = 1;
+	size_t nuls = 0, k;
+
+	for (uint8_t d = 0; d < r->ndim; d++)
+		if (!td__mul_i64(numel, r->shape[d], &numel))
+			return td__error(TD_EOVERFLOW, "%s: index record %u: the number of strings "
+				"overflows", what, (unsigned)i);
+	for (k = 0; k < r->text_len; k++)
+		nuls += r->text[k] == '\0';
+	if ((uint64_t)numel != nuls || (r->text_len && r->text[r->text_len - 1] != '\0'))
+		return corrupt(what, i, "the inline bytes are not one NUL-terminated text per "
+			"element");
+	return TD_OK;
+}
+
 /* Check a record's fields against its parent (already parsed). */
-static int check_record(const td__index *ix, uint32_t i, const char *what)
+static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const char *what)
 {
 	const td__irec *r = &ix->recs[i];
 	const td__irec *p;
@@ -180,6 +201,13 @@ static int check_record(const td__index *ix, uint32_t i, const char *what)
 		break;
 	case TD_INDEX_KIND_STRING:
 		break;
+	case TD_INDEX_KIND_STRINGS:
+		if (!(flags & TD_INDEX_F_STRINGS))
+			return corrupt(what, i, "an array of strings in an index without its flag");
+		if (r->ndim < 1 || r->ndim < p->ndim ||
+		    memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)
+			return corrupt(what, i, "the shape does not start with the batch shape");
+		break;
 	default:
 		return corrupt(what, i, "unknown kind");
 	}
@@ -190,6 +218,8 @@ static int check_record(const td__index *ix, uint32_t i, const char *what)
 			return corrupt(what, i, "a string with dims");
 		if (r->kind == TD_INDEX_KIND_DICT && r->text_len)
 			return corrupt(what, i, "a dict with inline bytes");
+		if (r->kind == TD_INDEX_KIND_STRINGS)
+			return check_strings(r, i, what);
 		if (r->text && memchr(r->text, '\0', r->text_len))
 			return corrupt(what, i, "the text holds a NUL byte");
 		return TD_OK;
@@ -228,7 +258,7 @@ static int check_record(const td__index *ix, uint32_t i, const char *what)
 int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what)
 {
 	const uint8_t *b = buf;
-	uint32_t count, i;
+	uint32_t count, flags, i;
 	uint64_t body_len, pos;
 	keyset ks = { 0 };
 	int rc = TD_OK;
@@ -253,9 +283,10 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 			(unsigned long long)body_len, len);
 	if (index_checksum(b, len) != td__le64(b + 56))
 		return td__error(TD_ECORRUPT, "%s: index checksum mismatch", what);
-	if (td__le32(b + 20))
+	flags = td__le32(b + 20);
+	if (flags & ~TD_INDEX_F_KNOWN)
 		return td__error(TD_ENOTSUP, "%s: index flags 0x%x are not supported", what,
-			(unsigned)td__le32(b + 20));
+			(unsigned)(flags & ~TD_INDEX_F_KNOWN));
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
@@ -305,11 +336,12 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 			r->shape[d] = (int64_t)td__le64(p + TD_INDEX_RECORD_FIXED + 8u * d);
 		r->key = dup_bytes((const char *)p + TD_INDEX_RECORD_FIXED + 8u * r->ndim,
 			r->key_len);
-		if (r->kind == TD_INDEX_KIND_STRING || r->text_len)
+		if (r->kind == TD_INDEX_KIND_STRING || r->kind == TD_INDEX_KIND_STRINGS ||
+		    r->text_len)
 			r->text = dup_bytes((const char *)p + TD_INDEX_RECORD_FIXED + 8u * r->ndim +
 				r->key_len, r->text_len);
 		ix->n = i + 1; /* owns what was allocated, for td__index_free() */
-		if (!r->key || ((r->kind == TD_INDEX_KIND_STRING || r->text_len) && !r->text)) {
+		if (!r->key || (r->text_len && !r->text)) {
 			rc = td__error_nomem(r->key_len + r->text_len + 2);
 			break;
 		}
@@ -317,7 +349,7 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 			rc = corrupt(what, i, "padding is not zero");
 			break;
 		}
-		rc = check_record(ix, i, what);
+		rc = check_record(ix, i, flags, what);
 		if (rc == TD_OK && i > 0 && !keyset_add(&ks, ix, i))
 			rc = corrupt(what, i, "a duplicate key in its dict");
 		pos += end;
@@ -416,6 +448,12 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 	td__put_le32(b + 8, TD_INDEX_VERSION);
 	td__put_le32(b + 12, TD_INDEX_HEADER_SIZE);
 	td__put_le32(b + 16, ix->n);
+	for (i = 0; i < ix->n; i++)
+		if (ix->recs[i].kind == TD_INDEX_KIND_STRINGS) {
+			/* Set only when needed: other indexes stay readable by older builds. */
+			td__put_le32(b + 20, TD_INDEX_F_STRINGS);
+			break;
+		}
 	td__put_le64(b + 24, (uint64_t)len - TD_INDEX_HEADER_SIZE);
 	td__put_le64(b + 32, ix->generation);
 	for (i = 0; i < ix->n; i++) {
@@ -497,6 +535,18 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 			r.text_len = v->u.blob.length;
 			rc = td__index_push(ix, &r, NULL);
 			break;
+		case TD_VALUE_STRINGS: {
+			const td_strings *s = &v->u.strings;
+
+			/* The texts with their NULs are the inline bytes, as they lie in memory. */
+			r.kind = TD_INDEX_KIND_STRINGS;
+			r.ndim = (uint8_t)s->ndim;
+			memcpy(r.shape, s->shape, (size_t)r.ndim * sizeof(int64_t));
+			r.text = (char *)s->bytes;
+			r.text_len = (size_t)s->offsets[s->numel];
+			rc = td__index_push(ix, &r, NULL);
+			break;
+		}
 		default:
 			rc = td__error(TD_EINVAL, "store: \"%s\" holds bytes, which stores do not "
 				"keep", keys[i]);
@@ -577,6 +627,30 @@ int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint
 /* The dict of an index                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* Store the array of strings of record `i` (checked: one text per element) in `parent`. */
+static int set_strings(td_dict *parent, const char *key, const td__irec *r, uint32_t i,
+	const char *what)
+{
+	size_t count = 0, k, pos = 0;
+	const char **texts;
+	int rc;
+
+	for (k = 0; k < r->text_len; k++)
+		count += r->text[k] == '\0';
+	texts = td__calloc(count ? count : 1, sizeof(*texts));
+	if (!texts)
+		return td__error_nomem(count * sizeof(*texts));
+	for (k = 0; k < count; k++) {
+		texts[k] = r->text + pos;
+		pos += strlen(texts[k]) + 1;
+	}
+	rc = td_dict_set_strings_path(parent, &key, 1, r->ndim, r->shape, texts);
+	if (rc == TD_EINVAL)
+		rc = corrupt(what, i, "a string is not valid UTF-8");
+	td__free(texts);
+	return rc;
+}
+
 int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const char *what)
 {
 	td_dict **dicts;
@@ -629,6 +703,9 @@ int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const 
 			rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
 			if (rc == TD_EINVAL)
 				rc = corrupt(what, i, "the string is not valid UTF-8");
+			break;
+		case TD_INDEX_KIND_STRINGS:
+			rc = set_strings(parent, key, r, i, what);
 			break;
 		default:
 			rc = corrupt(what, i, "unknown kind");

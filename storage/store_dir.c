@@ -294,6 +294,102 @@ static int load_string(const json_t *meta, const char *what, const char **out)
 	return TD_OK;
 }
 
+/* What a JSON value is, for messages. */
+static const char *json_kind(const json_t *j)
+{
+	return json_is_array(j) ? "list" : json_is_object(j) ? "dict" : json_is_null(j) ? "None" :
+	       json_is_string(j) ? "string" : "number or bool";
+}
+
+/*
+ * Whether every node `depth` levels below `node` is a list of one length
+ * (stored in *len, -1 before the first): a dim of the stack, as
+ * NonTensorStack._from_list nests stacks while all items are lists of equal
+ * length.
+ */
+static bool level_is_dim(const json_t *node, int depth, int64_t *len)
+{
+	size_t i;
+	const json_t *item;
+
+	if (depth == 0) {
+		if (!json_is_array(node) || (*len >= 0 && (int64_t)json_array_size(node) != *len))
+			return false;
+		*len = (int64_t)json_array_size(node);
+		return true;
+	}
+	json_array_foreach(node, i, item)
+		if (!level_is_dim(item, depth - 1, len))
+			return false;
+	return true;
+}
+
+/* Collect the strings at depth `ndim` below `node` in order; TD_ENOTSUP for other values. */
+static int collect_strings(const json_t *node, int ndim, const char **out, size_t *n,
+	const char *what)
+{
+	size_t i;
+	const json_t *item;
+
+	if (ndim == 0) {
+		if (!json_is_string(node))
+			return td__error(TD_ENOTSUP, "%s: a NonTensorStack holding a %s is not "
+				"supported (only strings, in lists of equal length)", what,
+				json_kind(node));
+		out[(*n)++] = json_string_value(node);
+		return TD_OK;
+	}
+	json_array_foreach(node, i, item)
+		TD_TRY(collect_strings(item, ndim - 1, out, n, what));
+	return TD_OK;
+}
+
+/*
+ * A NonTensorStack directory: its "data" as nested lists of strings
+ * (tolist() of the stack) becomes an array of strings of the lists' shape.
+ */
+static int load_strings(const json_t *meta, const char *what, td_dict *d, const char *key)
+{
+	const json_t *data = json_object_get(meta, "data");
+	int64_t shape[TD_MAX_DIMS], numel = 1;
+	const char **texts = NULL;
+	size_t n = 0;
+	int ndim = 0, rc;
+
+	if (!data || json_is_string(data))
+		return td__error(TD_ENOTSUP, "%s: a NonTensorStack stored as a Python pickle is not "
+			"supported", what);
+	if (!json_is_array(data))
+		return fail_json(what, "NonTensorStack data is not a list");
+	for (;;) {
+		int64_t len = -1;
+
+		if (!level_is_dim(data, ndim, &len))
+			break;
+		if (ndim == TD_MAX_DIMS)
+			return td__error(TD_ENOTSUP, "%s: a NonTensorStack of more than %d dims", what,
+				TD_MAX_DIMS);
+		shape[ndim++] = len;
+		if (!td__mul_i64(numel, len, &numel))
+			return td__error(TD_EOVERFLOW, "%s: too many strings", what);
+		if (len == 0)
+			break; /* nothing below an empty dim */
+	}
+	texts = td__calloc(numel ? (size_t)numel : 1, sizeof(*texts));
+	if (!texts)
+		return td__error_nomem((size_t)numel * sizeof(*texts));
+	rc = numel ? collect_strings(data, ndim, texts, &n, what) : TD_OK;
+	if (rc == TD_OK) {
+		rc = td_dict_set_strings_path(d, &key, 1, ndim, shape, texts);
+		if (rc == TD_ETYPE)
+			rc = td__error(TD_ECORRUPT, "%s: %s", what, td_error_last()->message);
+		else if (rc == TD_EINVAL)
+			rc = td__error(TD_ENOTSUP, "%s: a string holds a NUL byte", what);
+	}
+	td__free(texts);
+	return rc;
+}
+
 /*
  * Open the sub-collection directory for `key` (encoded name, then the
  * legacy raw name). With `name_out`, the name that was opened goes there
@@ -351,8 +447,7 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 		goto out;
 	}
 	if (type && !strcmp(type, TD_TYPE_NONTENSORSTACK)) {
-		rc = td__error(TD_ENOTSUP, "%s: NonTensorStack (a list of non-tensor values) is not "
-			"supported", crel);
+		rc = load_strings(meta, what, d, key);
 		goto out;
 	}
 	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
@@ -961,6 +1056,108 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 	return rc;
 }
 
+/*
+ * Nested lists over the array's shape (its "data" in meta.json); dim 0
+ * taken as `dim0` rows when that is >= 0 (growth: rows past the array's
+ * are empty strings). `*next` counts the elements used.
+ */
+static json_t *strings_lists(const td_strings *s, int dim, int64_t dim0, bool real,
+	int64_t *next)
+{
+	int64_t n = dim == 0 && dim0 >= 0 ? dim0 : s->shape[dim], i;
+	json_t *a = json_array();
+
+	for (i = 0; a && i < n; i++) {
+		bool in = real && (dim > 0 || i < s->shape[0]);
+		json_t *item;
+
+		if (dim + 1 < s->ndim) {
+			item = strings_lists(s, dim + 1, dim0, in, next);
+		} else if (in) {
+			size_t len;
+			const char *t = td_strings_at(s, (*next)++, &len);
+
+			item = json_stringn(t, len);
+		} else {
+			item = json_string("");
+		}
+		if (!item || json_array_append_new(a, item) < 0) {
+			json_decref(a);
+			a = NULL;
+		}
+	}
+	return a;
+}
+
+int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out)
+{
+	json_t *meta = json_object();
+	int64_t next = 0;
+
+	/* tensordict writes this file compact, with json.dumps(separators=(",", ":")). */
+	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORSTACK)) < 0 ||
+		     json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
+		     json_object_set_new(meta, "_class",
+			     json_string("tensordict:NonTensorStack")) < 0 ||
+		     json_object_set_new(meta, "stack_dim", json_integer(0)) < 0 ||
+		     json_object_set_new(meta, "device", json_null()) < 0 ||
+		     json_object_set_new(meta, "data", strings_lists(s, 0, dim0, true, &next)) < 0)) {
+		json_decref(meta);
+		meta = NULL;
+	}
+	*out = NULL;
+	if (!meta)
+		return td__error_nomem(0);
+	*out = json_dumps(meta, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(meta);
+	if (!*out)
+		return td__error_nomem(0);
+	if (strlen(*out) > TD_META_MAX_BYTES) {
+		free(*out);
+		*out = NULL;
+		return td__error(TD_EOVERFLOW, "a NonTensorStack's meta.json would pass %zu bytes, "
+			"more than a reader accepts", TD_META_MAX_BYTES);
+	}
+	lower_unicode_escapes(*out);
+	return TD_OK;
+}
+
+int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
+{
+	const char **texts = td__calloc(s->numel ? (size_t)s->numel : 1, sizeof(*texts));
+	int64_t i;
+	int rc;
+
+	if (!texts)
+		return td__error_nomem((size_t)s->numel * sizeof(*texts));
+	for (i = 0; i < s->numel; i++)
+		texts[i] = td_strings_at(s, i, NULL);
+	rc = td_dict_set_strings_path(dst, &key, 1, s->ndim, s->shape, texts);
+	td__free(texts);
+	return rc;
+}
+
+/* A NonTensorStack's directory: only its meta.json, as tensordict writes it. */
+static int write_strings(writer *w, int dirfd, const char *rel, const char *key,
+	const td_strings *s)
+{
+	char crel[REL_MAX], what[REL_MAX], *text;
+	size_t mark;
+	int cfd, rc;
+
+	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
+	join(what, sizeof(what), crel, "meta.json");
+	rc = td__strings_meta_text(s, -1, &text);
+	if (rc == TD_OK) {
+		rc = td__commit_stage(&w->commit, cfd, td__relpath_str(&w->path), text,
+			strlen(text), what);
+		free(text);
+	}
+	td__relpath_pop(&w->path, mark);
+	close(cfd);
+	return rc;
+}
+
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out);
 
@@ -1001,6 +1198,9 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	case TD_VALUE_STRING:
 		TD_TRY(write_string(w, dirfd, rel, key, v));
 		return td_dict_set_string_path(dst, &key, 1, v->u.blob.data);
+	case TD_VALUE_STRINGS:
+		TD_TRY(write_strings(w, dirfd, rel, key, &v->u.strings));
+		return td__set_strings_copy(dst, key, &v->u.strings);
 	default:
 		return td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
 			(int)v->kind);
@@ -1044,7 +1244,8 @@ static json_t *build_meta(const td_dict *d, int64_t dim0)
 			     json_object_set_new(e, "is_nested", json_false()) == 0;
 		} else {
 			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
-				"TensorDict" : "NonTensorData")) == 0;
+				"TensorDict" : v->kind == TD_VALUE_STRINGS ? "NonTensorStack" :
+				"NonTensorData")) == 0;
 		}
 	}
 	ok = ok &&

@@ -163,6 +163,21 @@ static int check_sizes(const td_dict *root, int64_t size, const char *fn)
 
 static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d);
 
+/* Stage the grown meta.json of a NonTensorStack: its new rows are empty strings. */
+static int grow_strings(grower *g, int dirfd, const char *rel, const td_strings *s)
+{
+	char what[TD_REL_MAX], *text;
+	int rc;
+
+	if (snprintf(what, sizeof(what), "%s/meta.json", rel) >= (int)sizeof(what))
+		what[sizeof(what) - 1] = '\0';
+	TD_TRY(td__strings_meta_text(s, g->size, &text));
+	rc = td__commit_stage(&g->commit, dirfd, td__relpath_str(&g->path), text, strlen(text),
+		what);
+	free(text);
+	return rc;
+}
+
 /* Grow one entry of a dict whose home directory is `dirfd`. */
 static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 	const td_value *v)
@@ -176,13 +191,16 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 		return extend_leaf_file(dirfd, rel, key, td_tensor_nbytes(&v->u.tensor), nbytes,
 			g->fn);
 	}
-	if (v->kind != TD_VALUE_DICT)
+	if (v->kind != TD_VALUE_DICT && v->kind != TD_VALUE_STRINGS)
 		return TD_OK; /* a string's directory records no shape */
 	TD_TRY(td__open_child(dirfd, rel, key, crel, sizeof(crel), &cfd, &name));
 	rc = td__relpath_push(&g->path, name, &mark);
 	td__free(name);
 	if (rc == TD_OK) {
-		rc = grow_dict(g, cfd, crel, v->u.dict);
+		if (v->kind == TD_VALUE_DICT)
+			rc = grow_dict(g, cfd, crel, v->u.dict);
+		else
+			rc = grow_strings(g, cfd, crel, &v->u.strings);
 		td__relpath_pop(&g->path, mark);
 	}
 	close(cfd);

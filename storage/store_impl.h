@@ -327,6 +327,13 @@ int td__store_recover(td_store *st, int rootfd);
 int td__store_reload(td_store *st, int rootfd);
 /** meta.json's text for dict `d`, dim 0 written as `dim0` when >= 0; free() it. */
 int td__meta_text(const td_dict *d, int64_t dim0, char **out);
+/**
+ * The meta.json text of a NonTensorStack holding array `s`, dim 0 written as
+ * `dim0` rows when >= 0 (rows past the array's are empty strings); free() it.
+ */
+int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out);
+/** Store a copy of array `s` in `dst` under the single key `key`. */
+int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s);
 /** The file name of `key` plus `suffix`, encoded as tensordict does (heap). */
 int td__encoded_name(const char *key, const char *suffix, char **out);
 /**

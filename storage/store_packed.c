@@ -867,6 +867,31 @@ static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
 	return TD_OK;
 }
 
+/* Grow an array of strings to `new_size` rows: the new elements are empty strings. */
+static int grow_strings(td__irec *r, int64_t new_size, const char *fn)
+{
+	int64_t row = 1, extra;
+	size_t len;
+	char *text;
+	uint8_t d;
+
+	for (d = 1; d < r->ndim; d++)
+		if (!td__mul_i64(row, r->shape[d], &row))
+			return td__error(TD_EOVERFLOW, "%s: \"%s\": too many strings", fn, r->key);
+	if (!td__mul_i64(row, new_size - r->shape[0], &extra) || (uint64_t)extra > SIZE_MAX ||
+	    !td__add_size(r->text_len, (size_t)extra, &len) || len == SIZE_MAX)
+		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: too many strings", fn,
+			r->key, (long long)new_size);
+	text = td__realloc(r->text, len + 1);
+	if (!text)
+		return td__error_nomem(len + 1);
+	memset(text + r->text_len, 0, (size_t)extra + 1); /* one NUL per new (empty) string */
+	r->text = text;
+	r->text_len = len;
+	r->shape[0] = new_size;
+	return TD_OK;
+}
+
 int td__packed_grow(td_store *st, int64_t new_size, const char *fn)
 {
 	td__packed *pk = &st->pk;
@@ -895,6 +920,8 @@ int td__packed_grow(td_store *st, int64_t new_size, const char *fn)
 			r->shape[0] = new_size;
 		else if (r->kind == TD_INDEX_KIND_TENSOR)
 			rc = grow_record(st, r, new_size, &end, old_size, fn);
+		else if (r->kind == TD_INDEX_KIND_STRINGS)
+			rc = grow_strings(r, new_size, fn);
 	}
 	if (rc == TD_OK)
 		rc = commit(st, &ix, end, NULL);

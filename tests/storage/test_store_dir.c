@@ -730,9 +730,10 @@ Test(store_dir, symlinked_or_broken_sub_directories_are_refused)
 	snprintf(path, sizeof(path), "%s/sub/meta.json", dir);
 	write_text(path, "{" TAIL("[3]")); /* batch does not extend the parent's */
 	assert_open_fails(dir, 0, TD_ECORRUPT);
+	/* A NonTensorStack must fit the batch, like a tensor. */
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\", "
-			 "\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\"]}");
-	assert_open_fails(dir, 0, TD_ENOTSUP);
+			 "\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\", \"c\"]}");
+	assert_open_fails(dir, 0, TD_ECORRUPT);
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 			 "\"data\": 3, \"_metadata\": null}");
 	assert_open_fails(dir, 0, TD_ENOTSUP);
@@ -822,5 +823,130 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 	st = open_ok(td_test_path("f"), 0);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
 	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+/* ---- arrays of strings (NonTensorStack) ---- */
+
+/* A store directory whose "lst" entry is a NonTensorStack with the given meta.json. */
+static const char *dir_with_stack(const char *name, const char *batch, const char *stack)
+{
+	static char dir[4096];
+	char meta[512], path[4200];
+
+	snprintf(meta, sizeof(meta), "{\"lst\": {\"type\": \"NonTensorStack\"}, " TAIL("%s"), batch);
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, meta));
+	snprintf(path, sizeof(path), "%s/lst", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/lst/meta.json", dir);
+	write_text(path, stack);
+	return dir;
+}
+
+#define STACK(data) "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"," \
+	"\"stack_dim\":0,\"device\":null,\"data\":" data "}"
+
+Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
+{
+	const char *lst[1] = { "lst" };
+	const td_strings *s;
+	td_store *st;
+
+	st = open_ok(dir_with_stack("a", "[2]", STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
+		0);
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	cr_assert_eq(s->ndim, 2);
+	cr_assert_eq(s->shape[1], 3);
+	cr_assert_str_eq(td_strings_at(s, 4, NULL), "e");
+	td_cr_assert_ok(td_store_close(st));
+	/* Empty lists are dims of size 0. */
+	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), 0);
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	cr_assert_eq(s->ndim, 2);
+	cr_assert_eq(s->numel, 0);
+	td_cr_assert_ok(td_store_close(st));
+	st = open_ok(dir_with_stack("c", "[0]", STACK("[]")), 0);
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	cr_assert_eq(s->ndim, 1);
+	cr_assert_eq(s->shape[0], 0);
+	td_cr_assert_ok(td_store_close(st));
+	/* JSON escapes, stdlib and orjson spellings alike. */
+	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), 0);
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	cr_assert_str_eq(td_strings_at(s, 0, NULL), td_strings_at(s, 1, NULL));
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_dir, malformed_or_unsupported_non_tensor_stacks_are_refused)
+{
+	/* Lists of different lengths are lists held as values: not strings. */
+	assert_open_fails(dir_with_stack("a", "[2]", STACK("[[\"a\"], [\"b\", \"c\"]]")), 0,
+		TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("b", "[2]", STACK("[\"a\", [\"b\"]]")), 0, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("c", "[2]", STACK("[1, 2]")), 0, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("d", "[2]", STACK("[null, \"x\"]")), 0, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("e", "[2]", STACK("\"pickle.pkl\"")), 0, TD_ENOTSUP);
+	cr_assert(strstr(td_error_last()->message, "pickle"), "%s", td_error_last()->message);
+	assert_open_fails(dir_with_stack("f", "[2]", STACK("{\"a\": 1}")), 0, TD_ECORRUPT);
+	assert_open_fails(dir_with_stack("g", "[2]",
+		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"}"), 0, TD_ENOTSUP);
+	/* The stack's shape must start with the batch shape. */
+	assert_open_fails(dir_with_stack("h", "[3]", STACK("[\"a\", \"b\"]")), 0, TD_ECORRUPT);
+	/* More nesting than a dict has dims. */
+	assert_open_fails(dir_with_stack("i", "[1]",
+		STACK("[[[[[[[[[[[[[[[[[\"deep\"]]]]]]]]]]]]]]]]]")), 0, TD_ENOTSUP);
+	/* A NUL escaped in JSON is refused by the parser: corrupt. */
+	assert_open_fails(dir_with_stack("j", "[1]", STACK("[\"a\\u0000b\"]")), 0, TD_ECORRUPT);
+}
+
+Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
+{
+	static const int64_t b2[] = { 2 }, s23[] = { 2, 3 };
+	static const char *const grid[] = { "a", "b", "c", "d", "e", "\xc3\xa9" };
+	const char *key[1] = { "grid" }, *deep[2] = { "sub", "names" };
+	char path[4200];
+	const td_strings *s;
+	td_store *st, *ro;
+	td_dict *d, *sub;
+	td_tensor t;
+	int i;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b2));
+	td_cr_assert_ok(td_dict_set_strings(d, "grid", 2, s23, grid));
+	td_cr_assert_ok(td_dict_new(&sub, 1, b2));
+	td_cr_assert_ok(td_dict_set_strings(sub, "names", 1, b2, (const char *const[]){ "x", "y" }));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b2));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), 0));
+	cr_assert_eq(td_dict_equal(td_store_dict(st), d), 1);
+	snprintf(path, sizeof(path), "%s", td_test_path("s/grid/meta.json"));
+	cr_assert_str_eq(read_text(path),
+		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\",\"_format_version\":1,"
+		"\"_class\":\"tensordict:NonTensorStack\",\"stack_dim\":0,\"device\":null,"
+		"\"data\":[[\"a\",\"b\",\"c\"],[\"d\",\"e\",\"\\u00e9\"]]}");
+	cr_assert(strstr(read_text(td_test_path("s/meta.json")),
+		"\"grid\": {\"type\": \"NonTensorStack\"}"));
+
+	/* Growth pads every array with empty strings, in the same commit as the leaves. */
+	td_cr_assert_ok(td_store_grow(st, 4));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), key, 1, &s));
+	cr_assert_eq(s->shape[0], 4);
+	cr_assert_eq(s->shape[1], 3);
+	for (i = 0; i < 12; i++)
+		cr_assert_str_eq(td_strings_at(s, i, NULL), i < 6 ? grid[i] : "");
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), deep, 2, &s));
+	cr_assert_eq(s->numel, 4);
+	cr_assert_str_eq(td_strings_at(s, 1, NULL), "y");
+	cr_assert_str_eq(td_strings_at(s, 3, NULL), "");
+	td_cr_assert_ok(td_store_close(ro));
+
+	/* Removing one removes its directory. */
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_remove(st, key, 1));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_neq(access(td_test_path("s/grid"), F_OK), 0);
 	td_dict_free(d);
 }

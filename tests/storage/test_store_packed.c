@@ -71,6 +71,23 @@ static td_dict *golden_dict(void)
 	return d;
 }
 
+/*
+ * The dict of v1-strings.tds: golden_dict() plus arrays of strings (index
+ * flag 1): "names" [3] (one non-ASCII, one empty) and "nested.grid" [3, 2].
+ */
+static td_dict *golden_strings_dict(void)
+{
+	static const char *const names[] = { "alpha", "b\xc3\xa9ta", "" };
+	static const char *const grid[] = { "a", "b", "c", "d", "e", "f" };
+	static const int64_t s32[] = { 3, 2 };
+	td_dict *d = golden_dict(), *n;
+
+	td_cr_assert_ok(td_dict_set_strings(d, "names", 1, B3, names));
+	td_cr_assert_ok(td_dict_get_dict(d, "nested", &n));
+	td_cr_assert_ok(td_dict_set_strings(n, "grid", 2, s32, grid));
+	return d;
+}
+
 static bool dicts_equal(const td_dict *a, const td_dict *b)
 {
 	int rc = td_dict_equal(a, b);
@@ -371,12 +388,12 @@ static void golden_changes(td_store *st)
 
 Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 {
-	const char *names[2] = { "v1.tds", "v1-two-slots.tds" };
+	const char *names[3] = { "v1.tds", "v1-two-slots.tds", "v1-strings.tds" };
 	const char *regen = getenv("TD_WRITE_GOLDEN");
 	int i;
 
-	for (i = 0; i < 2; i++) {
-		td_dict *d = golden_dict();
+	for (i = 0; i < 3; i++) {
+		td_dict *d = i == 2 ? golden_strings_dict() : golden_dict();
 		td_store *st, *ro;
 		const char *mine = td_test_path(names[i]);
 		size_t a_len, b_len;
@@ -391,7 +408,7 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 			copy_file(mine, golden_path(names[i]));
 		}
 		td_cr_assert_ok(td_store_open(&ro, golden_path(names[i]), TD_STORE_RDONLY));
-		if (i == 0) {
+		if (i != 1) {
 			cr_assert(dicts_equal(td_store_dict(ro), d));
 			cr_assert_eq(td_store_generation(ro), 1);
 		} else {
@@ -546,7 +563,7 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	const char *x[1] = { "x" };
 	td_store *st;
 	const td_value *v;
-	uint32_t v2 = 2, flag = 1;
+	uint32_t v2 = 2, flag = 2; /* bit 1: unknown in header and index */
 
 	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
@@ -956,6 +973,97 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[9], 0);
 	td_cr_assert_err(td_store_grow_leaf(ro, base, 1, 20), TD_EREADONLY);
 	td_cr_assert_ok(td_store_close(ro));
+}
+
+/* The offset of the first `needle` (of `len` bytes) in the file at or after `from`. */
+static off_t find_bytes(const char *path, off_t from, const void *needle, size_t len)
+{
+	size_t flen;
+	char *buf = read_file(path, &flen);
+	size_t i;
+
+	for (i = (size_t)from; i + len <= flen; i++)
+		if (memcmp(buf + i, needle, len) == 0) {
+			free(buf);
+			return (off_t)i;
+		}
+	free(buf);
+	cr_assert_fail("%.*s not found in %s", (int)len, (const char *)needle, path);
+	return -1;
+}
+
+Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused)
+{
+	static const char *const want[] = { "alpha", "b\xc3\xa9ta", "" };
+	const char *names[1] = { "names" };
+	char path[4096], work[4096];
+	td_dict *d = golden_strings_dict();
+	const td_strings *s;
+	td_store *st, *ro;
+	off_t ix, rec;
+	int i;
+
+	snprintf(path, sizeof(path), "%s", td_test_path("s.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED));
+	cr_assert(dicts_equal(td_store_dict(st), d));
+	td_cr_assert_ok(td_store_close(st));
+	ix = (off_t)get_le64(path, 512 + 8); /* a new file commits in slot A */
+	cr_assert_eq(get_le64(path, ix + 16) >> 32, 1, "index flag 1: arrays of strings");
+	/* The record of "names": kind 4, one dim, key, then the texts with their NULs. */
+	rec = find_bytes(path, ix, "names", 5) - 48 - 8;
+	copy_file(path, work);
+
+	/* Growth: the new rows are empty strings, also after a reopen. */
+	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_grow(st, 5));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), names, 1, &s));
+	cr_assert_eq(s->numel, 5);
+	for (i = 0; i < 5; i++)
+		cr_assert_str_eq(td_strings_at(s, i, NULL), i < 3 ? want[i] : "");
+	{
+		const char *grid[2] = { "nested", "grid" };
+
+		td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), grid, 2, &s));
+		cr_assert_eq(s->shape[0], 5);
+		cr_assert_eq(s->shape[1], 2);
+		cr_assert_str_eq(td_strings_at(s, 5, NULL), "f");
+		cr_assert_str_eq(td_strings_at(s, 9, NULL), "");
+	}
+	td_cr_assert_ok(td_store_close(ro));
+
+	/* Without the index flag, a record of kind 4 is corrupt. */
+	snprintf(path, sizeof(path), "%s", td_test_path("bad.tds"));
+	copy_file(work, path);
+	patch(path, ix + 20, "\0\0\0\0", 4);
+	reseal_index(path, ix);
+	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* A text's NUL replaced: one text fewer than the shape has elements. */
+	copy_file(work, path);
+	patch(path, find_bytes(path, rec, "alpha", 6) + 5, "x", 1);
+	reseal_index(path, ix);
+	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* A shape that does not start with the batch shape. */
+	copy_file(work, path);
+	put_le64(path, rec + 48, 2);
+	reseal_index(path, ix);
+	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* An array of strings without dims. */
+	copy_file(work, path);
+	patch(path, rec + 2, "\0", 1);
+	reseal_index(path, ix);
+	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* Text that is not UTF-8. */
+	copy_file(work, path);
+	patch(path, find_bytes(path, rec, "alpha", 6), "\xff", 1);
+	reseal_index(path, ix);
+	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* The file as written still opens. */
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
 }
 
 Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)

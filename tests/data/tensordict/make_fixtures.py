@@ -24,6 +24,9 @@ Fixtures (each written with ``TensorDict.memmap(prefix)`` and the default
   strings/            batch [3], NonTensorData strings (one non-ASCII) and a
                       list of strings, which tensordict stores as a
                       NonTensorStack
+  strings_nd/         batch [2]: a list of lists of strings (a NonTensorStack
+                      of shape [2, 2], one dim past the batch) and, in "sub"
+                      (batch [2, 3]), a 2-d NonTensorStack "grid"
   lazy_stack/         LazyStackedTensorDict of two batch-[] dicts whose "x"
                       has different lengths (ragged)
   lazy_stack_dense/   LazyStackedTensorDict of two batch-[] dicts with equal
@@ -219,6 +222,24 @@ def make_strings():
     return td
 
 
+def make_strings_nd():
+    sub = TensorDict(
+        {"grid": [["a", "b", "c"], ["d", "e", "é"]]},  # a 2-d NonTensorStack
+        batch_size=[2, 3],
+    )
+    td = TensorDict(
+        {
+            "pairs": [["x", "y"], ["z", "w"]],  # a stack of shape [2, 2] in batch [2]
+            "sub": sub,
+        },
+        batch_size=[2],
+    )
+    assert isinstance(td.get("pairs"), NonTensorStack), type(td.get("pairs"))
+    assert list(td.get("pairs").batch_size) == [2, 2], td.get("pairs").batch_size
+    assert list(td.get(("sub", "grid")).batch_size) == [2, 3]
+    return td
+
+
 def make_lazy_stack():
     return lazy_stack(
         [
@@ -296,6 +317,7 @@ FIXTURES = [
     ("flat", make_flat, True),
     ("nested", make_nested, True),
     ("strings", make_strings, True),
+    ("strings_nd", make_strings_nd, True),
     ("lazy_stack", make_lazy_stack, True),
     ("lazy_stack_dense", make_lazy_stack_dense, True),
     ("encoded_keys", make_encoded_keys, True),
