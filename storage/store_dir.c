@@ -1602,6 +1602,57 @@ int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
  * Take the writer lock, finish a commit a crashed writer left (journal),
  * and bring the dict up to date with the committed schema.
  */
+int td__dict_home(int dirfd, const char *what, int *home, bool *sub)
+{
+	char *text;
+	size_t len;
+	json_t *meta;
+	const char *type;
+	bool plain;
+
+	*home = -1;
+	*sub = false;
+	TD_TRY(td__read_small_file(dirfd, "meta.json", TD_META_MAX_BYTES, &text, &len, what));
+	meta = json_loadb(text, len, 0, NULL);
+	td__free(text);
+	type = json_string_value(json_object_get(meta, "_type"));
+	plain = meta && (!type || !strcmp(type, TD_TYPE_TENSORDICT));
+	json_decref(meta);
+	if (plain) {
+		*home = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+		return *home < 0 ? td__error_os(TD_EIO, errno, "%s: dup", what) : TD_OK;
+	}
+	*home = openat(dirfd, "_tensordict", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (*home < 0)
+		return td__error(TD_ECORRUPT, "%s: changed since it was loaded", what);
+	*sub = true;
+	return TD_OK;
+}
+
+/*
+ * Make the change's deepest level the home of its dict (td__dict_home()):
+ * for a tensorclass, its `_tensordict/` sub-directory, pushed on the path.
+ */
+static void change_release(td__change *c);
+
+static int enter_home(td__change *c, const char *what)
+{
+	size_t i = c->depth - 1, mark;
+	bool sub;
+	int home;
+
+	TD_TRY(td__dict_home(c->fds[i], what, &home, &sub));
+	close(c->fds[i]);
+	c->fds[i] = home;
+	if (!sub)
+		return TD_OK;
+	TD_TRY(td__relpath_push(&c->path, "_tensordict", &mark));
+	c->marks[i] = c->path.len;
+	if (strlen(c->rel) + sizeof("/_tensordict") <= sizeof(c->rel))
+		strcat(c->rel, c->rel[0] ? "/_tensordict" : "_tensordict");
+	return TD_OK;
+}
+
 int td__change_begin(td__change *c, td_store *st, const char *fn)
 {
 	uint64_t gen;
@@ -1636,6 +1687,13 @@ int td__change_begin(td__change *c, td_store *st, const char *fn)
 	c->dicts[0] = st->dict;
 	c->depth = 1;
 	c->first_dirty = SIZE_MAX;
+	if (!td_dict_is_lazy(st->dict)) {
+		rc = enter_home(c, st->path);
+		if (rc < 0) {
+			change_release(c);
+			return rc;
+		}
+	}
 	/* The store's dict is locked against callers; the change edits it unlocked. */
 	td_dict_unlock(st->dict);
 	return TD_OK;
@@ -1681,7 +1739,9 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 		if (rc == TD_OK) {
 			TD_TRY(td__open_child(c->fds[c->depth - 1], c->rel, parts[i], crel,
 				sizeof(crel), &fd, &name));
-			child = v->u.dict;
+			TD_TRY(change_enter(c, fd, v->u.dict, crel, name));
+			TD_TRY(enter_home(c, crel));
+			continue;
 		} else if (rc == TD_ENOTFOUND && create) {
 			TD_TRY(make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
 				sizeof(crel), &fd, &name));
@@ -1766,6 +1826,9 @@ int td__change_end(td__change *c, int rc)
 		rc = change_commit(c);
 	if (rc == TD_OK && (c->first_dirty != SIZE_MAX || c->committed)) {
 		uint64_t gen = td__coord_bump(&st->coord);
+
+		if (c->on_commit)
+			c->on_commit(c, c->on_commit_arg);
 
 		/* A failed reload keeps the old dict and generation: the next call reloads. */
 		if (c->reload)
@@ -1887,7 +1950,10 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 		return;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd >= 0) {
-		if (v->kind == TD_VALUE_DICT) {
+		int home;
+		bool sub;
+
+		if (v->kind == TD_VALUE_DICT && td__dict_home(fd, name, &home, &sub) == TD_OK) {
 			size_t n = td_dict_items(v->u.dict, NULL, NULL, 0), i;
 			const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 			const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
@@ -1895,10 +1961,15 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 			if (keys && vals) {
 				td_dict_items(v->u.dict, keys, vals, n);
 				for (i = 0; i < n; i++)
-					remove_files(fd, keys[i], vals[i]);
+					remove_files(home, keys[i], vals[i]);
 			}
 			td__free(keys);
 			td__free(vals);
+			if (sub) /* a tensorclass: its fields' dict, then the class's own files */
+				unlinkat(home, "meta.json", 0);
+			close(home);
+			if (sub)
+				unlinkat(fd, "_tensordict", AT_REMOVEDIR);
 		}
 		unlinkat(fd, "meta.json", 0);
 		close(fd);
@@ -1907,73 +1978,64 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 	td__free(name);
 }
 
+/* What td_store_remove() deletes once its change is committed. */
+typedef struct removal {
+	const char *key;
+	td_value value;   /* the removed value: its kind and shape name its files */
+	td_dict *holder;  /* for a dict, a copy of its tree under `key` */
+} removal;
+
+static void delete_removed(td__change *c, void *arg)
+{
+	const removal *r = arg;
+	const td_value *hv;
+
+	if (r->value.kind != TD_VALUE_DICT)
+		remove_files(c->fds[c->depth - 1], r->key, &r->value);
+	else if (td_dict_get_path(r->holder, &r->key, 1, &hv) == TD_OK)
+		remove_files(c->fds[c->depth - 1], r->key, hv);
+	td_error_clear(); /* a file that cannot be deleted is dead space, not an error */
+}
+
 int td_store_remove(td_store *store, const char *const *parts, size_t n)
 {
 	static const char fn[] = "td_store_remove";
-	const char *key;
+	removal r = { 0 };
 	const td_value *v;
-	td_value removed = { 0 };
-	td_dict *d, *holder = NULL;
+	td_dict *d;
 	td__change c;
 	int rc;
 
 	TD_TRY(td__store_check_path(store, parts, n, fn));
 	if (store->packed)
 		return td__packed_remove(store, parts, n, fn);
-	key = parts[n - 1];
+	r.key = parts[n - 1];
 	TD_TRY(td__change_begin(&c, store, fn));
 	rc = td__change_walk(&c, parts, n, false, fn);
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	rc = td_dict_get_path(d, &key, 1, &v);
+	rc = td_dict_get_path(d, &r.key, 1, &v);
 	if (rc < 0) {
-		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
+		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, r.key);
 		goto out;
 	}
 	/* Keep what names the files to delete after the commit: a nested dict's tree. */
 	if (v->kind == TD_VALUE_DICT) {
-		rc = td_dict_new(&holder, 0, NULL);
+		rc = td_dict_new(&r.holder, 0, NULL);
 		if (rc == TD_OK)
-			rc = td_dict_set_dict_path(holder, &key, 1, v->u.dict);
+			rc = td_dict_set_dict_path(r.holder, &r.key, 1, v->u.dict);
 	}
-	removed = *v;
+	r.value = *v;
 	if (rc == TD_OK)
-		rc = td_dict_del_path(d, &key, 1);
-	if (rc == TD_OK)
+		rc = td_dict_del_path(d, &r.key, 1);
+	if (rc == TD_OK) {
 		c.first_dirty = c.depth - 1;
+		c.on_commit = delete_removed;
+		c.on_commit_arg = &r;
+	}
 out:
 	rc = td__change_end(&c, rc);
-	if (rc == TD_OK) {
-		int fd = -1;
-
-		/* Re-open the holding directory to delete the files (the change closed it). */
-		if (open_root(store->path, fn, &fd) == TD_OK) {
-			size_t i;
-			int cur = fd;
-
-			for (i = 0; i + 1 < n && cur >= 0; i++) {
-				char crel[REL_MAX];
-				int next = -1;
-
-				if (td__open_child(cur, "", parts[i], crel, sizeof(crel), &next, NULL) < 0)
-					next = -1;
-				close(cur);
-				cur = next;
-			}
-			if (cur >= 0) {
-				const td_value *hv;
-
-				if (removed.kind == TD_VALUE_DICT &&
-				    td_dict_get_path(holder, &key, 1, &hv) == TD_OK)
-					remove_files(cur, key, hv);
-				else if (removed.kind != TD_VALUE_DICT)
-					remove_files(cur, key, &removed);
-				close(cur);
-			}
-		}
-		td_error_clear();
-	}
-	td_dict_free(holder);
+	td_dict_free(r.holder);
 	return rc;
 }

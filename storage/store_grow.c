@@ -18,8 +18,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TD_TYPE_TENSORDICT "<class 'tensordict._td.TensorDict'>"
-
 /* A growth in progress: the new dim 0 and the meta.json files staged so far. */
 typedef struct grower {
 	const char *fn;
@@ -111,39 +109,6 @@ static int extend_leaf_file(int dirfd, const char *rel, const char *key, size_t 
 	return rc;
 }
 
-/*
- * The directory that holds dict `dirfd`'s meta.json and leaves: itself,
- * or for a tensorclass (a `_type` other than TensorDict) its
- * `_tensordict/` sub-directory, as the loader reads it. `*home` is a new
- * descriptor; `*sub` tells whether it is `_tensordict/`.
- */
-static int dict_home(int dirfd, const char *what, int *home, bool *sub)
-{
-	char *text;
-	size_t len;
-	json_t *meta;
-	const char *type;
-	bool plain;
-
-	*home = -1;
-	*sub = false;
-	TD_TRY(td__read_small_file(dirfd, "meta.json", TD_META_MAX_BYTES, &text, &len, what));
-	meta = json_loadb(text, len, 0, NULL);
-	td__free(text);
-	type = json_string_value(json_object_get(meta, "_type"));
-	plain = meta && (!type || !strcmp(type, TD_TYPE_TENSORDICT));
-	json_decref(meta);
-	if (plain) {
-		*home = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-		return *home < 0 ? td__error_os(TD_EIO, errno, "%s: dup", what) : TD_OK;
-	}
-	*home = openat(dirfd, "_tensordict", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (*home < 0)
-		return td__error(TD_ECORRUPT, "%s: changed since it was loaded", what);
-	*sub = true;
-	return TD_OK;
-}
-
 /* Every leaf's grown size fits: checked before any file is touched. */
 static int check_sizes(const td_dict *root, int64_t size, const char *fn)
 {
@@ -226,7 +191,7 @@ static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d)
 		what[sizeof(what) - 1] = '\0';
 	rc = keys && vals ? TD_OK : td__error_nomem(n * sizeof(*keys));
 	if (rc == TD_OK)
-		rc = dict_home(dirfd, what, &home, &sub);
+		rc = td__dict_home(dirfd, what, &home, &sub);
 	if (rc == TD_OK && sub)
 		rc = td__relpath_push(&g->path, "_tensordict", &mark);
 	if (rc == TD_OK)
@@ -267,7 +232,7 @@ static int grow_store(td__change *c, int64_t new_size, const char *fn)
 	memset(&g, 0, sizeof(g));
 	g.fn = fn;
 	g.size = new_size;
-	rc = grow_dict(&g, c->fds[0], "", root);
+	rc = grow_dict(&g, c->rootfd, "", root); /* grow_dict finds a tensorclass's home */
 	td__relpath_free(&g.path);
 	if (rc < 0) {
 		td__commit_abort(&g.commit);

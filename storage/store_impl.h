@@ -300,6 +300,13 @@ typedef struct td__change {
 	size_t first_dirty;                /* shallowest level to rewrite; SIZE_MAX: none */
 	bool committed;                    /* the caller committed its own files (growth) */
 	bool reload;                       /* reload the dict after the commit (new mappings) */
+	/*
+	 * Called once the change is committed, still under the writer lock and
+	 * with the levels open (removal deletes files no meta.json names any
+	 * more: under the lock, no other writer can have added them again).
+	 */
+	void (*on_commit)(struct td__change *c, void *arg);
+	void *on_commit_arg;
 } td__change;
 
 /** Check a key path and that the store is read-write; `fn` names the caller. */
@@ -325,6 +332,13 @@ int td__change_end(td__change *c, int rc);
 int td__store_recover(td_store *st, int rootfd);
 /** Under the lock: load the dict again (new mappings); on failure the old one stays. */
 int td__store_reload(td_store *st, int rootfd);
+/**
+ * The directory that holds the meta.json and leaves of the dict whose
+ * directory is `dirfd`: itself, or for a tensorclass (a `_type` other than
+ * TensorDict) its `_tensordict/` sub-directory, as the loader reads it.
+ * `*home` is a new descriptor; `*sub` tells whether it is `_tensordict/`.
+ */
+int td__dict_home(int dirfd, const char *what, int *home, bool *sub);
 /** meta.json's text for dict `d`, dim 0 written as `dim0` when >= 0; free() it. */
 int td__meta_text(const td_dict *d, int64_t dim0, char **out);
 /**

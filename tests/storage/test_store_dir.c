@@ -950,3 +950,96 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	cr_assert_neq(access(td_test_path("s/grid"), F_OK), 0);
 	td_dict_free(d);
 }
+
+/* ---- schema changes in tensorclasses ---- */
+
+/* A store whose "obs" is a tensorclass (fields in obs/_tensordict/), batch [4]. */
+static const char *tensorclass_store(const char *name)
+{
+	static char dir[4096];
+	char path[4200];
+
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, "{\"obs\": {\"type\": \"Obs\"}, "
+		TAIL("[4]")));
+	snprintf(path, sizeof(path), "%s/obs", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
+	write_text(path, "{\"_type\": \"<class '__main__.Obs'>\"}");
+	snprintf(path, sizeof(path), "%s/obs/_tensordict", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/meta.json", dir);
+	write_text(path, "{" LEAF("pixels", "torch.uint8", "[4, 3]") ", " TAIL("[4]"));
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/pixels.memmap", dir);
+	write_zeros(path, 12);
+	return dir;
+}
+
+Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
+{
+	static const int64_t b4[] = { 4 };
+	const char *extra[2] = { "obs", "extra" }, *obs[1] = { "obs" };
+	char dir[4096], path[4200];
+	td_store *st;
+	td_tensor t;
+	const td_value *v;
+
+	snprintf(dir, sizeof(dir), "%s", tensorclass_store("tc"));
+	st = open_ok(dir, TD_STORE_RDWR);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 1, b4, td_scalar_int(7)));
+	td_cr_assert_ok(td_store_add_tensor(st, extra, 2, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(st));
+	/* The class's own meta.json is untouched; its fields' dict names the leaf. */
+	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
+	cr_assert_str_eq(read_text(path), "{\"_type\": \"<class '__main__.Obs'>\"}");
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/meta.json", dir);
+	cr_assert(strstr(read_text(path), "\"extra\": {"), "%s", read_text(path));
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/extra.memmap", dir);
+	cr_assert_eq(td_test_file_size(path), 16);
+	snprintf(path, sizeof(path), "%s/obs/extra.memmap", dir);
+	cr_assert_neq(access(path, F_OK), 0, "nothing lands beside the class's meta.json");
+	st = open_ok(dir, 0);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), extra, 2, &v));
+	cr_assert_eq(td_test_element(&v->u.tensor, 3), 7.0);
+	td_cr_assert_ok(td_store_close(st));
+
+	/* Removing the leaf, then the whole tensorclass, removes their files. */
+	st = open_ok(dir, TD_STORE_RDWR);
+	td_cr_assert_ok(td_store_remove(st, extra, 2));
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/extra.memmap", dir);
+	cr_assert_neq(access(path, F_OK), 0);
+	td_cr_assert_ok(td_store_remove(st, obs, 1));
+	td_cr_assert_ok(td_store_close(st));
+	snprintf(path, sizeof(path), "%s/obs", dir);
+	cr_assert_neq(access(path, F_OK), 0, "the tensorclass's directory is gone");
+	st = open_ok(dir, 0);
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 0);
+	td_cr_assert_ok(td_store_close(st));
+}
+
+Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
+{
+	static const int64_t b4[] = { 4 };
+	const char *y[1] = { "y" };
+	char dir[4096], path[4200];
+	td_store *st;
+	td_tensor t;
+
+	snprintf(dir, sizeof(dir), "%s", tensorclass_store("root"));
+	snprintf(path, sizeof(path), "%s/obs", dir); /* the tensorclass is the store */
+	st = open_ok(path, TD_STORE_RDWR);
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
+	td_cr_assert_ok(td_store_add_tensor(st, y, 1, &t));
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_grow(st, 6));
+	td_cr_assert_ok(td_store_close(st));
+	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
+	cr_assert_str_eq(read_text(path), "{\"_type\": \"<class '__main__.Obs'>\"}");
+	snprintf(path, sizeof(path), "%s/obs/_tensordict/y.memmap", dir);
+	cr_assert_eq(td_test_file_size(path), 24);
+	snprintf(path, sizeof(path), "%s/obs", dir);
+	st = open_ok(path, 0);
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 6);
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
+	td_cr_assert_ok(td_store_close(st));
+}

@@ -258,6 +258,60 @@ Test(store_schema, processes_racing_schema_changes_lose_nothing)
 	td_cr_assert_ok(td_store_close(st));
 }
 
+/*
+ * Two processes remove and add again the same key, over and over: a
+ * removal deletes the leaf's file under the writer lock, so it never
+ * deletes the file of the leaf the other process has just added. After
+ * every change of its own, each checks that the store opens (every leaf
+ * its meta.json names has its file) and holds the value it wrote.
+ */
+Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process)
+{
+	td_store *st = new_store("flip");
+	pid_t pids[2];
+	int i, status;
+
+	td_cr_assert_ok(td_store_close(st));
+	for (i = 0; i < 2; i++) {
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0) {
+			const char *k[1] = { "k" };
+			td_store *mine, *check;
+			int rc = td_store_open(&mine, td_test_path("flip"), TD_STORE_RDWR), j;
+
+			for (j = 0; rc == 0 && j < 60; j++) {
+				td_tensor t;
+
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(j));
+				if (rc == 0) {
+					rc = td_store_add_tensor(mine, k, 1, &t);
+					if (rc == TD_EEXISTS)
+						rc = td_store_remove(mine, k, 1);
+					if (rc == TD_ENOTFOUND) /* the other one removed it first */
+						rc = 0;
+				}
+				td_tensor_release(&t);
+				if (rc == 0)
+					rc = td_store_open(&check, td_test_path("flip"), TD_STORE_RDONLY);
+				if (rc == 0)
+					rc = td_store_close(check);
+			}
+			if (rc < 0)
+				fprintf(stderr, "flipper %d: %s\n", i, td_error_last()->message);
+			td_store_close(mine);
+			_exit(rc < 0);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "flipper %d failed", i);
+	}
+	td_cr_assert_ok(td_store_open(&st, td_test_path("flip"), TD_STORE_RDONLY));
+	cr_assert(td_store_generation(st) > 60, "most changes committed");
+	td_cr_assert_ok(td_store_close(st));
+}
+
 Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_intact)
 {
 	enum { ITERATIONS = 200 };
