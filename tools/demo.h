@@ -176,6 +176,8 @@ int demo_step_equal(demo *d);
 int demo_step_lock(demo *d);
 int demo_step_clone_copy(demo *d);
 int demo_step_dtype(demo *d);
+/** Give dict `c` (batch [DEMO_ROWS]) the array of strings "info.task": "task-<row>". */
+int demo_set_tasks(demo *d, td_dict *c);
 int demo_step_non_tensor(demo *d);
 
 /* Storage (tools/demo_store.c). */

@@ -5,6 +5,7 @@
  * conversion and non-tensor (string, bytes) leaves.
  */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "demo.h"
@@ -446,6 +447,55 @@ out:
 	return rc;
 }
 
+/*
+ * An array of strings, one per row ("info.task", tensordict's
+ * NonTensorStack): rb[2] gives row 2's string, rb[1:3] an array of two,
+ * and unbind + stack gives the array back.
+ */
+static int strings_travel(demo *d, const td_dict *c)
+{
+	td_dict *row = NULL, *part = NULL, *st = NULL, **parts = NULL;
+	td_index two = td_index_int(2), mid = td_index_slice(1, 3, 1);
+	const td_strings *arr;
+	const td_value *v;
+	size_t np = 0;
+	int rc;
+
+	DEMO_CALL(d, td_dict_index(&row, c, &two, 1));
+	DEMO_CALL(d, td_dict_get(row, "info.task", &v));
+	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && strcmp(v->u.blob.data, "task-2") == 0,
+		"rb[2] holds row 2's string");
+	DEMO_CALL(d, td_dict_index(&part, c, &mid, 1));
+	DEMO_CALL(d, td_dict_get_strings(part, "info.task", &arr));
+	DEMO_CHECK(d, arr->numel == 2 && strcmp(td_strings_at(arr, 1, NULL), "task-2") == 0,
+		"rb[1:3] holds rows 1 and 2's strings");
+	DEMO_CALL(d, td_dict_unbind(&parts, &np, c, 0));
+	DEMO_CALL(d, td_dict_stack(&st, (const td_dict *const *)parts, np, 0));
+	DEMO_TRY(demo_check_equal(d, st, c, 1, "stack(unbind(rb with an array of strings))"));
+out:
+	td_dict_array_free(parts, np);
+	td_dict_free(st);
+	td_dict_free(part);
+	td_dict_free(row);
+	return rc;
+}
+
+int demo_set_tasks(demo *d, td_dict *c)
+{
+	static const int64_t rows[1] = { DEMO_ROWS };
+	char names[DEMO_ROWS][16];
+	const char *texts[DEMO_ROWS];
+	int i, rc;
+
+	for (i = 0; i < DEMO_ROWS; i++) {
+		snprintf(names[i], sizeof(names[i]), "task-%d", i);
+		texts[i] = names[i];
+	}
+	DEMO_CALL(d, td_dict_set_strings(c, "info.task", 1, rows, texts));
+out:
+	return rc;
+}
+
 int demo_step_non_tensor(demo *d)
 {
 	static const unsigned char seed[6] = { 0xde, 0xad, 0x00, 0xbe, 0xef, 0x01 };
@@ -464,11 +514,14 @@ int demo_step_non_tensor(demo *d)
 		seed, sizeof(seed)), "non-tensor leaves read back wrong (%zu found)", s.blobs);
 	env_len = v->u.blob.length;
 	DEMO_TRY(blobs_travel(d, c, seed, sizeof(seed)));
+	DEMO_TRY(demo_set_tasks(d, c));
+	DEMO_TRY(strings_travel(d, c));
 	DEMO_TRY(demo_check_code(d, td_dict_set_string(c, "bad", "\xff\xfe"), TD_EINVAL,
 		"set_string of invalid UTF-8"));
 	demo_say(d, "\"info.env\" = \"CartPole-v1\" (%zu B), \"seed\" = %zu bytes with a NUL; "
-		"kept by rb[2], clone, unbind+stack; other string: equal 0; bad UTF-8: %s", env_len,
-		sizeof(seed), td_strerror(TD_EINVAL));
+		"kept by rb[2], clone, unbind+stack; other string: equal 0; bad UTF-8: %s; "
+		"\"info.task\", one string per row: rb[2] -> \"task-2\", rb[1:3] -> 2 strings, "
+		"unbind+stack -> the array", env_len, sizeof(seed), td_strerror(TD_EINVAL));
 out:
 	td_dict_free(c);
 	return rc;

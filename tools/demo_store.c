@@ -11,6 +11,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -27,6 +28,8 @@ int demo_step_store(demo *d)
 	const char *prio[1] = { "priority" };
 	char dir[256];
 	td_store *saved = NULL, *reader = NULL, *writer = NULL;
+	td_dict *rb = NULL;
+	const td_strings *tasks;
 	const td_value *v;
 	demo_stats s;
 	bool changed = false;
@@ -36,12 +39,19 @@ int demo_step_store(demo *d)
 		getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(dir))
 		return demo_fail(d, "mkdtemp %s failed", dir);
-	DEMO_CALL(d, td_store_memmap(&saved, d->rb, dir, 0));
+	/* The transitions with a task name per row (saved as a NonTensorStack). */
+	DEMO_CALL(d, td_dict_copy(&rb, d->rb));
+	DEMO_TRY(demo_set_tasks(d, rb));
+	DEMO_CALL(d, td_store_memmap(&saved, rb, dir, 0));
 	DEMO_CALL(d, td_store_close(saved));
 	saved = NULL;
 	DEMO_CALL(d, td_store_open(&reader, dir, TD_STORE_RDONLY));
-	DEMO_TRY(demo_check_equal(d, td_store_dict(reader), d->rb, 1,
+	DEMO_TRY(demo_check_equal(d, td_store_dict(reader), rb, 1,
 		"the reopened store and the transitions"));
+	DEMO_CALL(d, td_dict_get_strings(td_store_dict(reader), "info.task", &tasks));
+	DEMO_CHECK(d, tasks->numel == DEMO_ROWS &&
+		strcmp(td_strings_at(tasks, DEMO_ROWS - 1, NULL), "task-7") == 0,
+		"the reopened array of strings");
 	DEMO_CALL(d, td_dict_get(td_store_dict(reader), "obs", &v));
 	DEMO_CHECK(d, td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_FILE,
 		"obs is a view of its file");
@@ -56,10 +66,12 @@ int demo_step_store(demo *d)
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
 	DEMO_CHECK(d, changed && td_dict_get(td_store_dict(reader), "priority", &v) == TD_ENOTFOUND,
 		"the reader sees the removal");
-	demo_say(d, "saved %zu leaves (%zu bytes) in tensordict's layout, reopened equal; "
-		"a second process-style handle added and removed a leaf (generation %llu)",
-		s.leaves + s.blobs, s.nbytes, (unsigned long long)td_store_generation(reader));
+	demo_say(d, "saved %zu leaves (%zu bytes; %d task names as a NonTensorStack) in "
+		"tensordict's layout, reopened equal; a second process-style handle added and "
+		"removed a leaf (generation %llu)", s.leaves + s.blobs, s.nbytes, DEMO_ROWS,
+		(unsigned long long)td_store_generation(reader));
 out:
+	td_dict_free(rb);
 	td_store_close(saved);
 	td_store_close(reader);
 	td_store_close(writer);
