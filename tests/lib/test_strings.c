@@ -117,7 +117,8 @@ Test(strings, bad_arguments_are_refused_and_change_nothing)
 	const td_strings *s;
 	td_dict *d = abc_dict();
 
-	td_cr_assert_err(td_dict_set_strings(d, "y", 1, b4, ABC), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_strings(d, "y", 1, b4,
+		(const char *const[]){ "a", "b", "c", "d" }), TD_ETYPE);
 	td_cr_assert_err(td_dict_set_strings(d, "y", 0, b3, ABC), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_strings(d, "y", TD_MAX_DIMS + 1, b3, ABC), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_strings(d, "y", 1, NULL, ABC), TD_EINVAL);
@@ -452,8 +453,8 @@ Test(strings, lazy_stacks_slice_arrays_into_children)
 	assert_strings(td_lazy_child(z, 1), "names", 1, s3, (const char *const[]){ "d", "e", "f" });
 	td_cr_assert_err(td_dict_set_strings(z, "bad", 1, s3, ABC), TD_ETYPE);
 	td_cr_assert_ok(td_dict_lock(z));
-	td_cr_assert_err(td_dict_set_strings(z, "new", 2, (const int64_t[]){ 2, 3 }, ABC),
-		TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_strings(z, "new", 2, (const int64_t[]){ 2, 3 },
+		(const char *const[]){ "a", "b", "c", "d", "e", "f" }), TD_ELOCKED);
 	td_dict_free(z);
 
 	/* Children of batch []: an array of shape [2] gives each a single string. */
