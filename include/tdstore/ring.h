@@ -28,7 +28,8 @@
  * Python: the directory stays loadable by tensordict's
  * TensorDict.load_memmap(): it sees every leaf with its full capacity as
  * first dimension, rows never written included (zeros), in slot order, and
- * ignores `.tdstore-ring`.
+ * ignores `.tdstore-ring` (`make interop-check` loads rings, wrapped and
+ * not, with Python tensordict and compares every row).
  *
  * Threads and processes: a td_ring handle is used by one thread at a time;
  * any number of processes (or threads, each with its own handle) may open
