@@ -290,6 +290,85 @@ Test(ring, the_same_seed_draws_the_same_rows)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+/* Pearson's chi-square of `counts` against equal expectations over k bins. */
+static double chi_square(const int64_t *counts, int k, int64_t total)
+{
+	double e = (double)total / k, x = 0;
+	int i;
+
+	for (i = 0; i < k; i++)
+		x += ((double)counts[i] - e) * ((double)counts[i] - e) / e;
+	return x;
+}
+
+/*
+ * 16 published slots (the ring has wrapped: tickets 24..39), drawn with
+ * and without replacement; then one slot left WRITING by a dead writer,
+ * which is never drawn while the 15 others stay uniform. Seeded, so the
+ * figures are fixed; the bound, 45 for 15 degrees of freedom, is far
+ * above chance (p < 0.0001), far below a bias of a few percent per slot.
+ */
+static void crash_after_claim(const char *dir, uint64_t capacity);
+
+Test(ring, sampling_is_uniform_over_the_published_rows)
+{
+	enum { CAP = 16, CALLS = 1000 };
+	td_ring *r = new_ring("r", CAP, 0);
+	int64_t idx[CAP], counts[CAP], total, i, c;
+	td_dict *out, *half;
+	rowptrs p;
+
+	put_rows(r, 0, 40, NULL); /* the last 16 stored */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, CAP));
+	td_cr_assert_ok(td_ring_batch_new(&half, r, CAP / 2));
+	td_ring_seed(r, 2024);
+	/* With replacement: 16000 draws. */
+	memset(counts, 0, sizeof(counts));
+	p = ptrs_of(out);
+	for (c = 0; c < CALLS; c++) {
+		td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+		for (i = 0; i < CAP; i++) {
+			counts[idx[i]]++;
+			cr_assert_eq(p.action[i], 24 + (idx[i] + 8) % CAP, "slot %lld holds ticket %lld",
+				(long long)idx[i], (long long)p.action[i]);
+		}
+	}
+	cr_assert(chi_square(counts, CAP, (int64_t)CALLS * CAP) < 45, "with replacement: %g",
+		chi_square(counts, CAP, (int64_t)CALLS * CAP));
+	/* Without replacement, 8 distinct of 16 per call: each slot in half the calls. */
+	memset(counts, 0, sizeof(counts));
+	for (c = 0; c < 2 * CALLS; c++) {
+		td_cr_assert_ok(td_ring_sample(r, half, idx, TD_RING_NO_REPLACEMENT));
+		for (i = 0; i < CAP / 2; i++)
+			counts[idx[i]]++;
+	}
+	cr_assert(chi_square(counts, CAP, (int64_t)CALLS * CAP) < 45, "without replacement: %g",
+		chi_square(counts, CAP, (int64_t)CALLS * CAP));
+	/* A dead writer's slot (ticket 40, slot 8) is skipped; the 15 others stay uniform. */
+	td_cr_assert_ok(td_ring_close(r));
+	crash_after_claim(td_test_path("r"), CAP);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_ring_seed(r, 99);
+	memset(counts, 0, sizeof(counts));
+	total = 0;
+	for (c = 0; c < 2 * CALLS; c++) {
+		bool distinct = c % 2 != 0;
+		int64_t n = distinct ? CAP / 2 : CAP;
+
+		td_cr_assert_ok(td_ring_sample(r, distinct ? half : out, idx,
+			distinct ? TD_RING_NO_REPLACEMENT : 0));
+		for (i = 0; i < n; i++, total++) {
+			cr_assert_neq(idx[i], 8, "the unpublished slot was drawn");
+			counts[idx[i] < 8 ? idx[i] : idx[i] - 1]++;
+		}
+	}
+	cr_assert(chi_square(counts, CAP - 1, total) < 45, "around a dead writer's row: %g",
+		chi_square(counts, CAP - 1, total));
+	td_dict_free(half);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
 Test(ring, wrapping_overwrites_the_oldest_rows)
 {
 	td_ring *r = new_ring("r", 8, 0);
@@ -651,7 +730,7 @@ Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
  * of doc/format.md (writer slot, cursor, sequence word), as a writer
  * killed after its claim leaves it, then exits without closing.
  */
-static void crash_after_claim(const char *dir)
+static void crash_after_claim(const char *dir, uint64_t capacity)
 {
 	pid_t pid = fork();
 	int status;
@@ -684,7 +763,7 @@ static void crash_after_claim(const char *dir)
 		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 16, &hi, 8);
 		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 8, &lo, 8);
 		hi = ((t + 1) << 2) | 1; /* WRITING(t) */
-		memcpy(m + RING_SEQ_OFFSET + (t % 8) * 8, &hi, 8);
+		memcpy(m + RING_SEQ_OFFSET + (t % capacity) * 8, &hi, 8);
 		_exit(0);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -701,7 +780,7 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 	uint64_t pos = 0;
 
 	put_rows(r, 0, 3, NULL);
-	crash_after_claim(td_test_path("r")); /* ticket 3, slot 3 */
+	crash_after_claim(td_test_path("r"), 8); /* ticket 3, slot 3 */
 	put_rows(r, 4, 2, NULL);
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, 6);
@@ -725,7 +804,7 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 	td_cr_assert_ok(td_ring_reclaim(r, &got));
 	cr_assert_eq(got, 0);
 	/* Without reclaim, the next writer a lap later takes the slot over. */
-	crash_after_claim(td_test_path("r")); /* ticket 6, slot 6 */
+	crash_after_claim(td_test_path("r"), 8); /* ticket 6, slot 6 */
 	cr_assert_eq(put_rows(r, 7, 8, NULL), 8);
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.writing, 0);
