@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -366,6 +367,221 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 		chi_square(counts, CAP - 1, total));
 	td_dict_free(half);
 	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* Indices drawn by processes, in a shared mapping. */
+typedef struct draws {
+	int64_t idx[4][32];
+	_Atomic int writers_seen;
+} draws;
+
+static draws *draws_new(void)
+{
+	draws *d = mmap(NULL, sizeof(draws), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		-1, 0);
+
+	cr_assert(d != MAP_FAILED);
+	memset(d, 0, sizeof(*d));
+	return d;
+}
+
+static void wait_ok(pid_t pid)
+{
+	int status;
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited with %d",
+		WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/*
+ * In a child: 32 draws of one row each into d->idx[k], with `r` (the
+ * parent's handle, copied by fork()) or, with `own`, a handle opened here
+ * (the copy is closed first, unused); closed after.
+ */
+static int child_draws(td_ring *r, bool own, draws *d, int k, bool seed7)
+{
+	td_dict *b;
+	int ok;
+
+	if (own && (td_ring_close(r) != 0 || td_ring_open(&r, td_test_path("r"),
+		TD_STORE_RDONLY) != 0))
+		return 1;
+	if (seed7)
+		td_ring_seed(r, 7);
+	ok = td_ring_batch_new(&b, r, 32) == 0 && td_ring_sample(r, b, d->idx[k], 0) == 0;
+	td_dict_free(b);
+	ok = td_ring_close(r) == 0 && ok;
+	return ok ? 0 : 1;
+}
+
+Test(ring, every_process_draws_from_its_own_generator)
+{
+	td_ring *r = new_ring("r", 64, 0);
+	draws *d = draws_new();
+	td_dict *b;
+	int64_t mine[32];
+	int k;
+	pid_t pid;
+
+	put_rows(r, 0, 64, NULL);
+	/* Handles opened by two processes are seeded apart. */
+	for (k = 0; k < 2; k++) {
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0)
+			_exit(child_draws(r, true, d, k, false));
+		wait_ok(pid);
+	}
+	cr_assert(memcmp(d->idx[0], d->idx[1], sizeof(d->idx[0])) != 0);
+	/* So are a handle and its copy in a child made by fork(): the child's copy
+	 * is reseeded at its first call there... */
+	for (k = 2; k < 4; k++) {
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0)
+			_exit(child_draws(r, false, d, k, false));
+		wait_ok(pid);
+	}
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 32));
+	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	cr_assert(memcmp(d->idx[2], d->idx[3], sizeof(d->idx[2])) != 0,
+		"two children drew the same rows");
+	cr_assert(memcmp(d->idx[2], mine, sizeof(mine)) != 0, "a child drew the parent's rows");
+	/* ... unless seeded there: the same seed draws the same rows in any process. */
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_draws(r, false, d, 0, true));
+	wait_ok(pid);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_draws(r, true, d, 1, true));
+	wait_ok(pid);
+	td_ring_seed(r, 7);
+	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	cr_assert_arr_eq(d->idx[0], mine, sizeof(mine));
+	cr_assert_arr_eq(d->idx[1], mine, sizeof(mine));
+	td_dict_free(b);
+	munmap(d, sizeof(*d));
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
+{
+	td_ring *r = new_ring("r", 64, 0);
+	draws *d = draws_new();
+	td_ring_stats st;
+	td_dict *b;
+	rowptrs p;
+	uint64_t pos = 0;
+	int64_t i;
+	pid_t pid;
+
+	put_rows(r, 0, 4, NULL);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		td_ring_stats cst;
+		uint64_t first = 0;
+		int ok = put_rows(r, 100, 4, &first) == 4 && first == 4 &&
+			td_ring_stat(r, &cst) == 0;
+
+		d->writers_seen = (int)cst.writers;
+		/* Closing the copy frees the child's slot, never the parent's. */
+		ok = ok && td_ring_close(r) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	wait_ok(pid);
+	cr_assert_eq(d->writers_seen, 2, "the child writes under a slot of its own");
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writers, 1, "the parent's slot is still registered");
+	cr_assert_eq(st.head, 8);
+	cr_assert_eq(st.published, 8);
+	cr_assert_eq(put_rows(r, 8, 4, NULL), 4);
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 16));
+	p = ptrs_of(b);
+	cr_assert_eq(td_ring_read(r, b, &pos, NULL), 12);
+	for (i = 0; i < 12; i++) {
+		cr_assert(row_ok(&p, i));
+		cr_assert_eq(p.action[i], i >= 4 && i < 8 ? 96 + i : i);
+	}
+	td_dict_free(b);
+	munmap(d, sizeof(*d));
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* The descriptor of this process's (only) handle on the ring file `path`. */
+static int handle_fd_of(const char *path)
+{
+	char link[64], target[4096];
+	int fd, found = -1;
+
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, path) == 0) {
+			cr_assert_eq(found, -1, "two descriptors on %s", path);
+			found = fd;
+		}
+	}
+	cr_assert(found >= 0, "no descriptor on %s", path);
+	return found;
+}
+
+/*
+ * The sum-tree's lock is an flock, which belongs to an open file
+ * description: a child's copy of the handle must not share the parent's,
+ * or both would hold the lock at once. Here the parent holds it through its
+ * handle's descriptor; the child's update must wait until it is released.
+ */
+Test(ring, a_handle_inherited_through_fork_takes_the_tree_lock_apart)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	struct timespec wait = { 0, 200 * 1000 * 1000 };
+	char path[4096];
+	draws *d = draws_new();
+	int fd;
+	pid_t pid;
+
+	put_rows(r, 0, 8, NULL);
+	cr_assert(realpath(td_test_path("r/.tdstore-ring"), path) != NULL);
+	fd = handle_fd_of(path);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int ok = td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ 5 }, 1) == 0;
+
+		d->writers_seen = 1;
+		ok = ok && td_ring_close(r) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	/* However long this takes, the child cannot have updated while the lock is held. */
+	nanosleep(&wait, NULL);
+	cr_assert_eq(d->writers_seen, 0, "the child took the tree lock the parent holds");
+	cr_assert_eq(flock(fd, LOCK_UN), 0);
+	wait_ok(pid);
+	cr_assert_eq(d->writers_seen, 1);
+	{
+		td_dict *b;
+		double prob[64];
+		int64_t idx[64], i;
+
+		td_cr_assert_ok(td_ring_batch_new(&b, r, 64));
+		td_cr_assert_ok(td_ring_sample_prioritized(r, b, idx, prob));
+		for (i = 0; i < 64; i++)
+			cr_assert_float_eq(prob[i], idx[i] == 1 ? 5.0 / 12.0 : 1.0 / 12.0, 1e-12);
+		td_dict_free(b);
+	}
+	munmap(d, sizeof(*d));
 	td_cr_assert_ok(td_ring_close(r));
 }
 
