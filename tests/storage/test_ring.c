@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_ring.c - ring buffers: create and reopen, extend / add / sample /
- * read / clear, wrapping, errors, the ring file as untrusted input (and
- * its layout as doc/format.md gives it), rows left by a crashed writer,
- * prioritized sampling, and, across processes, a stress test (4 writers,
- * 2 samplers checking every row) and a kill test (writers SIGKILLed at
- * random points). Under valgrind (TD_VALGRIND set by check-valgrind.sh)
- * the process tests do less work.
+ * read / clear, wrapping, uniform sampling, errors, the ring file as
+ * untrusted input (and its layout as doc/format.md gives it), rows left by
+ * a crashed writer, prioritized sampling, and, across processes,
+ * generators and handles inherited through fork(), stress tests (4
+ * writers, 2 samplers checking every row they sample or read, on a plain
+ * and a prioritized ring) and a kill test (writers SIGKILLed at random
+ * points). Under valgrind (TD_VALGRIND set by check-valgrind.sh) the
+ * process tests do less work.
  */
 #include "td_test.h"
 
@@ -605,6 +607,18 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 		cr_assert(row_ok(&p, i));
 	}
 	td_dict_free(out);
+	/* A range: 3 rows from ticket 15, across the slot wrap (slots 7, 0, 1). */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 3));
+	p = ptrs_of(out);
+	pos = 15;
+	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 3);
+	cr_assert_eq(pos, 18);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(tickets[i], (uint64_t)(15 + i));
+		cr_assert_eq(p.action[i], 15 + i);
+		cr_assert(row_ok(&p, i));
+	}
+	td_dict_free(out);
 	/* Slot s holds ticket 12..19 with s = t % 8, in the store's own rows. */
 	cr_assert_eq(((int64_t *)leaf(td_store_dict(td_ring_store(r)), "action"))[3], 19);
 	cr_assert_eq(((int64_t *)leaf(td_store_dict(td_ring_store(r)), "action"))[4], 12);
@@ -692,31 +706,40 @@ Test(ring, clear_empties_the_ring_and_writers_carry_on)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+/*
+ * Another process opens ring "r" read-write, adds rows first_id ..
+ * first_id + n - 1, which must get tickets from `first_ticket` on (the
+ * cursor carries on), and closes it.
+ */
+static void put_rows_in_child(int64_t first_id, int64_t n, uint64_t first_ticket)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		td_ring *c;
+		uint64_t first = 0;
+		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
+			put_rows(c, first_id, n, &first) == n && first == first_ticket;
+
+		ok = ok && td_ring_close(c) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	wait_ok(pid);
+}
+
 Test(ring, a_ring_reopened_by_another_process_carries_on)
 {
 	td_ring *r = new_ring("r", 8, 0);
 	td_ring_stats st;
 	td_dict *out;
 	rowptrs p;
-	uint64_t pos = 0, first;
+	uint64_t pos = 0;
 	int64_t i;
-	int status;
-	pid_t pid;
 
 	put_rows(r, 0, 3, NULL);
 	td_cr_assert_ok(td_ring_close(r));
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		td_ring *c;
-		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
-			td_ring_len(c) == 3 && put_rows(c, 3, 4, &first) == 4 && first == 3;
-
-		ok = ok && td_ring_close(c) == 0;
-		_exit(ok ? 0 : 1);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	put_rows_in_child(3, 4, 3);
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, 7);
@@ -1127,6 +1150,35 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+Test(ring, priorities_carry_on_after_a_reopen)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_dict *out;
+	int64_t idx[2000], counts[8] = { 0 }, i;
+	double prob[2000];
+
+	put_rows(r, 0, 4, NULL);
+	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
+		(double[]){ 0, 0, 1, 3 }, 4));
+	td_cr_assert_ok(td_ring_close(r));
+	/* Another process reopens it: the priorities, and the largest one (3) that
+	 * new rows get, are those in the file. */
+	put_rows_in_child(4, 1, 4);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 2000));
+	td_ring_seed(r, 5);
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	for (i = 0; i < 2000; i++) {
+		counts[idx[i]]++;
+		cr_assert_float_eq(prob[i], idx[i] == 2 ? 1.0 / 7.0 : 3.0 / 7.0, 1e-12, "slot %lld",
+			(long long)idx[i]);
+	}
+	cr_assert_eq(counts[0] + counts[1], 0);
+	cr_assert(counts[2] > 200 && counts[3] > 700 && counts[4] > 700);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
 Test(ring, priority_updates_from_several_processes_add_up)
 {
 	enum { PROCS = 4, ROUNDS = 200 };
@@ -1221,43 +1273,83 @@ static int stress_writer(const char *dir, int w, int64_t rows, shared *sh)
 	return td_ring_close(r) != 0;
 }
 
+/*
+ * A sampler racing the writers, each round one of: sampling with and
+ * without replacement, reading in ticket order from where the last read
+ * stopped (td_ring_read), and on a prioritized ring prioritized sampling;
+ * the read-write sampler then also updates the priorities of the rows it
+ * drew. Every row returned is checked whole, and reads return increasing
+ * tickets.
+ */
 static int stress_sampler(const char *dir, int k, shared *sh)
 {
 	td_ring *r;
 	td_dict *b;
 	rowptrs p;
-	int64_t i, n = 0;
-	bool last = false;
+	td_ring_stats st;
+	int64_t i, n = 0, round, idx[32];
+	uint64_t pos = 0, tickets[32];
+	double prio[32];
+	bool last = false, writable = k % 2 == 0;
 
-	if (td_ring_open(&r, dir, k % 2 ? TD_STORE_RDONLY : TD_STORE_RDWR) != 0 ||
-		td_ring_batch_new(&b, r, 32) != 0)
+	if (td_ring_open(&r, dir, writable ? TD_STORE_RDWR : TD_STORE_RDONLY) != 0 ||
+		td_ring_batch_new(&b, r, 32) != 0 || td_ring_stat(r, &st) != 0)
 		return 1;
 	p = ptrs_of(b);
 	/* Sample until the writers are done, then once more. */
-	while (!last) {
-		int rc;
+	for (round = 0; !last; round++) {
+		int64_t got = 32;
+		int rc = 0;
 
 		last = atomic_load(&sh->writers_done) != 0;
-		rc = td_ring_sample(r, b, NULL, (n / 32) % 3 == 2 ? TD_RING_NO_REPLACEMENT : 0);
+		switch (round % 4) {
+		case 0:
+			rc = td_ring_sample(r, b, idx, 0);
+			break;
+		case 1:
+			rc = td_ring_sample(r, b, idx, TD_RING_NO_REPLACEMENT);
+			break;
+		case 2:
+			got = td_ring_read(r, b, &pos, tickets);
+			if (got < 0)
+				return 1;
+			for (i = 1; i < got; i++)
+				if (tickets[i] <= tickets[i - 1])
+					atomic_fetch_add(&sh->bad, 1);
+			if (got == 0)
+				pos = 0; /* at the cursor: start again from the oldest row */
+			break;
+		default:
+			if (!st.prioritized) {
+				rc = td_ring_sample(r, b, idx, 0);
+				break;
+			}
+			rc = td_ring_sample_prioritized(r, b, idx, prio);
+			for (i = 0; rc == 0 && writable && i < 32; i++)
+				prio[i] = 0.5 + (double)((idx[i] + round) % 4);
+			if (rc == 0 && writable && td_ring_update_priority(r, idx, prio, 32) != 0)
+				return 1;
+			break;
+		}
 		if (rc == TD_ENOTFOUND && !last)
 			continue;
 		if (rc != 0)
 			return 1;
-		for (i = 0; i < 32; i++)
+		for (i = 0; i < got; i++)
 			if (!row_ok(&p, i))
 				atomic_fetch_add(&sh->bad, 1);
-		n += 32;
+		n += got;
 	}
 	atomic_fetch_add(&sh->sampled, n);
 	td_dict_free(b);
 	return td_ring_close(r) != 0;
 }
 
-Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
+static void stress(unsigned flags)
 {
 	enum { WRITERS = 4, SAMPLERS = 2 };
 	int64_t rows = under_valgrind() ? 300 : 20000, i, got;
-	td_ring *r = new_ring("r", 256, 0);
+	td_ring *r = new_ring("r", 256, flags);
 	shared *sh = shared_new();
 	pid_t w[WRITERS], s[SAMPLERS];
 	td_ring_stats st;
@@ -1288,7 +1380,7 @@ Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
 		cr_assert_eq(waitpid(s[k], &status, 0), s[k]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sampler %d failed", k);
 	}
-	cr_assert_eq(atomic_load(&sh->bad), 0, "%lld torn rows sampled",
+	cr_assert_eq(atomic_load(&sh->bad), 0, "%lld torn rows sampled or read",
 		(long long)atomic_load(&sh->bad));
 	cr_assert(atomic_load(&sh->sampled) >= 32 * SAMPLERS);
 	/* Totals: every row reserved was stored (no writer fell a lap behind for
@@ -1309,12 +1401,28 @@ Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
 		(long long)got);
 	for (i = 0; i < got; i++)
 		cr_assert(row_ok(&p, i));
-	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled, %llu dropped",
+	if (flags & TD_RING_PRIORITIZED) {
+		/* The sum-tree, updated by writers and a sampler at once, still draws whole rows. */
+		td_cr_assert_ok(td_ring_sample_prioritized(r, b, NULL, NULL));
+		for (i = 0; i < 256; i++)
+			cr_assert(row_ok(&p, i));
+	}
+	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled or read, %llu dropped",
 		WRITERS, (long long)rows, (long long)atomic_load(&sh->sampled),
 		(unsigned long long)st.dropped);
 	td_dict_free(b);
 	td_cr_assert_ok(td_ring_close(r));
 	munmap(sh, sizeof(*sh));
+}
+
+Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
+{
+	stress(0);
+}
+
+Test(ring, four_writers_and_two_prioritized_samplers_never_see_a_torn_row)
+{
+	stress(TD_RING_PRIORITIZED);
 }
 
 /* ---- processes: kill ---- */
