@@ -6,7 +6,8 @@
 # `make bench BENCH_ARGS="--json --filter nested"` (tdbench, the core rows)
 # STORE_BENCH_ARGS="--large" (tdstorebench, the storage rows) and
 # RING_BENCH_ARGS="--seconds 2" (ringbench, the ring buffer rows); see
-# bench/README.md.
+# bench/README.md. `make bench-torchrl` (below) runs ringbench beside
+# torchrl.
 
 check_PROGRAMS += %D%/tdbench
 
@@ -54,6 +55,26 @@ check_PROGRAMS += %D%/ringbench
 %C%_ringbench_LDADD = libtdstore.la
 CLEANFILES += %D%/ringbench$(EXEEXT)
 
+# make bench-torchrl: torchrl's ReplayBuffer over a LazyMemmapStorage on
+# ringbench's rows (bench/torchrl_ring.py, which needs a Python with torch
+# and torchrl, named by PYTHON, default python3), then ringbench with those
+# figures (--torchrl), so that both are measured in the same run, in the
+# same directory (RING_BENCH_DIR, default $TMPDIR or /tmp), e.g.
+#     make bench-torchrl PYTHON=/tmp/rlvenv/bin/python RING_BENCH_DIR=/dev/shm
+# TORCHRL_ARGS go to the script, RING_BENCH_ARGS to ringbench. Neither make
+# check nor CI runs it.
+EXTRA_DIST += %D%/torchrl_ring.py
+CLEANFILES += \
+	%D%/torchrl_ring.tsv \
+	%D%/torchrl_ring.tsv.tmp
+
+bench-torchrl: %D%/ringbench$(EXEEXT)
+	@dir='$(RING_BENCH_DIR)'; set -x; \
+	$${PYTHON:-python3} $(top_srcdir)/%D%/torchrl_ring.py $${dir:+--dir "$$dir"} \
+		--output %D%/torchrl_ring.tsv $(TORCHRL_ARGS) && \
+	./%D%/ringbench$(EXEEXT) --torchrl %D%/torchrl_ring.tsv $${dir:+--dir "$$dir"} \
+		$(RING_BENCH_ARGS)
+
 bench: %D%/tdbench$(EXEEXT) %D%/tdstorebench$(EXEEXT) %D%/ringbench$(EXEEXT)
 	@echo "== %D%/tdbench $(BENCH_ARGS)" >&2
 	./%D%/tdbench$(EXEEXT) $(BENCH_ARGS)
@@ -62,4 +83,4 @@ bench: %D%/tdbench$(EXEEXT) %D%/tdstorebench$(EXEEXT) %D%/ringbench$(EXEEXT)
 	@echo "== %D%/ringbench $(RING_BENCH_ARGS)" >&2
 	./%D%/ringbench$(EXEEXT) $(RING_BENCH_ARGS)
 
-.PHONY: bench
+.PHONY: bench bench-torchrl

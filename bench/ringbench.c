@@ -10,19 +10,27 @@
  * Targets: sampling 256 rows of 28 KiB at >= 70% of memcpy bandwidth
  * (sequential memcpy of the same bytes per call, measured interleaved with
  * the sampling, best slice of each); extending 64 B rows at >= 5 M rows/s
- * with 2 writers. Sampling is also given as calls/s beside torchrl's
- * LazyMemmapStorage, whose sample() runs a few thousand calls per second
- * from Python (3000 is the reference).
+ * with 2 writers.
  *
- * Usage: ringbench [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] [--quick]
+ * torchrl: with --torchrl FILE, the table that bench/torchrl_ring.py wrote
+ * (torchrl's ReplayBuffer over a LazyMemmapStorage, measured on the same
+ * rows and capacities; `make bench-torchrl` runs both in one go), and each
+ * row that has a counterpart there (sample256/<size>, extend/<size>/w1)
+ * gets torchrl's calls/s and the ratio ours / torchrl. Without it no
+ * torchrl figure is printed.
+ *
+ * Usage: ringbench [--json] [--filter SUBSTR] [--seconds S] [--dir DIR]
+ *                  [--torchrl FILE] [--quick]
  *   --quick  small rings, a few milliseconds per row (a smoke test: make
- *   check runs it). Exits 1 if a sampled row is wrong or a call fails.
+ *   check runs it). Exits 1 if a sampled row is wrong, a call fails or the
+ *   torchrl file cannot be read or is malformed.
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
 
 #include <errno.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -36,7 +44,6 @@
 
 #define BATCH 256
 #define FILL 0xA5
-#define TORCHRL_CALLS_PER_S 3000.0
 
 static struct {
 	bool json, quick;
@@ -46,6 +53,20 @@ static struct {
 } opt = { false, false, NULL, 1.0, "" };
 
 static int nrows;
+
+/* The torchrl figures read from --torchrl FILE (bench/torchrl_ring.py). */
+#define TORCHRL_MAX 16
+
+static struct {
+	const char *path;
+	int n;
+	struct {
+		char name[64];
+		double calls_s;
+	} rows[TORCHRL_MAX];
+	char notes[4][256]; /* the file's first comment lines: versions, set-up */
+	int nnotes;
+} torchrl;
 
 /* The row layouts measured. */
 typedef struct layout {
@@ -95,19 +116,135 @@ static bool wanted(const char *name)
 	return !opt.filter || strstr(name, opt.filter);
 }
 
+/* torchrl's calls/s for the row `name`, or 0 when the file has none. */
+static double torchrl_calls(const char *name)
+{
+	int i;
+
+	for (i = 0; i < torchrl.n; i++)
+		if (!strcmp(torchrl.rows[i].name, name))
+			return torchrl.rows[i].calls_s;
+	return 0;
+}
+
 static void row(const char *name, double calls_s, double rows_s, double gbs, const char *vs,
 	double ratio, const char *target)
 {
+	double trl = torchrl_calls(name);
+	char trl_calls[32] = "-", trl_ratio[32] = "-";
+
 	if (opt.json) {
+		if (trl > 0) {
+			snprintf(trl_calls, sizeof(trl_calls), "%.1f", trl);
+			snprintf(trl_ratio, sizeof(trl_ratio), "%.3f", calls_s / trl);
+		} else {
+			strcpy(trl_calls, "null");
+			strcpy(trl_ratio, "null");
+		}
 		printf("%s  {\"name\": \"%s\", \"calls_per_s\": %.1f, \"rows_per_s\": %.1f, "
-			"\"gb_per_s\": %.3f, \"baseline\": \"%s\", \"ratio\": %.3f, \"target\": \"%s\"}",
-			nrows ? ",\n" : "", name, calls_s, rows_s, gbs, vs, ratio, target);
+			"\"gb_per_s\": %.3f, \"baseline\": \"%s\", \"ratio\": %.3f, "
+			"\"torchrl_calls_per_s\": %s, \"torchrl_ratio\": %s, \"target\": \"%s\"}",
+			nrows ? ",\n" : "", name, calls_s, rows_s, gbs, vs, ratio, trl_calls, trl_ratio,
+			target);
+	} else if (torchrl.path) {
+		if (trl > 0) {
+			snprintf(trl_calls, sizeof(trl_calls), "%.0f", trl);
+			snprintf(trl_ratio, sizeof(trl_ratio), "%.1fx", calls_s / trl);
+		}
+		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %11s %9s  %s\n", name, calls_s,
+			rows_s, gbs, vs, ratio, trl_calls, trl_ratio, target);
 	} else {
 		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %s\n", name, calls_s, rows_s, gbs, vs,
 			ratio, target);
 	}
 	nrows++;
 	fflush(stdout);
+}
+
+static void bad_torchrl_file(int line, const char *why)
+{
+	fprintf(stderr, "ringbench: %s:%d: %s (a table written by bench/torchrl_ring.py "
+		"--output FILE expected)\n", torchrl.path, line, why);
+	exit(1);
+}
+
+/*
+ * Read the table of bench/torchrl_ring.py: `#` comment lines, the header
+ * "name<TAB>calls_per_s<TAB>rows_per_s", then one line per row. Every name
+ * must be one this program measures (sample256/<size> or extend/<size>/w1).
+ */
+static void read_torchrl(void)
+{
+	static const char *const sizes[] = { "64B", "4KiB", "28KiB" };
+	FILE *f = fopen(torchrl.path, "r");
+	char line[512];
+	bool header = false;
+	int ln = 0;
+
+	if (!f) {
+		fprintf(stderr, "ringbench: %s: %s\n", torchrl.path, strerror(errno));
+		exit(1);
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char name[64], *end;
+		double calls, rows;
+		size_t k, len = strlen(line);
+		bool known = false;
+		int i;
+
+		ln++;
+		if (len && line[len - 1] != '\n' && !feof(f))
+			bad_torchrl_file(ln, "line too long");
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '#') {
+			if (torchrl.nnotes < 4)
+				snprintf(torchrl.notes[torchrl.nnotes++], sizeof(torchrl.notes[0]), "%s",
+					line + 1 + (line[1] == ' '));
+			continue;
+		}
+		if (line[0] == '\0')
+			continue;
+		if (!header) {
+			if (strcmp(line, "name\tcalls_per_s\trows_per_s") != 0)
+				bad_torchrl_file(ln, "no header line");
+			header = true;
+			continue;
+		}
+		end = strchr(line, '\t');
+		if (!end || (size_t)(end - line) >= sizeof(name))
+			bad_torchrl_file(ln, "not name<TAB>calls_per_s<TAB>rows_per_s");
+		memcpy(name, line, (size_t)(end - line));
+		name[end - line] = '\0';
+		errno = 0;
+		calls = strtod(end + 1, &end);
+		if (*end != '\t' || errno)
+			bad_torchrl_file(ln, "not name<TAB>calls_per_s<TAB>rows_per_s");
+		rows = strtod(end + 1, &end);
+		if (*end != '\0' || errno || !isfinite(calls) || !isfinite(rows) || calls <= 0 ||
+			rows <= 0)
+			bad_torchrl_file(ln, "figures must be finite numbers > 0");
+		for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			char a[64], b[64];
+
+			snprintf(a, sizeof(a), "sample256/%s", sizes[k]);
+			snprintf(b, sizeof(b), "extend/%s/w1", sizes[k]);
+			known = known || !strcmp(name, a) || !strcmp(name, b);
+		}
+		if (!known)
+			bad_torchrl_file(ln, "a row ringbench does not measure");
+		for (i = 0; i < torchrl.n; i++)
+			if (!strcmp(torchrl.rows[i].name, name))
+				bad_torchrl_file(ln, "a row given twice");
+		if (torchrl.n == TORCHRL_MAX)
+			bad_torchrl_file(ln, "too many rows");
+		snprintf(torchrl.rows[torchrl.n].name, sizeof(torchrl.rows[0].name), "%s", name);
+		torchrl.rows[torchrl.n++].calls_s = calls;
+	}
+	if (ferror(f))
+		bad_torchrl_file(ln, strerror(errno));
+	fclose(f);
+	if (!header)
+		bad_torchrl_file(ln, "no header line");
 }
 
 /* One row of `bytes` as a template: 64 B is obs float32[14] + action int64,
@@ -352,11 +489,9 @@ static void sample_row(const layout *l, td_ring *r, const char *name)
 	gbs = calls_s * BATCH * (double)l->bytes / 1e9;
 	ratio = gbs / best_copy;
 	if (!strcmp(l->name, "28KiB"))
-		snprintf(target, sizeof(target), "target >= 0.70: %s; %.2fx torchrl calls/s",
-			ratio >= 0.7 ? "met" : "MISSED", calls_s / TORCHRL_CALLS_PER_S);
+		snprintf(target, sizeof(target), "target >= 0.70: %s", ratio >= 0.7 ? "met" : "MISSED");
 	else
-		snprintf(target, sizeof(target), "%.2fx torchrl calls/s",
-			calls_s / TORCHRL_CALLS_PER_S);
+		target[0] = '\0';
 	row(name, calls_s, calls_s * BATCH, gbs, "memcpy same bytes", ratio, target);
 }
 
@@ -400,7 +535,7 @@ static void bench_layout(const layout *l)
 static void usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] "
-		"[--quick]\n", prog);
+		"[--torchrl FILE] [--quick]\n", prog);
 	exit(2);
 }
 
@@ -422,9 +557,13 @@ int main(int argc, char **argv)
 			opt.seconds = atof(argv[++a]);
 		else if (!strcmp(argv[a], "--dir") && a + 1 < argc)
 			snprintf(base, sizeof(base), "%s", argv[++a]), tmp = base;
+		else if (!strcmp(argv[a], "--torchrl") && a + 1 < argc)
+			torchrl.path = argv[++a];
 		else
 			usage(argv[0]);
 	}
+	if (torchrl.path)
+		read_torchrl();
 	if (opt.quick)
 		opt.seconds = 0.01;
 	snprintf(opt.dir, sizeof(opt.dir), "%.4000s/ringbench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -432,6 +571,9 @@ int main(int argc, char **argv)
 		die("mkdtemp");
 	if (opt.json)
 		printf("[\n");
+	else if (torchrl.path)
+		printf("%-24s %12s %14s %9s  %-22s %7s  %11s %9s  %s\n", "name", "calls/s", "rows/s",
+			"GB/s", "ratio to", "ratio", "torchrl/s", "x torchrl", "target");
 	else
 		printf("%-24s %12s %14s %9s  %-22s %7s  %s\n", "name", "calls/s", "rows/s", "GB/s",
 			"ratio to", "ratio", "target");
@@ -439,9 +581,19 @@ int main(int argc, char **argv)
 		bench_layout(&layouts[i]);
 	if (opt.json)
 		printf("\n]\n");
-	else
+	else {
+		int k;
+
 		printf("rows: %d; extend rows are batches of %d rows per call summed over the writer "
 			"processes; sample256 is one process, %d rows per call\n", nrows, BATCH, BATCH);
+		if (torchrl.path) {
+			printf("torchrl/s: calls/s of torchrl's ReplayBuffer(LazyMemmapStorage) on the same "
+				"rows (sample() / extend() of %d rows, one process), from %s; "
+				"x torchrl = calls/s / torchrl/s\n", BATCH, torchrl.path);
+			for (k = 0; k < torchrl.nnotes; k++)
+				printf("torchrl: %s\n", torchrl.notes[k]);
+		}
+	}
 	rmdir(opt.dir);
 	return 0;
 }

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -226,9 +227,28 @@ static int free_dead_slots(td_ring *r)
 	return n;
 }
 
+/*
+ * A writer slot's nonce: from the time, the process and the handle, not
+ * from the handle's generator, whose draws only sampling consumes (the same
+ * seed draws the same rows whether or not a slot was claimed meanwhile).
+ */
+static uint64_t slot_nonce(const td_ring *r)
+{
+	static _Atomic uint64_t counter;
+	struct timespec ts;
+	uint64_t z;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40) ^
+		(uint64_t)(uintptr_t)r ^ atomic_fetch_add(&counter, 0x9E3779B97F4A7C15ull);
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	return (z ^ (z >> 31)) >> 32;
+}
+
 static int claim_writer_slot(td_ring *r, const char *what)
 {
-	uint64_t nonce = td__ring_next(r) >> 32, want;
+	uint64_t nonce = slot_nonce(r), want;
 	uint32_t i;
 	int round;
 
@@ -253,6 +273,68 @@ static int claim_writer_slot(td_ring *r, const char *what)
 	}
 	return td__error(TD_EBUSY, "%s: all %u writer slots are held by live processes", what,
 		TD_RING_WRITER_SLOTS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* fork(): handles copied into a child                                       */
+/* ------------------------------------------------------------------------ */
+
+static _Atomic uint64_t fork_epoch;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static bool fork_handler;
+
+static void on_fork_child(void)
+{
+	atomic_fetch_add_explicit(&fork_epoch, 1, memory_order_relaxed);
+}
+
+static void register_fork_handler(void)
+{
+	fork_handler = pthread_atfork(NULL, NULL, on_fork_child) == 0;
+}
+
+uint64_t td__ring_epoch(void)
+{
+	return atomic_load_explicit(&fork_epoch, memory_order_relaxed);
+}
+
+static void seed_default(td_ring *r);
+
+int td__ring_own(td_ring *r, const char *fn)
+{
+	uint64_t now = td__ring_epoch();
+
+	if (r->epoch == now)
+		return TD_OK;
+	/* The writer slot is the parent's (its pid): never used nor freed here. */
+	r->wslot = -1;
+	r->owner = 0;
+	if (r->seed_epoch != now)
+		seed_default(r);
+	if (r->writable && r->tree) {
+		/* The sum-tree's flock belongs to the open file description, which the
+		 * copied descriptor shares with the parent's: take one of our own. */
+		char self[64];
+		int fd;
+
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", r->fd);
+		fd = open(self, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return td__error_os(td__status_from_errno(errno), errno,
+				"%s: reopening %s after fork()", fn, TD_RING_NAME);
+		if (dup3(fd, r->fd, O_CLOEXEC) < 0) {
+			int e = errno;
+
+			close(fd);
+			return td__error_os(TD_EIO, e, "%s: reopening %s after fork()", fn,
+				TD_RING_NAME);
+		}
+		close(fd);
+	}
+	if (r->writable)
+		TD_TRY(claim_writer_slot(r, fn));
+	r->epoch = now;
+	return TD_OK;
 }
 
 static void release_writer_slot(td_ring *r)
@@ -378,6 +460,17 @@ static void seed_default(td_ring *r)
 		(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)r);
 }
 
+/* Set up `r` for this process: its fork epoch and a default seed. */
+static int own_from_open(td_ring *r)
+{
+	pthread_once(&fork_once, register_fork_handler);
+	if (!fork_handler)
+		return td__error(TD_ENOMEM, "ring: cannot register the fork handler");
+	r->epoch = td__ring_epoch();
+	seed_default(r);
+	return TD_OK;
+}
+
 static int open_impl(td_ring **out, const char *path, unsigned flags, const char *fn)
 {
 	char what[4096];
@@ -392,7 +485,11 @@ static int open_impl(td_ring **out, const char *path, unsigned flags, const char
 	r->fd = -1;
 	r->wslot = -1;
 	r->writable = (flags & TD_STORE_RDWR) != 0;
-	seed_default(r);
+	rc = own_from_open(r);
+	if (rc < 0) {
+		td__free(r);
+		return rc;
+	}
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0) {
 		rc = td__file_error(errno, path, "open");
@@ -671,6 +768,9 @@ int td_ring_close(td_ring *ring)
 
 	if (!ring)
 		return TD_OK;
+	/* A copy inherited through fork() and never used here holds no slot of its own. */
+	if (ring->epoch != td__ring_epoch())
+		ring->wslot = -1;
 	release_writer_slot(ring);
 	leaves_free(ring);
 	rc = td_store_close(ring->store);
@@ -805,6 +905,7 @@ int td_ring_clear(td_ring *ring)
 		return td__error(TD_EINVAL, "td_ring_clear: NULL ring");
 	if (!ring->writable)
 		return td__error(TD_EREADONLY, "td_ring_clear: the ring is open read-only");
+	TD_TRY(td__ring_own(ring, "td_ring_clear"));
 	/* cleared only grows: raise it to the cursor. */
 	head = atomic_load_explicit(&ring->live->cursor, memory_order_acquire);
 	c = atomic_load_explicit(&ring->live->cleared, memory_order_relaxed);
@@ -830,6 +931,7 @@ int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out)
 		return td__error(TD_EINVAL, "td_ring_reclaim: NULL ring");
 	if (!ring->writable)
 		return td__error(TD_EREADONLY, "td_ring_reclaim: the ring is open read-only");
+	TD_TRY(td__ring_own(ring, "td_ring_reclaim"));
 	for (s = 0; s < ring->capacity; s++) {
 		uint64_t w = atomic_load_explicit(&ring->seq[s], memory_order_acquire);
 		uint64_t tf = td__seq_tf(w);

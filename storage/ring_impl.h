@@ -134,6 +134,8 @@ struct td_ring {
 	const td_tensor **tens;       /* nleaves tensors of the caller's dict, per call */
 	int wslot;                    /* this handle's writer slot, -1 when none */
 	uint64_t owner;               /* the value in that slot */
+	uint64_t epoch;               /* td__ring_epoch() of the process the handle is set up for */
+	uint64_t seed_epoch;          /* td__ring_epoch() when the generator was last seeded */
 	uint64_t rng[4];
 	uint64_t *set;                /* without-replacement hash set (slot + 1), grown once */
 	size_t set_cap;
@@ -160,6 +162,18 @@ bool td__ring_sampleable(const td_ring *r, uint64_t w);
 /* ring.c */
 /** Is a live writer registered for ticket `t` (its range covers it)? */
 bool td__ring_owner_alive(const td_ring *r, uint64_t t);
+/** How many fork()s led to this process (a child adds one); see td__ring_own(). */
+uint64_t td__ring_epoch(void);
+/**
+ * Make a handle inherited through fork() this process's own, at the first
+ * call in the child: a read-write handle claims a writer slot for this
+ * process (the parent's stays the parent's), and the generator is reseeded
+ * unless td_ring_seed() was called in this process. A no-op otherwise (one
+ * atomic load). `fn` names the caller in messages.
+ * @return TD_OK; TD_EBUSY (no free writer slot); the errors of reopening
+ *         the ring file (a prioritized read-write ring)
+ */
+int td__ring_own(td_ring *r, const char *fn);
 
 /* ring_prio.c */
 int td__ring_tree_lock(td_ring *r);

@@ -68,6 +68,7 @@ void td_ring_seed(td_ring *ring, uint64_t seed)
 
 	if (!ring)
 		return;
+	ring->seed_epoch = td__ring_epoch();
 	for (i = 0; i < 4; i++) {
 		uint64_t z = (seed += 0x9E3779B97F4A7C15ull);
 
@@ -273,6 +274,7 @@ static int64_t extend_impl(td_ring *r, const td_dict *rows, int64_t n, bool batc
 
 	if (!r->writable)
 		return td__error(TD_EREADONLY, "%s: the ring is open read-only", fn);
+	TD_TRY(td__ring_own(r, fn));
 	TD_TRY(td__ring_resolve(r, rows, n, batched, false, fn));
 	if (n == 0)
 		return 0;
@@ -505,6 +507,7 @@ int td_ring_sample(td_ring *ring, td_dict *dst, int64_t *index_out, unsigned fla
 	if (flags & ~TD_RING_NO_REPLACEMENT)
 		return td__error(TD_EINVAL, "td_ring_sample: unknown flags 0x%x", flags);
 	TD_TRY(batch_rows(dst, &n, "td_ring_sample"));
+	TD_TRY(td__ring_own(ring, "td_ring_sample"));
 	TD_TRY(td__ring_resolve(ring, dst, n, true, true, "td_ring_sample"));
 	if (distinct) {
 		if ((uint64_t)n > ring->capacity)

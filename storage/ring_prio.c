@@ -115,6 +115,7 @@ int td_ring_sample_prioritized(td_ring *ring, td_dict *dst, int64_t *index_out,
 		return td__error(TD_EINVAL, "td_ring_sample_prioritized: the dict must have batch "
 			"shape [n]");
 	n = td_dict_batch_shape(dst)[0];
+	TD_TRY(td__ring_own(ring, "td_ring_sample_prioritized"));
 	TD_TRY(td__ring_resolve(ring, dst, n, true, true, "td_ring_sample_prioritized"));
 	for (j = 0; j < n; j++) {
 		unsigned misses = 0;
@@ -169,6 +170,7 @@ int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *p
 			return td__error(TD_EINVAL, "td_ring_update_priority: priority %g is not "
 				"finite and >= 0", priority[j]);
 	}
+	TD_TRY(td__ring_own(ring, "td_ring_update_priority"));
 	TD_TRY(td__ring_tree_lock(ring));
 	for (j = 0; j < n; j++)
 		set_leaf(ring, (uint64_t)index[j], priority[j]);

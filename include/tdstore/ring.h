@@ -28,12 +28,20 @@
  * Python: the directory stays loadable by tensordict's
  * TensorDict.load_memmap(): it sees every leaf with its full capacity as
  * first dimension, rows never written included (zeros), in slot order, and
- * ignores `.tdstore-ring`.
+ * ignores `.tdstore-ring` (`make interop-check` loads rings, wrapped and
+ * not, with Python tensordict and compares every row).
  *
  * Threads and processes: a td_ring handle is used by one thread at a time;
  * any number of processes (or threads, each with its own handle) may open
  * the same ring and call every function concurrently, unless a function
- * says otherwise.
+ * says otherwise. A handle copied into a child by fork() becomes the
+ * child's own at its first call there: a read-write copy takes a writer
+ * slot for the child (the parent's stays registered to the parent, and
+ * closing the copy never frees it) and a lock of its own on the sum-tree,
+ * and the copy's generator is reseeded unless td_ring_seed() was called in
+ * the child, so that parent and children never draw the same rows by
+ * inheritance. That first call may then also fail with TD_EBUSY (no writer
+ * slot free for the child) or TD_EIO (the ring file could not be reopened).
  */
 #ifndef TDSTORE_RING_H
 #define TDSTORE_RING_H
@@ -218,8 +226,9 @@ TD_API int td_ring_add(td_ring *ring, const td_dict *row, uint64_t *ticket_out);
 /**
  * Seed the handle's generator (xoshiro256**, per handle and so per
  * process). A handle starts seeded from its process id, the time and its
- * address; the same seed on a ring that does not change gives the same
- * draws.
+ * address, and a copy made by fork() is reseeded so in the child unless
+ * this was called there; the same seed on a ring that does not change
+ * gives the same draws, in any process.
  */
 TD_API void td_ring_seed(td_ring *ring, uint64_t seed);
 

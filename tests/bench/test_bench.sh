@@ -89,13 +89,66 @@ check "ringbench --quick runs every row" test "$rc" -eq 0
 check "ringbench extends, samples and copies" sh -c "grep -q '^extend/64B/w2 ' '$tmp/out' && \
 	grep -q '^sample256/28KiB ' '$tmp/out' && grep -q '^memcpy/seq/28KiB ' '$tmp/out' && \
 	grep -q '^rows: 18;' '$tmp/out'"
+check "ringbench prints no torchrl figure without --torchrl" sh -c "! grep -q torchrl '$tmp/out'"
 rc=0
 ${TD_TOOL_WRAPPER:-} "$ringbench" --quick --json --filter sample256/64B --dir "$tmp" \
 	>"$tmp/out" 2>"$tmp/err" || rc=$?
-check "ringbench --json" sh -c "test $rc -eq 0 && grep -q '\"name\": \"sample256/64B\"' '$tmp/out'"
+check "ringbench --json" sh -c "test $rc -eq 0 && grep -q '\"name\": \"sample256/64B\"' '$tmp/out' && \
+	grep -q '\"torchrl_calls_per_s\": null, \"torchrl_ratio\": null' '$tmp/out'"
 rc=0
 "$ringbench" --bogus >"$tmp/out" 2>"$tmp/err" || rc=$?
 check "ringbench refuses an unknown option" test "$rc" -eq 2
+
+# ringbench --torchrl: the table bench/torchrl_ring.py writes (made up here:
+# the script needs torch and torchrl), its figures and ratios in the output.
+ringbench_torchrl() {
+	rc=0
+	${TD_TOOL_WRAPPER:-} "$ringbench" --quick --filter 64B --dir "$tmp" --torchrl "$tmp/trl.tsv" \
+		"$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+}
+printf '# torchrl_ring.py: a made-up table\nname\tcalls_per_s\trows_per_s\n' >"$tmp/trl.tsv"
+printf 'sample256/64B\t4000.0\t1024000.0\nextend/64B/w1\t2000.5\t512128.0\n' >>"$tmp/trl.tsv"
+printf 'sample256/28KiB\t50\t12800\n' >>"$tmp/trl.tsv"
+ringbench_torchrl
+cat "$tmp/err" >&2
+check "ringbench --torchrl gives torchrl's figure and the ratio" sh -c "test $rc -eq 0 && \
+	grep -q '^sample256/64B .* 4000 *[0-9.]*x ' '$tmp/out' && \
+	grep -q '^extend/64B/w1 .* 2000 *[0-9.]*x ' '$tmp/out' && \
+	grep -q '^extend/64B/w2 .* - *- ' '$tmp/out' && \
+	grep -q '^torchrl: torchrl_ring.py: a made-up table' '$tmp/out'"
+ringbench_torchrl --json
+check "ringbench --torchrl --json" sh -c "test $rc -eq 0 && \
+	grep -q '\"name\": \"sample256/64B\".*\"torchrl_calls_per_s\": 4000.0, \"torchrl_ratio\": [0-9]' \
+	'$tmp/out' && grep -q '\"name\": \"extend/64B/w2\".*\"torchrl_ratio\": null' '$tmp/out'"
+printf 'name\tcalls_per_s\trows_per_s\nsample256/65B\t1\t256\n' >"$tmp/trl.tsv"
+ringbench_torchrl
+check "ringbench --torchrl refuses a row it does not measure" sh -c \
+	"test $rc -eq 1 && grep -q 'trl.tsv:2: a row ringbench does not measure' '$tmp/err'"
+printf 'sample256/64B\t1\t256\n' >"$tmp/trl.tsv"
+ringbench_torchrl
+check "ringbench --torchrl refuses a table without its header" test "$rc" -eq 1
+printf 'name\tcalls_per_s\trows_per_s\nsample256/64B\t0\t256\n' >"$tmp/trl.tsv"
+ringbench_torchrl
+check "ringbench --torchrl refuses a figure that is not > 0" test "$rc" -eq 1
+printf 'name\tcalls_per_s\trows_per_s\nsample256/64B\t12 calls\t256\n' >"$tmp/trl.tsv"
+ringbench_torchrl
+check "ringbench --torchrl refuses a line that is not three fields" test "$rc" -eq 1
+rm -f "$tmp/trl.tsv"
+ringbench_torchrl
+check "ringbench --torchrl fails on a missing file" test "$rc" -eq 1
+
+# bench/torchrl_ring.py (run by make bench-torchrl, not here: it needs torchrl)
+# is at least valid Python.
+n=$((n + 1))
+script="${TD_SRCDIR:-.}/bench/torchrl_ring.py"
+if ! command -v python3 >/dev/null 2>&1; then
+	echo "ok $n - torchrl_ring.py parses # SKIP no python3"
+elif python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read(), sys.argv[1])' "$script"; then
+	echo "ok $n - torchrl_ring.py parses"
+else
+	echo "not ok $n - torchrl_ring.py parses"
+	failed=1
+fi
 
 echo "1..$n"
 exit "$failed"

@@ -31,7 +31,11 @@ What it does:
      exact bytes for tensors (so NaN, -0.0 and subnormals are compared
      bit for bit), type and value for strings;
   3. compares the "flat" store against values recomputed here with torch
-     (independent of tdstore's conversions, e.g. float32 -> bfloat16);
+     (independent of tdstore's conversions, e.g. float32 -> bfloat16), and
+     each ring (a store with a "ring" entry: td_ring_create, extend, add,
+     wrapped or not) against the rows recomputed here from their tickets:
+     slot s holds the last ticket t with t % capacity == s, every leaf of
+     every written row derives from t, unwritten slots are zeros;
   4. saves every loaded TensorDict again with tensordict's own
      ``TensorDict.memmap`` into a second directory, reloads that and runs
      the same comparison, showing that what tensordict loaded is a complete,
@@ -242,6 +246,61 @@ def check_flat_reference(td: TensorDictBase, errors: list) -> None:
             errors.append(f"reference: {key!r} differs from the value recomputed with torch")
 
 
+def ring_reference(capacity: int, tickets: int) -> dict:
+    """A ring's leaves, recomputed from the formulas of ring_row() in
+    write_stores.c (kept in step with it by hand): slot s holds the row of
+    the last ticket t < tickets with t % capacity == s, or zeros."""
+    ref = {
+        ("obs",): torch.zeros(capacity, 3, dtype=torch.float32),
+        ("action",): torch.zeros(capacity, dtype=torch.int64),
+        ("next", "obs"): torch.zeros(capacity, 3, dtype=torch.float32),
+        ("next", "reward"): torch.zeros(capacity, 1, dtype=torch.float32),
+        ("next", "done"): torch.zeros(capacity, 1, dtype=torch.bool),
+        ("next", "info", "step"): torch.zeros(capacity, dtype=torch.int32),
+        ("frames", "pixels"): torch.zeros(capacity, 2, 4, dtype=torch.uint8),
+    }
+    k3 = torch.arange(3, dtype=torch.float32)
+    for s in range(min(capacity, tickets)):
+        t = s + (tickets - 1 - s) // capacity * capacity
+        ref[("obs",)][s] = t + 0.25 * k3 + 1
+        ref[("action",)][s] = 1000 * (t + 1) + 7
+        ref[("next", "obs")][s] = -t - 0.5 * k3 - 1
+        ref[("next", "reward")][s] = 1.5 * (t + 1)
+        ref[("next", "done")][s] = True
+        ref[("next", "info", "step")][s] = t + 1
+        ref[("frames", "pixels")][s] = ((t * 8 + torch.arange(8) + 1) % 256).reshape(2, 4)
+    return ref
+
+
+def check_ring_reference(td: TensorDictBase, ring: dict, errors: list) -> str:
+    """Compare a loaded ring with ring_reference(); returns a summary."""
+    capacity, tickets = ring["capacity"], ring["tickets"]
+    ref = ring_reference(capacity, tickets)
+    got_keys = {normalize_key(k) for k in td.keys(include_nested=True, leaves_only=True)}
+    if got_keys != set(ref):
+        errors.append(f"ring: leaves {sorted(got_keys)}, expected {sorted(ref)}")
+    if list(td.batch_size) != [capacity]:
+        errors.append(f"ring: batch size {list(td.batch_size)}, expected [{capacity}]")
+    for key, want in ref.items():
+        if key not in got_keys:
+            continue
+        got = td.get(key)
+        if got.dtype != want.dtype or got.shape != want.shape:
+            errors.append(f"ring: {path_str(key)} is {got.dtype}{list(got.shape)}, expected "
+                          f"{want.dtype}{list(want.shape)}")
+            continue
+        for s in range(capacity):
+            if tensor_bytes(got[s]) != tensor_bytes(want[s]):
+                what = "zeros (never written)" if s >= tickets else \
+                    f"the row of ticket {s + (tickets - 1 - s) // capacity * capacity}"
+                errors.append(f"ring: {path_str(key)} slot {s} differs from {what}")
+    written = min(capacity, tickets)
+    overwritten = sum(1 for s in range(written) if (tickets - 1 - s) // capacity > 0)
+    return (f"ring: {tickets} rows into {capacity} slots, {written} written "
+            f"({overwritten} overwritten), {capacity - written} zeros; every slot "
+            "recomputed from its ticket")
+
+
 # meta.json entries that tensordict may write and tdstore does not (_names
 # only for named dims, which tdstore does not have). tdstore writes
 # _format_version, _class and _is_non_tensor as tensordict 0.15 does; an
@@ -255,10 +314,11 @@ def compare_layout(ours: Path, theirs: Path, errors: list, notes: set) -> None:
     meta.json content apart from TENSORDICT_ONLY_META (collected in notes)."""
 
     def files(root: Path) -> set:
-        # .tdstore-coord is tdstore's coordination file (doc/format.md); tensordict
-        # ignores files its meta.json does not name.
+        # .tdstore-coord (coordination) and .tdstore-ring (a ring's live state)
+        # are tdstore's own files (doc/format.md); tensordict ignores files its
+        # meta.json does not name.
         return {p.relative_to(root).as_posix() for p in root.rglob("*")
-                if p.is_file() and p.name != ".tdstore-coord"}
+                if p.is_file() and p.name not in (".tdstore-coord", ".tdstore-ring")}
 
     a, b = files(ours), files(theirs)
     for f in sorted(a - b):
@@ -336,10 +396,13 @@ def run(binary: Path, work: Path) -> int:
         errors: list[str] = []
         td = load(out / name, errors)
         ntensors = nstrings = 0
+        ring_note = None
         if td is not None:
             ntensors, nstrings = check_td(td, exp, errors)
             if name == "flat":
                 check_flat_reference(td, errors)
+            if "ring" in exp:
+                ring_note = check_ring_reference(td, exp["ring"], errors)
             # tensordict saves what it loaded again, and reloads that.
             try:
                 td.memmap(resaved / name, copy_existing=True)
@@ -354,8 +417,10 @@ def run(binary: Path, work: Path) -> int:
                     errors.extend(f"re-saved: {e}" for e in sub_errors)
                 compare_layout(out / name, resaved / name, errors, notes)
         status = "ok  " if not errors else "FAIL"
-        print(f"{status} {name:<13} batch {exp['batch_size']}, {len(exp['dicts'])} nested "
+        print(f"{status} {name:<14} batch {exp['batch_size']}, {len(exp['dicts'])} nested "
               f"dicts, {ntensors} tensors, {nstrings} strings checked, re-saved")
+        if ring_note:
+            print(f"     {ring_note}")
         for e in errors:
             print(f"     - {e}")
         failed += bool(errors)

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 # `make interop-check`: the write direction of the tensordict interop proof.
-# write_stores writes stores with td_store_memmap() and describes them in
-# expected.json; check_tensordict_roundtrip.py loads each one with Python
-# tensordict (TensorDict.load_memmap) and compares every value. Neither
+# write_stores writes stores with td_store_memmap() and ring buffers with
+# td_ring_create() / td_ring_extend() / td_ring_add() (wrapped and not) and
+# describes them in expected.json; check_tensordict_roundtrip.py loads each
+# one with Python tensordict (TensorDict.load_memmap) and compares every
+# value (a ring's rows also against values it recomputes). Neither
 # `make` nor `make check` (nor CI) builds or runs it: it needs a Python with
 # torch and tensordict, named by PYTHON (default python3), e.g.
 #     PYTHON=/tmp/tdvenv/bin/python make interop-check

@@ -26,6 +26,22 @@
  *   zero_inner    batch [2], a leaf [2, 0] beside a normal leaf
  *   noncontig     batch [4], permuted, transposed, narrowed, stepped and
  *                 expanded (stride 0) source tensors
+ *   grown         nested, grown from 2 to 7 rows with td_store_grow()
+ *
+ * Rings (td_ring_create(), then rows added with td_ring_extend() and
+ * td_ring_add(), closed and reopened between batches): a nested row
+ * template, every value of row `t` derived from its ticket t (ring_row()
+ * below; check_tensordict_roundtrip.py recomputes them with torch).
+ *   ring           capacity 5, 8 rows: wrapped, slots 0-2 overwritten;
+ *                  prioritized (a sum-tree in .tdstore-ring)
+ *   ring_unwrapped capacity 8, 5 rows: slots 5-7 never written (zeros)
+ *   ring_lapped    capacity 4, one extend of 6 rows (only the last 4
+ *                  stored) then one add
+ * Their expected values are not read back from the ring: a reference dict
+ * of `capacity` rows is built here, slot s holding the last ticket t with
+ * t % capacity == s and zeros where no row was written, and the store's
+ * mapped files are compared with it before they are described. The entry
+ * "ring" of such a store gives the capacity and the number of tickets.
  */
 #include <tdstore.h>
 
@@ -495,6 +511,166 @@ static json_t *describe(td_store *store, const td_dict *src)
 	return node;
 }
 
+/* ---- rings ---- */
+
+static void put_zeros(td_dict *d, const char *key, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	td_tensor t;
+
+	check(td_tensor_zeros(&t, dtype, ndim, shape), "td_tensor_zeros");
+	check(td_dict_set_tensor_take(d, key, &t), key);
+}
+
+/* A row: obs f32[3], action i64, next {obs f32[3], reward f32[1], done bool[1],
+ * info {step i32}}, frames (batch [2]) {pixels u8[2, 4]}. */
+static td_dict *ring_template(void)
+{
+	static const int64_t s3[] = { 3 }, s1[] = { 1 }, b2[] = { 2 }, s24[] = { 2, 4 };
+	td_dict *row = new_dict(0, NULL), *next = new_dict(0, NULL), *info = new_dict(0, NULL);
+	td_dict *frames = new_dict(1, b2);
+
+	put_zeros(row, "obs", TD_DTYPE_F32, 1, s3);
+	put_zeros(row, "action", TD_DTYPE_I64, 0, NULL);
+	put_zeros(next, "obs", TD_DTYPE_F32, 1, s3);
+	put_zeros(next, "reward", TD_DTYPE_F32, 1, s1);
+	put_zeros(next, "done", TD_DTYPE_BOOL, 1, s1);
+	put_zeros(info, "step", TD_DTYPE_I32, 0, NULL);
+	check(td_dict_set_dict_take(next, "info", info), "info");
+	check(td_dict_set_dict_take(row, "next", next), "next");
+	put_zeros(frames, "pixels", TD_DTYPE_U8, 2, s24);
+	check(td_dict_set_dict_take(row, "frames", frames), "frames");
+	return row;
+}
+
+static void *ring_leaf(const td_dict *d, const char *a, const char *b, const char *c)
+{
+	const char *parts[3] = { a, b, c };
+	size_t n = c ? 3 : b ? 2 : 1;
+	const td_tensor *t;
+
+	check(td_dict_get_tensor_path(d, parts, n, &t), a);
+	return td_tensor_data(t);
+}
+
+/*
+ * Row j of `d` (batch [n], the ring's leaves, contiguous) := the row of
+ * ticket t. Kept in step by hand with ring_reference() in
+ * check_tensordict_roundtrip.py. No value is 0, so that a written row never
+ * looks like an unwritten one.
+ */
+static void ring_row(td_dict *d, int64_t j, uint64_t t)
+{
+	float *obs = ring_leaf(d, "obs", NULL, NULL), *nobs = ring_leaf(d, "next", "obs", NULL);
+	float *reward = ring_leaf(d, "next", "reward", NULL);
+	int64_t *action = ring_leaf(d, "action", NULL, NULL);
+	bool *done = ring_leaf(d, "next", "done", NULL);
+	int32_t *step = ring_leaf(d, "next", "info", "step");
+	uint8_t *pixels = ring_leaf(d, "frames", "pixels", NULL);
+	int k;
+
+	for (k = 0; k < 3; k++) {
+		obs[j * 3 + k] = (float)t + 0.25f * (float)k + 1.0f;
+		nobs[j * 3 + k] = -(float)t - 0.5f * (float)k - 1.0f;
+	}
+	action[j] = 1000 * (int64_t)(t + 1) + 7;
+	reward[j] = 1.5f * (float)(t + 1);
+	done[j] = true;
+	step[j] = (int32_t)(t + 1);
+	for (k = 0; k < 2 * 4; k++)
+		pixels[j * 8 + k] = (uint8_t)(t * 8 + (uint64_t)k + 1);
+}
+
+/* Tickets [first, first + n) as a batch of n rows. */
+static td_dict *ring_rows(const td_ring *r, uint64_t first, int64_t n)
+{
+	td_dict *b;
+	int64_t j;
+
+	check(td_ring_batch_new(&b, r, n), "td_ring_batch_new");
+	for (j = 0; j < n; j++)
+		ring_row(b, j, first + (uint64_t)j);
+	return b;
+}
+
+/* What the ring's leaves must hold: slot s the last ticket t < tickets with
+ * t % capacity == s, zeros where none. */
+static td_dict *ring_reference(const td_ring *r, uint64_t tickets)
+{
+	uint64_t cap = (uint64_t)td_ring_capacity(r), s;
+	td_dict *ref;
+
+	check(td_ring_batch_new(&ref, r, (int64_t)cap), "td_ring_batch_new");
+	for (s = 0; s < cap && s < tickets; s++)
+		ring_row(ref, (int64_t)s, s + (tickets - 1 - s) / cap * cap);
+	return ref;
+}
+
+typedef struct ring_spec {
+	const char *name;
+	int64_t capacity;
+	unsigned flags;
+	/* Rows added, batch after batch (1 = td_ring_add); the ring is closed and
+	 * reopened before each batch. */
+	int64_t batches[4];
+} ring_spec;
+
+static const ring_spec rings[] = {
+	{ "ring", 5, TD_RING_PRIORITIZED, { 3, 1, 4 } },
+	{ "ring_unwrapped", 8, 0, { 2, 1, 2 } },
+	{ "ring_lapped", 4, 0, { 6, 1 } },
+};
+
+static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
+{
+	td_dict *row = ring_template(), *src;
+	uint64_t tickets = 0, first;
+	json_t *node, *info;
+	td_store *store;
+	td_ring *r;
+	size_t i;
+
+	check(td_ring_create(&r, dir, row, spec->capacity, spec->flags), "td_ring_create");
+	td_dict_free(row);
+	for (i = 0; i < ARRAY_LEN(spec->batches) && spec->batches[i] > 0; i++) {
+		int64_t n = spec->batches[i];
+		td_dict *b = ring_rows(r, tickets, n), *one;
+		int64_t stored;
+
+		if (i > 0) {
+			check(td_ring_close(r), "td_ring_close");
+			check(td_ring_open(&r, dir, TD_STORE_RDWR), "td_ring_open");
+		}
+		if (n == 1) {
+			check(td_dict_index(&one, b, (td_index[]){ td_index_int(0) }, 1), "td_dict_index");
+			stored = td_ring_add(r, one, &first);
+			td_dict_free(one);
+		} else {
+			stored = td_ring_extend(r, b, &first);
+		}
+		check((int)(stored < 0 ? stored : 0), "td_ring_extend");
+		if (first != tickets || stored != (n < spec->capacity ? n : spec->capacity))
+			die("a ring did not store the rows it was given");
+		tickets += (uint64_t)n;
+		td_dict_free(b);
+	}
+	if ((uint64_t)td_ring_len(r) != (tickets < (uint64_t)spec->capacity ? tickets :
+		(uint64_t)spec->capacity))
+		die("a ring's length is wrong");
+	src = ring_reference(r, tickets);
+	check(td_ring_close(r), "td_ring_close");
+	/* What is on disk now, opened as a plain store, as Python will. */
+	check(td_store_open(&store, dir, TD_STORE_RDONLY), dir);
+	node = describe(store, src);
+	info = jcheck(json_object());
+	jset(info, "capacity", json_integer(spec->capacity));
+	jset(info, "tickets", json_integer((json_int_t)tickets));
+	jset(node, "ring", info);
+	jset(all, spec->name, node);
+	check(td_store_close(store), "td_store_close");
+	td_dict_free(src);
+}
+
 /* ---- main ---- */
 
 struct store_spec {
@@ -561,13 +737,18 @@ int main(int argc, char **argv)
 		td_dict_free(src);
 		free(path);
 	}
+	for (i = 0; i < ARRAY_LEN(rings); i++) {
+		path = join(argv[1], rings[i].name);
+		write_ring(path, &rings[i], all);
+		free(path);
+	}
 	jset(manifest, "stores", all);
 	path = join(argv[1], "expected.json");
 	if (json_dump_file(manifest, path, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0) {
 		fprintf(stderr, "write_stores: cannot write %s\n", path);
 		return 1;
 	}
-	printf("wrote %zu stores and %s\n", ARRAY_LEN(stores), path);
+	printf("wrote %zu stores, %zu rings and %s\n", ARRAY_LEN(stores), ARRAY_LEN(rings), path);
 	free(path);
 	json_decref(manifest);
 	return 0;

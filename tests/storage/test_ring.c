@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_ring.c - ring buffers: create and reopen, extend / add / sample /
- * read / clear, wrapping, errors, the ring file as untrusted input (and
- * its layout as doc/format.md gives it), rows left by a crashed writer,
- * prioritized sampling, and, across processes, a stress test (4 writers,
- * 2 samplers checking every row) and a kill test (writers SIGKILLed at
- * random points). Under valgrind (TD_VALGRIND set by check-valgrind.sh)
- * the process tests do less work.
+ * read / clear, wrapping, uniform sampling, errors, the ring file as
+ * untrusted input (and its layout as doc/format.md gives it), rows left by
+ * a crashed writer, prioritized sampling, and, across processes,
+ * generators and handles inherited through fork(), stress tests (4
+ * writers, 2 samplers checking every row they sample or read, on a plain
+ * and a prioritized ring) and a kill test (writers SIGKILLed at random
+ * points). Under valgrind (TD_VALGRIND set by check-valgrind.sh) the
+ * process tests do less work.
  */
 #include "td_test.h"
 
@@ -17,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -290,6 +293,300 @@ Test(ring, the_same_seed_draws_the_same_rows)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+/* Pearson's chi-square of `counts` against equal expectations over k bins. */
+static double chi_square(const int64_t *counts, int k, int64_t total)
+{
+	double e = (double)total / k, x = 0;
+	int i;
+
+	for (i = 0; i < k; i++)
+		x += ((double)counts[i] - e) * ((double)counts[i] - e) / e;
+	return x;
+}
+
+/*
+ * 16 published slots (the ring has wrapped: tickets 24..39), drawn with
+ * and without replacement; then one slot left WRITING by a dead writer,
+ * which is never drawn while the 15 others stay uniform. Seeded, so the
+ * figures are fixed; the bound, 45 for 15 degrees of freedom, is far
+ * above chance (p < 0.0001), far below a bias of a few percent per slot.
+ */
+static void crash_after_claim(const char *dir, uint64_t capacity);
+
+Test(ring, sampling_is_uniform_over_the_published_rows)
+{
+	enum { CAP = 16, CALLS = 1000 };
+	td_ring *r = new_ring("r", CAP, 0);
+	int64_t idx[CAP], counts[CAP], total, i, c;
+	td_dict *out, *half;
+	rowptrs p;
+
+	put_rows(r, 0, 40, NULL); /* the last 16 stored */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, CAP));
+	td_cr_assert_ok(td_ring_batch_new(&half, r, CAP / 2));
+	td_ring_seed(r, 2024);
+	/* With replacement: 16000 draws. */
+	memset(counts, 0, sizeof(counts));
+	p = ptrs_of(out);
+	for (c = 0; c < CALLS; c++) {
+		td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+		for (i = 0; i < CAP; i++) {
+			counts[idx[i]]++;
+			cr_assert_eq(p.action[i], 24 + (idx[i] + 8) % CAP, "slot %lld holds ticket %lld",
+				(long long)idx[i], (long long)p.action[i]);
+		}
+	}
+	cr_assert(chi_square(counts, CAP, (int64_t)CALLS * CAP) < 45, "with replacement: %g",
+		chi_square(counts, CAP, (int64_t)CALLS * CAP));
+	/* Without replacement, 8 distinct of 16 per call: each slot in half the calls. */
+	memset(counts, 0, sizeof(counts));
+	for (c = 0; c < 2 * CALLS; c++) {
+		td_cr_assert_ok(td_ring_sample(r, half, idx, TD_RING_NO_REPLACEMENT));
+		for (i = 0; i < CAP / 2; i++)
+			counts[idx[i]]++;
+	}
+	cr_assert(chi_square(counts, CAP, (int64_t)CALLS * CAP) < 45, "without replacement: %g",
+		chi_square(counts, CAP, (int64_t)CALLS * CAP));
+	/* A dead writer's slot (ticket 40, slot 8) is skipped; the 15 others stay uniform. */
+	td_cr_assert_ok(td_ring_close(r));
+	crash_after_claim(td_test_path("r"), CAP);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_ring_seed(r, 99);
+	memset(counts, 0, sizeof(counts));
+	total = 0;
+	for (c = 0; c < 2 * CALLS; c++) {
+		bool distinct = c % 2 != 0;
+		int64_t n = distinct ? CAP / 2 : CAP;
+
+		td_cr_assert_ok(td_ring_sample(r, distinct ? half : out, idx,
+			distinct ? TD_RING_NO_REPLACEMENT : 0));
+		for (i = 0; i < n; i++, total++) {
+			cr_assert_neq(idx[i], 8, "the unpublished slot was drawn");
+			counts[idx[i] < 8 ? idx[i] : idx[i] - 1]++;
+		}
+	}
+	cr_assert(chi_square(counts, CAP - 1, total) < 45, "around a dead writer's row: %g",
+		chi_square(counts, CAP - 1, total));
+	td_dict_free(half);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* Indices drawn by processes, in a shared mapping. */
+typedef struct draws {
+	int64_t idx[4][32];
+	_Atomic int writers_seen;
+} draws;
+
+static draws *draws_new(void)
+{
+	draws *d = mmap(NULL, sizeof(draws), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		-1, 0);
+
+	cr_assert(d != MAP_FAILED);
+	memset(d, 0, sizeof(*d));
+	return d;
+}
+
+static void wait_ok(pid_t pid)
+{
+	int status;
+
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exited with %d",
+		WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+/*
+ * In a child: 32 draws of one row each into d->idx[k], with `r` (the
+ * parent's handle, copied by fork()) or, with `own`, a handle opened here
+ * (the copy is closed first, unused); closed after.
+ */
+static int child_draws(td_ring *r, bool own, draws *d, int k, bool seed7)
+{
+	td_dict *b;
+	int ok;
+
+	if (own && (td_ring_close(r) != 0 || td_ring_open(&r, td_test_path("r"),
+		TD_STORE_RDONLY) != 0))
+		return 1;
+	if (seed7)
+		td_ring_seed(r, 7);
+	ok = td_ring_batch_new(&b, r, 32) == 0 && td_ring_sample(r, b, d->idx[k], 0) == 0;
+	td_dict_free(b);
+	ok = td_ring_close(r) == 0 && ok;
+	return ok ? 0 : 1;
+}
+
+Test(ring, every_process_draws_from_its_own_generator)
+{
+	td_ring *r = new_ring("r", 64, 0);
+	draws *d = draws_new();
+	td_dict *b;
+	int64_t mine[32];
+	int k;
+	pid_t pid;
+
+	put_rows(r, 0, 64, NULL);
+	/* Handles opened by two processes are seeded apart. */
+	for (k = 0; k < 2; k++) {
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0)
+			_exit(child_draws(r, true, d, k, false));
+		wait_ok(pid);
+	}
+	cr_assert(memcmp(d->idx[0], d->idx[1], sizeof(d->idx[0])) != 0);
+	/* So are a handle and its copy in a child made by fork(): the child's copy
+	 * is reseeded at its first call there... */
+	for (k = 2; k < 4; k++) {
+		pid = fork();
+		cr_assert(pid >= 0);
+		if (pid == 0)
+			_exit(child_draws(r, false, d, k, false));
+		wait_ok(pid);
+	}
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 32));
+	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	cr_assert(memcmp(d->idx[2], d->idx[3], sizeof(d->idx[2])) != 0,
+		"two children drew the same rows");
+	cr_assert(memcmp(d->idx[2], mine, sizeof(mine)) != 0, "a child drew the parent's rows");
+	/* ... unless seeded there: the same seed draws the same rows in any process. */
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_draws(r, false, d, 0, true));
+	wait_ok(pid);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0)
+		_exit(child_draws(r, true, d, 1, true));
+	wait_ok(pid);
+	td_ring_seed(r, 7);
+	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	cr_assert_arr_eq(d->idx[0], mine, sizeof(mine));
+	cr_assert_arr_eq(d->idx[1], mine, sizeof(mine));
+	td_dict_free(b);
+	munmap(d, sizeof(*d));
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
+{
+	td_ring *r = new_ring("r", 64, 0);
+	draws *d = draws_new();
+	td_ring_stats st;
+	td_dict *b;
+	rowptrs p;
+	uint64_t pos = 0;
+	int64_t i;
+	pid_t pid;
+
+	put_rows(r, 0, 4, NULL);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		td_ring_stats cst;
+		uint64_t first = 0;
+		int ok = put_rows(r, 100, 4, &first) == 4 && first == 4 &&
+			td_ring_stat(r, &cst) == 0;
+
+		d->writers_seen = (int)cst.writers;
+		/* Closing the copy frees the child's slot, never the parent's. */
+		ok = ok && td_ring_close(r) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	wait_ok(pid);
+	cr_assert_eq(d->writers_seen, 2, "the child writes under a slot of its own");
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writers, 1, "the parent's slot is still registered");
+	cr_assert_eq(st.head, 8);
+	cr_assert_eq(st.published, 8);
+	cr_assert_eq(put_rows(r, 8, 4, NULL), 4);
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 16));
+	p = ptrs_of(b);
+	cr_assert_eq(td_ring_read(r, b, &pos, NULL), 12);
+	for (i = 0; i < 12; i++) {
+		cr_assert(row_ok(&p, i));
+		cr_assert_eq(p.action[i], i >= 4 && i < 8 ? 96 + i : i);
+	}
+	td_dict_free(b);
+	munmap(d, sizeof(*d));
+	td_cr_assert_ok(td_ring_close(r));
+}
+
+/* The descriptor of this process's (only) handle on the ring file `path`. */
+static int handle_fd_of(const char *path)
+{
+	char link[64], target[4096];
+	int fd, found = -1;
+
+	for (fd = 0; fd < 1024; fd++) {
+		ssize_t n;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		n = readlink(link, target, sizeof(target) - 1);
+		if (n <= 0)
+			continue;
+		target[n] = '\0';
+		if (strcmp(target, path) == 0) {
+			cr_assert_eq(found, -1, "two descriptors on %s", path);
+			found = fd;
+		}
+	}
+	cr_assert(found >= 0, "no descriptor on %s", path);
+	return found;
+}
+
+/*
+ * The sum-tree's lock is an flock, which belongs to an open file
+ * description: a child's copy of the handle must not share the parent's,
+ * or both would hold the lock at once. Here the parent holds it through its
+ * handle's descriptor; the child's update must wait until it is released.
+ */
+Test(ring, a_handle_inherited_through_fork_takes_the_tree_lock_apart)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	struct timespec wait = { 0, 200 * 1000 * 1000 };
+	char path[4096];
+	draws *d = draws_new();
+	int fd;
+	pid_t pid;
+
+	put_rows(r, 0, 8, NULL);
+	cr_assert(realpath(td_test_path("r/.tdstore-ring"), path) != NULL);
+	fd = handle_fd_of(path);
+	cr_assert_eq(flock(fd, LOCK_EX), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int ok = td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ 5 }, 1) == 0;
+
+		d->writers_seen = 1;
+		ok = ok && td_ring_close(r) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	/* However long this takes, the child cannot have updated while the lock is held. */
+	nanosleep(&wait, NULL);
+	cr_assert_eq(d->writers_seen, 0, "the child took the tree lock the parent holds");
+	cr_assert_eq(flock(fd, LOCK_UN), 0);
+	wait_ok(pid);
+	cr_assert_eq(d->writers_seen, 1);
+	{
+		td_dict *b;
+		double prob[64];
+		int64_t idx[64], i;
+
+		td_cr_assert_ok(td_ring_batch_new(&b, r, 64));
+		td_cr_assert_ok(td_ring_sample_prioritized(r, b, idx, prob));
+		for (i = 0; i < 64; i++)
+			cr_assert_float_eq(prob[i], idx[i] == 1 ? 5.0 / 12.0 : 1.0 / 12.0, 1e-12);
+		td_dict_free(b);
+	}
+	munmap(d, sizeof(*d));
+	td_cr_assert_ok(td_ring_close(r));
+}
+
 Test(ring, wrapping_overwrites_the_oldest_rows)
 {
 	td_ring *r = new_ring("r", 8, 0);
@@ -307,6 +604,18 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 	for (i = 0; i < 8; i++) {
 		cr_assert_eq(tickets[i], (uint64_t)(12 + i));
 		cr_assert_eq(p.action[i], 12 + i);
+		cr_assert(row_ok(&p, i));
+	}
+	td_dict_free(out);
+	/* A range: 3 rows from ticket 15, across the slot wrap (slots 7, 0, 1). */
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 3));
+	p = ptrs_of(out);
+	pos = 15;
+	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 3);
+	cr_assert_eq(pos, 18);
+	for (i = 0; i < 3; i++) {
+		cr_assert_eq(tickets[i], (uint64_t)(15 + i));
+		cr_assert_eq(p.action[i], 15 + i);
 		cr_assert(row_ok(&p, i));
 	}
 	td_dict_free(out);
@@ -397,31 +706,40 @@ Test(ring, clear_empties_the_ring_and_writers_carry_on)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+/*
+ * Another process opens ring "r" read-write, adds rows first_id ..
+ * first_id + n - 1, which must get tickets from `first_ticket` on (the
+ * cursor carries on), and closes it.
+ */
+static void put_rows_in_child(int64_t first_id, int64_t n, uint64_t first_ticket)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		td_ring *c;
+		uint64_t first = 0;
+		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
+			put_rows(c, first_id, n, &first) == n && first == first_ticket;
+
+		ok = ok && td_ring_close(c) == 0;
+		_exit(ok ? 0 : 1);
+	}
+	wait_ok(pid);
+}
+
 Test(ring, a_ring_reopened_by_another_process_carries_on)
 {
 	td_ring *r = new_ring("r", 8, 0);
 	td_ring_stats st;
 	td_dict *out;
 	rowptrs p;
-	uint64_t pos = 0, first;
+	uint64_t pos = 0;
 	int64_t i;
-	int status;
-	pid_t pid;
 
 	put_rows(r, 0, 3, NULL);
 	td_cr_assert_ok(td_ring_close(r));
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		td_ring *c;
-		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
-			td_ring_len(c) == 3 && put_rows(c, 3, 4, &first) == 4 && first == 3;
-
-		ok = ok && td_ring_close(c) == 0;
-		_exit(ok ? 0 : 1);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	put_rows_in_child(3, 4, 3);
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, 7);
@@ -651,7 +969,7 @@ Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
  * of doc/format.md (writer slot, cursor, sequence word), as a writer
  * killed after its claim leaves it, then exits without closing.
  */
-static void crash_after_claim(const char *dir)
+static void crash_after_claim(const char *dir, uint64_t capacity)
 {
 	pid_t pid = fork();
 	int status;
@@ -684,7 +1002,7 @@ static void crash_after_claim(const char *dir)
 		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 16, &hi, 8);
 		memcpy(m + RING_WRITERS_OFFSET + slot * 64 + 8, &lo, 8);
 		hi = ((t + 1) << 2) | 1; /* WRITING(t) */
-		memcpy(m + RING_SEQ_OFFSET + (t % 8) * 8, &hi, 8);
+		memcpy(m + RING_SEQ_OFFSET + (t % capacity) * 8, &hi, 8);
 		_exit(0);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -701,7 +1019,7 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 	uint64_t pos = 0;
 
 	put_rows(r, 0, 3, NULL);
-	crash_after_claim(td_test_path("r")); /* ticket 3, slot 3 */
+	crash_after_claim(td_test_path("r"), 8); /* ticket 3, slot 3 */
 	put_rows(r, 4, 2, NULL);
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, 6);
@@ -725,7 +1043,7 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 	td_cr_assert_ok(td_ring_reclaim(r, &got));
 	cr_assert_eq(got, 0);
 	/* Without reclaim, the next writer a lap later takes the slot over. */
-	crash_after_claim(td_test_path("r")); /* ticket 6, slot 6 */
+	crash_after_claim(td_test_path("r"), 8); /* ticket 6, slot 6 */
 	cr_assert_eq(put_rows(r, 7, 8, NULL), 8);
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.writing, 0);
@@ -832,6 +1150,35 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 	td_cr_assert_ok(td_ring_close(r));
 }
 
+Test(ring, priorities_carry_on_after_a_reopen)
+{
+	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_dict *out;
+	int64_t idx[2000], counts[8] = { 0 }, i;
+	double prob[2000];
+
+	put_rows(r, 0, 4, NULL);
+	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
+		(double[]){ 0, 0, 1, 3 }, 4));
+	td_cr_assert_ok(td_ring_close(r));
+	/* Another process reopens it: the priorities, and the largest one (3) that
+	 * new rows get, are those in the file. */
+	put_rows_in_child(4, 1, 4);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 2000));
+	td_ring_seed(r, 5);
+	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	for (i = 0; i < 2000; i++) {
+		counts[idx[i]]++;
+		cr_assert_float_eq(prob[i], idx[i] == 2 ? 1.0 / 7.0 : 3.0 / 7.0, 1e-12, "slot %lld",
+			(long long)idx[i]);
+	}
+	cr_assert_eq(counts[0] + counts[1], 0);
+	cr_assert(counts[2] > 200 && counts[3] > 700 && counts[4] > 700);
+	td_dict_free(out);
+	td_cr_assert_ok(td_ring_close(r));
+}
+
 Test(ring, priority_updates_from_several_processes_add_up)
 {
 	enum { PROCS = 4, ROUNDS = 200 };
@@ -926,43 +1273,83 @@ static int stress_writer(const char *dir, int w, int64_t rows, shared *sh)
 	return td_ring_close(r) != 0;
 }
 
+/*
+ * A sampler racing the writers, each round one of: sampling with and
+ * without replacement, reading in ticket order from where the last read
+ * stopped (td_ring_read), and on a prioritized ring prioritized sampling;
+ * the read-write sampler then also updates the priorities of the rows it
+ * drew. Every row returned is checked whole, and reads return increasing
+ * tickets.
+ */
 static int stress_sampler(const char *dir, int k, shared *sh)
 {
 	td_ring *r;
 	td_dict *b;
 	rowptrs p;
-	int64_t i, n = 0;
-	bool last = false;
+	td_ring_stats st;
+	int64_t i, n = 0, round, idx[32];
+	uint64_t pos = 0, tickets[32];
+	double prio[32];
+	bool last = false, writable = k % 2 == 0;
 
-	if (td_ring_open(&r, dir, k % 2 ? TD_STORE_RDONLY : TD_STORE_RDWR) != 0 ||
-		td_ring_batch_new(&b, r, 32) != 0)
+	if (td_ring_open(&r, dir, writable ? TD_STORE_RDWR : TD_STORE_RDONLY) != 0 ||
+		td_ring_batch_new(&b, r, 32) != 0 || td_ring_stat(r, &st) != 0)
 		return 1;
 	p = ptrs_of(b);
 	/* Sample until the writers are done, then once more. */
-	while (!last) {
-		int rc;
+	for (round = 0; !last; round++) {
+		int64_t got = 32;
+		int rc = 0;
 
 		last = atomic_load(&sh->writers_done) != 0;
-		rc = td_ring_sample(r, b, NULL, (n / 32) % 3 == 2 ? TD_RING_NO_REPLACEMENT : 0);
+		switch (round % 4) {
+		case 0:
+			rc = td_ring_sample(r, b, idx, 0);
+			break;
+		case 1:
+			rc = td_ring_sample(r, b, idx, TD_RING_NO_REPLACEMENT);
+			break;
+		case 2:
+			got = td_ring_read(r, b, &pos, tickets);
+			if (got < 0)
+				return 1;
+			for (i = 1; i < got; i++)
+				if (tickets[i] <= tickets[i - 1])
+					atomic_fetch_add(&sh->bad, 1);
+			if (got == 0)
+				pos = 0; /* at the cursor: start again from the oldest row */
+			break;
+		default:
+			if (!st.prioritized) {
+				rc = td_ring_sample(r, b, idx, 0);
+				break;
+			}
+			rc = td_ring_sample_prioritized(r, b, idx, prio);
+			for (i = 0; rc == 0 && writable && i < 32; i++)
+				prio[i] = 0.5 + (double)((idx[i] + round) % 4);
+			if (rc == 0 && writable && td_ring_update_priority(r, idx, prio, 32) != 0)
+				return 1;
+			break;
+		}
 		if (rc == TD_ENOTFOUND && !last)
 			continue;
 		if (rc != 0)
 			return 1;
-		for (i = 0; i < 32; i++)
+		for (i = 0; i < got; i++)
 			if (!row_ok(&p, i))
 				atomic_fetch_add(&sh->bad, 1);
-		n += 32;
+		n += got;
 	}
 	atomic_fetch_add(&sh->sampled, n);
 	td_dict_free(b);
 	return td_ring_close(r) != 0;
 }
 
-Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
+static void stress(unsigned flags)
 {
 	enum { WRITERS = 4, SAMPLERS = 2 };
 	int64_t rows = under_valgrind() ? 300 : 20000, i, got;
-	td_ring *r = new_ring("r", 256, 0);
+	td_ring *r = new_ring("r", 256, flags);
 	shared *sh = shared_new();
 	pid_t w[WRITERS], s[SAMPLERS];
 	td_ring_stats st;
@@ -993,7 +1380,7 @@ Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
 		cr_assert_eq(waitpid(s[k], &status, 0), s[k]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "sampler %d failed", k);
 	}
-	cr_assert_eq(atomic_load(&sh->bad), 0, "%lld torn rows sampled",
+	cr_assert_eq(atomic_load(&sh->bad), 0, "%lld torn rows sampled or read",
 		(long long)atomic_load(&sh->bad));
 	cr_assert(atomic_load(&sh->sampled) >= 32 * SAMPLERS);
 	/* Totals: every row reserved was stored (no writer fell a lap behind for
@@ -1014,12 +1401,28 @@ Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
 		(long long)got);
 	for (i = 0; i < got; i++)
 		cr_assert(row_ok(&p, i));
-	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled, %llu dropped",
+	if (flags & TD_RING_PRIORITIZED) {
+		/* The sum-tree, updated by writers and a sampler at once, still draws whole rows. */
+		td_cr_assert_ok(td_ring_sample_prioritized(r, b, NULL, NULL));
+		for (i = 0; i < 256; i++)
+			cr_assert(row_ok(&p, i));
+	}
+	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled or read, %llu dropped",
 		WRITERS, (long long)rows, (long long)atomic_load(&sh->sampled),
 		(unsigned long long)st.dropped);
 	td_dict_free(b);
 	td_cr_assert_ok(td_ring_close(r));
 	munmap(sh, sizeof(*sh));
+}
+
+Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
+{
+	stress(0);
+}
+
+Test(ring, four_writers_and_two_prioritized_samplers_never_see_a_torn_row)
+{
+	stress(TD_RING_PRIORITIZED);
 }
 
 /* ---- processes: kill ---- */
