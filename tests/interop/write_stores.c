@@ -27,6 +27,11 @@
  *   noncontig     batch [4], permuted, transposed, narrowed, stepped and
  *                 expanded (stride 0) source tensors
  *   grown         nested, grown from 2 to 7 rows with td_store_grow()
+ *   string_lists  batch [3]: arrays of strings (NonTensorStack): "names"
+ *                 [3] (one non-ASCII, one empty, one with quotes), "pairs"
+ *                 [3, 2] (a dim past the batch), "sub.grid" in a nested dict
+ *                 of batch [3, 2]; beside a tensor and a single string
+ *   strings_grown string_lists grown from 3 to 5 rows: the new strings are ""
  *
  * Rings (td_ring_create(), then rows added with td_ring_extend() and
  * td_ring_add(), closed and reopened between batches): a nested row
@@ -468,6 +473,45 @@ static json_t *string_json(const td_item *it, const td_dict *src)
 	return leaf;
 }
 
+/* Nested lists over s's shape from dim `dim` on, elements from *at (C order). */
+static json_t *lists_json(const td_strings *s, int dim, int64_t *at)
+{
+	json_t *a = jcheck(json_array());
+	int64_t i;
+
+	for (i = 0; i < s->shape[dim]; i++) {
+		if (dim + 1 < s->ndim) {
+			jappend(a, lists_json(s, dim + 1, at));
+		} else {
+			size_t len;
+			const char *t = td_strings_at(s, (*at)++, &len);
+
+			jappend(a, json_stringn(t, len));
+		}
+	}
+	return a;
+}
+
+static json_t *strings_json(const td_item *it, const td_dict *src)
+{
+	json_t *leaf = jcheck(json_object());
+	const td_strings *mine = &it->value->u.strings, *orig;
+	int64_t at = 0, i;
+
+	/* The source's array under the same path. */
+	check(td_dict_get_strings_path(src, it->path, it->depth, &orig), it->key);
+	if (orig->numel != mine->numel || orig->ndim != mine->ndim)
+		die("an array of strings changed shape in the store");
+	for (i = 0; i < mine->numel; i++)
+		if (strcmp(td_strings_at(orig, i, NULL), td_strings_at(mine, i, NULL)) != 0)
+			die("an array of strings does not hold what was written");
+	jset(leaf, "path", path_json(it->path, it->depth));
+	jset(leaf, "kind", json_string("string_list"));
+	jset(leaf, "shape", shape_json(mine->ndim, mine->shape));
+	jset(leaf, "value", lists_json(mine, 0, &at));
+	return leaf;
+}
+
 static json_t *describe(td_store *store, const td_dict *src)
 {
 	td_dict *d = td_store_dict(store);
@@ -489,6 +533,9 @@ static json_t *describe(td_store *store, const td_dict *src)
 			break;
 		case TD_VALUE_STRING:
 			jappend(leaves, string_json(&it, src));
+			break;
+		case TD_VALUE_STRINGS:
+			jappend(leaves, strings_json(&it, src));
 			break;
 		case TD_VALUE_DICT:
 			e = jcheck(json_object());
@@ -679,6 +726,25 @@ struct store_spec {
 	int64_t grow_to;   /* > 0: td_store_grow() the written store to this dim 0 */
 };
 
+/* (h) arrays of strings, tensordict's NonTensorStack. */
+static td_dict *make_string_lists(void)
+{
+	static const int64_t b[] = { 3 }, s32[] = { 3, 2 };
+	static const char *const names[] = { "h\xc3\xa9llo", "", "say \"hi\"" };
+	static const char *const pairs[] = { "a", "b", "c", "d", "e", "f" };
+	static const char *const grid[] = { "g0", "g1", "g2", "g3", "g4", "g5" };
+	static const int64_t x[] = { 10, -20, 30 };
+	td_dict *d = new_dict(1, b), *sub = new_dict(2, s32);
+
+	put(d, "x", TD_DTYPE_I64, 1, b, x);
+	check(td_dict_set_strings(d, "names", 1, b, names), "names");
+	check(td_dict_set_strings(d, "pairs", 2, s32, pairs), "pairs");
+	check(td_dict_set_strings(sub, "grid", 2, s32, grid), "grid");
+	check(td_dict_set_dict_take(d, "sub", sub), "sub");
+	put_string(d, "label", "one string for every row");
+	return d;
+}
+
 static const struct store_spec stores[] = {
 	{ "flat", make_flat, 0 },
 	{ "nested", make_nested, 0 },
@@ -688,6 +754,8 @@ static const struct store_spec stores[] = {
 	{ "noncontig", make_noncontig, 0 },
 	/* nested, then grown from 2 to 7 rows: meta.json of every level rewritten, new rows zero */
 	{ "grown", make_nested, 7 },
+	{ "string_lists", make_string_lists, 0 },
+	{ "strings_grown", make_string_lists, 5 },
 };
 
 static char *join(const char *dir, const char *name)
