@@ -9,6 +9,7 @@
  * declared size; symbolic links are refused everywhere below the root.
  */
 #include "store_impl.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -803,6 +804,7 @@ typedef struct writer {
 	unsigned flags;
 	td__commit commit;
 	td__relpath path;
+	td__writer io;        /* writes every leaf's bytes */
 } writer;
 
 
@@ -925,12 +927,17 @@ static int commit_meta(writer *w, int rootfd, bool ok)
 	return rc;
 }
 
-/* Create (or reuse) one leaf file, map it and copy the data in. */
+/*
+ * Create (or reuse) one leaf file, write the data in and map it. Writing
+ * every byte reserves the file's blocks; TD_STORE_LIKE leaves, which are
+ * not written, are reserved with fallocate.
+ */
 static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	const td_tensor *src, td_tensor *out)
 {
 	char what[REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
+	bool like = (w->flags & TD_STORE_LIKE) != 0;
 	td_buffer *map = NULL;
 	int fd, rc;
 
@@ -938,52 +945,27 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	join(what, sizeof(what), rel, fname);
-	rc = td__open_reserved(dirfd, fname, nbytes, (w->flags & TD_STORE_EXISTSOK) != 0,
-		"td_store_memmap", what, &fd, NULL);
+	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
+		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, NULL);
 	td__free(fname);
 	if (rc < 0)
 		return rc;
-	if (!(w->flags & TD_STORE_LIKE) && td_tensor_is_contiguous(src)) {
-		/*
-		 * Contiguous data is written with pwrite: no page fault per 4 KiB
-		 * as through a fresh mapping. The file is mapped afterwards.
-		 */
-		const char *p = td_tensor_data(src);
-		size_t done = 0;
-
-		while (done < nbytes) {
-			ssize_t n = pwrite(fd, p + done, nbytes - done, (off_t)done);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				rc = td__error_os(td__status_from_errno(n < 0 ? errno : EIO),
-					n < 0 ? errno : EIO, "%s: write", what);
-				goto out;
-			}
-			done += (size_t)n;
-		}
-		rc = td__map_fd(&map, fd, nbytes, true, what);
+	if (!like) {
+		/* pwritev, not the fresh mapping: no page fault per 4 KiB. */
+		td__writer_reset(&w->io, fd, 0, what);
+		rc = td__writer_put_tensor(&w->io, src);
 		if (rc == TD_OK)
-			rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
-		if (rc < 0)
-			goto out;
-	} else {
-		rc = td__map_fd(&map, fd, nbytes, true, what);
-		if (rc < 0)
-			goto out;
-		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
-		if (rc < 0)
-			goto out;
-		/* Strided or expanded sources are gathered straight into the mapping. */
-		if (!(w->flags & TD_STORE_LIKE))
-			rc = td_tensor_copy(out, src);
+			rc = td__writer_flush(&w->io);
 	}
 	if (rc == TD_OK)
+		rc = td__map_fd(&map, fd, nbytes, true, what);
+	if (rc == TD_OK)
+		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
+	if (rc == TD_OK) {
 		rc = td__store_track(w->st, map);
-	if (rc < 0)
-		td_tensor_release(out);
-out:
+		if (rc < 0)
+			td_tensor_release(out);
+	}
 	td_buffer_unref(map);
 	close(fd);
 	return rc;
@@ -1418,8 +1400,10 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	memset(&w, 0, sizeof(w));
 	w.st = st;
 	w.flags = flags;
+	rc = td__writer_init(&w.io, -1, 0, path);
 	/* The whole save is one schema change for processes that have the directory open. */
-	rc = td__coord_open(&st->coord, dirfd, path, true);
+	if (rc == TD_OK)
+		rc = td__coord_open(&st->coord, dirfd, path, true);
 	if (rc == TD_OK)
 		rc = td__coord_lock(&st->coord, true);
 	if (rc == TD_OK) {
@@ -1436,6 +1420,8 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 			st->generation = td__coord_bump(&st->coord);
 		td__coord_unlock(&st->coord);
 	}
+	td__writer_free(&w.io);
+	td__writer_free(&w.io);
 	close(dirfd);
 	return store_finish(st, rc, out);
 }
@@ -1883,7 +1869,10 @@ static int add_impl(td_store *st, const char *const *parts, size_t n, const td_t
 	w.st = st;
 	/* A file left by an add that crashed before its commit is reused. */
 	w.flags = TD_STORE_EXISTSOK | (copy ? 0u : TD_STORE_LIKE);
-	rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
+	rc = td__writer_init(&w.io, -1, 0, c.rel);
+	if (rc == TD_OK)
+		rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
+	td__writer_free(&w.io);
 	if (rc == TD_OK && !copy && td_tensor_numel(&mapped) > 0)
 		rc = td_tensor_zero(&mapped); /* a reused file may hold old bytes */
 	if (rc == TD_OK)

@@ -6,6 +6,7 @@
  * kind of bad directory: broken or hostile meta.json, short, missing and
  * symlinked files, overflowing shapes, unsupported content.
  */
+#define _GNU_SOURCE /* SEEK_HOLE */
 #include "td_test.h"
 
 #include <dirent.h>
@@ -290,6 +291,56 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
+}
+
+Test(store_dir, every_block_of_every_leaf_file_is_allocated)
+{
+	static const unsigned flags[] = { 0, TD_STORE_NOSYNC, TD_STORE_LIKE };
+	static const int64_t s1[] = { 1250 }, s2[] = { 1 }, s3[] = { 700, 3 };
+	static const char *const files[] = { "odd.memmap", "byte.memmap", "strided.memmap" };
+	size_t i, k;
+
+	for (i = 0; i < TD_TEST_ARRAY_LEN(flags); i++) {
+		char dir[32], path[4200];
+		td_dict *d;
+		td_store *st;
+		td_tensor t, tr;
+
+		td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+		put_arange(d, "odd", TD_DTYPE_F32, 1, s1);
+		put_arange(d, "byte", TD_DTYPE_U8, 1, s2);
+		td_test_arange(&t, TD_DTYPE_F64, 2, s3);
+		td_cr_assert_ok(td_tensor_transpose(&tr, &t, 0, 1));
+		td_cr_assert_ok(td_dict_set_tensor(d, "strided", &tr));
+		snprintf(dir, sizeof(dir), "a%zu", i);
+		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(dir), flags[i]));
+		/* Written or fallocated, every block is reserved: no hole a mapping could fault on. */
+		for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
+			struct stat sb;
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%s", td_test_path(dir), files[k]);
+			fd = open(path, O_RDONLY);
+			cr_assert(fd >= 0, "%s", path);
+			cr_assert_eq(fstat(fd, &sb), 0);
+			cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
+				"%s, flags 0x%x: %lld blocks of 512 for %lld bytes", files[k], flags[i],
+				(long long)sb.st_blocks, (long long)sb.st_size);
+			if (!(flags[i] & TD_STORE_LIKE))
+				cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "%s: a hole", files[k]);
+			close(fd);
+		}
+		if (!(flags[i] & TD_STORE_LIKE)) {
+			const td_value *v;
+
+			td_cr_assert_ok(td_dict_get(td_store_dict(st), "strided", &v));
+			cr_assert_eq(td_tensor_equal(&v->u.tensor, &tr), 1);
+		}
+		td_cr_assert_ok(td_store_close(st));
+		td_tensor_release(&tr);
+		td_tensor_release(&t);
+		td_dict_free(d);
+	}
 }
 
 Test(store_dir, zero_element_leaves_have_no_file)
