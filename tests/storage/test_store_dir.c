@@ -44,6 +44,16 @@ static void write_zeros(const char *path, size_t n)
 	cr_assert_eq(fclose(f), 0);
 }
 
+/* A symbolic link at `rel` to a file "victim" of `n` zeros: a leaf file that is refused. */
+static void link_to_victim(const char *rel, size_t n)
+{
+	char victim[4200];
+
+	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
+	write_zeros(victim, n);
+	cr_assert_eq(symlink(victim, td_test_path(rel)), 0, "symlink %s", rel);
+}
+
 /* The whole file as a NUL-terminated string (static buffer). */
 static const char *read_text(const char *path)
 {
@@ -555,19 +565,16 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 Test(store_dir, symlinks_where_leaves_go_are_refused)
 {
 	static const int64_t b[] = { 4 };
-	char victim[4200];
 	td_store *st;
 	td_dict *d;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	cr_assert_eq(mkdir(td_test_path("sl"), 0777), 0);
-	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
-	write_zeros(victim, 3);
-	cr_assert_eq(symlink(victim, td_test_path("sl/x.memmap")), 0);
+	link_to_victim("sl/x.memmap", 3);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"), TD_STORE_EXISTSOK),
 		TD_ECORRUPT);
-	cr_assert_eq(td_test_file_size(victim), 3);
+	cr_assert_eq(td_test_file_size(td_test_path("victim")), 3);
 	td_dict_free(d);
 }
 
@@ -840,7 +847,7 @@ Test(store_dir, read_only_files_cannot_be_opened_read_write)
 Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_files)
 {
 	static const int64_t b[] = { 4 };
-	char old_meta[8192], victim[4200];
+	char old_meta[8192];
 	td_store *st;
 	td_dict *d;
 	DIR *dir;
@@ -854,9 +861,7 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 	snprintf(old_meta, sizeof(old_meta), "%s", read_text(td_test_path("f/meta.json")));
 	/* A second save whose last leaf hits a symbolic link fails after writing others. */
 	put_arange(d, "y", TD_DTYPE_I32, 1, b);
-	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
-	write_zeros(victim, 16);
-	cr_assert_eq(symlink(victim, td_test_path("f/y.memmap")), 0);
+	link_to_victim("f/y.memmap", 16);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"), TD_STORE_EXISTSOK),
 		TD_ECORRUPT);
 	cr_assert_str_eq(read_text(td_test_path("f/meta.json")), old_meta);
@@ -1093,4 +1098,60 @@ Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 6);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
 	td_cr_assert_ok(td_store_close(st));
+}
+
+/* Whether the directory `rel` (in the test directory) holds an entry whose name contains `part`. */
+static bool dir_holds(const char *rel, const char *part)
+{
+	DIR *dir = opendir(td_test_path(rel));
+	struct dirent *e;
+	bool found = false;
+
+	cr_assert_not_null(dir, "%s", rel);
+	while ((e = readdir(dir)) != NULL)
+		found = found || strstr(e->d_name, part) != NULL;
+	closedir(dir);
+	return found;
+}
+
+Test(store_dir, a_failed_save_into_a_new_directory_leaves_no_meta_json)
+{
+	static const int64_t b[] = { 4 };
+	td_store *st;
+	td_dict *d, *a, *z;
+
+	/* "a" and the string are written (their meta.json in place) before "z/y" fails. */
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	td_cr_assert_ok(td_dict_new(&a, 1, b));
+	put_arange(a, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "a", a));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_new(&z, 1, b));
+	put_arange(z, "y", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "z", z));
+	cr_assert_eq(mkdir(td_test_path("n"), 0777), 0);
+	cr_assert_eq(mkdir(td_test_path("n/z"), 0777), 0);
+	link_to_victim("n/z/y.memmap", 16);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK),
+		TD_ECORRUPT);
+	cr_assert_not(td_test_exists(td_test_path("n/meta.json")));
+	cr_assert_not(td_test_exists(td_test_path("n/a/meta.json")));
+	cr_assert_not(td_test_exists(td_test_path("n/s/meta.json")));
+	cr_assert_not(dir_holds("n", "tdstore-tmp"));
+	cr_assert_not(dir_holds("n/a", "tdstore-tmp"));
+	/* Without the obstacle the same save succeeds, and a re-save that adds a dict too. */
+	cr_assert_eq(unlink(td_test_path("n/z/y.memmap")), 0);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_dict_new(&a, 1, b));
+	put_arange(a, "w", TD_DTYPE_I64, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "new", a));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(dir_holds("n", "tdstore-tmp"));
+	cr_assert_not(dir_holds("n", "tdstore-journal"));
+	st = open_ok(td_test_path("n"), 0);
+	cr_assert_eq(td_dict_equal(td_store_dict(st), d), 1);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
 }
