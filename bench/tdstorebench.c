@@ -7,11 +7,14 @@
  * opened store against a raw read, all measured in the same run on the
  * same filesystem. Each figure is the best of --repeat runs; the ratio
  * column is ours / raw (lower is better; the save target is <= 1.25).
+ * With --floor, save-files rows time the directory placement's files
+ * created empty (what one file per leaf costs before any byte is written).
  *
  * Usage: tdstorebench [--json] [--filter SUBSTR] [--repeat N] [--dir DIR]
- *                     [--large] [--quick]
+ *                     [--large] [--quick] [--floor]
  *   --large  also the 1 GB sizes;  --quick  1 MB and at most 1,000 leaves, one run
- *   (a smoke test: make check runs it). Exits 1 if a store reads back wrong.
+ *   (a smoke test: make check runs it);  --floor  also the save-files rows.
+ *   Exits 1 if a store reads back wrong.
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
@@ -30,11 +33,11 @@
 #define MB ((int64_t)1000 * 1000)
 
 static struct {
-	bool json, large, quick;
+	bool json, large, quick, floor;
 	const char *filter;
 	int repeat;
 	char dir[4096];
-} opt = { false, false, false, NULL, 3, "" };
+} opt = { false, false, false, false, NULL, 3, "" };
 
 static int nrows;
 
@@ -349,6 +352,77 @@ static double raw_read_sum(const char *path, double *sum)
 	return now() - t0;
 }
 
+/* ---- what the directory placement cannot avoid: a file per leaf ---- */
+
+/*
+ * Create `d`'s tree under `dirfd` with every file empty: a directory per
+ * nested dict, a file per leaf with elements (named as the store names
+ * it) and a meta.json per directory. Counts into *files and *dirs.
+ */
+static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs)
+{
+	size_t n = td_dict_items(d, NULL, NULL, 0), i;
+	const char **keys = calloc(n ? n : 1, sizeof(*keys));
+	const td_value **vals = calloc(n ? n : 1, sizeof(*vals));
+	char name[4096];
+	int fd;
+
+	if (!keys || !vals)
+		die("calloc");
+	td_dict_items(d, keys, vals, n);
+	for (i = 0; i < n; i++) {
+		if (td_store_encode_key(keys[i], name, sizeof(name) - 8) < 0)
+			die("td_store_encode_key");
+		if (vals[i]->kind == TD_VALUE_DICT) {
+			if (mkdirat(dirfd, name, 0777) < 0)
+				die(name);
+			fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0)
+				die(name);
+			create_tree(fd, vals[i]->u.dict, files, dirs);
+			close(fd);
+			(*dirs)++;
+		} else if (vals[i]->kind == TD_VALUE_TENSOR &&
+			   td_tensor_nbytes(&vals[i]->u.tensor) > 0) {
+			strcat(name, ".memmap");
+			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+			if (fd < 0)
+				die(name);
+			close(fd);
+			(*files)++;
+		}
+	}
+	fd = openat(dirfd, "meta.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		die("meta.json");
+	close(fd);
+	(*files)++;
+	free(keys);
+	free(vals);
+}
+
+/* The directory and coordination file of a store at `path`, then create_tree(). */
+static double files_floor(const td_dict *d, const char *path, size_t *files, size_t *dirs)
+{
+	double t0 = now();
+	int dirfd, fd;
+
+	*files = 1;
+	*dirs = 1;
+	if (mkdir(path, 0777) < 0)
+		die(path);
+	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		die(path);
+	fd = openat(dirfd, ".tdstore-coord", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+	if (fd < 0)
+		die(".tdstore-coord");
+	close(fd);
+	create_tree(dirfd, d, files, dirs);
+	close(dirfd);
+	return now() - t0;
+}
+
 /* ---- rows ---- */
 
 /* "save", "save-packed", ... : the row prefix of a placement. */
@@ -363,15 +437,17 @@ static const char *prefix(const char *what, unsigned placement)
 static void bench_save_read(const char *layout, td_dict *d, const char *size_name,
 	unsigned placement)
 {
-	char name[128], store[4200], raw[4200], extra[256];
+	char name[128], store[4200], raw[4200], extra[256], files[128], tree[4200];
 	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
-	       s2 = 0;
-	size_t leaves, bytes = dict_bytes(d, &leaves);
+	       s2 = 0, best_files = 1e30;
+	size_t leaves, bytes = dict_bytes(d, &leaves), nfiles = 0, ndirs = 0;
 	int r;
 
 	snprintf(name, sizeof(name), "%s/%s/%s", prefix("save", placement), layout, size_name);
 	snprintf(extra, sizeof(extra), "%s/%s/%s", prefix("read", placement), layout, size_name);
-	if (!wanted(name) && !wanted(extra))
+	/* The directory placement's floor: its files created empty. */
+	snprintf(files, sizeof(files), "save-files/%s/%s", layout, size_name);
+	if (!wanted(name) && !wanted(extra) && !(opt.floor && wanted(files)))
 		return;
 	snprintf(store, sizeof(store), "%s/store", opt.dir);
 	snprintf(raw, sizeof(raw), "%s/raw.bin", opt.dir);
@@ -380,6 +456,18 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		double t;
 
 		rm_rf(store);
+		if (opt.floor && !(placement & TD_STORE_PACKED) && wanted(files)) {
+			/*
+			 * Right after the same deletion as the save below. Kept until
+			 * the run ends: deleting it here would slow the saves that
+			 * follow (see README), which must run as without --floor.
+			 */
+			snprintf(tree, sizeof(tree), "%s/files.%s.%s.%d", opt.dir, layout, size_name, r);
+			sync();
+			t = files_floor(d, tree, &nfiles, &ndirs);
+			if (t < best_files)
+				best_files = t;
+		}
 		unlink(raw);
 		sync();
 		t = raw_write(d, raw);
@@ -398,6 +486,12 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		"%zu leaves, %zu bytes, %.0f MB/s", leaves, bytes, bytes / best_save / 1e6);
 	if (wanted(name))
 		row(name, best_save, best_raw, "write+fsync", extra);
+	if (opt.floor && !(placement & TD_STORE_PACKED) && wanted(files)) {
+		snprintf(extra, sizeof(extra), opt.json ? "\"files\": %zu, \"dirs\": %zu, "
+			"\"us_per_file\": %.1f" : "%zu files + %zu dirs created empty, %.1f us each",
+			nfiles, ndirs, best_files * 1e6 / (double)(nfiles + ndirs));
+		row(files, best_files, best_raw, "write+fsync", extra);
+	}
 
 	/* Read every element of a freshly opened store (warm page cache) vs read() + sum. */
 	for (r = 0; r < opt.repeat; r++) {
@@ -486,6 +580,8 @@ int main(int argc, char **argv)
 			opt.large = true;
 		else if (!strcmp(argv[i], "--quick"))
 			opt.quick = true;
+		else if (!strcmp(argv[i], "--floor"))
+			opt.floor = true;
 		else if (!strcmp(argv[i], "--filter") && i + 1 < argc)
 			opt.filter = argv[++i];
 		else if (!strcmp(argv[i], "--repeat") && i + 1 < argc && atoi(argv[i + 1]) > 0)
@@ -494,7 +590,7 @@ int main(int argc, char **argv)
 			snprintf(opt.dir, sizeof(opt.dir), "%s/tdstorebench.XXXXXX", argv[++i]);
 		else {
 			fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--repeat N] [--dir DIR] "
-					"[--large] [--quick]\n", argv[0]);
+					"[--large] [--quick] [--floor]\n", argv[0]);
 			return 2;
 		}
 	}

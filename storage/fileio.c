@@ -223,22 +223,40 @@ int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const cha
 	return TD_OK;
 }
 
-int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
-	size_t tmp_len, const char *what)
+/* Fill the new file `fd` (`name` under `dirfd`), sync it when asked, close it; unlink it on failure. */
+static int fill_new(int dirfd, const char *name, int fd, const void *data, size_t len,
+	bool do_fsync, const char *what)
 {
-	int fd, err;
+	int err = write_all(fd, data, len);
 
-	TD_TRY(td__create_temp(dirfd, tmp, tmp_len, &fd, what));
-	err = write_all(fd, data, len);
 	if (!err && do_fsync && fsync(fd) < 0)
 		err = -errno;
 	if (close(fd) < 0 && !err)
 		err = -errno;
 	if (err) {
-		unlinkat(dirfd, tmp, 0);
+		unlinkat(dirfd, name, 0);
 		return td__error_os(td__status_from_errno(-err), -err, "%s: write", what);
 	}
 	return TD_OK;
+}
+
+int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
+	size_t tmp_len, const char *what)
+{
+	int fd;
+
+	TD_TRY(td__create_temp(dirfd, tmp, tmp_len, &fd, what));
+	return fill_new(dirfd, tmp, fd, data, len, do_fsync, what);
+}
+
+int td__write_new(int dirfd, const char *name, const void *data, size_t len, const char *what)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		return errno == EEXIST ? td__error(TD_EEXISTS, "%s: already exists", what) :
+					 td__file_error(errno, what, "create");
+	return fill_new(dirfd, name, fd, data, len, false, what);
 }
 
 int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,

@@ -534,8 +534,9 @@ void td__journal_view_free(td__journal_view *v)
 
 /* ---- committing ---- */
 
-int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
-	const char *what)
+/* Record a meta.json for the commit: under a temporary name, or `in_place`. */
+static int stage(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
+	bool in_place, const char *what)
 {
 	td__commit_entry *e;
 	int rc;
@@ -562,7 +563,13 @@ int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *tex
 		td__free(e->path);
 		return rc;
 	}
-	rc = td__write_temp(dirfd, text, len, false, e->tmp, sizeof(e->tmp), what);
+	e->in_place = in_place;
+	if (in_place) {
+		snprintf(e->tmp, sizeof(e->tmp), "meta.json");
+		rc = td__write_new(dirfd, e->tmp, text, len, what);
+	} else {
+		rc = td__write_temp(dirfd, text, len, false, e->tmp, sizeof(e->tmp), what);
+	}
 	if (rc < 0) {
 		close(e->dirfd);
 		td__free(e->path);
@@ -570,6 +577,18 @@ int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *tex
 	}
 	c->n++;
 	return TD_OK;
+}
+
+int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
+	const char *what)
+{
+	return stage(c, dirfd, path, text, len, false, what);
+}
+
+int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text,
+	size_t len, const char *what)
+{
+	return stage(c, dirfd, path, text, len, true, what);
 }
 
 /* Empty the commit; with `unlink_tmp`, remove the staged files first. */
@@ -594,17 +613,21 @@ void td__commit_abort(td__commit *c)
 }
 
 /* Encode, write and (with `sync`) sync the journal listing the staged files. */
-static int journal_write(const td__commit *c, int rootfd, bool sync, const char *what)
+static int journal_write(const td__commit *c, size_t staged, int rootfd, bool sync,
+	const char *what)
 {
 	size_t body = 0, total, off, i;
 	unsigned char *buf;
 	int fd, rc;
 
-	if (c->n > TD_JOURNAL_MAX_ENTRIES)
+	if (staged > TD_JOURNAL_MAX_ENTRIES)
 		return td__error(TD_ENOTSUP, "%s: %zu directories in one commit, more than %u", what,
-			c->n, TD_JOURNAL_MAX_ENTRIES);
+			staged, TD_JOURNAL_MAX_ENTRIES);
 	for (i = 0; i < c->n; i++) {
 		size_t plen = strlen(c->e[i].path);
+
+		if (c->e[i].in_place)
+			continue;
 
 		if (plen > TD_JOURNAL_PATH_MAX)
 			return td__error(TD_ENOTSUP, "%s: a directory path longer than %u bytes", what,
@@ -621,13 +644,15 @@ static int journal_write(const td__commit *c, int rootfd, bool sync, const char 
 	memcpy(buf, TD_JOURNAL_MAGIC, 8);
 	put_u32(buf + 8, TD_JOURNAL_VERSION);
 	put_u32(buf + 12, TD_JOURNAL_HEADER_SIZE);
-	put_u32(buf + 16, (uint32_t)c->n);
+	put_u32(buf + 16, (uint32_t)staged);
 	put_u32(buf + 20, 0);
 	put_u64(buf + 24, body);
 	off = TD_JOURNAL_HEADER_SIZE;
 	for (i = 0; i < c->n; i++) {
 		size_t plen = strlen(c->e[i].path), nlen = strlen(c->e[i].tmp);
 
+		if (c->e[i].in_place)
+			continue;
 		put_u16(buf + off, (uint32_t)plen);
 		put_u16(buf + off + 2, (uint32_t)nlen);
 		memcpy(buf + off + TD_JOURNAL_ENTRY_SIZE, c->e[i].path, plen);
@@ -659,26 +684,30 @@ static int journal_write(const td__commit *c, int rootfd, bool sync, const char 
 
 int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 {
-	bool journal = c->n > 1;
-	size_t i;
+	size_t staged = 0, i;
+	bool journal;
 	int rc = TD_OK;
 
 	if (c->n == 0) {
 		commit_clear(c, false);
 		return TD_OK;
 	}
+	for (i = 0; i < c->n; i++)
+		staged += !c->e[i].in_place;
+	journal = staged > 1;
 	/* Data first: every leaf and staged file durable before anything names it. */
 	if (sync && syncfs(rootfd) < 0)
 		rc = td__error_os(TD_EIO, errno, "%s: syncfs", what);
 	if (rc == TD_OK && journal)
-		rc = journal_write(c, rootfd, sync, what);
+		rc = journal_write(c, staged, rootfd, sync, what);
 	if (rc < 0) {
 		commit_clear(c, true);
 		return rc;
 	}
 	/* Sealed (or a single file): from here on the commit happens. */
 	for (i = 0; rc == TD_OK && i < c->n; i++)
-		if (renameat(c->e[i].dirfd, c->e[i].tmp, c->e[i].dirfd, "meta.json") < 0)
+		if (!c->e[i].in_place &&
+		    renameat(c->e[i].dirfd, c->e[i].tmp, c->e[i].dirfd, "meta.json") < 0)
 			rc = td__error_os(td__status_from_errno(errno), errno, "%s/%s: rename of meta.json",
 				what, c->e[i].path);
 	if (rc < 0 && !journal) {
@@ -686,10 +715,10 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 		return rc;
 	}
 	/* The renames durable before the journal goes (a few directories: fsync each). */
-	if (rc == TD_OK && sync && c->n > SYNC_DIRS_MAX && syncfs(rootfd) < 0)
+	if (rc == TD_OK && sync && staged > SYNC_DIRS_MAX && syncfs(rootfd) < 0)
 		rc = td__error_os(TD_EIO, errno, "%s: syncfs", what);
-	for (i = 0; rc == TD_OK && sync && c->n <= SYNC_DIRS_MAX && i < c->n; i++)
-		if (fsync(c->e[i].dirfd) < 0)
+	for (i = 0; rc == TD_OK && sync && staged <= SYNC_DIRS_MAX && i < c->n; i++)
+		if (!c->e[i].in_place && fsync(c->e[i].dirfd) < 0)
 			rc = td__error_os(TD_EIO, errno, "%s/%s: fsync", what, c->e[i].path);
 	/*
 	 * On failure the journal stays: the next writer redoes what is left.

@@ -7,6 +7,8 @@ libtdcore_la_SOURCES += \
 	%D%/format.h \
 	%D%/index.h \
 	%D%/index.c \
+	%D%/io.h \
+	%D%/io.c \
 	%D%/store_packed.c \
 	%D%/fileio.c \
 	%D%/coord.c \

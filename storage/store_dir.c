@@ -9,6 +9,7 @@
  * declared size; symbolic links are refused everywhere below the root.
  */
 #include "store_impl.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -803,7 +804,16 @@ typedef struct writer {
 	unsigned flags;
 	td__commit commit;
 	td__relpath path;
+	td__writer io;        /* writes every leaf's bytes */
+	bool dir_new;         /* the directory being written was made by this save (not the root) */
 } writer;
+
+/* A sub-directory entered while writing, until leave_child_dir(). */
+typedef struct level {
+	int fd;
+	size_t mark;          /* the writer's path before it */
+	bool was_new;         /* the writer's dir_new before it */
+} level;
 
 
 /* Everything that would make the write fail half-way is refused before any file is touched. */
@@ -892,16 +902,28 @@ static int meta_text(json_t *meta, char **out)
 	return TD_OK;
 }
 
-/* Stage the directory's meta.json for the commit at the end of the save. Consumes `meta`. */
-static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
+/*
+ * Stage `text` as the directory's meta.json for the commit at the end of
+ * the save. A directory this save made is named by no meta.json until its
+ * parent's is renamed into place: its own is written in place.
+ */
+static int stage_meta_text(writer *w, int dirfd, const char *rel, const char *text)
 {
-	char what[REL_MAX], *text;
-	int rc;
+	char what[REL_MAX];
 
 	join(what, sizeof(what), rel, "meta.json");
+	return (w->dir_new ? td__commit_stage_new : td__commit_stage)(&w->commit, dirfd,
+		td__relpath_str(&w->path), text, strlen(text), what);
+}
+
+/* stage_meta_text() of `meta`'s text. Consumes `meta`. */
+static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
+{
+	char *text;
+	int rc;
+
 	TD_TRY(meta_text(meta, &text));
-	rc = td__commit_stage(&w->commit, dirfd, td__relpath_str(&w->path), text, strlen(text),
-		what);
+	rc = stage_meta_text(w, dirfd, rel, text);
 	free(text);
 	return rc;
 }
@@ -925,12 +947,17 @@ static int commit_meta(writer *w, int rootfd, bool ok)
 	return rc;
 }
 
-/* Create (or reuse) one leaf file, map it and copy the data in. */
+/*
+ * Create (or reuse) one leaf file, write the data in and map it. Writing
+ * every byte reserves the file's blocks; TD_STORE_LIKE leaves, which are
+ * not written, are reserved with fallocate.
+ */
 static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	const td_tensor *src, td_tensor *out)
 {
 	char what[REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
+	bool like = (w->flags & TD_STORE_LIKE) != 0;
 	td_buffer *map = NULL;
 	int fd, rc;
 
@@ -938,52 +965,27 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	join(what, sizeof(what), rel, fname);
-	rc = td__open_reserved(dirfd, fname, nbytes, (w->flags & TD_STORE_EXISTSOK) != 0,
-		"td_store_memmap", what, &fd, NULL);
+	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
+		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, NULL);
 	td__free(fname);
 	if (rc < 0)
 		return rc;
-	if (!(w->flags & TD_STORE_LIKE) && td_tensor_is_contiguous(src)) {
-		/*
-		 * Contiguous data is written with pwrite: no page fault per 4 KiB
-		 * as through a fresh mapping. The file is mapped afterwards.
-		 */
-		const char *p = td_tensor_data(src);
-		size_t done = 0;
-
-		while (done < nbytes) {
-			ssize_t n = pwrite(fd, p + done, nbytes - done, (off_t)done);
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				rc = td__error_os(td__status_from_errno(n < 0 ? errno : EIO),
-					n < 0 ? errno : EIO, "%s: write", what);
-				goto out;
-			}
-			done += (size_t)n;
-		}
-		rc = td__map_fd(&map, fd, nbytes, true, what);
+	if (!like) {
+		/* pwritev, not the fresh mapping: no page fault per 4 KiB. */
+		td__writer_reset(&w->io, fd, 0, what);
+		rc = td__writer_put_tensor(&w->io, src);
 		if (rc == TD_OK)
-			rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
-		if (rc < 0)
-			goto out;
-	} else {
-		rc = td__map_fd(&map, fd, nbytes, true, what);
-		if (rc < 0)
-			goto out;
-		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
-		if (rc < 0)
-			goto out;
-		/* Strided or expanded sources are gathered straight into the mapping. */
-		if (!(w->flags & TD_STORE_LIKE))
-			rc = td_tensor_copy(out, src);
+			rc = td__writer_flush(&w->io);
 	}
 	if (rc == TD_OK)
+		rc = td__map_fd(&map, fd, nbytes, true, what);
+	if (rc == TD_OK)
+		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
+	if (rc == TD_OK) {
 		rc = td__store_track(w->st, map);
-	if (rc < 0)
-		td_tensor_release(out);
-out:
+		if (rc < 0)
+			td_tensor_release(out);
+	}
 	td_buffer_unref(map);
 	close(fd);
 	return rc;
@@ -991,11 +993,13 @@ out:
 
 /*
  * Create (or reuse) the directory of a sub-collection. With `name_out`,
- * its name goes there (a heap block).
+ * its name goes there (a heap block). @return 1 when the directory was
+ * made here, TD_OK when it existed, or a negative status.
  */
 static int make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
 	size_t crel_len, int *out, char **name_out)
 {
+	bool made = true;
 	char *name;
 	int rc;
 
@@ -1003,10 +1007,13 @@ static int make_child_dir(int dirfd, const char *rel, const char *key, char *cre
 		*name_out = NULL;
 	TD_TRY(td__encoded_name(key, "", &name));
 	join(crel, crel_len, rel, name);
-	if (mkdirat(dirfd, name, 0777) < 0 && errno != EEXIST) {
-		rc = td__file_error(errno, crel, "mkdir");
-		td__free(name);
-		return rc;
+	if (mkdirat(dirfd, name, 0777) < 0) {
+		if (errno != EEXIST) {
+			rc = td__file_error(errno, crel, "mkdir");
+			td__free(name);
+			return rc;
+		}
+		made = false;
 	}
 	rc = open_subdir(dirfd, name, crel, out);
 	if (rc == TD_OK && name_out) {
@@ -1014,22 +1021,35 @@ static int make_child_dir(int dirfd, const char *rel, const char *key, char *cre
 		name = NULL;
 	}
 	td__free(name);
-	return rc;
+	return rc == TD_OK ? made : rc;
 }
 
 /* Create (or reuse) a sub-collection's directory and enter it in the writer's path. */
 static int enter_child_dir(writer *w, int dirfd, const char *rel, const char *key, char *crel,
-	int *out, size_t *mark)
+	level *lv)
 {
 	char *name;
-	int rc;
+	int made, rc;
 
-	TD_TRY(make_child_dir(dirfd, rel, key, crel, REL_MAX, out, &name));
-	rc = td__relpath_push(&w->path, name, mark);
+	made = make_child_dir(dirfd, rel, key, crel, REL_MAX, &lv->fd, &name);
+	if (made < 0)
+		return made;
+	rc = td__relpath_push(&w->path, name, &lv->mark);
 	td__free(name);
-	if (rc < 0)
-		close(*out);
-	return rc;
+	if (rc < 0) {
+		close(lv->fd);
+		return rc;
+	}
+	lv->was_new = w->dir_new;
+	w->dir_new = made == 1;
+	return TD_OK;
+}
+
+static void leave_child_dir(writer *w, const level *lv)
+{
+	td__relpath_pop(&w->path, lv->mark);
+	w->dir_new = lv->was_new;
+	close(lv->fd);
 }
 
 static int write_string(writer *w, int dirfd, const char *rel, const char *key,
@@ -1037,10 +1057,10 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 {
 	char crel[REL_MAX];
 	json_t *meta;
-	size_t mark;
-	int cfd, rc;
+	level lv;
+	int rc;
 
-	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
+	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
 	meta = json_object();
 	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
 		     json_object_set_new(meta, "data",
@@ -1050,9 +1070,8 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 		json_decref(meta);
 		meta = NULL;
 	}
-	rc = write_meta(w, cfd, crel, meta);
-	td__relpath_pop(&w->path, mark);
-	close(cfd);
+	rc = write_meta(w, lv.fd, crel, meta);
+	leave_child_dir(w, &lv);
 	return rc;
 }
 
@@ -1141,20 +1160,17 @@ int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
 static int write_strings(writer *w, int dirfd, const char *rel, const char *key,
 	const td_strings *s)
 {
-	char crel[REL_MAX], what[REL_MAX], *text;
-	size_t mark;
-	int cfd, rc;
+	char crel[REL_MAX], *text;
+	level lv;
+	int rc;
 
-	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
-	join(what, sizeof(what), crel, "meta.json");
+	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
 	rc = td__strings_meta_text(s, -1, &text);
 	if (rc == TD_OK) {
-		rc = td__commit_stage(&w->commit, cfd, td__relpath_str(&w->path), text,
-			strlen(text), what);
+		rc = stage_meta_text(w, lv.fd, crel, text);
 		free(text);
 	}
-	td__relpath_pop(&w->path, mark);
-	close(cfd);
+	leave_child_dir(w, &lv);
 	return rc;
 }
 
@@ -1181,13 +1197,11 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	case TD_VALUE_DICT: {
 		char crel[REL_MAX];
 		td_dict *child = NULL;
-		size_t mark;
-		int cfd;
+		level lv;
 
-		TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &cfd, &mark));
-		rc = write_dict(w, cfd, crel, v->u.dict, &child);
-		td__relpath_pop(&w->path, mark);
-		close(cfd);
+		TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
+		rc = write_dict(w, lv.fd, crel, v->u.dict, &child);
+		leave_child_dir(w, &lv);
 		if (rc == TD_OK) {
 			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
 			if (rc < 0)
@@ -1328,7 +1342,7 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 	char name[24], crel[REL_MAX];
 	td_dict **kids;
 	json_t *meta;
-	int rc = TD_OK, cfd;
+	int rc = TD_OK;
 
 	*out = NULL;
 	/* A directory "n/" left by a larger stack would be read as one more child. */
@@ -1343,18 +1357,16 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 		return td__error_nomem(n * sizeof(*kids));
 	for (i = 0; rc == TD_OK && i < n; i++) {
 		const td_dict *child = td_lazy_child(src, i);
-
-		size_t mark;
+		level lv;
 
 		/* Decimal names need no encoding: the encoded name is the name. */
 		snprintf(name, sizeof(name), "%zu", i);
-		rc = enter_child_dir(w, dirfd, rel, name, crel, &cfd, &mark);
+		rc = enter_child_dir(w, dirfd, rel, name, crel, &lv);
 		if (rc < 0)
 			break;
-		rc = td_dict_is_lazy(child) ? write_lazy(w, cfd, crel, child, &kids[i]) :
-			write_dict(w, cfd, crel, child, &kids[i]);
-		td__relpath_pop(&w->path, mark);
-		close(cfd);
+		rc = td_dict_is_lazy(child) ? write_lazy(w, lv.fd, crel, child, &kids[i]) :
+			write_dict(w, lv.fd, crel, child, &kids[i]);
+		leave_child_dir(w, &lv);
 		if (rc == TD_OK)
 			made++;
 	}
@@ -1418,8 +1430,10 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	memset(&w, 0, sizeof(w));
 	w.st = st;
 	w.flags = flags;
+	rc = td__writer_init(&w.io, -1, 0, path);
 	/* The whole save is one schema change for processes that have the directory open. */
-	rc = td__coord_open(&st->coord, dirfd, path, true);
+	if (rc == TD_OK)
+		rc = td__coord_open(&st->coord, dirfd, path, true);
 	if (rc == TD_OK)
 		rc = td__coord_lock(&st->coord, true);
 	if (rc == TD_OK) {
@@ -1436,6 +1450,8 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 			st->generation = td__coord_bump(&st->coord);
 		td__coord_unlock(&st->coord);
 	}
+	td__writer_free(&w.io);
+	td__writer_free(&w.io);
 	close(dirfd);
 	return store_finish(st, rc, out);
 }
@@ -1883,7 +1899,10 @@ static int add_impl(td_store *st, const char *const *parts, size_t n, const td_t
 	w.st = st;
 	/* A file left by an add that crashed before its commit is reused. */
 	w.flags = TD_STORE_EXISTSOK | (copy ? 0u : TD_STORE_LIKE);
-	rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
+	rc = td__writer_init(&w.io, -1, 0, c.rel);
+	if (rc == TD_OK)
+		rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
+	td__writer_free(&w.io);
 	if (rc == TD_OK && !copy && td_tensor_numel(&mapped) > 0)
 		rc = td_tensor_zero(&mapped); /* a reused file may hold old bytes */
 	if (rc == TD_OK)

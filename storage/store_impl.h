@@ -177,7 +177,8 @@ void td__relpath_free(td__relpath *p);
 typedef struct td__commit_entry {
 	int dirfd;                      /* owned */
 	char *path;                     /* relative to the root, owned */
-	char tmp[TD_TMP_NAME_MAX + 1];
+	char tmp[TD_TMP_NAME_MAX + 1];  /* the staged file; "meta.json" when in_place */
+	bool in_place;                  /* written as meta.json of a new directory: no rename */
 } td__commit_entry;
 
 /**
@@ -196,6 +197,15 @@ typedef struct td__commit {
  */
 int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
 	const char *what);
+/**
+ * Write meta.json directly into `dirfd`, a directory created by this
+ * change: nothing names it until the parent's staged meta.json is renamed
+ * into place, so it needs no temporary name, no rename and no journal
+ * entry. It becomes durable with the commit's first sync; an abort
+ * removes it.
+ */
+int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text,
+	size_t len, const char *what);
 /**
  * Make every staged file current, under the exclusive writer lock: with
  * `sync`, sync the filesystem (leaf data and staged files), then (for more
@@ -438,6 +448,13 @@ int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t 
  */
 int td__write_temp(int dirfd, const void *data, size_t len, bool do_fsync, char *tmp,
 	size_t tmp_len, const char *what);
+
+/**
+ * Create the file `name` under `dirfd` (it must not exist: TD_EEXISTS; no
+ * symbolic link is followed) holding `len` bytes, not synced. On failure
+ * nothing is left behind.
+ */
+int td__write_new(int dirfd, const char *name, const void *data, size_t len, const char *what);
 
 /** Write all of `data` at the current offset of `fd` (retrying short writes and EINTR). */
 int td__write_fd(int fd, const void *data, size_t len, const char *what);

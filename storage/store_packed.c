@@ -11,6 +11,7 @@
  * new one), syncs, and only then overwrites the older slot.
  */
 #include "store_impl.h"
+#include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -55,27 +56,6 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off, const char *wh
 	return TD_OK;
 }
 
-static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *what)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			int err = n < 0 ? errno : EIO;
-
-			return td__error_os(td__status_from_errno(err), err, "%s: write", what);
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return TD_OK;
-}
-
 /* Reserve [off, off + len) on disk (the file grows to cover it). */
 static int reserve(int fd, uint64_t off, uint64_t len, const char *what)
 {
@@ -97,21 +77,20 @@ static int reserve(int fd, uint64_t off, uint64_t len, const char *what)
 /* Zero [off, off + len), which may hold bytes of a change that never committed. */
 static int zero_range(int fd, uint64_t off, uint64_t len, uint64_t file_size, const char *what)
 {
-	static const char zeros[65536];
+	td__writer w;
+	int rc;
 
 	/* Bytes past the old end of the file read as zeros already. */
 	if (off >= file_size)
 		return TD_OK;
 	if (len > file_size - off)
 		len = file_size - off;
-	while (len) {
-		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
-
-		TD_TRY(pwrite_all(fd, zeros, n, off, what));
-		off += n;
-		len -= n;
-	}
-	return TD_OK;
+	TD_TRY(td__writer_init(&w, fd, off, what));
+	rc = td__writer_zero(&w, len);
+	if (rc == TD_OK)
+		rc = td__writer_flush(&w);
+	td__writer_free(&w);
+	return rc;
 }
 
 static int sync_fd(int fd, const char *what)
@@ -418,44 +397,64 @@ static int place_new_extents(td__index *ix, uint64_t *end, const char *what)
 }
 
 /*
- * Write the data of every record with a `src` (clearing it): contiguous
- * sources with pwrite, others gathered through `map` (a mapping of the
- * whole new length). With `zero`, the extents are zeroed instead (they may
- * hold bytes of a change that never committed, up to `old_size`).
+ * Queue the data of every record with a `src` (clearing every `src`) at
+ * its extent, zero-padded to the extent's capacity: with extents placed
+ * back to back from the writer's position, every byte up to the end of
+ * the last one is written, which also reserves its blocks. With `zero`,
+ * nothing is queued: the extents are zeroed instead where they may hold
+ * bytes of a change that never committed (below `old_size`), and the
+ * caller reserves them.
  */
-static int write_sources(td__index *ix, int fd, td_buffer *map, uint64_t old_size, bool zero,
-	const char *what)
+static int write_sources(td__index *ix, td__writer *w, uint64_t old_size, bool zero)
 {
 	uint32_t i;
+	int rc = TD_OK;
 
 	for (i = 0; i < ix->n; i++) {
 		td__irec *r = &ix->recs[i];
 		const td_tensor *src = r->src;
 
 		r->src = NULL;
-		if (!src || r->length == 0)
+		if (rc < 0 || !src || r->length == 0)
 			continue;
 		if (zero) {
-			TD_TRY(zero_range(fd, r->offset, r->capacity, old_size, what));
-		} else if (td_tensor_is_contiguous(src)) {
-			TD_TRY(pwrite_all(fd, td_tensor_data(src), (size_t)r->length, r->offset, what));
-		} else {
-			td_tensor dst;
-			int rc = td_tensor_from_buffer(&dst, map, src->dtype, src->ndim, src->shape,
-				NULL, (int64_t)(r->offset / td_dtype_size(src->dtype)));
-
-			if (rc == TD_OK) {
-				rc = td_tensor_copy(&dst, src);
-				td_tensor_release(&dst);
-			}
-			TD_TRY(rc);
+			rc = zero_range(w->fd, r->offset, r->capacity, old_size, w->what);
+			continue;
 		}
-		/* The tail of the extent, past the data, must read as zeros. */
-		if (!zero && r->capacity > r->length)
-			TD_TRY(zero_range(fd, r->offset + r->length, r->capacity - r->length,
-				old_size, what));
+		rc = td__writer_zero_to(w, r->offset);
+		if (rc == TD_OK)
+			rc = td__writer_put_tensor(w, src);
+		if (rc == TD_OK)
+			rc = td__writer_zero(w, r->capacity - r->length);
 	}
-	return TD_OK;
+	return rc;
+}
+
+/*
+ * The whole new file in one pass of vectored writes: header page, extents
+ * (unless `like`: the caller reserved them), index area. Every byte
+ * written is a byte reserved.
+ */
+static int write_file(td__index *ix, int fd, const uint8_t *page, const void *ibuf,
+	size_t ilen, uint64_t index_off, uint64_t end, bool like, const char *what)
+{
+	td__writer w;
+	int rc;
+
+	TD_TRY(td__writer_init(&w, fd, 0, what));
+	rc = td__writer_put(&w, page, TD_PACK_HEADER_SIZE);
+	if (rc == TD_OK)
+		rc = write_sources(ix, &w, 0, like);
+	if (rc == TD_OK)
+		rc = like ? td__writer_seek(&w, index_off) : td__writer_zero_to(&w, index_off);
+	if (rc == TD_OK)
+		rc = td__writer_put(&w, ibuf, ilen);
+	if (rc == TD_OK)
+		rc = td__writer_zero_to(&w, end);
+	if (rc == TD_OK)
+		rc = td__writer_flush(&w);
+	td__writer_free(&w);
+	return rc;
 }
 
 /* A store handle over a new packed file (or the rebuilt state after a commit). */
@@ -563,15 +562,14 @@ int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsi
 	rc = td__create_temp(dirfd, tmp, sizeof(tmp), &fd, path);
 	if (rc < 0)
 		goto out;
-	rc = reserve(fd, 0, end, path);
+	/* TD_STORE_LIKE writes no extent: fallocate reserves them. Otherwise writing does. */
+	if (flags & TD_STORE_LIKE)
+		rc = reserve(fd, 0, end, path);
+	if (rc == TD_OK)
+		rc = write_file(&ix, fd, page, ibuf, ilen, index_off, end,
+			(flags & TD_STORE_LIKE) != 0, path);
 	if (rc == TD_OK)
 		rc = td__map_fd(&map, fd, (size_t)end, true, path);
-	if (rc == TD_OK)
-		rc = write_sources(&ix, fd, map, 0, (flags & TD_STORE_LIKE) != 0, path);
-	if (rc == TD_OK)
-		rc = pwrite_all(fd, ibuf, ilen, index_off, path);
-	if (rc == TD_OK)
-		rc = pwrite_all(fd, page, sizeof(page), 0, path);
 	if (rc == TD_OK && !nosync)
 		rc = sync_fd(fd, path);
 	if (rc < 0)
@@ -658,7 +656,7 @@ static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
 	if (!ibuf)
 		return td__error_nomem(ilen);
 	td__index_encode(ix, ibuf, ilen);
-	rc = pwrite_all(pk->fd, ibuf, ilen, index_off, what);
+	rc = td__pwrite_all(pk->fd, ibuf, ilen, index_off, what);
 	td__free(ibuf);
 	if (rc == TD_OK)
 		rc = sync_fd(pk->fd, what);
@@ -667,7 +665,7 @@ static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
 	slot[pk->cur] = pk->slot[pk->cur];
 	slot[old] = (td__slot){ ix->generation, index_off, ilen, index_cap, end, true, true };
 	encode_slot(sbuf, &slot[old]);
-	rc = pwrite_all(pk->fd, sbuf, sizeof(sbuf), SLOT_OFF(old), what);
+	rc = td__pwrite_all(pk->fd, sbuf, sizeof(sbuf), SLOT_OFF(old), what);
 	if (rc == TD_OK)
 		rc = sync_fd(pk->fd, what);
 	if (rc < 0)
@@ -723,7 +721,7 @@ int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_te
 	td__packed *pk = &st->pk;
 	td__index ix = { 0 };
 	td__irec r;
-	td_buffer *map = NULL;
+	td__writer w = { 0 };
 	uint64_t end, old_size;
 	uint32_t cur = 0, at;
 	size_t k;
@@ -774,16 +772,19 @@ int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_te
 		rc = td__fstat_regular(pk->fd, st->path, &old_size);
 	if (rc == TD_OK)
 		rc = place_new_extents(&ix, &end, st->path);
-	if (rc == TD_OK)
+	/* A copy writes every byte of the new extents; zeros are reserved and cleared. */
+	if (rc == TD_OK && !copy)
 		rc = reserve(pk->fd, pk->slot[pk->cur].file_length,
 			end - pk->slot[pk->cur].file_length, st->path);
-	if (rc == TD_OK && copy && !td_tensor_is_contiguous(t) && td_tensor_nbytes(t))
-		rc = td__map_fd(&map, pk->fd, (size_t)end, true, st->path);
 	if (rc == TD_OK)
-		rc = write_sources(&ix, pk->fd, map, old_size, !copy, st->path);
+		rc = td__writer_init(&w, pk->fd, pk->slot[pk->cur].file_length, st->path);
 	if (rc == TD_OK)
-		rc = commit(st, &ix, end, map);
-	td_buffer_unref(map);
+		rc = write_sources(&ix, &w, old_size, !copy);
+	if (rc == TD_OK)
+		rc = td__writer_flush(&w);
+	td__writer_free(&w);
+	if (rc == TD_OK)
+		rc = commit(st, &ix, end, NULL);
 	td__index_free(&ix);
 	unlock_fd(pk->fd);
 	return rc;
@@ -857,7 +858,7 @@ static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
 		return td__error(TD_EOVERFLOW, "%s: the file would pass 2^64 bytes", fn);
 	TD_TRY(reserve(pk->fd, *end, cap, st->path));
 	if (old_len)
-		TD_TRY(pwrite_all(pk->fd, (const char *)td_buffer_data(pk->map) + r->offset,
+		TD_TRY(td__pwrite_all(pk->fd, (const char *)td_buffer_data(pk->map) + r->offset,
 			(size_t)old_len, *end, st->path));
 	TD_TRY(zero_range(pk->fd, *end + old_len, cap - old_len, old_size, st->path));
 	r->offset = *end;

@@ -133,6 +133,11 @@ TESTS += %D%/storage/test_store_grow
 %C%_storage_test_store_grow_CFLAGS = $(td_test_cflags)
 %C%_storage_test_store_grow_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_io
+TESTS += %D%/storage/test_io
+%C%_storage_test_io_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage
+%C%_storage_test_io_LDADD = $(td_test_internal_ldadd)
+
 check_PROGRAMS += %D%/storage/test_store_journal
 TESTS += %D%/storage/test_store_journal
 %C%_storage_test_store_journal_CFLAGS = $(td_test_cflags) $(XXHASH_CFLAGS)

@@ -120,8 +120,8 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  *
  * The directory is created if missing (its parent must exist); an existing
  * one is reused. Each leaf file is created with its full size reserved
- * (fallocate), so that a full disk fails here with TD_ENOSPC rather than
- * later with SIGBUS. meta.json files are replaced atomically (written under
+ * (every byte written, or with TD_STORE_LIKE fallocated), so that a full
+ * disk fails here with TD_ENOSPC rather than later with SIGBUS. meta.json files are replaced atomically (written under
  * a temporary name, synced, renamed). Unless TD_STORE_NOSYNC is given,
  * everything is synced to disk before returning.
  *

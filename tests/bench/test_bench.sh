@@ -67,10 +67,11 @@ check "--list lists measured and n/a rows" sh -c "grep -q '^test_clone' '$tmp/ou
 # The storage benchmark: every row on 1 MB stores, once (a smoke test).
 storebench="${TD_BUILDDIR:-.}/bench/tdstorebench"
 rc=0
-${TD_TOOL_WRAPPER:-} "$storebench" --quick --dir "$tmp" >"$tmp/out" 2>"$tmp/err" || rc=$?
+${TD_TOOL_WRAPPER:-} "$storebench" --quick --floor --dir "$tmp" >"$tmp/out" 2>"$tmp/err" || rc=$?
 cat "$tmp/err" >&2
 check "tdstorebench --quick runs every row" test "$rc" -eq 0
 check "tdstorebench saves, reads and opens" sh -c "grep -q '^save/many_small/1MB' '$tmp/out' && \
+	grep -q '^save-files/deep/1MB' '$tmp/out' && \
 	grep -q '^read/deep/1MB' '$tmp/out' && grep -q '^open/1000_leaves/1MB' '$tmp/out'"
 rc=0
 ${TD_TOOL_WRAPPER:-} "$storebench" --quick --json --filter open/10_ --dir "$tmp" >"$tmp/out" \

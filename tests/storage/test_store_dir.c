@@ -6,6 +6,7 @@
  * kind of bad directory: broken or hostile meta.json, short, missing and
  * symlinked files, overflowing shapes, unsupported content.
  */
+#define _GNU_SOURCE /* SEEK_HOLE */
 #include "td_test.h"
 
 #include <dirent.h>
@@ -41,6 +42,16 @@ static void write_zeros(const char *path, size_t n)
 	for (i = 0; i < n; i++)
 		cr_assert_eq(fputc(0, f), 0);
 	cr_assert_eq(fclose(f), 0);
+}
+
+/* A symbolic link at `rel` to a file "victim" of `n` zeros: a leaf file that is refused. */
+static void link_to_victim(const char *rel, size_t n)
+{
+	char victim[4200];
+
+	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
+	write_zeros(victim, n);
+	cr_assert_eq(symlink(victim, td_test_path(rel)), 0, "symlink %s", rel);
 }
 
 /* The whole file as a NUL-terminated string (static buffer). */
@@ -292,6 +303,56 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 	td_dict_free(d);
 }
 
+Test(store_dir, every_block_of_every_leaf_file_is_allocated)
+{
+	static const unsigned flags[] = { 0, TD_STORE_NOSYNC, TD_STORE_LIKE };
+	static const int64_t s1[] = { 1250 }, s2[] = { 1 }, s3[] = { 700, 3 };
+	static const char *const files[] = { "odd.memmap", "byte.memmap", "strided.memmap" };
+	size_t i, k;
+
+	for (i = 0; i < TD_TEST_ARRAY_LEN(flags); i++) {
+		char dir[32], path[4200];
+		td_dict *d;
+		td_store *st;
+		td_tensor t, tr;
+
+		td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+		put_arange(d, "odd", TD_DTYPE_F32, 1, s1);
+		put_arange(d, "byte", TD_DTYPE_U8, 1, s2);
+		td_test_arange(&t, TD_DTYPE_F64, 2, s3);
+		td_cr_assert_ok(td_tensor_transpose(&tr, &t, 0, 1));
+		td_cr_assert_ok(td_dict_set_tensor(d, "strided", &tr));
+		snprintf(dir, sizeof(dir), "a%zu", i);
+		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(dir), flags[i]));
+		/* Written or fallocated, every block is reserved: no hole a mapping could fault on. */
+		for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
+			struct stat sb;
+			int fd;
+
+			snprintf(path, sizeof(path), "%s/%s", td_test_path(dir), files[k]);
+			fd = open(path, O_RDONLY);
+			cr_assert(fd >= 0, "%s", path);
+			cr_assert_eq(fstat(fd, &sb), 0);
+			cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
+				"%s, flags 0x%x: %lld blocks of 512 for %lld bytes", files[k], flags[i],
+				(long long)sb.st_blocks, (long long)sb.st_size);
+			if (!(flags[i] & TD_STORE_LIKE))
+				cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "%s: a hole", files[k]);
+			close(fd);
+		}
+		if (!(flags[i] & TD_STORE_LIKE)) {
+			const td_value *v;
+
+			td_cr_assert_ok(td_dict_get(td_store_dict(st), "strided", &v));
+			cr_assert_eq(td_tensor_equal(&v->u.tensor, &tr), 1);
+		}
+		td_cr_assert_ok(td_store_close(st));
+		td_tensor_release(&tr);
+		td_tensor_release(&t);
+		td_dict_free(d);
+	}
+}
+
 Test(store_dir, zero_element_leaves_have_no_file)
 {
 	static const int64_t b0[] = { 0 }, s03[] = { 0, 3 }, b2[] = { 2 }, s20[] = { 2, 0 };
@@ -504,19 +565,16 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 Test(store_dir, symlinks_where_leaves_go_are_refused)
 {
 	static const int64_t b[] = { 4 };
-	char victim[4200];
 	td_store *st;
 	td_dict *d;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	cr_assert_eq(mkdir(td_test_path("sl"), 0777), 0);
-	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
-	write_zeros(victim, 3);
-	cr_assert_eq(symlink(victim, td_test_path("sl/x.memmap")), 0);
+	link_to_victim("sl/x.memmap", 3);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"), TD_STORE_EXISTSOK),
 		TD_ECORRUPT);
-	cr_assert_eq(td_test_file_size(victim), 3);
+	cr_assert_eq(td_test_file_size(td_test_path("victim")), 3);
 	td_dict_free(d);
 }
 
@@ -789,7 +847,7 @@ Test(store_dir, read_only_files_cannot_be_opened_read_write)
 Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_files)
 {
 	static const int64_t b[] = { 4 };
-	char old_meta[8192], victim[4200];
+	char old_meta[8192];
 	td_store *st;
 	td_dict *d;
 	DIR *dir;
@@ -803,9 +861,7 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 	snprintf(old_meta, sizeof(old_meta), "%s", read_text(td_test_path("f/meta.json")));
 	/* A second save whose last leaf hits a symbolic link fails after writing others. */
 	put_arange(d, "y", TD_DTYPE_I32, 1, b);
-	snprintf(victim, sizeof(victim), "%s", td_test_path("victim"));
-	write_zeros(victim, 16);
-	cr_assert_eq(symlink(victim, td_test_path("f/y.memmap")), 0);
+	link_to_victim("f/y.memmap", 16);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"), TD_STORE_EXISTSOK),
 		TD_ECORRUPT);
 	cr_assert_str_eq(read_text(td_test_path("f/meta.json")), old_meta);
@@ -1042,4 +1098,60 @@ Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 6);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
 	td_cr_assert_ok(td_store_close(st));
+}
+
+/* Whether the directory `rel` (in the test directory) holds an entry whose name contains `part`. */
+static bool dir_holds(const char *rel, const char *part)
+{
+	DIR *dir = opendir(td_test_path(rel));
+	struct dirent *e;
+	bool found = false;
+
+	cr_assert_not_null(dir, "%s", rel);
+	while ((e = readdir(dir)) != NULL)
+		found = found || strstr(e->d_name, part) != NULL;
+	closedir(dir);
+	return found;
+}
+
+Test(store_dir, a_failed_save_into_a_new_directory_leaves_no_meta_json)
+{
+	static const int64_t b[] = { 4 };
+	td_store *st;
+	td_dict *d, *a, *z;
+
+	/* "a" and the string are written (their meta.json in place) before "z/y" fails. */
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	td_cr_assert_ok(td_dict_new(&a, 1, b));
+	put_arange(a, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "a", a));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_new(&z, 1, b));
+	put_arange(z, "y", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "z", z));
+	cr_assert_eq(mkdir(td_test_path("n"), 0777), 0);
+	cr_assert_eq(mkdir(td_test_path("n/z"), 0777), 0);
+	link_to_victim("n/z/y.memmap", 16);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK),
+		TD_ECORRUPT);
+	cr_assert_not(td_test_exists(td_test_path("n/meta.json")));
+	cr_assert_not(td_test_exists(td_test_path("n/a/meta.json")));
+	cr_assert_not(td_test_exists(td_test_path("n/s/meta.json")));
+	cr_assert_not(dir_holds("n", "tdstore-tmp"));
+	cr_assert_not(dir_holds("n/a", "tdstore-tmp"));
+	/* Without the obstacle the same save succeeds, and a re-save that adds a dict too. */
+	cr_assert_eq(unlink(td_test_path("n/z/y.memmap")), 0);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_dict_new(&a, 1, b));
+	put_arange(a, "w", TD_DTYPE_I64, 1, b);
+	td_cr_assert_ok(td_dict_set_dict_take(d, "new", a));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(dir_holds("n", "tdstore-tmp"));
+	cr_assert_not(dir_holds("n", "tdstore-journal"));
+	st = open_ok(td_test_path("n"), 0);
+	cr_assert_eq(td_dict_equal(td_store_dict(st), d), 1);
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
 }

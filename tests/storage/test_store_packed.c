@@ -8,6 +8,7 @@
  * damaged file, processes racing schema changes, and writers killed at
  * random points.
  */
+#define _GNU_SOURCE /* SEEK_HOLE */
 #include "td_test.h"
 
 #include <errno.h>
@@ -15,7 +16,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -515,6 +518,106 @@ Test(store_packed, schema_change_errors_leave_the_store_as_it_was)
 	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
+}
+
+/* Whether the test directory holds an uncommitted temporary file. */
+static bool has_temporary(void)
+{
+	DIR *dir = opendir(td_test_tmpdir());
+	struct dirent *e;
+	bool found = false;
+
+	cr_assert_not_null(dir);
+	while ((e = readdir(dir)) != NULL)
+		found = found || strncmp(e->d_name, ".tdstore-tmp.", 13) == 0;
+	closedir(dir);
+	return found;
+}
+
+Test(store_packed, every_block_of_a_saved_file_is_allocated)
+{
+	static const unsigned flags[] = { 0, TD_STORE_NOSYNC, TD_STORE_LIKE };
+	static const int64_t s1[] = { 1250 }, s2[] = { 1 }, s3[] = { 700, 3 };
+	size_t i;
+
+	for (i = 0; i < TD_TEST_ARRAY_LEN(flags); i++) {
+		const char *p[1];
+		char name[32];
+		td_dict *d;
+		td_store *st;
+		td_tensor t, tr;
+		struct stat sb;
+		int fd;
+
+		td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+		p[0] = "odd";   /* 5000 bytes: an extent of 8192 */
+		put_arange(d, p, 1, TD_DTYPE_F32, 1, s1);
+		p[0] = "byte";
+		put_arange(d, p, 1, TD_DTYPE_U8, 1, s2);
+		td_test_arange(&t, TD_DTYPE_F64, 2, s3);
+		td_cr_assert_ok(td_tensor_transpose(&tr, &t, 0, 1));
+		td_cr_assert_ok(td_dict_set_tensor(d, "strided", &tr));
+		snprintf(name, sizeof(name), "a%zu.tds", i);
+		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
+			TD_STORE_PACKED | flags[i]));
+		/* Written or fallocated, every block is reserved: no hole a mapping could fault on. */
+		fd = open(td_test_path(name), O_RDONLY);
+		cr_assert(fd >= 0);
+		cr_assert_eq(fstat(fd, &sb), 0);
+		cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
+			"flags 0x%x: %lld blocks of 512 for %lld bytes", flags[i],
+			(long long)sb.st_blocks, (long long)sb.st_size);
+		if (!(flags[i] & TD_STORE_LIKE))
+			cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "flags 0x%x: a hole",
+				flags[i]);
+		close(fd);
+		if (!(flags[i] & TD_STORE_LIKE)) {
+			td_dict *want;
+
+			td_cr_assert_ok(td_dict_clone(&want, d));
+			cr_assert(dicts_equal(td_store_dict(st), want));
+			td_dict_free(want);
+		}
+		td_cr_assert_ok(td_store_close(st));
+		td_tensor_release(&tr);
+		td_tensor_release(&t);
+		td_dict_free(d);
+	}
+}
+
+Test(store_packed, a_save_or_add_that_cannot_write_leaves_nothing_behind)
+{
+	static const int64_t big[] = { 1 << 20 };
+	struct rlimit rl = { 1 << 16, 1 << 16 };
+	const char *x[1] = { "x" };
+	td_store *st = (td_store *)0x1, *small = small_store("s.tds"), *ro;
+	td_dict *d;
+	td_tensor t;
+	int rc;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	put_arange(d, x, 1, TD_DTYPE_U8, 1, big);
+	/* A file size limit stands in for a full disk: the write fails part-way. */
+	signal(SIGXFSZ, SIG_IGN);
+	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+	td_error_clear();
+	rc = td_store_memmap(&st, d, td_test_path("full.tds"), TD_STORE_PACKED);
+	cr_assert(rc == TD_ENOSPC || rc == TD_EIO || rc == TD_EOVERFLOW, "got %d: %s", rc,
+		td_error_last()->message);
+	cr_assert_null(st);
+	cr_assert_not(td_test_exists(td_test_path("full.tds")));
+	cr_assert_not(has_temporary());
+	/* An add that cannot write its extent commits nothing. */
+	td_test_arange(&t, TD_DTYPE_U8, 1, big);
+	rc = td_store_add_tensor(small, x, 1, &t);
+	cr_assert_lt(rc, 0);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(small));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	cr_assert_eq(td_store_generation(ro), 1);
+	cr_assert_eq(td_dict_len(td_store_dict(ro)), 1);
+	td_cr_assert_ok(td_store_close(ro));
+	td_dict_free(d);
 }
 
 Test(store_packed, index_areas_are_reused_so_the_file_stays_small)

@@ -8,6 +8,7 @@
 #include "td_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,39 @@ Test(store_schema, a_bad_coordination_file_is_refused)
 	cr_assert_null(b);
 	cr_assert_eq(truncate(td_test_path("c/.tdstore-coord"), 100), 0);
 	td_cr_assert_err(td_store_open(&b, td_test_path("c"), TD_STORE_RDWR), TD_ECORRUPT);
+}
+
+Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_again)
+{
+	static char zeros[4096];
+	const char *x[] = { "x" };
+	td_store *a = new_store("z"), *ro;
+	char coord[4200];
+	td_tensor t;
+	int i, fd;
+
+	td_cr_assert_ok(td_store_close(a));
+	snprintf(coord, sizeof(coord), "%s", td_test_path("z/.tdstore-coord"));
+	for (i = 0; i < 2; i++) {
+		/* Created but never synced: after a crash it may be empty, or its size without its bytes. */
+		fd = open(coord, O_WRONLY | O_TRUNC);
+		cr_assert(fd >= 0);
+		if (i == 1)
+			cr_assert_eq(write(fd, zeros, sizeof(zeros)), (ssize_t)sizeof(zeros));
+		close(fd);
+		td_cr_assert_ok(td_store_open(&ro, td_test_path("z"), TD_STORE_RDONLY));
+		cr_assert_eq(td_store_generation(ro), 0);
+		td_cr_assert_ok(td_store_open(&a, td_test_path("z"), TD_STORE_RDWR));
+		filled(&t, 7 + i);
+		x[0] = i ? "y" : "x";
+		td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+		td_tensor_release(&t);
+		cr_assert_eq(td_store_generation(a), 1);
+		td_cr_assert_ok(td_store_refresh(ro, NULL));
+		cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 7 + i);
+		td_cr_assert_ok(td_store_close(ro));
+		td_cr_assert_ok(td_store_close(a));
+	}
 }
 
 /* ---- processes ---- */
