@@ -45,17 +45,24 @@ void td_error_clear(void)
 
 static int error_vset(int code, int sys_errno, const char *fmt, va_list ap) TD_PRINTF(3, 0);
 
+/*
+ * The message is formatted into a local buffer, then copied: the arguments
+ * may include the previous message (td_error_last()->message), as a caller
+ * that adds context to an error does.
+ */
 static int error_vset(int code, int sys_errno, const char *fmt, va_list ap)
 {
-	int n = vsnprintf(tls_error.message, sizeof(tls_error.message), fmt, ap);
+	char buf[sizeof(tls_error.message)];
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
 
 	if (n < 0)
-		snprintf(tls_error.message, sizeof(tls_error.message), "%s", td_strerror(code));
-	else if (sys_errno != 0 && (size_t)n < sizeof(tls_error.message)) {
+		snprintf(buf, sizeof(buf), "%s", td_strerror(code));
+	else if (sys_errno != 0 && (size_t)n < sizeof(buf)) {
 		char sysbuf[128];
 		const char *s = strerror_r(sys_errno, sysbuf, sizeof(sysbuf));
-		snprintf(tls_error.message + n, sizeof(tls_error.message) - (size_t)n, ": %s", s);
+		snprintf(buf + n, sizeof(buf) - (size_t)n, ": %s", s);
 	}
+	memcpy(tls_error.message, buf, sizeof(buf));
 	tls_error.pub.code = code;
 	tls_error.pub.sys_errno = sys_errno;
 	tls_error.pub.message = tls_error.message;

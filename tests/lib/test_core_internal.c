@@ -97,6 +97,22 @@ Test(core_internal, os_errors_append_the_system_message)
 	cr_assert_str_eq(td_error_last()->message, "no errno");
 }
 
+Test(core_internal, an_error_may_quote_the_previous_message)
+{
+	char longer[600];
+
+	td__error(TD_EINVAL, "first %d", 1);
+	cr_assert_eq(td__error(TD_ECORRUPT, "context: %s", td_error_last()->message), TD_ECORRUPT);
+	cr_assert_str_eq(td_error_last()->message, "context: first 1");
+	/* Quoting a message near the buffer's size truncates, never overlaps. */
+	memset(longer, 'x', sizeof(longer) - 1);
+	longer[sizeof(longer) - 1] = '\0';
+	td__error(TD_EIO, "%s", longer);
+	td__error(TD_EIO, "a: %s", td_error_last()->message);
+	cr_assert(strncmp(td_error_last()->message, "a: xxx", 6) == 0);
+	td_error_clear();
+}
+
 Test(core_internal, errno_values_map_to_the_closest_status)
 {
 	static const struct {
