@@ -799,6 +799,12 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
  * `commit` and made current at the end, all together (journal.c); `path`
  * is the directory being written, relative to the root.
  */
+/* A file or directory a save made, relative to the store's root. */
+typedef struct made_entry {
+	char *path;
+	bool dir;
+} made_entry;
+
 typedef struct writer {
 	td_store *st;
 	unsigned flags;
@@ -806,7 +812,56 @@ typedef struct writer {
 	td__relpath path;
 	td__writer io;        /* writes every leaf's bytes */
 	bool dir_new;         /* the directory being written was made by this save (not the root) */
+	/* What this save made, removed again if it fails before its commit. */
+	made_entry *made;
+	size_t nmade, capmade;
 } writer;
+
+/* Remember that the save made `name` (a file or a directory) in the current directory. */
+static int record_made(writer *w, const char *name, bool dir)
+{
+	const char *base = td__relpath_str(&w->path);
+	size_t len = strlen(base) + strlen(name) + 2;
+	char *p;
+
+	if (w->nmade == w->capmade) {
+		size_t cap = w->capmade ? 2 * w->capmade : 16;
+		made_entry *m = td__realloc(w->made, cap * sizeof(*m));
+
+		if (!m)
+			return td__error_nomem(cap * sizeof(*m));
+		w->made = m;
+		w->capmade = cap;
+	}
+	p = td__malloc(len);
+	if (!p)
+		return td__error_nomem(len);
+	snprintf(p, len, "%s%s%s", base, base[0] ? "/" : "", name);
+	w->made[w->nmade].path = p;
+	w->made[w->nmade].dir = dir;
+	w->nmade++;
+	return TD_OK;
+}
+
+/*
+ * Release the list of what the save made; with `undo` (a save that failed
+ * before its commit: no meta.json names any of it) remove it first, the
+ * latest first, so that directories are empty when they are removed. Files
+ * that existed before the save (TD_STORE_EXISTSOK) are not in the list.
+ */
+static void release_made(writer *w, int rootfd, bool undo)
+{
+	size_t i = w->nmade;
+
+	while (i-- > 0) {
+		if (undo)
+			unlinkat(rootfd, w->made[i].path, w->made[i].dir ? AT_REMOVEDIR : 0);
+		td__free(w->made[i].path);
+	}
+	td__free(w->made);
+	w->made = NULL;
+	w->nmade = w->capmade = 0;
+}
 
 /* A sub-directory entered while writing, until leave_child_dir(). */
 typedef struct level {
@@ -957,19 +1012,28 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 {
 	char what[REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
-	bool like = (w->flags & TD_STORE_LIKE) != 0;
+	bool like = (w->flags & TD_STORE_LIKE) != 0, created = false;
 	td_buffer *map = NULL;
-	int fd, rc;
+	int fd = -1, rc;
 
 	if (nbytes == 0)
 		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	join(what, sizeof(what), rel, fname);
 	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
-		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, NULL);
+		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, &created);
+	if (created) {
+		int r2 = record_made(w, fname, false); /* before anything can fail after it */
+
+		if (rc == TD_OK)
+			rc = r2;
+	}
 	td__free(fname);
-	if (rc < 0)
+	if (rc < 0) {
+		if (fd >= 0)
+			close(fd);
 		return rc;
+	}
 	if (!like) {
 		/* pwritev, not the fresh mapping: no page fault per 4 KiB. */
 		td__writer_reset(&w->io, fd, 0, what);
@@ -1034,7 +1098,9 @@ static int enter_child_dir(writer *w, int dirfd, const char *rel, const char *ke
 	made = make_child_dir(dirfd, rel, key, crel, REL_MAX, &lv->fd, &name);
 	if (made < 0)
 		return made;
-	rc = td__relpath_push(&w->path, name, &lv->mark);
+	rc = made == 1 ? record_made(w, name, true) : TD_OK;
+	if (rc == TD_OK)
+		rc = td__relpath_push(&w->path, name, &lv->mark);
 	td__free(name);
 	if (rc < 0) {
 		close(lv->fd);
@@ -1403,6 +1469,7 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		TD_STORE_PACKED;
 	writer w;
 	td_store *st;
+	bool root_made = false, wrote = false;
 	int dirfd, rc;
 
 	if (!out)
@@ -1418,7 +1485,9 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	if (flags & TD_STORE_PACKED)
 		return td__packed_memmap(out, src, path, flags);
 	TD_TRY(check_tree(src));
-	if (mkdir(path, 0777) < 0 && errno != EEXIST)
+	if (mkdir(path, 0777) == 0)
+		root_made = true;
+	else if (errno != EEXIST)
 		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
 			path);
 	TD_TRY(open_root(path, "td_store_memmap", &dirfd));
@@ -1443,16 +1512,30 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		if (rc == TD_OK)
 			rc = td_dict_is_lazy(src) ? write_lazy(&w, dirfd, "", src, &st->dict) :
 				write_dict(&w, dirfd, "", src, &st->dict);
+		wrote = rc == TD_OK;
 		crc = commit_meta(&w, dirfd, rc == TD_OK);
+		/*
+		 * A save that failed while writing (a full disk, say) removes the
+		 * leaf files and directories it made: no meta.json names them. One
+		 * whose commit failed keeps them, as the journal may yet redo it.
+		 */
+		release_made(&w, dirfd, !wrote);
 		if (rc == TD_OK)
 			rc = crc;
 		if (rc == TD_OK)
 			st->generation = td__coord_bump(&st->coord);
 		td__coord_unlock(&st->coord);
 	}
+	release_made(&w, dirfd, false);
 	td__writer_free(&w.io);
-	td__writer_free(&w.io);
-	close(dirfd);
+	if (rc < 0 && !wrote && root_made) {
+		/* Nothing of the store is left: the directory goes too (if it is empty). */
+		unlinkat(dirfd, TD_COORD_NAME, 0);
+		close(dirfd);
+		rmdir(path);
+	} else {
+		close(dirfd);
+	}
 	return store_finish(st, rc, out);
 }
 
@@ -1903,6 +1986,8 @@ static int add_impl(td_store *st, const char *const *parts, size_t n, const td_t
 	if (rc == TD_OK)
 		rc = write_leaf(&w, c.fds[c.depth - 1], c.rel, key, t, &mapped);
 	td__writer_free(&w.io);
+	/* A file this add made and could not fill (a full disk) is removed again. */
+	release_made(&w, c.fds[c.depth - 1], rc < 0);
 	if (rc == TD_OK && !copy && td_tensor_numel(&mapped) > 0)
 		rc = td_tensor_zero(&mapped); /* a reused file may hold old bytes */
 	if (rc == TD_OK)

@@ -133,6 +133,11 @@ TESTS += %D%/storage/test_store_grow
 %C%_storage_test_store_grow_CFLAGS = $(td_test_cflags)
 %C%_storage_test_store_grow_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/storage/test_store_full
+TESTS += %D%/storage/test_store_full
+%C%_storage_test_store_full_CFLAGS = $(td_test_cflags)
+%C%_storage_test_store_full_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/storage/test_io
 TESTS += %D%/storage/test_io
 %C%_storage_test_io_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage
