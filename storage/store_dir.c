@@ -1560,6 +1560,9 @@ unsigned td_store_flags(const td_store *store)
 	return store->flags | (store->packed ? TD_STORE_PACKED : 0u);
 }
 
+/* Up to this many mappings td_store_sync() msyncs each; beyond, one syncfs. */
+#define SYNC_MAPS_MAX 8
+
 int td_store_sync(td_store *store)
 {
 	size_t i;
@@ -1569,6 +1572,23 @@ int td_store_sync(td_store *store)
 		return td__error(TD_EINVAL, "td_store_sync: NULL store");
 	if (store->packed)
 		return td__packed_sync(store);
+	if (!(store->flags & TD_STORE_RDWR))
+		return TD_OK; /* nothing was written through it */
+	if (store->nmaps > SYNC_MAPS_MAX) {
+		/*
+		 * msync(MS_SYNC) of a mapping syncs its file, which on most file
+		 * systems ends with a flush of the device's cache: one per leaf
+		 * (1.5 s for 2,000 leaves, measured on ext4). One syncfs writes
+		 * every dirty page of the file system and flushes once.
+		 */
+		int fd;
+
+		TD_TRY(open_root(store->path, "td_store_sync", &fd));
+		if (syncfs(fd) < 0)
+			rc = td__error_os(TD_EIO, errno, "td_store_sync: %s: syncfs", store->path);
+		close(fd);
+		return rc;
+	}
 	for (i = 0; i < store->nmaps; i++) {
 		td_buffer *b = store->maps[i];
 

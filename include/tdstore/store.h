@@ -182,8 +182,12 @@ TD_API const char *td_store_path(const td_store *store);
 TD_API unsigned td_store_flags(const td_store *store);
 
 /**
- * Flush what was written through a read-write store to disk: msync of
- * every writable mapping, then fsync of its file.
+ * Flush what was written through a read-write store to disk. A packed store
+ * or a directory store of up to 8 leaf files: msync of each mapping (which
+ * syncs its file). A directory store of more files: one syncfs of its file
+ * system, which flushes the device once instead of once per file (it also
+ * writes back other processes' dirty data on that file system).
+ * td_store_close() of a read-write store calls it.
  *
  * @return TD_OK (also for a read-only store); TD_EINVAL for NULL; TD_EIO
  */

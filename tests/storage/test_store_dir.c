@@ -276,6 +276,37 @@ Test(store_dir, tensors_taken_from_a_store_outlive_it)
 	td_cr_assert_err(td_store_sync(NULL), TD_EINVAL);
 }
 
+Test(store_dir, syncing_many_leaves_flushes_the_file_system_once)
+{
+	static const int64_t b[] = { 16 };
+	char key[16], moved[4200];
+	td_dict *d;
+	td_store *st, *ro;
+	const td_value *v;
+	int i;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	for (i = 0; i < 20; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		put_arange(d, key, TD_DTYPE_I32, 1, b);
+	}
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("many"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "k19", &v));
+	((int32_t *)td_tensor_data(&v->u.tensor))[15] = -5;
+	td_cr_assert_ok(td_store_sync(st)); /* 20 mappings: one syncfs */
+	ro = open_ok(td_test_path("many"), TD_STORE_RDONLY);
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "k19", &v));
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[15], -5);
+	td_cr_assert_ok(td_store_sync(ro)); /* read-only: nothing to do */
+	td_cr_assert_ok(td_store_close(ro));
+	/* A store whose directory went away cannot be synced: an error, not a crash. */
+	snprintf(moved, sizeof(moved), "%s", td_test_path("moved"));
+	cr_assert_eq(rename(td_test_path("many"), moved), 0);
+	td_cr_assert_err(td_store_sync(st), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_close(st), TD_ENOTFOUND);
+	td_dict_free(d);
+}
+
 Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 {
 	static const int64_t b[] = { 3 }, s43[] = { 4, 3 };
