@@ -140,16 +140,25 @@ int td_dict_get_key(const td_dict *d, const td_key *key, const td_value **out)
 	return get_value(d, FORM_KEY(key), out, "td_dict_get_key");
 }
 
+/* The entry under the key, which must hold a value of `kind` (`want` names it in errors). */
+static int get_of_kind(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
+	const td_key *key, const void *out, td_value_kind kind, const char *want, td__entry **e,
+	const char *fn)
+{
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_impl(d, dotted, parts, n, key, e, fn));
+	if ((*e)->value.kind != kind)
+		return not_kind(*e, want, fn);
+	return TD_OK;
+}
+
 static int get_tensor(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_tensor **out, const char *fn)
 {
 	td__entry *e;
 
-	if (!out)
-		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
-	if (e->value.kind != TD_VALUE_TENSOR)
-		return not_kind(e, "a tensor", fn);
+	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_TENSOR, "a tensor", &e, fn));
 	*out = &e->value.u.tensor;
 	return TD_OK;
 }
@@ -220,11 +229,8 @@ static int get_strings(const td_dict *d, const char *dotted, const char *const *
 {
 	td__entry *e;
 
-	if (!out)
-		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
-	if (e->value.kind != TD_VALUE_STRINGS)
-		return not_kind(e, "an array of strings", fn);
+	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_STRINGS, "an array of strings",
+		&e, fn));
 	*out = &e->value.u.strings;
 	return TD_OK;
 }

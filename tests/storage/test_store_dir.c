@@ -834,14 +834,14 @@ Test(store_dir, symlinked_or_broken_sub_directories_are_refused)
 	td_store_close(open_ok(dir, 0));
 }
 
-Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
+/* A store whose "obs" is a tensorclass (fields in obs/_tensordict/), batch [4]. */
+static const char *tensorclass_store(const char *name)
 {
-	const char *meta = "{\"obs\": {\"type\": \"Obs\"}, " TAIL("[4]");
-	char dir[4096], path[4200];
-	td_store *st;
-	const td_value *v;
+	static char dir[4096];
+	char path[4200];
 
-	snprintf(dir, sizeof(dir), "%s", dir_with_meta("tc", meta));
+	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, "{\"obs\": {\"type\": \"Obs\"}, "
+		TAIL("[4]")));
 	snprintf(path, sizeof(path), "%s/obs", dir);
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
@@ -852,7 +852,15 @@ Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
 	write_text(path, "{" LEAF("pixels", "torch.uint8", "[4, 3]") ", " TAIL("[4]"));
 	snprintf(path, sizeof(path), "%s/obs/_tensordict/pixels.memmap", dir);
 	write_zeros(path, 12);
-	st = open_ok(dir, 0);
+	return dir;
+}
+
+Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
+{
+	td_store *st;
+	const td_value *v;
+
+	st = open_ok(tensorclass_store("tc"), 0);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "obs.pixels", &v));
 	cr_assert_eq(v->u.tensor.shape[1], 3);
 	td_cr_assert_ok(td_store_close(st));
@@ -1039,27 +1047,6 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 }
 
 /* ---- schema changes in tensorclasses ---- */
-
-/* A store whose "obs" is a tensorclass (fields in obs/_tensordict/), batch [4]. */
-static const char *tensorclass_store(const char *name)
-{
-	static char dir[4096];
-	char path[4200];
-
-	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, "{\"obs\": {\"type\": \"Obs\"}, "
-		TAIL("[4]")));
-	snprintf(path, sizeof(path), "%s/obs", dir);
-	cr_assert_eq(mkdir(path, 0777), 0);
-	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
-	write_text(path, "{\"_type\": \"<class '__main__.Obs'>\"}");
-	snprintf(path, sizeof(path), "%s/obs/_tensordict", dir);
-	cr_assert_eq(mkdir(path, 0777), 0);
-	snprintf(path, sizeof(path), "%s/obs/_tensordict/meta.json", dir);
-	write_text(path, "{" LEAF("pixels", "torch.uint8", "[4, 3]") ", " TAIL("[4]"));
-	snprintf(path, sizeof(path), "%s/obs/_tensordict/pixels.memmap", dir);
-	write_zeros(path, 12);
-	return dir;
-}
 
 Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 {
