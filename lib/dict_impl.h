@@ -475,6 +475,18 @@ static inline bool td__is_text(const td_value *v)
 	return v->kind == TD_VALUE_STRING || v->kind == TD_VALUE_STRINGS;
 }
 
+/**
+ * Cut the dense dict `d` along its batch dim `dim` (validated) into `n`
+ * pieces written to out[0..n-1], owned roots whose leaves are views: with
+ * `lengths` NULL, piece i is index i of the dim, which is dropped (unbind,
+ * n == the dim's size); else piece i holds lengths[i] rows, starting after
+ * the rows of the pieces before it (split; the lengths add up to the
+ * dim's size). Arrays of strings are cut as tensors are. On failure nothing
+ * is left to free.
+ */
+int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *lengths, size_t n,
+	const char *fn);
+
 /* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
 
 /*
