@@ -23,6 +23,12 @@ int td__lazy_notsup(const char *fn)
 /* Building and releasing                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* The bytes of a lazy stack of n children: dict, td__lazy, child[], own[] (size checked). */
+static size_t lazy_bytes(size_t n)
+{
+	return sizeof(td_dict) + sizeof(td__lazy) + n * sizeof(td_dict *) + n;
+}
+
 int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *cshape,
 	const char *fn)
 {
@@ -37,28 +43,36 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 	if (n > (size_t)INT64_MAX || !td__mul_size(n, sizeof(td_dict *), &ptrs) ||
 	    !td__add_size(sizeof(*d) + sizeof(*z), ptrs, &size) || !td__add_size(size, n, &size))
 		return td__error(TD_EOVERFLOW, "%s: too many children (%zu)", fn, n);
-	d = td__malloc(size);
+	/* A small block (the stacks made by gets, indexing and unbind are many). */
+	d = td__alloc_small(size);
 	if (!d)
 		return td__error_nomem(size);
-	memset(d, 0, sizeof(*d));
+	d->entries = NULL;
+	d->index = NULL;
+	d->used = d->count = d->cap = 0;
+	d->index_mask = d->index_fill = 0;
+	d->locked = false;
+	d->entries_inline = false;
+	d->block_cap = 0;
 	d->gen = 1;
+	d->parent = NULL;
 	z = (td__lazy *)(d + 1);
-	memset(z, 0, sizeof(*z));
-	atomic_init(&z->stamp, UINT64_MAX);
-	atomic_flag_clear(&z->building);
 	z->n = n;
 	z->dim = dim;
 	z->child = (td_dict **)(z + 1);
 	z->own = (bool *)(z->child + n);
+	atomic_init(&z->stamp, UINT64_MAX);
+	z->schema = NULL;
+	atomic_flag_clear(&z->building);
 	memset(z->child, 0, ptrs);
 	memset(z->own, 0, n);
 	d->lazy = z;
-	d->batch_ndim = cndim + 1;
+	d->batch_ndim = (int16_t)(cndim + 1);
 	for (i = 0, k = 0; i <= cndim; i++)
 		d->batch_shape[i] = i == dim ? (int64_t)n : cshape[k++];
 	rc = td__batch_check_numel(d->batch_ndim, d->batch_shape, fn);
 	if (rc < 0) {
-		td__free(d);
+		td__free_small(d, size);
 		return rc;
 	}
 	*out = d;
@@ -77,7 +91,7 @@ void td__lazy_destroy(td_dict *d)
 		}
 	}
 	td__lz_free(z->schema);
-	td__free(d);
+	td__free_small(d, lazy_bytes(z->n));
 }
 
 void td__lazy_set_locked(td_dict *d, bool locked)

@@ -792,6 +792,21 @@ Test(lazy, stack_of_lazy_stacks)
 		td_dict_free(dl);
 		td_dict_free(dd);
 	}
+	/* unbind beside the stack dim cuts the lazy children through their own unbind
+	 * (dim 0 is their stack dim: they give dense copies; dim 2 lazy pieces) */
+	for (int dim = 0; dim < 3; dim += 2) {
+		td_dict **dp, **lp;
+		size_t dn, ln;
+		td_cr_assert_ok(td_dict_unbind(&dp, &dn, dense, dim));
+		td_cr_assert_ok(td_dict_unbind(&lp, &ln, outer, dim));
+		cr_assert_eq(dn, ln);
+		for (size_t i = 0; i < dn; i++) {
+			cr_assert_eq(td_dict_is_lazy(td_lazy_child(lp[i], 1)), dim == 2);
+			assert_same(dp[i], lp[i]);
+		}
+		td_dict_array_free(dp, dn);
+		td_dict_array_free(lp, ln);
+	}
 	td_dict_free(dense);
 	td_dict_free(outer);
 	fixture_free(&f[0]);
@@ -869,6 +884,9 @@ static int sweep_body(void *p)
 		rc = td_dict_index(&c->out, c->f.lazy, x, 1);
 	if (rc >= 0)
 		rc = td_lazy_get_dict(&c->dense, c->f.lazy, "n");
+	/* unbind beside the stack dim: the dense children are cut in place */
+	if (rc >= 0)
+		rc = td_dict_unbind(&c->arr, &c->n, c->f.lazy, 1);
 	if (rc < 0) {
 		td_tensor_release(&c->t);
 		td_dict_free(c->out);
@@ -994,4 +1012,49 @@ Test(lazy, schema_cache_follows_changes_of_the_children)
 	td_dict_free(s);
 	for (int i = 0; i < 3; i++)
 		td_dict_free(c[i]);
+}
+
+typedef struct outer_ctx {
+	td_dict *outer;
+	td_dict **arr[2];
+	size_t n[2];
+} outer_ctx;
+
+static int outer_body(void *p)
+{
+	outer_ctx *c = p;
+	int rc;
+
+	c->arr[0] = c->arr[1] = NULL;
+	c->n[0] = c->n[1] = 0;
+	rc = td_dict_unbind(&c->arr[0], &c->n[0], c->outer, 0);
+	if (rc >= 0)
+		rc = td_dict_unbind(&c->arr[1], &c->n[1], c->outer, 2);
+	if (rc < 0)
+		td_dict_array_free(c->arr[0], c->n[0]);
+	return rc;
+}
+
+static void outer_cleanup(void *p)
+{
+	outer_ctx *c = p;
+
+	td_dict_array_free(c->arr[0], c->n[0]);
+	td_dict_array_free(c->arr[1], c->n[1]);
+}
+
+/* unbind beside the stack dim of a stack of lazy stacks, memory failing anywhere. */
+Test(lazy, unbind_of_a_stack_of_stacks_leaks_nothing_without_memory)
+{
+	fixture f[2];
+	outer_ctx c;
+
+	fixture_make(&f[0], 0);
+	fixture_make(&f[1], 0);
+	td_dict *inner[2] = { f[0].lazy, f[1].lazy };
+	td_cr_assert_ok(td_lazy_stack(&c.outer, inner, 2, 1, 0));
+	td_test_enomem_sweep(outer_body, outer_cleanup, &c);
+	td_dict_free(c.outer);
+	fixture_free(&f[0]);
+	fixture_free(&f[1]);
 }
