@@ -596,6 +596,7 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 {
 	int64_t shape[TD_MAX_DIMS];
 	td_dict *local[CUT_LOCAL], **sub = NULL;
+	bool small = d->count <= TD_DICT_SCAN_MAX; /* the pieces have no index */
 	size_t i, made;
 	uint32_t j;
 	int nd = 0, rc = TD_OK;
@@ -641,8 +642,21 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				out[i]->entries[out[i]->used].value = e->value;
 			td__buffer_ref_n(e->value.u.blob.buffer, c->n);
 		}
-		for (i = 0; i < c->n; i++)
-			td__dict_push(out[i], e);
+		if (small) {
+			/* No index to update: commit the entry in place (td__dict_push() does
+			 * the same plus the index, ~30 instructions a call). */
+			for (i = 0; i < c->n; i++)
+				td__entry_copy_key(&out[i]->entries[out[i]->used++], e);
+		} else {
+			for (i = 0; i < c->n; i++)
+				td__dict_push(out[i], e);
+		}
+	}
+	if (small) {
+		for (i = 0; i < c->n; i++) {
+			out[i]->count = out[i]->used;
+			out[i]->gen += out[i]->used; /* as td__dict_push() would have */
+		}
 	}
 out:
 	if (rc < 0)
