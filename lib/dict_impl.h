@@ -548,10 +548,13 @@ static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const 
 	return NULL;
 }
 /**
- * Stack the n tensors `t` (same dtype and shape: checked by the caller)
- * along `dim` into a new contiguous tensor.
+ * Stack the tensors of the n tensor entries `ent` (same dtype and shape, in
+ * host memory: checked by the caller) along `dim` into a new contiguous
+ * tensor. `step` non-NULL: the leaves are views of one buffer with the same
+ * strides whose offsets advance by *step.
  */
-int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn);
+int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
+	const int64_t *step, const char *fn);
 /**
  * The stacked leaf of schema key `k` of stack `d` (reached by parts[0..n-1]
  * from d): stacked straight from the entries when the leaves agree in dtype

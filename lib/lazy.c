@@ -420,35 +420,52 @@ static int leaves_check_same(const leaves *L, const td__kref *parts, size_t n, c
 int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 	const td__kref *parts, size_t n, const char *fn)
 {
-	const td_tensor *local[LOCAL_LEAVES], **t = local, *t0;
-	size_t i, count = d->lazy->n, bytes;
-	int rc;
+	const td__entry *const *ent = k->ent;
+	const td_tensor *t0;
+	const td_buffer *host; /* the last buffer seen to be in host memory */
+	size_t i, count = d->lazy->n;
+	int64_t step = 0, prev;
+	bool even = count >= 2;
+	int j, nd;
 
 	if (!k->all_tensor)
 		return td__lazy_get_tensor(out, d, parts, n, fn);
-	if (count > LOCAL_LEAVES) {
-		if (!td__mul_size(count, sizeof(*t), &bytes))
-			return td__error(TD_EOVERFLOW, "%s: too many children", fn);
-		t = td__malloc(bytes);
-		if (!t)
-			return td__error_nomem(bytes);
-	}
-	t0 = &k->ent[0]->value.u.tensor;
-	for (i = 0; i < count; i++) {
-		const td_tensor *x = &k->ent[i]->value.u.tensor;
+	/*
+	 * One pass: the leaves must agree in dtype and shape and be readable
+	 * here (else the general path promotes, reports ragged leaves, refuses
+	 * device memory); meanwhile see whether they are evenly spaced views of
+	 * one buffer with the same strides (the children of a stack of unbind
+	 * pieces). Differences are or-ed: one branch per child, not per dim.
+	 */
+	t0 = &ent[0]->value.u.tensor;
+	nd = t0->ndim;
+	host = t0->buffer;
+	if (!td__buffer_host(host))
+		return td__lazy_get_tensor(out, d, parts, n, fn);
+	if (even)
+		step = ent[1]->value.u.tensor.offset - t0->offset;
+	prev = t0->offset;
+	for (i = 1; i < count; i++) {
+		const td_tensor *x = &ent[i]->value.u.tensor;
+		int64_t diff = (int64_t)(x->dtype ^ t0->dtype) | (x->ndim ^ nd), sdiff = 0;
 
-		if (x->dtype != t0->dtype || x->ndim != t0->ndim ||
-		    !td__shape_eq(x->shape, t0->shape, t0->ndim) || !td__buffer_host(x->buffer))
-			break;
-		t[i] = x;
+		if (diff)
+			return td__lazy_get_tensor(out, d, parts, n, fn);
+		for (j = 0; j < nd; j++) {
+			diff |= x->shape[j] ^ t0->shape[j];
+			sdiff |= x->strides[j] ^ t0->strides[j];
+		}
+		if (diff)
+			return td__lazy_get_tensor(out, d, parts, n, fn);
+		if (x->buffer != host) {
+			if (!td__buffer_host(x->buffer))
+				return td__lazy_get_tensor(out, d, parts, n, fn);
+			host = x->buffer;
+		}
+		even = even && x->buffer == t0->buffer && sdiff == 0 && x->offset - prev == step;
+		prev = x->offset;
 	}
-	if (i == count)
-		rc = td__lz_stack(out, t, count, d->lazy->dim, fn);
-	else /* promotion, ragged leaves, device memory: the general path */
-		rc = td__lazy_get_tensor(out, d, parts, n, fn);
-	if (t != local)
-		td__free(t);
-	return rc;
+	return td__lz_stack(out, ent, count, d->lazy->dim, even ? &step : NULL, fn);
 }
 
 int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts, size_t n,

@@ -237,19 +237,48 @@ const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, siz
 }
 
 /*
- * Copy the `nd`-dim block of elements of `isz` bytes at `s` (strides `ss`)
- * to `d` (strides `ds`), strides in bytes, an odometer over all but the
- * last dim. The stacked leaves of a lazy stack are usually strided views
- * (unbind slices), a few elements each: a plain loop of fixed-size moves
- * beats the general copy (td__copy_unchecked(): iterator setup, dtype
- * dispatch) by about 10x on them (callgrind on test_stacked_getleaf[lazy]).
+ * Merge the dims of a block (sizes `shape`, byte strides `ss` and `ds` of
+ * its source and destination) that are laid out one inside the other in
+ * both, and drop dims of size 1: fewer and longer loops. Returns the dims
+ * left.
  */
-static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_t *ss,
+static int coalesce(int nd, int64_t *shape, int64_t *ss, int64_t *ds)
+{
+	int i, o = 0;
+
+	for (i = 0; i < nd; i++) {
+		if (shape[i] == 1)
+			continue;
+		if (o > 0 && ss[o - 1] == ss[i] * shape[i] && ds[o - 1] == ds[i] * shape[i]) {
+			shape[o - 1] *= shape[i];
+			ss[o - 1] = ss[i];
+			ds[o - 1] = ds[i];
+			continue;
+		}
+		shape[o] = shape[i];
+		ss[o] = ss[i];
+		ds[o] = ds[i];
+		o++;
+	}
+	return o;
+}
+
+/*
+ * Copy the `nd`-dim block of elements of `isz` bytes at `s` (byte strides
+ * `ss`) to `d` (byte strides `ds`), an odometer over all but the last dim;
+ * a last dim dense in both is one memcpy per row. The stacked leaves of a
+ * lazy stack are usually strided views (unbind slices) of a few elements:
+ * a plain loop of fixed-size moves beats the general copy
+ * (td__copy_unchecked(): iterator setup, dtype dispatch) by about 10x on
+ * them (callgrind on test_stacked_getleaf[lazy]).
+ */
+static void copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss,
 	const int64_t *shape, int nd, size_t isz)
 {
 	int64_t idx[TD_MAX_DIMS], last, j;
 	ptrdiff_t dl, sl;
-	int k;
+	size_t row = 0;
+	int k, outer;
 
 	if (nd == 0) {
 		memcpy(d, s, isz);
@@ -258,13 +287,18 @@ static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_
 	last = shape[nd - 1];
 	dl = (ptrdiff_t)ds[nd - 1];
 	sl = (ptrdiff_t)ss[nd - 1];
-	for (k = 0; k < nd; k++)
+	if (dl == (ptrdiff_t)isz && sl == (ptrdiff_t)isz)
+		row = (size_t)last * isz;
+	outer = nd - 1;
+	for (k = 0; k < outer; k++)
 		idx[k] = 0;
 	for (;;) {
 		char *dp = d;
 		const char *sp = s;
 
-		if (isz == 4) {
+		if (row) {
+			memcpy(dp, sp, row);
+		} else if (isz == 4) {
 			for (j = 0; j < last; j++, dp += dl, sp += sl)
 				memcpy(dp, sp, 4);
 		} else if (isz == 8) {
@@ -274,7 +308,7 @@ static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_
 			for (j = 0; j < last; j++, dp += dl, sp += sl)
 				memcpy(dp, sp, isz);
 		}
-		for (k = nd - 2; k >= 0; k--) {
+		for (k = outer - 1; k >= 0; k--) {
 			s += ss[k];
 			d += ds[k];
 			if (++idx[k] < shape[k])
@@ -288,65 +322,78 @@ static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_
 	}
 }
 
-int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn)
+int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
+	const int64_t *step, const char *fn)
 {
-	const td_tensor *t0 = t[0];
-	int64_t shape[TD_MAX_DIMS], outer = 1, inner = 1;
-	size_t i, isz = td__itemsize(t0->dtype), row;
-	td_tensor tmp;
+	const td_tensor *t0 = &ent[0]->value.u.tensor;
+	int64_t bs[TD_MAX_DIMS], ss[TD_MAX_DIMS], ds[TD_MAX_DIMS], es, stride;
+	size_t i, isz = td__itemsize(t0->dtype), nbytes;
+	const int64_t *strides = NULL;
+	td_buffer *buf;
 	char *dst;
-	int k, j;
+	int k, j, nd = 0;
 
 	if (t0->ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
-	if (n > (size_t)INT64_MAX)
-		return td__error(TD_EOVERFLOW, "%s: too many tensors", fn);
-	for (k = 0, j = 0; k <= t0->ndim; k++)
-		shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
-	TD_TRY(td__tensor_alloc(&tmp, t0->dtype, t0->ndim + 1, shape, false, fn));
-	if (td__numel(tmp.ndim, tmp.shape) == 0) {
-		*out = tmp;
+	/* t0 is valid, so its byte size is; n times it is checked. */
+	if (n > (size_t)INT64_MAX ||
+	    !td__mul_size((size_t)td__numel(t0->ndim, t0->shape) * isz, n, &nbytes) ||
+	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
+		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
+			fn, n, (size_t)td__numel(t0->ndim, t0->shape) * isz);
+	TD_TRY(td_buffer_new(&buf, nbytes, 0));
+	/* The result: t0's shape with n inserted at `dim`, contiguous. */
+	out->buffer = buf;
+	out->offset = 0;
+	out->dtype = t0->dtype;
+	out->ndim = t0->ndim + 1;
+	for (k = 0, j = 0; k < out->ndim; k++)
+		out->shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
+	for (k = out->ndim - 1, es = 1; k >= 0; k--) {
+		out->strides[k] = es;
+		es *= out->shape[k] > 1 ? out->shape[k] : 1;
+	}
+	if (nbytes == 0)
+		return TD_OK;
+	dst = buf->data;
+	if (step) {
+		/* Evenly spaced views of one buffer: their stack is a strided view
+		 * of it (step at the stack dim), copied as one block; one memcpy
+		 * when that view is laid out as the result is. */
+		bool dense = true;
+
+		for (k = 0, j = 0; k < out->ndim; k++) {
+			bs[k] = out->shape[k];
+			ds[k] = out->strides[k] * (int64_t)isz;
+			ss[k] = (k == dim ? *step : t0->strides[j++]) * (int64_t)isz;
+			dense = dense && (bs[k] == 1 || ss[k] == ds[k]);
+		}
+		if (dense) {
+			memcpy(dst, td__tensor_ptr(t0), nbytes);
+			return TD_OK;
+		}
+		nd = coalesce(out->ndim, bs, ss, ds);
+		copy_block(dst, ds, td__tensor_ptr(t0), ss, bs, nd, isz);
 		return TD_OK;
 	}
-	/* The sizes fit: the result's byte size was checked by the allocation. */
-	for (k = 0; k < dim; k++)
-		outer *= t0->shape[k];
-	for (k = dim; k < t0->ndim; k++)
-		inner *= t0->shape[k];
-	row = (size_t)inner * isz;
-	dst = td__tensor_ptr(&tmp);
+	/* One block per child; its layout is worked out again only when its
+	 * strides differ from the previous child's. */
+	stride = out->strides[dim] * (int64_t)isz;
 	for (i = 0; i < n; i++) {
-		const td_tensor *s = t[i];
-		const char *src;
-		char *d;
-		int64_t o;
+		const td_tensor *x = &ent[i]->value.u.tensor;
 
-		if (!td__is_contiguous(s->ndim, s->shape, s->strides)) {
-			int64_t ds[TD_MAX_DIMS], ss[TD_MAX_DIMS];
-
-			for (k = 0, j = 0; k < tmp.ndim; k++)
+		if (!strides || !td__shape_eq(x->strides, strides, x->ndim)) {
+			for (k = 0, j = 0; k < out->ndim; k++)
 				if (k != dim)
-					ds[j++] = tmp.strides[k] * (int64_t)isz;
-			for (k = 0; k < s->ndim; k++)
-				ss[k] = s->strides[k] * (int64_t)isz;
-			copy_strided(dst + (size_t)i * (size_t)tmp.strides[dim] * isz, ds,
-				td__tensor_ptr(s), ss, s->shape, s->ndim, isz);
-			continue;
+					ds[j++] = out->strides[k] * (int64_t)isz;
+			for (k = 0; k < x->ndim; k++) {
+				bs[k] = x->shape[k];
+				ss[k] = x->strides[k] * (int64_t)isz;
+			}
+			nd = coalesce(x->ndim, bs, ss, ds);
+			strides = x->strides;
 		}
-		src = td__tensor_ptr(s);
-		d = dst + i * row;
-		/* Fixed sizes for the common small rows: inlined moves, no call. */
-		if (row == 4) {
-			for (o = 0; o < outer; o++, src += 4, d += n * 4)
-				memcpy(d, src, 4);
-		} else if (row == 8) {
-			for (o = 0; o < outer; o++, src += 8, d += n * 8)
-				memcpy(d, src, 8);
-		} else {
-			for (o = 0; o < outer; o++, src += row, d += n * row)
-				memcpy(d, src, row);
-		}
+		copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
 	}
-	*out = tmp;
 	return TD_OK;
 }

@@ -1058,3 +1058,111 @@ Test(lazy, unbind_of_a_stack_of_stacks_leaks_nothing_without_memory)
 	fixture_free(&f[0]);
 	fixture_free(&f[1]);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Stacked leaves: the gather of the cached-schema path                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Stack n dicts whose batch shape is their leaf "x"'s whole shape lazily at
+ * `sd`: the stacked leaf (the schema's gather) must equal td_tensor_stack()
+ * of the leaves and own a new buffer.
+ */
+static void check_gather(const td_tensor *leaves, size_t n, int sd)
+{
+	td_dict *c[8], *s;
+	td_tensor got, ref;
+	size_t i;
+
+	cr_assert_leq(n, 8);
+	for (i = 0; i < n; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], leaves[i].ndim, leaves[i].shape));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "x", &leaves[i]));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, n, sd, 0));
+	td_cr_assert_ok(td_tensor_stack(&ref, leaves, n, sd));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
+	cr_assert_eq(td_tensor_equal(&got, &ref), 1, "gather differs (%zu leaves at dim %d)", n,
+		sd);
+	cr_assert(td_tensor_is_contiguous(&got));
+	for (i = 0; i < n; i++)
+		cr_assert_neq(got.buffer, leaves[i].buffer, "the stacked leaf is a copy");
+	td_tensor_release(&got);
+	td_tensor_release(&ref);
+	td_dict_free(s);
+	for (i = 0; i < n; i++)
+		td_dict_free(c[i]);
+}
+
+/* The pieces of t along `dim`, stacked back at every possible dim. */
+static void check_unbind_gather(const td_tensor *t, int dim)
+{
+	td_tensor *pieces;
+	size_t n;
+
+	td_cr_assert_ok(td_tensor_unbind(&pieces, &n, t, dim));
+	for (int sd = 0; sd < t->ndim; sd++)
+		check_gather(pieces, n, sd);
+	td_tensor_array_free(pieces, n);
+}
+
+Test(lazy, stacked_leaves_equal_the_general_stack_for_every_layout)
+{
+	static const td_dtype dtypes[] = { TD_DTYPE_U8, TD_DTYPE_I16, TD_DTYPE_F32, TD_DTYPE_F64,
+		TD_DTYPE_C128 };
+	int64_t s345[3] = { 3, 4, 5 }, s43[2] = { 4, 3 }, s03[2] = { 0, 3 };
+	td_tensor t, tt, leaves[4];
+
+	/* Evenly spaced views of one buffer (unbind pieces), every dtype size,
+	 * stacked at their own dim (one memcpy) and at the others (one block). */
+	for (size_t k = 0; k < TD_TEST_ARRAY_LEN(dtypes); k++) {
+		td_test_arange(&t, dtypes[k], 3, s345);
+		for (int dim = 0; dim < 3; dim++)
+			check_unbind_gather(&t, dim);
+		td_tensor_release(&t);
+	}
+	/* The pieces of a transposed tensor: strided children. */
+	td_test_arange(&t, TD_DTYPE_F32, 3, s345);
+	td_cr_assert_ok(td_tensor_transpose(&tt, &t, 0, 2));
+	for (int dim = 0; dim < 3; dim++)
+		check_unbind_gather(&tt, dim);
+	/* One buffer, uneven offsets: rows 0, 1 and 3. */
+	td_cr_assert_ok(td_tensor_select(&leaves[0], &t, 1, 0));
+	td_cr_assert_ok(td_tensor_select(&leaves[1], &t, 1, 1));
+	td_cr_assert_ok(td_tensor_select(&leaves[2], &t, 1, 3));
+	check_gather(leaves, 3, 0);
+	check_gather(leaves, 3, 2);
+	/* The same view twice (a step of 0), then a child of its own buffer. */
+	td_tensor_release(&leaves[1]);
+	td_tensor_ref(&leaves[1], &leaves[0]);
+	check_gather(leaves, 2, 1);
+	td_tensor_release(&leaves[2]);
+	td_cr_assert_ok(td_tensor_clone(&leaves[2], &leaves[0]));
+	check_gather(leaves, 3, 1);
+	/* Children of different strides: a contiguous one, then a transposed one. */
+	for (int i = 0; i < 3; i++)
+		td_tensor_release(&leaves[i]);
+	td_test_arange(&leaves[0], TD_DTYPE_F64, 2, s43);
+	td_test_arange(&leaves[2], TD_DTYPE_F64, 2, (int64_t[]){ 3, 4 });
+	td_cr_assert_ok(td_tensor_transpose(&leaves[1], &leaves[2], 0, 1));
+	td_tensor_release(&leaves[2]);
+	td_test_arange(&leaves[2], TD_DTYPE_F64, 2, s43);
+	check_gather(leaves, 3, 0);
+	check_gather(leaves, 3, 1);
+	check_gather(leaves, 3, 2);
+	for (int i = 0; i < 3; i++)
+		td_tensor_release(&leaves[i]);
+	/* No elements, and 0-d leaves. */
+	td_cr_assert_ok(td_tensor_zeros(&leaves[0], TD_DTYPE_F32, 2, s03));
+	td_cr_assert_ok(td_tensor_zeros(&leaves[1], TD_DTYPE_F32, 2, s03));
+	check_gather(leaves, 2, 1);
+	td_tensor_release(&leaves[0]);
+	td_tensor_release(&leaves[1]);
+	for (int i = 0; i < 4; i++)
+		td_cr_assert_ok(td_tensor_full(&leaves[i], TD_DTYPE_I64, 0, NULL, td_scalar_int(i)));
+	check_gather(leaves, 4, 0);
+	for (int i = 0; i < 4; i++)
+		td_tensor_release(&leaves[i]);
+	td_tensor_release(&tt);
+	td_tensor_release(&t);
+}
