@@ -551,17 +551,20 @@ static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const 
  * Stack the tensors of the n tensor entries `ent` (same dtype and shape, in
  * host memory: checked by the caller) along `dim` into a new contiguous
  * tensor. `step` non-NULL: the leaves are views of one buffer with the same
- * strides whose offsets advance by *step.
+ * strides whose offsets advance by *step. `spare` non-NULL: *spare may hold
+ * a heap buffer nobody else references, taken (and *spare set to NULL) when
+ * its size is the result's.
  */
 int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
-	const int64_t *step, const char *fn);
+	const int64_t *step, td_buffer **spare, const char *fn);
 /**
  * The stacked leaf of schema key `k` of stack `d` (reached by parts[0..n-1]
  * from d): stacked straight from the entries when the leaves agree in dtype
- * and shape, else by td__lazy_get_tensor() (promotion, errors).
+ * and shape, else by td__lazy_get_tensor() (promotion, errors). `spare` as
+ * for td__lz_stack() (NULL: none).
  */
 int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, const char *fn);
+	const td__kref *parts, size_t n, td_buffer **spare, const char *fn);
 /**
  * Store `v` (a tensor, blob or root dict) in the existing entry `e` of
  * `parent` under key `last`, with td__dict_set_value()'s checks and rules.

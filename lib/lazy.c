@@ -418,7 +418,7 @@ static int leaves_check_same(const leaves *L, const td__kref *parts, size_t n, c
 }
 
 int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, const char *fn)
+	const td__kref *parts, size_t n, td_buffer **spare, const char *fn)
 {
 	const td__entry *const *ent = k->ent;
 	const td_tensor *t0;
@@ -465,7 +465,7 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 		even = even && x->buffer == t0->buffer && sdiff == 0 && x->offset - prev == step;
 		prev = x->offset;
 	}
-	return td__lz_stack(out, ent, count, d->lazy->dim, even ? &step : NULL, fn);
+	return td__lz_stack(out, ent, count, d->lazy->dim, even ? &step : NULL, spare, fn);
 }
 
 int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts, size_t n,
@@ -522,7 +522,7 @@ static int get_tensor(td_tensor *out, const td_dict *d, const char *dotted, cons
 	TD_TRY(lazy_args(&p, d, dotted, key, out, fn));
 	s = td__lz_get(d);
 	if (s && (k = td__lz_find(s, p.part, p.n, NULL)) != NULL && k->all_tensor)
-		return td__lz_get_tensor(out, d, k, p.part, p.n, fn);
+		return td__lz_get_tensor(out, d, k, p.part, p.n, NULL, fn);
 	return td__lazy_get_tensor(out, d, p.part, p.n, fn);
 }
 

@@ -323,7 +323,7 @@ static void copy_block(char *d, const int64_t *ds, const char *s, const int64_t 
 }
 
 int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
-	const int64_t *step, const char *fn)
+	const int64_t *step, td_buffer **spare, const char *fn)
 {
 	const td_tensor *t0 = &ent[0]->value.u.tensor;
 	int64_t bs[TD_MAX_DIMS], ss[TD_MAX_DIMS], ds[TD_MAX_DIMS], es, stride;
@@ -341,7 +341,12 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
 		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
 			fn, n, (size_t)td__numel(t0->ndim, t0->shape) * isz);
-	TD_TRY(td_buffer_new(&buf, nbytes, 0));
+	if (spare && *spare && (*spare)->nbytes == nbytes) {
+		buf = *spare; /* the caller's, unshared: taken over */
+		*spare = NULL;
+	} else {
+		TD_TRY(td_buffer_new(&buf, nbytes, 0));
+	}
 	/* The result: t0's shape with n inserted at `dim`, contiguous. */
 	out->buffer = buf;
 	out->offset = 0;

@@ -45,7 +45,8 @@
  * across threads as they may a dict; a thread changing a child structurally
  * modifies the stack (see dict.h). Iterating a stack yields its sub-dicts
  * as lazy stacks owned by the cache: valid until the next step, like the
- * stacked leaves.
+ * stacked leaves (whose buffer the next leaf may reuse unless the caller
+ * took a reference with td_tensor_ref()).
  */
 #ifndef TDSTORE_LAZY_H
 #define TDSTORE_LAZY_H

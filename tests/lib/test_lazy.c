@@ -7,6 +7,7 @@
  */
 #include "td_test.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /*
@@ -1165,4 +1166,56 @@ Test(lazy, stacked_leaves_equal_the_general_stack_for_every_layout)
 		td_tensor_release(&leaves[i]);
 	td_tensor_release(&tt);
 	td_tensor_release(&t);
+}
+
+/* The iterator writes a stacked leaf into the buffer of the one it yielded
+ * before when nobody else holds that one; a leaf the caller keeps a
+ * reference to is never overwritten. */
+Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
+{
+	td_dict *c[3], *s;
+	td_tensor t, kept, want;
+	td_dict_iter *it;
+	td_item item;
+	const td_buffer *prev = NULL;
+	int64_t b = 4;
+	char key[4];
+	int i, n = 0, reused = 0;
+
+	for (i = 0; i < 3; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		for (int k = 0; k < 5; k++) {
+			snprintf(key, sizeof(key), "k%d", k);
+			td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, &b,
+				td_scalar_float(10 * k + i)));
+			td_cr_assert_ok(td_dict_set_tensor_take(c[i], key, &t));
+		}
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	kept.buffer = NULL;
+	td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
+	while (td_dict_iter_next(it, &item) == 1) {
+		const td_tensor *v = &item.value->u.tensor;
+
+		td_cr_assert_ok(td_lazy_get_tensor(&want, s, item.key));
+		assert_tensor_eq(v, &want);
+		td_tensor_release(&want);
+		reused += v->buffer == prev;
+		cr_assert_neq(v->buffer, kept.buffer, "a kept leaf is not written again");
+		prev = v->buffer;
+		if (n++ == 1) {
+			td_tensor_ref(&kept, v); /* keep k1 */
+			prev = NULL;
+		}
+	}
+	td_dict_iter_free(it);
+	cr_assert_eq(n, 5);
+	cr_assert_geq(reused, 2, "unshared buffers are reused");
+	td_cr_assert_ok(td_lazy_get_tensor(&want, s, "k1"));
+	assert_tensor_eq(&kept, &want);
+	td_tensor_release(&want);
+	td_tensor_release(&kept);
+	td_dict_free(s);
+	for (i = 0; i < 3; i++)
+		td_dict_free(c[i]);
 }
