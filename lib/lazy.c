@@ -451,9 +451,14 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 
 		if (diff)
 			return td__lazy_get_tensor(out, d, parts, n, fn);
-		for (j = 0; j < nd; j++) {
-			diff |= x->shape[j] ^ t0->shape[j];
-			sdiff |= x->strides[j] ^ t0->strides[j];
+		if (nd == 1) { /* the common leaf of a stack of chains: no loop */
+			diff |= x->shape[0] ^ t0->shape[0];
+			sdiff |= x->strides[0] ^ t0->strides[0];
+		} else {
+			for (j = 0; j < nd; j++) {
+				diff |= x->shape[j] ^ t0->shape[j];
+				sdiff |= x->strides[j] ^ t0->strides[j];
+			}
 		}
 		if (diff)
 			return td__lazy_get_tensor(out, d, parts, n, fn);
