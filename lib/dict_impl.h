@@ -108,9 +108,10 @@ typedef struct td__lazy {
 	bool *own;        /* n flags */
 	/*
 	 * The cached schema (lazy_schema.c): valid while `stamp` equals the sum
-	 * of the children's generations. Built by the first reader that finds
-	 * it stale, under `building`; readers that see a matching stamp
-	 * (acquire) read `schema` without a lock.
+	 * of the children's generations (or, for a stack that owns all its
+	 * children, its own generation: see STAMP_OWN). Built by the first
+	 * reader that finds it stale, under `building`; readers that see a
+	 * matching stamp (acquire) read `schema` without a lock.
 	 */
 	_Atomic uint64_t stamp;
 	struct td__lz_schema *schema;

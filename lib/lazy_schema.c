@@ -14,7 +14,8 @@
  * on the dict and its ancestors (td__dict_touch()). The schema is valid
  * while the sum of the children's generations equals the stamp it was built
  * for: a check of n loads. Generations only grow, so the sum cannot return
- * to an old value.
+ * to an old value. A stack that owns its children is their ancestor, so its
+ * own generation serves: one load (STAMP_OWN).
  *
  * Threads: concurrent readers are safe (the dict rule). The first reader
  * that finds the stamp stale builds the schema under the stack's `building`
@@ -184,25 +185,37 @@ static td__lz_schema *build(const td_dict *d)
 	return s;
 }
 
-const td__lz_schema *td__lz_get(const td_dict *d)
+/*
+ * The stamp of a stack that owns all its children: STAMP_OWN and the
+ * stack's own generation. Owned children have the stack as parent, so a
+ * structural change at any depth of any of them bumps it too
+ * (td__dict_touch() walks up the parents): one load instead of n. The
+ * stamp of other stacks is the sum of their children's generations, which
+ * stays below STAMP_OWN. The initial stamp, UINT64_MAX, matches neither.
+ */
+#define STAMP_OWN (UINT64_C(1) << 63)
+
+/* Build the schema again (or find it built by another reader) for the current stamp. */
+static __attribute__((noinline)) const td__lz_schema *refresh(const td_dict *d)
 {
 	td__lazy *z = d->lazy;
 	td__lz_schema *old, *fresh;
-	uint64_t sum = 0;
+	uint64_t sum = 0, now;
+	bool own = true;
 	size_t i;
 
 	for (i = 0; i < z->n; i++) {
 		const td_dict *c = z->child[i];
 
-		if (TD_UNLIKELY(c->lazy != NULL))
+		if (c->lazy != NULL)
 			return NULL;
 		sum += c->gen;
+		own = own && c->parent == d;
 	}
-	if (TD_LIKELY(atomic_load_explicit(&z->stamp, memory_order_acquire) == sum))
-		return z->schema;
+	now = own && z->n > 0 ? STAMP_OWN | d->gen : sum;
 	while (atomic_flag_test_and_set_explicit(&z->building, memory_order_acquire))
 		sched_yield();
-	if (atomic_load_explicit(&z->stamp, memory_order_relaxed) == sum) {
+	if (atomic_load_explicit(&z->stamp, memory_order_relaxed) == now) {
 		/* Another reader built it meanwhile. */
 		atomic_flag_clear_explicit(&z->building, memory_order_release);
 		return z->schema;
@@ -210,10 +223,29 @@ const td__lz_schema *td__lz_get(const td_dict *d)
 	old = z->schema;
 	fresh = build(d);
 	z->schema = fresh;
-	atomic_store_explicit(&z->stamp, sum, memory_order_release);
+	atomic_store_explicit(&z->stamp, now, memory_order_release);
 	atomic_flag_clear_explicit(&z->building, memory_order_release);
 	td__lz_free(old);
 	return fresh;
+}
+
+const td__lz_schema *td__lz_get(const td_dict *d)
+{
+	td__lazy *z = d->lazy;
+	uint64_t st = atomic_load_explicit(&z->stamp, memory_order_acquire), sum = 0;
+	size_t i;
+
+	if (st & STAMP_OWN) {
+		if (TD_LIKELY(st == (STAMP_OWN | d->gen)))
+			return z->schema;
+		return refresh(d);
+	}
+	/* A schema was built for these children: none is lazy (that never changes). */
+	for (i = 0; i < z->n; i++)
+		sum += z->child[i]->gen;
+	if (TD_LIKELY(st == sum))
+		return z->schema;
+	return refresh(d);
 }
 
 const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,

@@ -916,8 +916,12 @@ Test(lazy, allocation_failures_leak_nothing)
 	fixture_free(&c.f);
 }
 
-/* The cached schema follows every structural change of a child, at any depth. */
-Test(lazy, schema_cache_follows_changes_of_the_children)
+/*
+ * The cached schema follows every structural change of a child, at any
+ * depth: borrowed children (the sum of their generations) and children the
+ * stack owns (its own generation, which theirs reach as its descendants).
+ */
+static void schema_follows_children(unsigned flags)
 {
 	td_dict *c[3], *s, *sub, *nested;
 	td_tensor t, got, one;
@@ -934,7 +938,7 @@ Test(lazy, schema_cache_follows_changes_of_the_children)
 		td_cr_assert_ok(td_dict_set_tensor(c[i], "y", &t));
 		td_tensor_release(&t);
 	}
-	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, flags));
 	/* Cache the schema, then change one child deep down. */
 	cr_assert_eq(td_dict_contains(s, "a.b.x", 0), 1);
 	cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 0);
@@ -1010,9 +1014,19 @@ Test(lazy, schema_cache_follows_changes_of_the_children)
 	(void)v;
 	td_tensor_release(&one);
 	td_tensor_release(&t);
-	td_dict_free(s);
-	for (int i = 0; i < 3; i++)
+	td_dict_free(s); /* and the children it owns */
+	for (int i = 0; i < 3 && !(flags & TD_LAZY_TAKE); i++)
 		td_dict_free(c[i]);
+}
+
+Test(lazy, schema_cache_follows_changes_of_the_children)
+{
+	schema_follows_children(0);
+}
+
+Test(lazy, schema_cache_of_a_stack_owning_its_children_follows_their_changes)
+{
+	schema_follows_children(TD_LAZY_TAKE);
 }
 
 typedef struct outer_ctx {
