@@ -42,8 +42,13 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
 	if (TD_UNLIKELY(d->lazy != NULL)) {
 		int kind;
-		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		kind = td__lazy_kind(d, p.part, p.n);
+		/* A key handle is already split and hashed: no copy of its parts. */
+		if (key) {
+			kind = td__lazy_kind(d, key->part, key->n);
+		} else {
+			TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+			kind = td__lazy_kind(d, p.part, p.n);
+		}
 		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
 	}
 	if (key) {
