@@ -146,6 +146,13 @@ typedef struct td__kref {
 
 struct td_key {
 	size_t n;
+	/*
+	 * Unique among the handles this process makes (a 64-bit counter: never
+	 * reused), so that a lazy stack's schema can remember what a handle
+	 * resolved to (td__lz_find_key()) without mistaking a later handle made
+	 * at the same address for it.
+	 */
+	uint64_t id;
 	char *strings; /* the components, NUL-separated */
 	td__kref part[];
 };
@@ -514,11 +521,28 @@ struct td__lz_node {
 	td_dict *stack;             /* a lazy stack of dicts[] (NULL at the root) */
 };
 
+/*
+ * What a key handle resolved to in a schema. A slot is claimed once (id
+ * from 0 to the handle's id, by compare-and-swap), filled, then published
+ * (ready, release); it never changes afterwards, so readers that see it
+ * ready (acquire) read key and node without a lock.
+ */
+typedef struct td__lz_memo {
+	_Atomic uint64_t id;         /* 0: free */
+	_Atomic bool ready;
+	const td__lz_key *key;       /* NULL: the handle names no key of the stack */
+	const td__lz_node *node;     /* the level holding key */
+} td__lz_memo;
+
+#define TD_LZ_MEMO 8
+
 typedef struct td__lz_schema {
 	td__lz_node root;
 	struct td__lz_chunk *chunks; /* the memory of the nodes, keys and arrays */
 	size_t nstacks;              /* the sub-stacks made, freed with the schema */
 	td_dict **stacks;
+	/* The key handles looked up last (a cache in a schema readers share). */
+	td__lz_memo memo[TD_LZ_MEMO];
 } td__lz_schema;
 
 /**
@@ -538,6 +562,14 @@ void td__lz_free(td__lz_schema *s);
  */
 const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
 	const td__lz_node **node_out);
+/**
+ * td__lz_find() of the path `parts`/`n`, which is the components of the key
+ * handle `key` when that is non-NULL: then answered from the schema's memo
+ * of handles when it holds `key`, and remembered there when a slot is free.
+ * Thread-safe for concurrent readers.
+ */
+const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td_key *key, const td__lz_node **node_out);
 /** Find key `k` at one level of a schema; NULL if absent. */
 static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const td__kref *k)
 {
@@ -580,9 +612,10 @@ void td__lazy_set_locked(td_dict *d, bool locked);
 /**
  * The kind (TD_VALUE_*) the path has in every child of `d` (lazy or
  * dense), or 0 when a child lacks it or the children disagree on dict
- * versus leaf. Records no error.
+ * versus leaf. Records no error. Here and below, `handle` is the key
+ * handle whose components `parts` are, or NULL (td__lz_find_key()).
  */
-int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n);
+int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle);
 /** The number of keys a lazy stack shares over all its children. */
 size_t td__lazy_len(const td_dict *d);
 /** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
@@ -599,16 +632,16 @@ int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts,
 	const char *fn);
 /** A new lazy stack of the children's sub-dicts at the path. */
 int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
-	const char *fn);
+	const td_key *handle, const char *fn);
 /** Plain set through a lazy stack: slice `t` along the stack dim into every child. */
-int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn);
+int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn);
 /** Set a non-tensor value (a blob in `v`) in every child. */
 int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
 	const char *fn);
 /** set(..., inplace=True) through a lazy stack. */
-int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn);
+int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn);
 /** Delete the key from every child (checked in all children first). */
 int td__lazy_del(td_dict *d, const td__kref *parts, size_t n, const char *fn);
 /** A lazy stack of shallow copies (deep == false) or clones of the children. */

@@ -195,7 +195,7 @@ static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int ki
 	if (kind == TD_VALUE_DICT) {
 		if (!sub) {
 			td__kref k = td__entry_kref(e);
-			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, NULL, fn));
 		}
 		lz->cur.kind = TD_VALUE_DICT;
 		lz->cur.u.dict = sub;
@@ -305,13 +305,13 @@ static int lazy_next(td_dict_iter *it, td_item *item)
 		}
 		e = &src->entries[it->pos[it->depth]];
 		k = td__entry_kref(e);
-		kind = td__entry_live(e) ? td__lazy_kind(d, &k, 1) : 0;
+		kind = td__entry_live(e) ? td__lazy_kind(d, &k, 1, NULL) : 0;
 		if (!kind) {
 			it->pos[it->depth]++;
 			continue;
 		}
 		if (kind == TD_VALUE_DICT && nested && it->depth + 1 < TD_KEY_MAX_DEPTH) {
-			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, NULL, fn));
 			it->path[it->depth] = td__entry_key(e);
 			it->depth++;
 			it->dict[it->depth] = sub;

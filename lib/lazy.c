@@ -211,7 +211,7 @@ td_dict *td_lazy_child(const td_dict *d, size_t i)
 /* Keys                                                                      */
 /* ------------------------------------------------------------------------ */
 
-int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n)
+int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle)
 {
 	const td__lazy *z = d->lazy;
 	const td__lz_schema *s;
@@ -224,11 +224,11 @@ int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n)
 	}
 	s = td__lz_get(d);
 	if (s) {
-		const td__lz_key *k = td__lz_find(s, parts, n, NULL);
+		const td__lz_key *k = td__lz_find_key(s, parts, n, handle, NULL);
 		return k ? k->kind : 0;
 	}
 	for (i = 0; i < z->n; i++) {
-		int k = td__lazy_kind(z->child[i], parts, n);
+		int k = td__lazy_kind(z->child[i], parts, n, handle);
 
 		if (k == 0)
 			return 0;
@@ -277,7 +277,7 @@ size_t td__lazy_items(const td_dict *d, const char **keys_out, const td_value **
 		if (!td__entry_live(e))
 			continue;
 		k = td__entry_kref(e);
-		if (!td__lazy_kind(d, &k, 1))
+		if (!td__lazy_kind(d, &k, 1, NULL))
 			continue;
 		if (count < cap) {
 			if (keys_out)
@@ -517,18 +517,35 @@ static int lazy_args(td__kpath *p, const td_dict *d, const char *dotted, const t
 	return td__kpath_dotted(p, dotted, fn);
 }
 
+/* lazy_args() that leaves a key handle's components where they are (*parts, *n). */
+static int lazy_key_args(td__kpath *p, const td__kref **parts, size_t *n, const td_dict *d,
+	const char *dotted, const td_key *key, const void *out, const char *fn)
+{
+	if (key && d && out && d->lazy) {
+		*parts = key->part;
+		*n = key->n;
+		return TD_OK;
+	}
+	TD_TRY(lazy_args(p, d, dotted, key, out, fn));
+	*parts = p->part;
+	*n = p->n;
+	return TD_OK;
+}
+
 static int get_tensor(td_tensor *out, const td_dict *d, const char *dotted, const td_key *key,
 	const char *fn)
 {
 	const td__lz_schema *s;
 	const td__lz_key *k;
+	const td__kref *parts;
 	td__kpath p;
+	size_t n;
 
-	TD_TRY(lazy_args(&p, d, dotted, key, out, fn));
+	TD_TRY(lazy_key_args(&p, &parts, &n, d, dotted, key, out, fn));
 	s = td__lz_get(d);
-	if (s && (k = td__lz_find(s, p.part, p.n, NULL)) != NULL && k->all_tensor)
-		return td__lz_get_tensor(out, d, k, p.part, p.n, NULL, fn);
-	return td__lazy_get_tensor(out, d, p.part, p.n, fn);
+	if (s && (k = td__lz_find_key(s, parts, n, key, NULL)) != NULL && k->all_tensor)
+		return td__lz_get_tensor(out, d, k, parts, n, NULL, fn);
+	return td__lazy_get_tensor(out, d, parts, n, fn);
 }
 
 int td_lazy_get_tensor(td_tensor *out, const td_dict *d, const char *key)
@@ -774,7 +791,7 @@ static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i,
 
 	if (c->lazy) {
 		*owned = true;
-		return td__lazy_get_dict(out, c, parts, n, fn);
+		return td__lazy_get_dict(out, c, parts, n, NULL, fn);
 	}
 	*owned = false;
 	e = td__dict_lookup_quiet(c, parts, n, NULL);
@@ -789,7 +806,7 @@ static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i,
 }
 
 int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
-	const char *fn)
+	const td_key *handle, const char *fn)
 {
 	char key[512], s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	const td__lazy *z = d->lazy;
@@ -800,7 +817,7 @@ int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, si
 	int rc;
 
 	if (schema) {
-		const td__lz_key *k = td__lz_find(schema, parts, n, NULL);
+		const td__lz_key *k = td__lz_find_key(schema, parts, n, handle, NULL);
 
 		if (k && k->sub) {
 			/* Resolved once for all children: borrow the level's dicts. */
@@ -855,10 +872,13 @@ static int get_dict(td_dict **out, const td_dict *d, const char *dotted, const t
 {
 	td__kpath p;
 
+	const td__kref *parts;
+	size_t n;
+
 	if (out)
 		*out = NULL;
-	TD_TRY(lazy_args(&p, d, dotted, key, out, fn));
-	return td__lazy_get_dict(out, d, p.part, p.n, fn);
+	TD_TRY(lazy_key_args(&p, &parts, &n, d, dotted, key, out, fn));
+	return td__lazy_get_dict(out, d, parts, n, key, fn);
 }
 
 int td_lazy_get_dict(td_dict **out, const td_dict *d, const char *key)
@@ -879,18 +899,19 @@ int td_lazy_get_dict_key(td_dict **out, const td_dict *d, const td_key *key)
 /* Writes through the stack                                                  */
 /* ------------------------------------------------------------------------ */
 
-static int check_new_key(const td_dict *d, const td__kref *parts, size_t n, const char *fn)
+static int check_new_key(const td_dict *d, const td__kref *parts, size_t n,
+	const td_key *handle, const char *fn)
 {
 	char key[512];
 
-	if (!d->locked || td__lazy_kind(d, parts, n))
+	if (!d->locked || td__lazy_kind(d, parts, n, handle))
 		return TD_OK;
 	td__kpath_format(key, sizeof(key), parts, n);
 	return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn, key);
 }
 
-int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn)
+int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn)
 {
 	const td__lazy *z = d->lazy;
 	const td__lz_schema *schema;
@@ -904,7 +925,8 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_te
 		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
 	}
 	schema = td__lz_get(d);
-	if (schema && (k = td__lz_find(schema, parts, n, &node)) != NULL && k->all_tensor) {
+	if (schema && (k = td__lz_find_key(schema, parts, n, handle, &node)) != NULL &&
+	    k->all_tensor) {
 		/* Every child holds a tensor there: replace the entries directly. */
 		for (i = 0; i < z->n; i++) {
 			td_value v;
@@ -916,7 +938,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_te
 		}
 		return TD_OK;
 	}
-	TD_TRY(check_new_key(d, parts, n, fn));
+	TD_TRY(check_new_key(d, parts, n, handle, fn));
 	for (i = 0; i < z->n; i++) {
 		td_dict *c = z->child[i];
 		td_value v;
@@ -924,7 +946,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_te
 		v.kind = TD_VALUE_TENSOR;
 		select_borrowed(&v.u.tensor, t, z->dim, (int64_t)i);
 		if (c->lazy)
-			TD_TRY(td__lazy_set_tensor(c, parts, n, &v.u.tensor, fn));
+			TD_TRY(td__lazy_set_tensor(c, parts, n, handle, &v.u.tensor, fn));
 		else
 			TD_TRY(td__dict_set_value(c, parts, n, &v, fn));
 	}
@@ -937,7 +959,7 @@ int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_valu
 	const td__lazy *z = d->lazy;
 	size_t i;
 
-	TD_TRY(check_new_key(d, parts, n, fn));
+	TD_TRY(check_new_key(d, parts, n, NULL, fn));
 	for (i = 0; i < z->n; i++) {
 		td_dict *c = z->child[i];
 
@@ -949,8 +971,8 @@ int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_valu
 	return TD_OK;
 }
 
-int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn)
+int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn)
 {
 	const td__lazy *z = d->lazy;
 	const td__lz_schema *schema;
@@ -963,7 +985,8 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_t
 		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
 	}
 	schema = td__lz_get(d);
-	if (schema && (k = td__lz_find(schema, parts, n, NULL)) != NULL && k->all_tensor) {
+	if (schema && (k = td__lz_find_key(schema, parts, n, handle, NULL)) != NULL &&
+	    k->all_tensor) {
 		for (i = 0; i < z->n; i++) {
 			td_tensor view;
 
@@ -979,7 +1002,7 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_t
 
 		select_borrowed(&view, t, z->dim, (int64_t)i);
 		if (c->lazy) {
-			TD_TRY(td__lazy_set_inplace(c, parts, n, &view, fn));
+			TD_TRY(td__lazy_set_inplace(c, parts, n, handle, &view, fn));
 			continue;
 		}
 		e = td__dict_lookup_quiet(c, parts, n, NULL);
@@ -1121,7 +1144,7 @@ static int densify(td_dict **out, const td_dict *d, const char *fn)
 		if (!td__entry_live(e))
 			continue;
 		k = td__entry_kref(e);
-		kind = td__lazy_kind(d, &k, 1);
+		kind = td__lazy_kind(d, &k, 1, NULL);
 		if (!kind)
 			continue;
 		rc = densify_value(&v, d, &k, kind, fn);
@@ -1153,7 +1176,7 @@ static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int k
 	if (kind == TD_VALUE_TENSOR)
 		return td__lazy_get_tensor(&v->u.tensor, d, k, 1, fn);
 	if (kind == TD_VALUE_DICT) {
-		TD_TRY(td__lazy_get_dict(&sub, d, k, 1, fn));
+		TD_TRY(td__lazy_get_dict(&sub, d, k, 1, NULL, fn));
 		rc = densify(&v->u.dict, sub, fn);
 		td_dict_free(sub);
 		return rc;

@@ -171,6 +171,7 @@ static td__lz_schema *build(const td_dict *d)
 {
 	const td__lazy *z = d->lazy;
 	td__lz_schema *s;
+	size_t i;
 
 	if (z->n == 0)
 		return NULL;
@@ -178,6 +179,10 @@ static td__lz_schema *build(const td_dict *d)
 	if (!s)
 		return NULL;
 	memset(s, 0, sizeof(*s));
+	for (i = 0; i < TD_LZ_MEMO; i++) {
+		atomic_init(&s->memo[i].id, 0);
+		atomic_init(&s->memo[i].ready, false);
+	}
 	if (!build_node(s, &s->root, z->child, z->n, z->dim, 0)) {
 		td__lz_free(s);
 		return NULL;
@@ -266,6 +271,47 @@ const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, siz
 		node = k->sub;
 	}
 	return k;
+}
+
+const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td_key *key, const td__lz_node **node_out)
+{
+	/* The memo is the one part of a schema that readers write (atomically). */
+	td__lz_memo *memo = ((td__lz_schema *)s)->memo;
+	const td__lz_node *node = NULL;
+	const td__lz_key *k;
+	uint64_t id, none;
+	size_t i;
+
+	if (!key)
+		return td__lz_find(s, parts, n, node_out);
+	for (i = 0; i < TD_LZ_MEMO; i++) {
+		id = atomic_load_explicit(&memo[i].id, memory_order_acquire);
+		if (id == key->id) {
+			if (!atomic_load_explicit(&memo[i].ready, memory_order_acquire))
+				break; /* another reader is filling it */
+			if (node_out)
+				*node_out = memo[i].node;
+			return memo[i].key;
+		}
+		if (id != 0)
+			continue;
+		none = 0;
+		if (!atomic_compare_exchange_strong_explicit(&memo[i].id, &none, key->id,
+			    memory_order_acq_rel, memory_order_acquire)) {
+			if (none == key->id)
+				break; /* claimed for this handle meanwhile */
+			continue;
+		}
+		k = td__lz_find(s, parts, n, &node);
+		memo[i].key = k;
+		memo[i].node = node;
+		atomic_store_explicit(&memo[i].ready, true, memory_order_release);
+		if (node_out)
+			*node_out = node;
+		return k;
+	}
+	return td__lz_find(s, parts, n, node_out);
 }
 
 /*

@@ -7,6 +7,7 @@
  */
 #include "td_test.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -1232,4 +1233,172 @@ Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
 	td_dict_free(s);
 	for (i = 0; i < 3; i++)
 		td_dict_free(c[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Key handles remembered by the schema                                      */
+/* ------------------------------------------------------------------------ */
+
+static const char *const memo_paths[] = {
+	"a", "n.b", "n.m.c", "n", "n.m", "s", "zz", "n.zz", "a.x", "n.m.c.q", "n.b", "a", "n.m"
+};
+#define MEMO_KEYS TD_TEST_ARRAY_LEN(memo_paths)
+
+/* Every lookup through handle k answers as the same lookup through its dotted key. */
+static void assert_handle_as_dotted(td_dict *lz, const td_key *k, const char *dotted)
+{
+	td_tensor a, b;
+	td_dict *x = NULL, *y = NULL;
+	int ra, rb;
+
+	cr_assert_eq(td_dict_contains_key(lz, k, 0), td_dict_contains(lz, dotted, 0), "%s",
+		dotted);
+	cr_assert_eq(td_dict_contains_key(lz, k, TD_LEAVES_ONLY),
+		td_dict_contains(lz, dotted, TD_LEAVES_ONLY), "%s", dotted);
+	ra = td_lazy_get_tensor_key(&a, lz, k);
+	rb = td_lazy_get_tensor(&b, lz, dotted);
+	cr_assert_eq(ra, rb, "%s: %d != %d", dotted, ra, rb);
+	if (ra == TD_OK) {
+		assert_tensor_eq(&a, &b);
+		td_tensor_release(&a);
+		td_tensor_release(&b);
+	}
+	ra = td_lazy_get_dict_key(&x, lz, k);
+	rb = td_lazy_get_dict(&y, lz, dotted);
+	cr_assert_eq(ra, rb, "%s: %d != %d", dotted, ra, rb);
+	if (ra == TD_OK) {
+		td_dict *dx, *dy;
+		td_cr_assert_ok(td_lazy_densify(&dx, x));
+		td_cr_assert_ok(td_lazy_densify(&dy, y));
+		cr_assert_eq(td_dict_equal(dx, dy), 1, "%s", dotted);
+		td_dict_free(dx);
+		td_dict_free(dy);
+	}
+	td_dict_free(x);
+	td_dict_free(y);
+}
+
+/* More handles than the memo holds, repeated, freed and made again, across
+ * a structural change and writes: always the answer of the dotted key. */
+static void handles_resolve_as_dotted(unsigned flags)
+{
+	td_dict *ref = make_ref(0), **parts, *lz;
+	td_key *k[MEMO_KEYS];
+	td_tensor t, got;
+	int64_t b[2] = { 3, 2 };
+	size_t n, i;
+
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, ref, 0));
+	td_cr_assert_ok(td_lazy_stack(&lz, parts, n, 0, flags));
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+	for (int round = 0; round < 3; round++)
+		for (i = 0; i < MEMO_KEYS; i++)
+			assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	/* Handles freed and made again (ids are never reused). */
+	for (int round = 0; round < 20; round++) {
+		i = (size_t)round % MEMO_KEYS;
+		td_key_free(k[i]);
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[(i + 3) % MEMO_KEYS]));
+		assert_handle_as_dotted(lz, k[i], memo_paths[(i + 3) % MEMO_KEYS]);
+	}
+	for (i = 0; i < MEMO_KEYS; i++) {
+		td_key_free(k[i]);
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+		assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	}
+	/* A key added to every child is seen through a handle that missed it. */
+	cr_assert_eq(td_dict_contains_key(lz, k[6], 0), 0);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, b + 1, td_scalar_float(5)));
+	for (i = 0; i < n; i++)
+		td_cr_assert_ok(td_dict_set_tensor(td_lazy_child(lz, i), "zz", &t));
+	td_tensor_release(&t);
+	for (i = 0; i < MEMO_KEYS; i++)
+		assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	cr_assert_eq(td_dict_contains_key(lz, k[6], TD_LEAVES_ONLY), 1);
+	/* Writes through handles land where the dotted keys read. */
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, b, td_scalar_float(9)));
+	td_cr_assert_ok(td_dict_set_tensor_key(lz, k[6], &t));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, lz, "zz"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 2, b, td_scalar_int(-4)));
+	td_cr_assert_ok(td_dict_set_tensor_inplace_key(lz, k[1], &t));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, lz, "n.b"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_tensor_release(&t);
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_key_free(k[i]);
+	td_dict_free(lz);
+	if (flags & TD_LAZY_TAKE)
+		td_free(parts);
+	else
+		td_dict_array_free(parts, n);
+	td_dict_free(ref);
+}
+
+Test(lazy, key_handles_resolve_as_their_dotted_keys)
+{
+	handles_resolve_as_dotted(0);
+	handles_resolve_as_dotted(TD_LAZY_TAKE);
+}
+
+typedef struct memo_race {
+	td_dict *lz;
+	td_key **k;
+	int ok;
+} memo_race;
+
+static void *memo_reader(void *arg)
+{
+	memo_race *r = arg;
+	td_tensor t;
+
+	r->ok = 1;
+	for (int round = 0; round < 300; round++) {
+		for (size_t i = 0; i < MEMO_KEYS; i++) {
+			int want = strcmp(memo_paths[i], "a") == 0 || strcmp(memo_paths[i], "n.b") == 0 ||
+				   strcmp(memo_paths[i], "n.m.c") == 0 || strcmp(memo_paths[i], "s") == 0;
+			if (td_dict_contains_key(r->lz, r->k[i], TD_LEAVES_ONLY) != want)
+				r->ok = 0;
+			if (strcmp(memo_paths[i], "n.m.c") == 0) {
+				if (td_lazy_get_tensor_key(&t, r->lz, r->k[i]) != TD_OK ||
+				    t.ndim != 3 || ((double *)td_tensor_data(&t))[5] != 5.0)
+					r->ok = 0;
+				td_tensor_release(&t);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Readers sharing a stack fill and read its memo of handles concurrently. */
+Test(lazy, concurrent_readers_share_the_memo_of_handles)
+{
+	td_dict *ref = make_ref(0), **parts, *lz;
+	td_key *k[MEMO_KEYS];
+	memo_race r[4];
+	pthread_t th[4];
+	size_t n, i;
+
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, ref, 0));
+	td_cr_assert_ok(td_lazy_stack(&lz, parts, n, 0, 0));
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+	for (int t = 0; t < 4; t++) {
+		r[t].lz = lz;
+		r[t].k = k;
+		cr_assert_eq(pthread_create(&th[t], NULL, memo_reader, &r[t]), 0);
+	}
+	for (int t = 0; t < 4; t++) {
+		cr_assert_eq(pthread_join(th[t], NULL), 0);
+		cr_assert_eq(r[t].ok, 1, "reader %d saw a wrong answer", t);
+	}
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_key_free(k[i]);
+	td_dict_free(lz);
+	td_dict_array_free(parts, n);
+	td_dict_free(ref);
 }
