@@ -26,7 +26,6 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 {
 	size_t size;
 	td_dict *d;
-	int i;
 
 	if (cap > UINT32_MAX / 4)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
@@ -34,7 +33,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d = td__alloc_small(size);
 	if (!d)
 		return td__error_nomem(size);
-	d->index = NULL;
+	td__dict_init(d, batch_ndim, batch_shape, cap);
 	if (cap > TD_DICT_SCAN_MAX) {
 		uint32_t isize = index_size(cap);
 		d->index = td__calloc(isize, sizeof(uint32_t));
@@ -43,23 +42,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 			return td__error_nomem((size_t)isize * sizeof(uint32_t));
 		}
 		d->index_mask = isize - 1;
-	} else {
-		d->index_mask = 0;
 	}
-	d->entries = cap ? (td__entry *)(d + 1) : NULL;
-	d->used = 0;
-	d->count = 0;
-	d->cap = cap;
-	d->block_cap = cap;
-	d->index_fill = 0;
-	d->locked = false;
-	d->entries_inline = cap > 0;
-	d->batch_ndim = batch_ndim;
-	d->gen = 1;
-	d->parent = NULL;
-	d->lazy = NULL;
-	for (i = 0; i < batch_ndim; i++)
-		d->batch_shape[i] = batch_shape[i];
 	*out = d;
 	return TD_OK;
 }

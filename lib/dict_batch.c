@@ -604,6 +604,19 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 	for (made = 0; made < c->n; made++) {
 		if (made == 0 || c->lengths)
 			nd = cut_shape(shape, d, c, made);
+		if (small) {
+			/* td__dict_alloc() inline, as no index is needed (a call and
+			 * its checks cost ~35 instructions a dict) */
+			size_t bytes = sizeof(td_dict) + (size_t)d->count * sizeof(td__entry);
+
+			out[made] = td__alloc_small(bytes);
+			if (!out[made]) {
+				rc = td__error_nomem(bytes);
+				goto out;
+			}
+			td__dict_init(out[made], nd, shape, d->count);
+			continue;
+		}
 		rc = td__dict_alloc(&out[made], nd, shape, d->count, c->fn);
 		if (rc < 0)
 			goto out;

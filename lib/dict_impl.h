@@ -303,6 +303,34 @@ int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn);
  */
 int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, uint32_t cap,
 	const char *fn);
+/**
+ * Set up an empty dict at `d`, a block of sizeof(td_dict) + cap entries,
+ * without an index (td__dict_alloc() adds one above TD_DICT_SCAN_MAX
+ * entries). Inline for the operations that make many small dicts.
+ */
+static inline void td__dict_init(td_dict *d, int batch_ndim, const int64_t *batch_shape,
+	uint32_t cap)
+{
+	int i;
+
+	d->entries = cap ? (td__entry *)(d + 1) : NULL;
+	d->index = NULL;
+	d->used = 0;
+	d->count = 0;
+	d->cap = cap;
+	d->index_mask = 0;
+	d->index_fill = 0;
+	d->locked = false;
+	d->entries_inline = cap > 0;
+	d->batch_ndim = (int16_t)batch_ndim;
+	d->block_cap = cap;
+	d->gen = 1;
+	d->parent = NULL;
+	d->lazy = NULL;
+	for (i = 0; i < batch_ndim; i++)
+		d->batch_shape[i] = batch_shape[i];
+}
+
 /** Whether the live entry `e` holds the key (s, len, hash); the hash is checked first. */
 static inline bool td__key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
 {
