@@ -385,6 +385,11 @@ void td__dict_push(td_dict *d, const td__entry *src);
 /** td__dict_append() under the key of live entry `src` (copied whole, or shared). */
 int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
 	const char *fn);
+/**
+ * Destroy the n dicts (roots: no parent; dense or lazy) and all they hold,
+ * one level of their trees at a time (their memory fetched together).
+ */
+void td__dict_destroy_many(td_dict *const *dicts, size_t n);
 /** Release a value's references (tensor buffer, nested dict, blob buffer). */
 void td__value_release(td_value *v);
 /** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */

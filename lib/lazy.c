@@ -82,14 +82,17 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 void td__lazy_destroy(td_dict *d)
 {
 	td__lazy *z = d->lazy;
-	size_t i;
+	size_t i, m = 0;
 
+	/* The owned children, gathered in place at the front of child[] (which
+	 * dies with the stack) and destroyed together, a level at a time. */
 	for (i = 0; i < z->n; i++) {
 		if (z->own[i] && z->child[i]) {
 			z->child[i]->parent = NULL;
-			td_dict_free(z->child[i]);
+			z->child[m++] = z->child[i];
 		}
 	}
+	td__dict_destroy_many(z->child, m);
 	td__lz_free(z->schema);
 	td__free_small(d, lazy_bytes(z->n));
 }

@@ -1402,3 +1402,58 @@ Test(lazy, concurrent_readers_share_the_memo_of_handles)
 	td_dict_array_free(parts, n);
 	td_dict_free(ref);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Freeing many trees at once                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A dict of batch [2] with `wide` sub-dicts, each a chain `deep` levels down
+ * holding a leaf, a string and a key longer than fits inline at every level. */
+static td_dict *wide_tree(int wide, int deep)
+{
+	int64_t b = 2;
+	char path[512];
+	td_tensor t;
+	td_dict *d;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, &b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	for (int w = 0; w < wide; w++) {
+		int len = snprintf(path, sizeof(path), "w%d", w);
+		for (int k = 0; k < deep; k++) {
+			snprintf(path + len, sizeof(path) - (size_t)len, ".t");
+			td_cr_assert_ok(td_dict_set_tensor(d, path, &t));
+			snprintf(path + len, sizeof(path) - (size_t)len,
+				".a_key_longer_than_twenty_three_bytes");
+			td_cr_assert_ok(td_dict_set_string(d, path, "x"));
+			len += snprintf(path + len, sizeof(path) - (size_t)len, ".l%d", k);
+		}
+	}
+	td_tensor_release(&t);
+	return d;
+}
+
+/* Trees are freed a level at a time across a batch: wider levels than a
+ * batch, more owned children than a batch, lazy children among dense ones;
+ * a counting allocator sees every block returned. */
+Test(lazy, freeing_many_trees_at_once_returns_every_block)
+{
+	td_dict *c[40], *s, *inner, *two[2];
+	int64_t b = 2;
+
+	td_test_alloc_install(-1);
+	td_dict_free(wide_tree(40, 5)); /* 40 sub-dicts on one level: beyond a batch */
+	for (int i = 0; i < 40; i++)
+		c[i] = wide_tree(i % 3, 7);
+	td_cr_assert_ok(td_lazy_stack(&s, c, 40, 0, TD_LAZY_TAKE));
+	td_dict_free(s); /* 40 owned children: more than a batch */
+	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
+	two[1] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&inner, two, 2, 0, TD_LAZY_TAKE));
+	c[0] = inner;
+	td_cr_assert_ok(td_dict_new(&c[1], 2, (int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	td_dict_free(s); /* a lazy child and a dense one */
+	cr_assert_eq(td_test_alloc_live(), 0, "every block is returned");
+	td_test_alloc_uninstall();
+}
