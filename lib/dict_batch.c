@@ -601,6 +601,18 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 	uint32_t j;
 	int nd = 0, rc = TD_OK;
 
+	/* The next level down: fetched while this one is cut. */
+	for (j = 0; j < d->used; j++) {
+		const td__entry *e = &d->entries[j];
+
+		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
+			const td__entry *se = (const td__entry *)(e->value.u.dict + 1);
+
+			__builtin_prefetch(e->value.u.dict);
+			__builtin_prefetch(&se[0].value);
+			__builtin_prefetch(&se[1].value);
+		}
+	}
 	for (made = 0; made < c->n; made++) {
 		if (made == 0 || c->lengths)
 			nd = cut_shape(shape, d, c, made);
