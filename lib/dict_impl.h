@@ -410,6 +410,8 @@ int td__dict_check_batch(const td_dict *d, int ndim, const int64_t *shape, const
 	const char *fn);
 /** Set `locked` on d and every nested dict. */
 void td__dict_set_locked(td_dict *d, bool locked);
+/** td__dict_set_locked() of n trees together, a level at a time (prefetched). */
+void td__dict_set_locked_many(td_dict *const *dicts, size_t n, bool locked);
 
 /** Where td__dict_walk() created its first new dict, to undo it on failure. */
 typedef struct td__undo {

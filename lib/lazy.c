@@ -100,11 +100,9 @@ void td__lazy_destroy(td_dict *d)
 void td__lazy_set_locked(td_dict *d, bool locked)
 {
 	td__lazy *z = d->lazy;
-	size_t i;
 
 	d->locked = locked;
-	for (i = 0; i < z->n; i++)
-		td__dict_set_locked(z->child[i], locked);
+	td__dict_set_locked_many(z->child, z->n, locked);
 }
 
 static int cmp_ptr(const void *a, const void *b)

@@ -1457,3 +1457,60 @@ Test(lazy, freeing_many_trees_at_once_returns_every_block)
 	cr_assert_eq(td_test_alloc_live(), 0, "every block is returned");
 	td_test_alloc_uninstall();
 }
+
+/* Every dict nested in dense dict d has lock state `locked`; returns how many. */
+static int count_locked_state(const td_dict *d, bool locked)
+{
+	td_dict_iter *it;
+	td_item item;
+	int n = 0;
+
+	cr_assert_eq(td_dict_is_locked(d), locked);
+	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED));
+	while (td_dict_iter_next(it, &item) == 1) {
+		if (item.value->kind != TD_VALUE_DICT)
+			continue;
+		cr_assert_eq(td_dict_is_locked(item.value->u.dict), locked, "%s", item.key);
+		n++;
+	}
+	td_dict_iter_free(it);
+	return n;
+}
+
+/* Locking walks trees a level at a time: levels wider than a batch, stacks
+ * of more children than a batch, a lazy child; every dict is reached. */
+Test(lazy, lock_and_unlock_reach_every_nested_dict)
+{
+	td_dict *w = wide_tree(40, 4), *c[40], *s, *two[2], *inner, *outer, *pair[2];
+	int64_t b = 2;
+
+	td_cr_assert_ok(td_dict_lock(w));
+	cr_assert_eq(count_locked_state(w, true), 160);
+	td_cr_assert_ok(td_dict_unlock(w));
+	cr_assert_eq(count_locked_state(w, false), 160);
+	td_dict_free(w);
+	for (int i = 0; i < 40; i++)
+		c[i] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&s, c, 40, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_lock(s));
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(count_locked_state(c[i], true), 6);
+	td_cr_assert_ok(td_dict_unlock(s));
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(count_locked_state(c[i], false), 6);
+	td_dict_free(s);
+	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
+	two[1] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&inner, two, 2, 0, TD_LAZY_TAKE));
+	pair[0] = inner;
+	td_cr_assert_ok(td_dict_new(&pair[1], 2, (int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_lazy_stack(&outer, pair, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_lock(outer));
+	cr_assert(td_dict_is_locked(inner));
+	cr_assert_eq(count_locked_state(two[1], true), 6);
+	cr_assert(td_dict_is_locked(pair[1]));
+	td_cr_assert_ok(td_dict_unlock(outer));
+	cr_assert(!td_dict_is_locked(inner));
+	cr_assert_eq(count_locked_state(two[1], false), 6);
+	td_dict_free(outer);
+}
