@@ -503,8 +503,8 @@ static int cut_shape(int64_t *shape, const td_dict *d, const cut *c, size_t i)
 	return nd;
 }
 
-/* Write the n views of leaf t into the next entry of every piece (validated: t has the dim). */
-static void cut_leaf(td_dict *const *out, const td_tensor *t, const cut *c)
+/* Write the n views of leaf t (validated: it has the dim) into each piece's next entry ne[i]. */
+static void cut_leaf(td__entry *const *ne, const td_tensor *t, const cut *c)
 {
 	int64_t stride = t->strides[c->dim], start = 0;
 	td_tensor view;
@@ -526,7 +526,7 @@ static void cut_leaf(td_dict *const *out, const td_tensor *t, const cut *c)
 		td__tensor_copy_meta(&view, t);
 	}
 	for (i = 0; i < c->n; i++) {
-		td_value *v = &out[i]->entries[out[i]->used].value;
+		td_value *v = &ne[i]->value;
 
 		v->kind = TD_VALUE_TENSOR;
 		td__tensor_copy_meta(&v->u.tensor, &view);
@@ -591,16 +591,30 @@ static int cut_strings(td_dict *const *out, const td_value *v, const cut *c)
 
 #define CUT_LOCAL 16
 
-/* Make the n pieces of level `d` into out[0..n-1]; on failure nothing is left. */
+/*
+ * Make the n pieces of level `d` into out[0..n-1]; on failure nothing is
+ * left. ne[i] is where piece i's next entry goes: kept in a local array,
+ * so that the writes of one piece's entry do not make the compiler load
+ * out[i]->entries and ->used again for the next.
+ */
 static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 {
 	int64_t shape[TD_MAX_DIMS];
-	td_dict *local[CUT_LOCAL], **sub = NULL;
+	td_dict *local_sub[CUT_LOCAL], **sub = local_sub;
+	td__entry *local_ne[CUT_LOCAL], **ne = local_ne;
+	void *scratch = NULL;
 	bool small = d->count <= TD_DICT_SCAN_MAX; /* the pieces have no index */
-	size_t i, made;
+	size_t i, made = 0;
 	uint32_t j;
 	int nd = 0, rc = TD_OK;
 
+	if (c->n > CUT_LOCAL) {
+		scratch = td__malloc(c->n * (sizeof(*sub) + sizeof(*ne)));
+		if (!scratch)
+			return td__error_nomem(c->n * (sizeof(*sub) + sizeof(*ne)));
+		sub = scratch;
+		ne = (td__entry **)(sub + c->n);
+	}
 	/* The next level down: fetched while this one is cut. */
 	for (j = 0; j < d->used; j++) {
 		const td__entry *e = &d->entries[j];
@@ -627,11 +641,12 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				goto out;
 			}
 			td__dict_init(out[made], nd, shape, d->count);
-			continue;
+		} else {
+			rc = td__dict_alloc(&out[made], nd, shape, d->count, c->fn);
+			if (rc < 0)
+				goto out;
 		}
-		rc = td__dict_alloc(&out[made], nd, shape, d->count, c->fn);
-		if (rc < 0)
-			goto out;
+		ne[made] = out[made]->entries;
 	}
 	for (j = 0; j < d->used; j++) {
 		const td__entry *e = &d->entries[j];
@@ -639,23 +654,14 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 		if (!td__entry_live(e))
 			continue;
 		if (e->value.kind == TD_VALUE_TENSOR) {
-			cut_leaf(out, &e->value.u.tensor, c);
+			cut_leaf(ne, &e->value.u.tensor, c);
 		} else if (e->value.kind == TD_VALUE_DICT) {
-			if (!sub) {
-				sub = c->n <= CUT_LOCAL ? local : td__malloc(c->n * sizeof(*sub));
-				if (!sub) {
-					rc = td__error_nomem(c->n * sizeof(*sub));
-					goto out;
-				}
-			}
 			rc = cut_rec(sub, e->value.u.dict, c);
 			if (rc < 0)
 				goto out;
 			for (i = 0; i < c->n; i++) {
-				td_value *v = &out[i]->entries[out[i]->used].value;
-
-				v->kind = TD_VALUE_DICT;
-				v->u.dict = sub[i];
+				ne[i]->value.kind = TD_VALUE_DICT;
+				ne[i]->value.u.dict = sub[i];
 				sub[i]->parent = out[i];
 			}
 		} else if (e->value.kind == TD_VALUE_STRINGS) {
@@ -664,17 +670,21 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				goto out;
 		} else {
 			for (i = 0; i < c->n; i++)
-				out[i]->entries[out[i]->used].value = e->value;
+				ne[i]->value = e->value;
 			td__buffer_ref_n(e->value.u.blob.buffer, c->n);
 		}
 		if (small) {
-			/* No index to update: commit the entry in place (td__dict_push() does
-			 * the same plus the index, ~30 instructions a call). */
-			for (i = 0; i < c->n; i++)
-				td__entry_copy_key(&out[i]->entries[out[i]->used++], e);
+			/* No index to update: commit in place (td__dict_push() also
+			 * updates one, ~30 instructions a call). */
+			for (i = 0; i < c->n; i++) {
+				td__entry_copy_key(ne[i]++, e);
+				out[i]->used++;
+			}
 		} else {
-			for (i = 0; i < c->n; i++)
+			for (i = 0; i < c->n; i++) {
 				td__dict_push(out[i], e);
+				ne[i]++;
+			}
 		}
 	}
 	if (small) {
@@ -687,8 +697,7 @@ out:
 	if (rc < 0)
 		for (i = 0; i < made; i++)
 			td_dict_free(out[i]);
-	if (sub != local)
-		td__free(sub);
+	td__free(scratch);
 	return rc;
 }
 
