@@ -314,92 +314,6 @@ const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts,
 	return td__lz_find(s, parts, n, node_out);
 }
 
-/*
- * Merge the dims of a block (sizes `shape`, byte strides `ss` and `ds` of
- * its source and destination) that are laid out one inside the other in
- * both, and drop dims of size 1: fewer and longer loops. Returns the dims
- * left.
- */
-static int coalesce(int nd, int64_t *shape, int64_t *ss, int64_t *ds)
-{
-	int i, o = 0;
-
-	for (i = 0; i < nd; i++) {
-		if (shape[i] == 1)
-			continue;
-		if (o > 0 && ss[o - 1] == ss[i] * shape[i] && ds[o - 1] == ds[i] * shape[i]) {
-			shape[o - 1] *= shape[i];
-			ss[o - 1] = ss[i];
-			ds[o - 1] = ds[i];
-			continue;
-		}
-		shape[o] = shape[i];
-		ss[o] = ss[i];
-		ds[o] = ds[i];
-		o++;
-	}
-	return o;
-}
-
-/*
- * Copy the `nd`-dim block of elements of `isz` bytes at `s` (byte strides
- * `ss`) to `d` (byte strides `ds`), an odometer over all but the last dim;
- * a last dim dense in both is one memcpy per row. The stacked leaves of a
- * lazy stack are usually strided views (unbind slices) of a few elements:
- * a plain loop of fixed-size moves beats the general copy
- * (td__copy_unchecked(): iterator setup, dtype dispatch) by about 10x on
- * them (callgrind on test_stacked_getleaf[lazy]).
- */
-static void copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss,
-	const int64_t *shape, int nd, size_t isz)
-{
-	int64_t idx[TD_MAX_DIMS], last, j;
-	ptrdiff_t dl, sl;
-	size_t row = 0;
-	int k, outer;
-
-	if (nd == 0) {
-		memcpy(d, s, isz);
-		return;
-	}
-	last = shape[nd - 1];
-	dl = (ptrdiff_t)ds[nd - 1];
-	sl = (ptrdiff_t)ss[nd - 1];
-	if (dl == (ptrdiff_t)isz && sl == (ptrdiff_t)isz)
-		row = (size_t)last * isz;
-	outer = nd - 1;
-	for (k = 0; k < outer; k++)
-		idx[k] = 0;
-	for (;;) {
-		char *dp = d;
-		const char *sp = s;
-
-		if (row) {
-			memcpy(dp, sp, row);
-		} else if (isz == 4) {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, 4);
-		} else if (isz == 8) {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, 8);
-		} else {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, isz);
-		}
-		for (k = outer - 1; k >= 0; k--) {
-			s += ss[k];
-			d += ds[k];
-			if (++idx[k] < shape[k])
-				break;
-			s -= ss[k] * shape[k];
-			d -= ds[k] * shape[k];
-			idx[k] = 0;
-		}
-		if (k < 0)
-			return;
-	}
-}
-
 int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	const int64_t *step, td_buffer **spare, const char *fn)
 {
@@ -455,8 +369,8 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 			memcpy(dst, td__tensor_ptr(t0), nbytes);
 			return TD_OK;
 		}
-		nd = coalesce(out->ndim, bs, ss, ds);
-		copy_block(dst, ds, td__tensor_ptr(t0), ss, bs, nd, isz);
+		nd = td__coalesce_dims(out->ndim, bs, ss, ds);
+		td__copy_block(dst, ds, td__tensor_ptr(t0), ss, bs, nd, isz);
 		return TD_OK;
 	}
 	/* One block per child; its layout is worked out again only when its
@@ -473,10 +387,10 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 				bs[k] = x->shape[k];
 				ss[k] = x->strides[k] * (int64_t)isz;
 			}
-			nd = coalesce(x->ndim, bs, ss, ds);
+			nd = td__coalesce_dims(x->ndim, bs, ss, ds);
 			strides = x->strides;
 		}
-		copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
+		td__copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
 	}
 	return TD_OK;
 }

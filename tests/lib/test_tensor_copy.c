@@ -804,6 +804,64 @@ Test(copy, copy_broadcasts_and_converts_on_random_layouts)
 	}
 }
 
+/* Copies between views of one dtype and shape go as one block copy (dims
+ * merged, rows memcpy'd where dense): every layout, every dtype size, and
+ * an expanded destination (written more than once) keeps the general path. */
+Test(copy, copies_of_one_dtype_and_shape_on_random_layouts)
+{
+	uint64_t rng = 21;
+	int it;
+
+	for (it = 0; it < 1500; it++) {
+		int ndim = (int)rnd(&rng, 5), i;
+		int64_t shape[TD_MAX_DIMS], extent;
+		td_dtype dt = td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
+		td_tensor dst, src;
+		bool mark[4096];
+		size_t ds = td_dtype_size(dt);
+
+		for (i = 0; i < ndim; i++)
+			shape[i] = rnd(&rng, 12) == 0 ? 0 : 1 + (int64_t)rnd(&rng, 4);
+		random_layout(&dst, &rng, dt, ndim, shape);
+		random_layout(&src, &rng, dt, ndim, shape);
+		random_fill_any(&src, &rng);
+		td_cr_assert_ok(td_tensor_copy(&dst, &src));
+		assert_copied(&dst, &src);
+		extent = (int64_t)(td_buffer_size(dst.buffer) / ds);
+		cr_assert_leq(extent, 4096);
+		mark_positions(&dst, mark, extent);
+		for (i = 0; i < extent; i++) {
+			const unsigned char *bytes = td_buffer_data(dst.buffer);
+			size_t b;
+			if (mark[i])
+				continue;
+			for (b = 0; b < ds; b++)
+				cr_assert_eq(bytes[(size_t)i * ds + b], 0,
+					"a byte outside the destination view was written");
+		}
+		td_tensor_release(&dst);
+		td_tensor_release(&src);
+	}
+	{
+		/* An expanded destination: the last element copied is kept, as the
+		 * general path gives. */
+		int64_t s3[1] = { 3 }, z[1] = { 0 };
+		td_buffer *b;
+		td_tensor e, src;
+		float *v;
+
+		td_cr_assert_ok(td_buffer_new(&b, sizeof(float), TD_BUFFER_ZEROED));
+		td_cr_assert_ok(td_tensor_from_buffer(&e, b, TD_DTYPE_F32, 1, s3, z, 0));
+		td_buffer_unref(b);
+		td_test_arange(&src, TD_DTYPE_F32, 1, s3);
+		td_cr_assert_ok(td_tensor_copy(&e, &src));
+		v = td_tensor_data(&e);
+		cr_assert_eq(v[0], 2.0f);
+		td_tensor_release(&e);
+		td_tensor_release(&src);
+	}
+}
+
 Test(copy, iterator_walks_sixteen_dim_views)
 {
 	uint64_t rng = 13;
