@@ -1514,3 +1514,101 @@ Test(lazy, lock_and_unlock_reach_every_nested_dict)
 	cr_assert_eq(count_locked_state(two[1], false), 6);
 	td_dict_free(outer);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Writes through the cached schema                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Three children of batch [2] (stacked at dim 0: [3, 2]) whose leaf "x" is
+ * child i's slice of `whole` [3, 2, ...]. */
+static td_dict *stack_of_slices(const td_tensor *whole, td_dict **c)
+{
+	int64_t b = 2;
+	td_dict *s;
+
+	for (int i = 0; i < 3; i++) {
+		td_tensor v;
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		td_cr_assert_ok(td_tensor_select(&v, whole, 0, i));
+		td_cr_assert_ok(td_dict_set_tensor_take(c[i], "x", &v));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	cr_assert_eq(td_dict_contains(s, "x", 0), 1); /* the schema is built */
+	return s;
+}
+
+static void free_stack(td_dict *s, td_dict **c)
+{
+	td_dict_free(s);
+	for (int i = 0; i < 3; i++)
+		td_dict_free(c[i]);
+}
+
+/* set(inplace=True) through the schema's entries: what td_tensor_copy() of
+ * each slice into each child's leaf gives, for every kind of pair. */
+Test(lazy, inplace_sets_through_the_schema_copy_as_td_tensor_copy)
+{
+	int64_t s324[3] = { 3, 2, 4 }, s3210[3] = { 3, 2, 10 }, s321[3] = { 3, 2, 1 };
+	td_tensor whole, t, ref, got, big, lo, hi;
+	td_dict *c[3], *s;
+	td_index last[3] = { td_index_all(), td_index_all(), td_index_all() };
+
+	/* Another buffer: a plain strided copy into the children's leaves. */
+	td_cr_assert_ok(td_tensor_zeros(&whole, TD_DTYPE_F32, 3, s324));
+	s = stack_of_slices(&whole, c);
+	td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &t));
+	assert_tensor_eq(&whole, &t);
+	/* The same views: nothing to copy. */
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &whole));
+	assert_tensor_eq(&whole, &t);
+	/* A dtype conversion, and a source broadcast along the leaf's dim. */
+	td_tensor_release(&t);
+	td_test_arange(&t, TD_DTYPE_I64, 3, s321);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &t));
+	td_cr_assert_ok(td_tensor_expand(&ref, &t, 3, s324));
+	td_cr_assert_ok(td_tensor_to_dtype(&got, &ref, TD_DTYPE_F32));
+	assert_tensor_eq(&whole, &got);
+	td_tensor_release(&got);
+	td_tensor_release(&ref);
+	td_tensor_release(&t);
+	/* A source that cannot broadcast: the error of td_tensor_copy(). */
+	td_test_arange(&t, TD_DTYPE_F32, 3, (int64_t[]){ 3, 2, 3 });
+	td_cr_assert_err(td_dict_set_tensor_inplace(s, "x", &t), TD_ETYPE);
+	td_tensor_release(&t);
+	free_stack(s, c);
+	td_tensor_release(&whole);
+	/* Overlapping views of one buffer, the destination after the source (a
+	 * forward element copy would smear): as if through a temporary. */
+	td_test_arange(&big, TD_DTYPE_F64, 3, s3210);
+	last[2] = td_index_slice(0, 8, 2);
+	td_cr_assert_ok(td_tensor_index(&lo, &big, last, 3));
+	last[2] = td_index_slice(2, 10, 2);
+	td_cr_assert_ok(td_tensor_index(&hi, &big, last, 3));
+	td_cr_assert_ok(td_tensor_clone(&ref, &lo));
+	s = stack_of_slices(&hi, c);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &lo));
+	assert_tensor_eq(&hi, &ref);
+	free_stack(s, c);
+	td_tensor_release(&ref);
+	td_tensor_release(&lo);
+	td_tensor_release(&hi);
+	td_tensor_release(&big);
+	/* A read-only leaf is refused. */
+	{
+		static float mem[24];
+		td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
+		td_buffer *rb;
+
+		o.flags = TD_BUFFER_READONLY;
+		td_cr_assert_ok(td_buffer_wrap(&rb, mem, sizeof(mem), &o));
+		td_cr_assert_ok(td_tensor_from_buffer(&whole, rb, TD_DTYPE_F32, 3, s324, NULL, 0));
+		td_buffer_unref(rb);
+		s = stack_of_slices(&whole, c);
+		td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+		td_cr_assert_err(td_dict_set_tensor_inplace(s, "x", &t), TD_EREADONLY);
+		td_tensor_release(&t);
+		free_stack(s, c);
+		td_tensor_release(&whole);
+	}
+}
