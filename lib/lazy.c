@@ -911,13 +911,38 @@ static int check_new_key(const td_dict *d, const td__kref *parts, size_t n,
 	return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn, key);
 }
 
+/* Whether one of the n dicts is locked (a locked dict copies into its leaves instead). */
+static bool any_locked(td_dict *const *dicts, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (dicts[i]->locked)
+			return true;
+	return false;
+}
+
+/* Whether the slices of t at `dim` start with the batch shape of dict p. */
+static bool slice_fits(const td_tensor *t, int dim, const td_dict *p)
+{
+	int i, j = 0;
+
+	for (i = 0; j < p->batch_ndim; i++) {
+		if (i == dim)
+			continue;
+		if (t->shape[i] != p->batch_shape[j++])
+			return false;
+	}
+	return true;
+}
+
 int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
 	const td_tensor *t, const char *fn)
 {
 	const td__lazy *z = d->lazy;
 	const td__lz_schema *schema;
-	const td__lz_node *node;
-	const td__lz_key *k;
+	const td__lz_node *node = NULL;
+	const td__lz_key *k = NULL;
 	char key[512];
 	size_t i;
 
@@ -926,8 +951,30 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
 	}
 	schema = td__lz_get(d);
-	if (schema && (k = td__lz_find_key(schema, parts, n, handle, &node)) != NULL &&
-	    k->all_tensor) {
+	if (schema)
+		k = td__lz_find_key(schema, parts, n, handle, &node);
+	if (k && k->all_tensor && !any_locked(node->dicts, z->n)) {
+		const td_dict *p0 = node->dicts[0];
+
+		/*
+		 * Every child holds a tensor there and may replace it: the dicts
+		 * holding the leaf share one batch shape (the schema holds only
+		 * such levels), so one check of the slices' shape serves all, and
+		 * the n references to t's buffer are taken at once.
+		 */
+		if (t->ndim - 1 >= p0->batch_ndim && slice_fits(t, z->dim, p0)) {
+			td__buffer_ref_n(t->buffer, z->n);
+			for (i = 0; i < z->n; i++) {
+				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.u.tensor;
+				td_buffer *old = leaf->buffer;
+
+				select_borrowed(leaf, t, z->dim, (int64_t)i);
+				td__buffer_unref(old);
+			}
+			return TD_OK;
+		}
+	}
+	if (k && k->all_tensor) {
 		/* Every child holds a tensor there: replace the entries directly. */
 		for (i = 0; i < z->n; i++) {
 			td_value v;

@@ -1612,3 +1612,75 @@ Test(lazy, inplace_sets_through_the_schema_copy_as_td_tensor_copy)
 		td_tensor_release(&whole);
 	}
 }
+
+/* Plain sets through the schema: each child's leaf becomes its slice of the
+ * value (a view), references counted; a locked child copies into its leaf;
+ * a level with more batch dims checks them. */
+Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
+{
+	int64_t s324[3] = { 3, 2, 4 }, s23[2] = { 2, 3 }, s3235[4] = { 3, 2, 3, 5 };
+	td_tensor whole, t, got, deep;
+	const td_tensor *leaf;
+	td_buffer *old;
+	td_dict *c[3], *s, *sub;
+	uint32_t refs;
+
+	td_cr_assert_ok(td_tensor_zeros(&whole, TD_DTYPE_F32, 3, s324));
+	s = stack_of_slices(&whole, c);
+	old = whole.buffer;
+	refs = td_buffer_refcount(old);
+	td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	cr_assert_eq(td_buffer_refcount(t.buffer), 4, "the value and its 3 slices");
+	cr_assert_eq(td_buffer_refcount(old), refs - 3, "the old leaves are released");
+	for (int i = 0; i < 3; i++) {
+		td_tensor want;
+		td_cr_assert_ok(td_dict_get_tensor(c[i], "x", &leaf));
+		cr_assert_eq(leaf->buffer, t.buffer, "child %d holds a view of the value", i);
+		td_cr_assert_ok(td_tensor_select(&want, &t, 0, i));
+		assert_tensor_eq(leaf, &want);
+		td_tensor_release(&want);
+	}
+	/* Again with the same value: the references stay counted. */
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	cr_assert_eq(td_buffer_refcount(t.buffer), 4);
+	/* A locked child copies the slice into its own leaf. */
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 3, s324, td_scalar_float(2)));
+	{
+		td_tensor mine;
+		td_cr_assert_ok(td_tensor_zeros(&mine, TD_DTYPE_F32, 2, (int64_t[]){ 2, 4 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(c[1], "x", &mine));
+	}
+	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	old = leaf->buffer;
+	td_cr_assert_ok(td_dict_lock(c[1]));
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	cr_assert_eq(leaf->buffer, old, "a locked child keeps its leaf's buffer");
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_cr_assert_ok(td_dict_unlock(c[1]));
+	td_tensor_release(&t);
+	/* A level whose dicts have a longer batch: the slices must fit it. */
+	for (int i = 0; i < 3; i++) {
+		td_tensor z;
+		td_cr_assert_ok(td_dict_new(&sub, 2, s23));
+		td_cr_assert_ok(td_tensor_zeros(&z, TD_DTYPE_F64, 3, (int64_t[]){ 2, 3, 5 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(sub, "y", &z));
+		td_cr_assert_ok(td_dict_set_dict_take(c[i], "sub", sub));
+	}
+	cr_assert_eq(td_dict_contains(s, "sub.y", 0), 1);
+	td_test_arange(&deep, TD_DTYPE_F64, 4, s3235);
+	td_cr_assert_ok(td_dict_set_tensor(s, "sub.y", &deep));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "sub.y"));
+	assert_tensor_eq(&got, &deep);
+	td_tensor_release(&got);
+	td_tensor_release(&deep);
+	td_test_arange(&deep, TD_DTYPE_F64, 3, (int64_t[]){ 3, 2, 4 });
+	td_cr_assert_err(td_dict_set_tensor(s, "sub.y", &deep), TD_ETYPE);
+	td_tensor_release(&deep);
+	free_stack(s, c);
+	td_tensor_release(&whole);
+}
