@@ -483,7 +483,8 @@ static int batch_dim(const td_dict *d, int dim, int *out, const char *fn)
  * unbind of the lazy benchmark stack (570 dicts a call), against ~110 now.
  */
 typedef struct cut {
-	int dim;                 /* the batch dim cut (a root batch dim: every level has it) */
+	int dim;                 /* the batch dim cut (a root batch dim: every level has it); */
+	                         /* -1: no cut, the n pieces are shallow copies */
 	size_t n;                /* pieces */
 	const int64_t *lengths;  /* rows of each piece; NULL: piece i is index i, dim dropped */
 	const char *fn;
@@ -506,11 +507,20 @@ static int cut_shape(int64_t *shape, const td_dict *d, const cut *c, size_t i)
 /* Write the n views of leaf t (validated: it has the dim) into each piece's next entry ne[i]. */
 static void cut_leaf(td__entry *const *ne, const td_tensor *t, const cut *c)
 {
-	int64_t stride = t->strides[c->dim], start = 0;
+	int64_t stride, start = 0;
 	td_tensor view;
 	size_t i;
 	int k, j;
 
+	if (c->dim < 0) {
+		for (i = 0; i < c->n; i++) {
+			ne[i]->value.kind = TD_VALUE_TENSOR;
+			td__tensor_copy_meta(&ne[i]->value.u.tensor, t);
+		}
+		td__buffer_ref_n(t->buffer, c->n);
+		return;
+	}
+	stride = t->strides[c->dim];
 	if (!c->lengths) {
 		view.buffer = t->buffer;
 		view.offset = t->offset;
@@ -664,10 +674,15 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				ne[i]->value.u.dict = sub[i];
 				sub[i]->parent = out[i];
 			}
-		} else if (e->value.kind == TD_VALUE_STRINGS) {
+		} else if (e->value.kind == TD_VALUE_STRINGS && c->dim >= 0) {
 			rc = cut_strings(out, &e->value, c);
 			if (rc < 0)
 				goto out;
+		} else if (e->value.kind == TD_VALUE_STRINGS) {
+			/* A copy shares the array, as td__dict_map_tensors() does. */
+			for (i = 0; i < c->n; i++)
+				ne[i]->value = e->value;
+			td__buffer_ref_n(e->value.u.strings.buffer, c->n);
 		} else {
 			for (i = 0; i < c->n; i++)
 				ne[i]->value = e->value;
@@ -697,7 +712,8 @@ out:
 	if (rc < 0)
 		for (i = 0; i < made; i++)
 			td_dict_free(out[i]);
-	td__free(scratch);
+	if (scratch)
+		td__free(scratch);
 	return rc;
 }
 
@@ -705,14 +721,18 @@ int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *length
 	const char *fn)
 {
 	cut c;
+	int rc;
 
-	c.dim = dim;
+	c.dim = dim < 0 ? -1 : dim;
 	c.n = n;
 	c.lengths = lengths;
 	c.fn = fn;
 	if (n == 0)
 		return TD_OK;
-	return cut_rec(out, d, &c);
+	rc = cut_rec(out, d, &c);
+	if (rc < 0)
+		memset(out, 0, n * sizeof(*out)); /* freed: no dangling pointers */
+	return rc;
 }
 
 /* Cut d along `dim` into pieces of lengths[i] rows (NULL: unbind, n pieces). */

@@ -524,8 +524,10 @@ static inline bool td__is_text(const td_value *v)
  * `lengths` NULL, piece i is index i of the dim, which is dropped (unbind,
  * n == the dim's size); else piece i holds lengths[i] rows, starting after
  * the rows of the pieces before it (split; the lengths add up to the
- * dim's size). Arrays of strings are cut as tensors are. On failure nothing
- * is left to free.
+ * dim's size); with `dim` -1 (and no lengths), each piece is a shallow copy
+ * of d (arrays of strings shared, as td__dict_map_tensors() shares them).
+ * Otherwise arrays of strings are cut as tensors are. On failure nothing is
+ * left to free and out[] is all NULL.
  */
 int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *lengths, size_t n,
 	const char *fn);
