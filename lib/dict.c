@@ -174,7 +174,8 @@ static void destroy_levels(td_dict *const *first, size_t n)
 			td_dict *d = todo[i];
 
 			if (TD_UNLIKELY(d->lazy != NULL)) {
-				td__lazy_destroy(d);
+				/* Its owned children join the next level. */
+				td__lazy_release(d, next, &m, LEVEL_BATCH);
 				continue;
 			}
 			release_entries(d, next, &m, LEVEL_BATCH);
@@ -208,12 +209,24 @@ void td_dict_free(td_dict *d)
 
 void td_dict_array_free(td_dict **dicts, size_t count)
 {
-	size_t i;
+	td_dict *batch[LEVEL_BATCH];
+	size_t i, m = 0;
 
 	if (!dicts)
 		return;
-	for (i = 0; i < count; i++)
-		td_dict_free(dicts[i]);
+	/* The roots among them (td_dict_free() skips the others), destroyed
+	 * together a level at a time: the pieces of an unbind, for one. */
+	for (i = 0; i < count; i++) {
+		if (!dicts[i] || dicts[i]->parent)
+			continue;
+		batch[m++] = dicts[i];
+		if (m == LEVEL_BATCH) {
+			destroy_levels(batch, m);
+			m = 0;
+		}
+	}
+	if (m)
+		destroy_levels(batch, m);
 	td__free(dicts);
 }
 

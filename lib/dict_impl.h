@@ -644,6 +644,13 @@ int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, cons
 
 /** Release a lazy stack and the children it owns. */
 void td__lazy_destroy(td_dict *d);
+/**
+ * Free the lazy stack d itself (schema, memory) and hand over the children
+ * it owns, detached (roots now): kids[*m] onwards while *m < room, the
+ * others destroyed here. A walk destroying many trees a level at a time
+ * takes the children into its next level.
+ */
+void td__lazy_release(td_dict *d, td_dict **kids, size_t *m, size_t room);
 /** Set the lock flag of a lazy stack and of every child. */
 void td__lazy_set_locked(td_dict *d, bool locked);
 /**

@@ -79,22 +79,33 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 	return TD_OK;
 }
 
-void td__lazy_destroy(td_dict *d)
+void td__lazy_release(td_dict *d, td_dict **kids, size_t *m, size_t room)
 {
 	td__lazy *z = d->lazy;
-	size_t i, m = 0;
+	size_t i, left = 0;
 
-	/* The owned children, gathered in place at the front of child[] (which
-	 * dies with the stack) and destroyed together, a level at a time. */
+	/* The owned children are detached; those beyond `room` are gathered in
+	 * place at the front of child[] (which dies with the stack). */
 	for (i = 0; i < z->n; i++) {
-		if (z->own[i] && z->child[i]) {
-			z->child[i]->parent = NULL;
-			z->child[m++] = z->child[i];
-		}
+		if (!z->own[i] || !z->child[i])
+			continue;
+		z->child[i]->parent = NULL;
+		if (*m < room)
+			kids[(*m)++] = z->child[i];
+		else
+			z->child[left++] = z->child[i];
 	}
-	td__dict_destroy_many(z->child, m);
+	td__dict_destroy_many(z->child, left);
 	td__lz_free(z->schema);
 	td__free_small(d, lazy_bytes(z->n));
+}
+
+void td__lazy_destroy(td_dict *d)
+{
+	size_t m = 0;
+
+	/* All its owned children destroyed together, a level at a time. */
+	td__lazy_release(d, NULL, &m, 0);
 }
 
 void td__lazy_set_locked(td_dict *d, bool locked)

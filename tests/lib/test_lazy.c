@@ -1433,6 +1433,27 @@ static td_dict *wide_tree(int wide, int deep)
 	return d;
 }
 
+/* An array for td_dict_array_free(), from the library's allocator. */
+static td_dict **array_for_free(size_t n)
+{
+	td_dict **arr = NULL;
+	td_tensor t;
+	size_t count;
+	int64_t b = (int64_t)n;
+	td_dict *d;
+
+	/* td_dict_unbind() hands out such an array; its pieces are replaced. */
+	td_cr_assert_ok(td_dict_new(&d, 1, &b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_cr_assert_ok(td_dict_unbind(&arr, &count, d, 0));
+	cr_assert_eq(count, n);
+	for (size_t i = 0; i < n; i++)
+		td_dict_free(arr[i]);
+	td_dict_free(d);
+	return arr;
+}
+
 /* Trees are freed a level at a time across a batch: wider levels than a
  * batch, more owned children than a batch, lazy children among dense ones;
  * a counting allocator sees every block returned. */
@@ -1454,6 +1475,17 @@ Test(lazy, freeing_many_trees_at_once_returns_every_block)
 	td_cr_assert_ok(td_dict_new(&c[1], 2, (int64_t[]){ 2, 2 }));
 	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
 	td_dict_free(s); /* a lazy child and a dense one */
+	/* An array of stacks and dicts: the stacks' children join the walk. */
+	{
+		td_dict **arr = array_for_free(3), *kids[35];
+
+		for (int i = 0; i < 35; i++)
+			kids[i] = wide_tree(1, 4);
+		td_cr_assert_ok(td_lazy_stack(&arr[0], kids, 5, 0, TD_LAZY_TAKE));
+		arr[1] = wide_tree(3, 2);
+		td_cr_assert_ok(td_lazy_stack(&arr[2], kids + 5, 30, 0, TD_LAZY_TAKE));
+		td_dict_array_free(arr, 3);
+	}
 	cr_assert_eq(td_test_alloc_live(), 0, "every block is returned");
 	td_test_alloc_uninstall();
 }
