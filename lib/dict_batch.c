@@ -629,13 +629,8 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 	for (j = 0; j < d->used; j++) {
 		const td__entry *e = &d->entries[j];
 
-		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
-			const td__entry *se = (const td__entry *)(e->value.u.dict + 1);
-
-			__builtin_prefetch(e->value.u.dict);
-			__builtin_prefetch(&se[0].value);
-			__builtin_prefetch(&se[1].value);
-		}
+		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
+			td__dict_prefetch(e->value.u.dict);
 	}
 	for (made = 0; made < c->n; made++) {
 		if (made == 0 || c->lengths)

@@ -331,6 +331,21 @@ static inline void td__dict_init(td_dict *d, int batch_ndim, const int64_t *batc
 		d->batch_shape[i] = batch_shape[i];
 }
 
+/**
+ * Prefetch what a walk over dict d reads first: its header and the values
+ * of its first two inline entries, at fixed offsets so that nothing waits
+ * for the header (a prefetch never faults, whatever is there). Walks over
+ * many trees a level at a time issue these for a whole level at once.
+ */
+static inline void td__dict_prefetch(const td_dict *d)
+{
+	const td__entry *e = (const td__entry *)(d + 1);
+
+	__builtin_prefetch(d);
+	__builtin_prefetch(&e[0].value);
+	__builtin_prefetch(&e[1].value);
+}
+
 /** Whether the live entry `e` holds the key (s, len, hash); the hash is checked first. */
 static inline bool td__key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
 {
