@@ -1030,33 +1030,41 @@ Test(lazy, schema_cache_of_a_stack_owning_its_children_follows_their_changes)
 	schema_follows_children(TD_LAZY_TAKE);
 }
 
+/* The pieces of one unbind. */
+typedef struct unbound {
+	td_dict **arr;
+	size_t n;
+} unbound;
+
 typedef struct outer_ctx {
 	td_dict *outer;
-	td_dict **arr[2];
-	size_t n[2];
+	unbound by_dim[2];
 } outer_ctx;
-
-static int outer_body(void *p)
-{
-	outer_ctx *c = p;
-	int rc;
-
-	c->arr[0] = c->arr[1] = NULL;
-	c->n[0] = c->n[1] = 0;
-	rc = td_dict_unbind(&c->arr[0], &c->n[0], c->outer, 0);
-	if (rc >= 0)
-		rc = td_dict_unbind(&c->arr[1], &c->n[1], c->outer, 2);
-	if (rc < 0)
-		td_dict_array_free(c->arr[0], c->n[0]);
-	return rc;
-}
 
 static void outer_cleanup(void *p)
 {
 	outer_ctx *c = p;
 
-	td_dict_array_free(c->arr[0], c->n[0]);
-	td_dict_array_free(c->arr[1], c->n[1]);
+	for (int k = 0; k < 2; k++) {
+		td_dict_array_free(c->by_dim[k].arr, c->by_dim[k].n);
+		c->by_dim[k] = (unbound){ NULL, 0 };
+	}
+}
+
+/* unbind along dims 0 and 2 (beside the stack dim 1); a failed unbind leaves NULL. */
+static int outer_body(void *p)
+{
+	static const int dims[2] = { 0, 2 };
+	outer_ctx *c = p;
+	int rc = TD_OK;
+
+	for (int k = 0; k < 2; k++)
+		c->by_dim[k] = (unbound){ NULL, 0 };
+	for (int k = 0; k < 2 && rc >= 0; k++)
+		rc = td_dict_unbind(&c->by_dim[k].arr, &c->by_dim[k].n, c->outer, dims[k]);
+	if (rc < 0)
+		outer_cleanup(c);
+	return rc;
 }
 
 /* unbind beside the stack dim of a stack of lazy stacks, memory failing anywhere. */
@@ -1433,6 +1441,30 @@ static td_dict *wide_tree(int wide, int deep)
 	return d;
 }
 
+/*
+ * A stack owning a lazy stack (of an empty dict and wide_tree(2, 3), the
+ * `tree`) and a dense dict, all of batch [2, 2] or [2]; the parts are given
+ * back borrowed when asked for.
+ */
+static td_dict *stack_with_a_lazy_child(td_dict **inner, td_dict **dense, td_dict **tree)
+{
+	td_dict *two[2], *pair[2], *outer;
+	int64_t b = 2;
+
+	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
+	two[1] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&pair[0], two, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_new(&pair[1], 2, (int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_lazy_stack(&outer, pair, 2, 0, TD_LAZY_TAKE));
+	if (inner)
+		*inner = pair[0];
+	if (dense)
+		*dense = pair[1];
+	if (tree)
+		*tree = two[1];
+	return outer;
+}
+
 /* An array for td_dict_array_free(), from the library's allocator. */
 static td_dict **array_for_free(size_t n)
 {
@@ -1459,8 +1491,7 @@ static td_dict **array_for_free(size_t n)
  * a counting allocator sees every block returned. */
 Test(lazy, freeing_many_trees_at_once_returns_every_block)
 {
-	td_dict *c[40], *s, *inner, *two[2];
-	int64_t b = 2;
+	td_dict *c[40], *s;
 
 	td_test_alloc_install(-1);
 	td_dict_free(wide_tree(40, 5)); /* 40 sub-dicts on one level: beyond a batch */
@@ -1468,13 +1499,7 @@ Test(lazy, freeing_many_trees_at_once_returns_every_block)
 		c[i] = wide_tree(i % 3, 7);
 	td_cr_assert_ok(td_lazy_stack(&s, c, 40, 0, TD_LAZY_TAKE));
 	td_dict_free(s); /* 40 owned children: more than a batch */
-	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
-	two[1] = wide_tree(2, 3);
-	td_cr_assert_ok(td_lazy_stack(&inner, two, 2, 0, TD_LAZY_TAKE));
-	c[0] = inner;
-	td_cr_assert_ok(td_dict_new(&c[1], 2, (int64_t[]){ 2, 2 }));
-	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
-	td_dict_free(s); /* a lazy child and a dense one */
+	td_dict_free(stack_with_a_lazy_child(NULL, NULL, NULL)); /* a lazy child, a dense one */
 	/* An array of stacks and dicts: the stacks' children join the walk. */
 	{
 		td_dict **arr = array_for_free(3), *kids[35];
@@ -1513,8 +1538,7 @@ static int count_locked_state(const td_dict *d, bool locked)
  * of more children than a batch, a lazy child; every dict is reached. */
 Test(lazy, lock_and_unlock_reach_every_nested_dict)
 {
-	td_dict *w = wide_tree(40, 4), *c[40], *s, *two[2], *inner, *outer, *pair[2];
-	int64_t b = 2;
+	td_dict *w = wide_tree(40, 4), *c[40], *s, *inner, *outer, *dense, *tree;
 
 	td_cr_assert_ok(td_dict_lock(w));
 	cr_assert_eq(count_locked_state(w, true), 160);
@@ -1531,19 +1555,14 @@ Test(lazy, lock_and_unlock_reach_every_nested_dict)
 	for (int i = 0; i < 40; i++)
 		cr_assert_eq(count_locked_state(c[i], false), 6);
 	td_dict_free(s);
-	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
-	two[1] = wide_tree(2, 3);
-	td_cr_assert_ok(td_lazy_stack(&inner, two, 2, 0, TD_LAZY_TAKE));
-	pair[0] = inner;
-	td_cr_assert_ok(td_dict_new(&pair[1], 2, (int64_t[]){ 2, 2 }));
-	td_cr_assert_ok(td_lazy_stack(&outer, pair, 2, 0, TD_LAZY_TAKE));
+	outer = stack_with_a_lazy_child(&inner, &dense, &tree);
 	td_cr_assert_ok(td_dict_lock(outer));
 	cr_assert(td_dict_is_locked(inner));
-	cr_assert_eq(count_locked_state(two[1], true), 6);
-	cr_assert(td_dict_is_locked(pair[1]));
+	cr_assert_eq(count_locked_state(tree, true), 6);
+	cr_assert(td_dict_is_locked(dense));
 	td_cr_assert_ok(td_dict_unlock(outer));
 	cr_assert(!td_dict_is_locked(inner));
-	cr_assert_eq(count_locked_state(two[1], false), 6);
+	cr_assert_eq(count_locked_state(tree, false), 6);
 	td_dict_free(outer);
 }
 
@@ -1567,6 +1586,19 @@ static td_dict *stack_of_slices(const td_tensor *whole, td_dict **c)
 	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
 	cr_assert_eq(td_dict_contains(s, "x", 0), 1); /* the schema is built */
 	return s;
+}
+
+/* A plain or in-place set of a 3-d f64 tensor of `shape` at `key` is refused (TD_ETYPE). */
+static void assert_set_refused(td_dict *s, const char *key, const int64_t *shape, bool inplace)
+{
+	td_tensor t;
+
+	td_test_arange(&t, TD_DTYPE_F64, 3, shape);
+	if (inplace)
+		td_cr_assert_err(td_dict_set_tensor_inplace(s, key, &t), TD_ETYPE);
+	else
+		td_cr_assert_err(td_dict_set_tensor(s, key, &t), TD_ETYPE);
+	td_tensor_release(&t);
 }
 
 static void free_stack(td_dict *s, td_dict **c)
@@ -1605,9 +1637,7 @@ Test(lazy, inplace_sets_through_the_schema_copy_as_td_tensor_copy)
 	td_tensor_release(&ref);
 	td_tensor_release(&t);
 	/* A source that cannot broadcast: the error of td_tensor_copy(). */
-	td_test_arange(&t, TD_DTYPE_F32, 3, (int64_t[]){ 3, 2, 3 });
-	td_cr_assert_err(td_dict_set_tensor_inplace(s, "x", &t), TD_ETYPE);
-	td_tensor_release(&t);
+	assert_set_refused(s, "x", (int64_t[]){ 3, 2, 3 }, true);
 	free_stack(s, c);
 	td_tensor_release(&whole);
 	/* Overlapping views of one buffer, the destination after the source (a
@@ -1710,9 +1740,7 @@ Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
 	assert_tensor_eq(&got, &deep);
 	td_tensor_release(&got);
 	td_tensor_release(&deep);
-	td_test_arange(&deep, TD_DTYPE_F64, 3, (int64_t[]){ 3, 2, 4 });
-	td_cr_assert_err(td_dict_set_tensor(s, "sub.y", &deep), TD_ETYPE);
-	td_tensor_release(&deep);
+	assert_set_refused(s, "sub.y", (int64_t[]){ 3, 2, 4 }, false);
 	free_stack(s, c);
 	td_tensor_release(&whole);
 }
