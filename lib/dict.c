@@ -203,7 +203,11 @@ static void destroy_levels(td_dict *const *first, size_t n)
 
 static void dict_destroy(td_dict *d)
 {
-	destroy_levels(&d, 1);
+	/* A lazy stack straight away: the stacks gets make borrow their children. */
+	if (d->lazy)
+		td__lazy_destroy(d);
+	else
+		destroy_levels(&d, 1);
 }
 
 void td__dict_destroy_many(td_dict *const *dicts, size_t n)
