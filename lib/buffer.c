@@ -94,10 +94,12 @@ td_buffer *td_buffer_ref(td_buffer *buf)
 
 void td_buffer_unref(td_buffer *buf)
 {
-	if (!buf)
-		return;
-	if (atomic_fetch_sub_explicit(&buf->refs, 1, memory_order_acq_rel) != 1)
-		return;
+	if (buf)
+		td__buffer_unref(buf);
+}
+
+void td__buffer_destroy(td_buffer *buf)
+{
 	if (buf->kind == TD_BUFFER_HEAP) {
 		td__free_small(buf, buf->nbytes + HEAP_SLACK);
 		return;

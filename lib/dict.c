@@ -26,7 +26,6 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 {
 	size_t size;
 	td_dict *d;
-	int i;
 
 	if (cap > UINT32_MAX / 4)
 		return td__error(TD_EOVERFLOW, "%s: too many entries in one dict", fn);
@@ -34,7 +33,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 	d = td__alloc_small(size);
 	if (!d)
 		return td__error_nomem(size);
-	d->index = NULL;
+	td__dict_init(d, batch_ndim, batch_shape, cap);
 	if (cap > TD_DICT_SCAN_MAX) {
 		uint32_t isize = index_size(cap);
 		d->index = td__calloc(isize, sizeof(uint32_t));
@@ -43,23 +42,7 @@ int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, ui
 			return td__error_nomem((size_t)isize * sizeof(uint32_t));
 		}
 		d->index_mask = isize - 1;
-	} else {
-		d->index_mask = 0;
 	}
-	d->entries = cap ? (td__entry *)(d + 1) : NULL;
-	d->used = 0;
-	d->count = 0;
-	d->cap = cap;
-	d->block_cap = cap;
-	d->index_fill = 0;
-	d->locked = false;
-	d->entries_inline = cap > 0;
-	d->batch_ndim = batch_ndim;
-	d->gen = 1;
-	d->parent = NULL;
-	d->lazy = NULL;
-	for (i = 0; i < batch_ndim; i++)
-		d->batch_shape[i] = batch_shape[i];
 	*out = d;
 	return TD_OK;
 }
@@ -98,18 +81,21 @@ int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn)
 
 static void dict_destroy(td_dict *d);
 
-void td__value_release(td_value *v)
+/* The references a value holds (a blob emptied by a rename has none). */
+static inline void value_release(td_value *v)
 {
 	switch (v->kind) {
 	case TD_VALUE_TENSOR:
-		td_buffer_unref(v->u.tensor.buffer);
+		if (v->u.tensor.buffer)
+			td__buffer_unref(v->u.tensor.buffer);
 		break;
 	case TD_VALUE_DICT:
 		dict_destroy(v->u.dict);
 		break;
 	case TD_VALUE_STRING:
 	case TD_VALUE_BYTES:
-		td_buffer_unref(v->u.blob.buffer);
+		if (v->u.blob.buffer)
+			td__buffer_unref(v->u.blob.buffer);
 		break;
 	case TD_VALUE_STRINGS:
 		td_buffer_unref(v->u.strings.buffer);
@@ -117,25 +103,119 @@ void td__value_release(td_value *v)
 	}
 }
 
-static void dict_destroy(td_dict *d)
+void td__value_release(td_value *v)
 {
-	uint32_t i;
+	value_release(v);
+}
 
-	if (TD_UNLIKELY(d->lazy != NULL)) {
-		td__lazy_destroy(d);
-		return;
+/*
+ * Release what the live entries of the dense dict d hold; its sub-dicts go
+ * to next[] (while *m < room) or are destroyed.
+ */
+static inline void release_entries(td_dict *d, td_dict **next, size_t *m, size_t room)
+{
+	td__entry *e, *end;
+
+	/* An empty dict may have no entry array (no arithmetic on NULL). */
+	e = d->entries;
+	end = d->used ? e + d->used : e;
+	for (; e < end; e++) {
+		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE)) {
+			if (e->klen == TD_SLOT_DEAD)
+				continue;
+			td__kstr_unref(e->k.heap);
+		}
+		if (e->value.kind == TD_VALUE_DICT && *m < room)
+			next[(*m)++] = e->value.u.dict;
+		else
+			value_release(&e->value);
 	}
-	for (i = 0; i < d->used; i++) {
-		td__entry *e = &d->entries[i];
-		if (!td__entry_live(e))
-			continue;
-		td__entry_drop_key(e);
-		td__value_release(&e->value);
-	}
-	td__free(d->index);
+}
+
+/* Free the memory of the dense dict d (its entries released). */
+static inline void free_dict_memory(td_dict *d)
+{
+	if (d->index)
+		td__free(d->index);
 	if (!d->entries_inline)
 		td__free_small(d->entries, (size_t)d->cap * sizeof(td__entry));
 	td__free_small(d, sizeof(*d) + (size_t)d->block_cap * sizeof(td__entry));
+}
+
+#define LEVEL_BATCH 32
+
+/* What a level walk does to each dict (its sub-dicts go to next[] while *m < LEVEL_BATCH). */
+enum level_op { LEVEL_DESTROY, LEVEL_LOCK, LEVEL_UNLOCK };
+
+static inline void destroy_one(td_dict *d, td_dict **next, size_t *m);
+static inline void lock_one(td_dict *d, td_dict **next, size_t *m, bool locked);
+
+/*
+ * Walk the trees first[0..n-1] (n <= LEVEL_BATCH) one level at a time,
+ * applying `op` to every dict. The dicts of a level are independent, so
+ * they are all prefetched (td__dict_prefetch()) before any is read, instead
+ * of one chain of dependent misses per tree walked depth first (header,
+ * entry, child header, ...: 19 levels for the benchmark chain). Always
+ * inline, with a constant `op`: no call per dict (~30 instructions).
+ */
+static inline __attribute__((always_inline)) void walk_levels(td_dict *const *first, size_t n,
+	enum level_op op)
+{
+	td_dict *a[LEVEL_BATCH], *b[LEVEL_BATCH], **todo = a, **next = b, **t;
+	size_t i, m;
+
+	for (i = 0; i < n; i++)
+		todo[i] = first[i];
+	while (n > 0) {
+		for (i = 0; i < n; i++)
+			td__dict_prefetch(todo[i]);
+		m = 0;
+		for (i = 0; i < n; i++) {
+			if (op == LEVEL_DESTROY)
+				destroy_one(todo[i], next, &m);
+			else
+				lock_one(todo[i], next, &m, op == LEVEL_LOCK);
+		}
+		t = todo;
+		todo = next;
+		next = t;
+		n = m;
+	}
+}
+
+/* Destroy d (sub-dicts beyond the batch on their own); a lazy stack's children join next[]. */
+static inline __attribute__((always_inline)) void destroy_one(td_dict *d, td_dict **next,
+	size_t *m)
+{
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		td__lazy_release(d, next, m, LEVEL_BATCH);
+		return;
+	}
+	release_entries(d, next, m, LEVEL_BATCH);
+	free_dict_memory(d);
+}
+
+/* Destroy the dicts first[0..n-1] (n <= LEVEL_BATCH) and all they hold, a level at a time. */
+static void destroy_levels(td_dict *const *first, size_t n)
+{
+	walk_levels(first, n, LEVEL_DESTROY);
+}
+
+static void dict_destroy(td_dict *d)
+{
+	/* A lazy stack straight away: the stacks gets make borrow their children. */
+	if (d->lazy)
+		td__lazy_destroy(d);
+	else
+		destroy_levels(&d, 1);
+}
+
+void td__dict_destroy_many(td_dict *const *dicts, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += LEVEL_BATCH)
+		destroy_levels(dicts + i, n - i < LEVEL_BATCH ? n - i : LEVEL_BATCH);
 }
 
 void td_dict_free(td_dict *d)
@@ -146,12 +226,24 @@ void td_dict_free(td_dict *d)
 
 void td_dict_array_free(td_dict **dicts, size_t count)
 {
-	size_t i;
+	td_dict *batch[LEVEL_BATCH];
+	size_t i, m = 0;
 
 	if (!dicts)
 		return;
-	for (i = 0; i < count; i++)
-		td_dict_free(dicts[i]);
+	/* The roots among them (td_dict_free() skips the others), destroyed
+	 * together a level at a time: the pieces of an unbind, for one. */
+	for (i = 0; i < count; i++) {
+		if (!dicts[i] || dicts[i]->parent)
+			continue;
+		batch[m++] = dicts[i];
+		if (m == LEVEL_BATCH) {
+			destroy_levels(batch, m);
+			m = 0;
+		}
+	}
+	if (m)
+		destroy_levels(batch, m);
 	td__free(dicts);
 }
 
@@ -420,20 +512,50 @@ size_t td__dict_depth(const td_dict *d)
 	return n;
 }
 
-void td__dict_set_locked(td_dict *d, bool locked)
+/* Set d's lock flag; its sub-dicts join next[] or are set on their own. */
+static inline void lock_one(td_dict *d, td_dict **next, size_t *m, bool locked)
 {
-	uint32_t i;
+	uint32_t j;
 
 	if (TD_UNLIKELY(d->lazy != NULL)) {
 		td__lazy_set_locked(d, locked);
 		return;
 	}
 	d->locked = locked;
-	for (i = 0; i < d->used; i++) {
-		td__entry *e = &d->entries[i];
-		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
+	for (j = 0; j < d->used; j++) {
+		td__entry *e = &d->entries[j];
+
+		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
+			continue;
+		if (*m < LEVEL_BATCH)
+			next[(*m)++] = e->value.u.dict;
+		else
 			td__dict_set_locked(e->value.u.dict, locked);
 	}
+}
+
+/*
+ * Set the lock flag over the trees first[0..n-1] (n <= LEVEL_BATCH) a
+ * level at a time: a lazy stack of chains is as many chains of dependent
+ * misses otherwise (10 x 19 dicts for the benchmark stack, cold when
+ * freshly built).
+ */
+static void lock_levels(td_dict *const *first, size_t n, bool locked)
+{
+	walk_levels(first, n, locked ? LEVEL_LOCK : LEVEL_UNLOCK);
+}
+
+void td__dict_set_locked_many(td_dict *const *dicts, size_t n, bool locked)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += LEVEL_BATCH)
+		lock_levels(dicts + i, n - i < LEVEL_BATCH ? n - i : LEVEL_BATCH, locked);
+}
+
+void td__dict_set_locked(td_dict *d, bool locked)
+{
+	lock_levels(&d, 1, locked);
 }
 
 int td_dict_lock(td_dict *d)

@@ -42,8 +42,13 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
 	if (TD_UNLIKELY(d->lazy != NULL)) {
 		int kind;
-		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		kind = td__lazy_kind(d, p.part, p.n);
+		/* A key handle is already split and hashed: no copy of its parts. */
+		if (key) {
+			kind = td__lazy_kind(d, key->part, key->n, key);
+		} else {
+			TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+			kind = td__lazy_kind(d, p.part, p.n, NULL);
+		}
 		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
 	}
 	if (key) {
@@ -277,7 +282,7 @@ static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const t
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__dict_check_batch(d, s->ndim, s->shape, key, fn);
 	}
-	if (d->locked && !td__lazy_kind(d, parts, n)) {
+	if (d->locked && !td__lazy_kind(d, parts, n, NULL)) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn,
 			key);
@@ -311,10 +316,12 @@ static int set_impl(td_dict *d, const char *dotted, const char *const *parts, si
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (key && TD_LIKELY(!d->lazy))
 		return td__dict_set_value(d, key->part, key->n, v, fn);
+	if (key && v->kind == TD_VALUE_TENSOR)
+		return td__lazy_set_tensor(d, key->part, key->n, key, &v->u.tensor, fn);
 	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
 	if (TD_UNLIKELY(d->lazy != NULL)) {
 		if (v->kind == TD_VALUE_TENSOR)
-			return td__lazy_set_tensor(d, p.part, p.n, &v->u.tensor, fn);
+			return td__lazy_set_tensor(d, p.part, p.n, NULL, &v->u.tensor, fn);
 		if (v->kind == TD_VALUE_DICT)
 			return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
 				"store its leaves", fn);
@@ -379,8 +386,10 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	if (TD_UNLIKELY(d && d->lazy)) {
 		td__kpath p;
+		if (key)
+			return td__lazy_set_inplace(d, key->part, key->n, key, t, fn);
 		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		return td__lazy_set_inplace(d, p.part, p.n, t, fn);
+		return td__lazy_set_inplace(d, p.part, p.n, NULL, t, fn);
 	}
 	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
 	if (e->value.kind != TD_VALUE_TENSOR)

@@ -108,9 +108,10 @@ typedef struct td__lazy {
 	bool *own;        /* n flags */
 	/*
 	 * The cached schema (lazy_schema.c): valid while `stamp` equals the sum
-	 * of the children's generations. Built by the first reader that finds
-	 * it stale, under `building`; readers that see a matching stamp
-	 * (acquire) read `schema` without a lock.
+	 * of the children's generations (or, for a stack that owns all its
+	 * children, its own generation: see STAMP_OWN). Built by the first
+	 * reader that finds it stale, under `building`; readers that see a
+	 * matching stamp (acquire) read `schema` without a lock.
 	 */
 	_Atomic uint64_t stamp;
 	struct td__lz_schema *schema;
@@ -145,6 +146,13 @@ typedef struct td__kref {
 
 struct td_key {
 	size_t n;
+	/*
+	 * Unique among the handles this process makes (a 64-bit counter: never
+	 * reused), so that a lazy stack's schema can remember what a handle
+	 * resolved to (td__lz_find_key()) without mistaking a later handle made
+	 * at the same address for it.
+	 */
+	uint64_t id;
 	char *strings; /* the components, NUL-separated */
 	td__kref part[];
 };
@@ -295,6 +303,49 @@ int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn);
  */
 int td__dict_alloc(td_dict **out, int batch_ndim, const int64_t *batch_shape, uint32_t cap,
 	const char *fn);
+/**
+ * Set up an empty dict at `d`, a block of sizeof(td_dict) + cap entries,
+ * without an index (td__dict_alloc() adds one above TD_DICT_SCAN_MAX
+ * entries). Inline for the operations that make many small dicts.
+ */
+static inline void td__dict_init(td_dict *d, int batch_ndim, const int64_t *batch_shape,
+	uint32_t cap)
+{
+	int i;
+
+	d->entries = cap ? (td__entry *)(d + 1) : NULL;
+	d->index = NULL;
+	d->used = 0;
+	d->count = 0;
+	d->cap = cap;
+	d->index_mask = 0;
+	d->index_fill = 0;
+	d->locked = false;
+	d->entries_inline = cap > 0;
+	d->batch_ndim = (int16_t)batch_ndim;
+	d->block_cap = cap;
+	d->gen = 1;
+	d->parent = NULL;
+	d->lazy = NULL;
+	for (i = 0; i < batch_ndim; i++)
+		d->batch_shape[i] = batch_shape[i];
+}
+
+/**
+ * Prefetch what a walk over dict d reads first: its header and the values
+ * of its first two inline entries, at fixed offsets so that nothing waits
+ * for the header (a prefetch never faults, whatever is there). Walks over
+ * many trees a level at a time issue these for a whole level at once.
+ */
+static inline void td__dict_prefetch(const td_dict *d)
+{
+	const td__entry *e = (const td__entry *)(d + 1);
+
+	__builtin_prefetch(d);
+	__builtin_prefetch(&e[0].value);
+	__builtin_prefetch(&e[1].value);
+}
+
 /** Whether the live entry `e` holds the key (s, len, hash); the hash is checked first. */
 static inline bool td__key_eq(const td__entry *e, const char *s, uint32_t len, uint64_t hash)
 {
@@ -349,6 +400,11 @@ void td__dict_push(td_dict *d, const td__entry *src);
 /** td__dict_append() under the key of live entry `src` (copied whole, or shared). */
 int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
 	const char *fn);
+/**
+ * Destroy the n dicts (roots: no parent; dense or lazy) and all they hold,
+ * one level of their trees at a time (their memory fetched together).
+ */
+void td__dict_destroy_many(td_dict *const *dicts, size_t n);
 /** Release a value's references (tensor buffer, nested dict, blob buffer). */
 void td__value_release(td_value *v);
 /** A new reference to a value: tensors and blobs are shared, dicts shallow-copied. */
@@ -369,6 +425,8 @@ int td__dict_check_batch(const td_dict *d, int ndim, const int64_t *shape, const
 	const char *fn);
 /** Set `locked` on d and every nested dict. */
 void td__dict_set_locked(td_dict *d, bool locked);
+/** td__dict_set_locked() of n trees together, a level at a time (prefetched). */
+void td__dict_set_locked_many(td_dict *const *dicts, size_t n, bool locked);
 
 /** Where td__dict_walk() created its first new dict, to undo it on failure. */
 typedef struct td__undo {
@@ -475,6 +533,20 @@ static inline bool td__is_text(const td_value *v)
 	return v->kind == TD_VALUE_STRING || v->kind == TD_VALUE_STRINGS;
 }
 
+/**
+ * Cut the dense dict `d` along its batch dim `dim` (validated) into `n`
+ * pieces written to out[0..n-1], owned roots whose leaves are views: with
+ * `lengths` NULL, piece i is index i of the dim, which is dropped (unbind,
+ * n == the dim's size); else piece i holds lengths[i] rows, starting after
+ * the rows of the pieces before it (split; the lengths add up to the
+ * dim's size); with `dim` -1 (and no lengths), each piece is a shallow copy
+ * of d (arrays of strings shared, as td__dict_map_tensors() shares them).
+ * Otherwise arrays of strings are cut as tensors are. On failure nothing is
+ * left to free and out[] is all NULL.
+ */
+int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *lengths, size_t n,
+	const char *fn);
+
 /* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
 
 /*
@@ -501,11 +573,28 @@ struct td__lz_node {
 	td_dict *stack;             /* a lazy stack of dicts[] (NULL at the root) */
 };
 
+/*
+ * What a key handle resolved to in a schema. A slot is claimed once (id
+ * from 0 to the handle's id, by compare-and-swap), filled, then published
+ * (ready, release); it never changes afterwards, so readers that see it
+ * ready (acquire) read key and node without a lock.
+ */
+typedef struct td__lz_memo {
+	_Atomic uint64_t id;         /* 0: free */
+	_Atomic bool ready;
+	const td__lz_key *key;       /* NULL: the handle names no key of the stack */
+	const td__lz_node *node;     /* the level holding key */
+} td__lz_memo;
+
+#define TD_LZ_MEMO 8
+
 typedef struct td__lz_schema {
 	td__lz_node root;
 	struct td__lz_chunk *chunks; /* the memory of the nodes, keys and arrays */
 	size_t nstacks;              /* the sub-stacks made, freed with the schema */
 	td_dict **stacks;
+	/* The key handles looked up last (a cache in a schema readers share). */
+	td__lz_memo memo[TD_LZ_MEMO];
 } td__lz_schema;
 
 /**
@@ -525,6 +614,14 @@ void td__lz_free(td__lz_schema *s);
  */
 const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
 	const td__lz_node **node_out);
+/**
+ * td__lz_find() of the path `parts`/`n`, which is the components of the key
+ * handle `key` when that is non-NULL: then answered from the schema's memo
+ * of handles when it holds `key`, and remembered there when a slot is free.
+ * Thread-safe for concurrent readers.
+ */
+const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td_key *key, const td__lz_node **node_out);
 /** Find key `k` at one level of a schema; NULL if absent. */
 static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const td__kref *k)
 {
@@ -536,17 +633,23 @@ static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const 
 	return NULL;
 }
 /**
- * Stack the n tensors `t` (same dtype and shape: checked by the caller)
- * along `dim` into a new contiguous tensor.
+ * Stack the tensors of the n tensor entries `ent` (same dtype and shape, in
+ * host memory: checked by the caller) along `dim` into a new contiguous
+ * tensor. `step` non-NULL: the leaves are views of one buffer with the same
+ * strides whose offsets advance by *step. `spare` non-NULL: *spare may hold
+ * a heap buffer nobody else references, taken (and *spare set to NULL) when
+ * its size is the result's.
  */
-int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn);
+int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
+	const int64_t *step, td_buffer **spare, const char *fn);
 /**
  * The stacked leaf of schema key `k` of stack `d` (reached by parts[0..n-1]
  * from d): stacked straight from the entries when the leaves agree in dtype
- * and shape, else by td__lazy_get_tensor() (promotion, errors).
+ * and shape, else by td__lazy_get_tensor() (promotion, errors). `spare` as
+ * for td__lz_stack() (NULL: none).
  */
 int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, const char *fn);
+	const td__kref *parts, size_t n, td_buffer **spare, const char *fn);
 /**
  * Store `v` (a tensor, blob or root dict) in the existing entry `e` of
  * `parent` under key `last`, with td__dict_set_value()'s checks and rules.
@@ -556,14 +659,22 @@ int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, cons
 
 /** Release a lazy stack and the children it owns. */
 void td__lazy_destroy(td_dict *d);
+/**
+ * Free the lazy stack d itself (schema, memory) and hand over the children
+ * it owns, detached (roots now): kids[*m] onwards while *m < room, the
+ * others destroyed here. A walk destroying many trees a level at a time
+ * takes the children into its next level.
+ */
+void td__lazy_release(td_dict *d, td_dict **kids, size_t *m, size_t room);
 /** Set the lock flag of a lazy stack and of every child. */
 void td__lazy_set_locked(td_dict *d, bool locked);
 /**
  * The kind (TD_VALUE_*) the path has in every child of `d` (lazy or
  * dense), or 0 when a child lacks it or the children disagree on dict
- * versus leaf. Records no error.
+ * versus leaf. Records no error. Here and below, `handle` is the key
+ * handle whose components `parts` are, or NULL (td__lz_find_key()).
  */
-int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n);
+int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle);
 /** The number of keys a lazy stack shares over all its children. */
 size_t td__lazy_len(const td_dict *d);
 /** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
@@ -580,16 +691,16 @@ int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts,
 	const char *fn);
 /** A new lazy stack of the children's sub-dicts at the path. */
 int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
-	const char *fn);
+	const td_key *handle, const char *fn);
 /** Plain set through a lazy stack: slice `t` along the stack dim into every child. */
-int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn);
+int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn);
 /** Set a non-tensor value (a blob in `v`) in every child. */
 int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
 	const char *fn);
 /** set(..., inplace=True) through a lazy stack. */
-int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_tensor *t,
-	const char *fn);
+int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_tensor *t, const char *fn);
 /** Delete the key from every child (checked in all children first). */
 int td__lazy_del(td_dict *d, const td__kref *parts, size_t n, const char *fn);
 /** A lazy stack of shallow copies (deep == false) or clones of the children. */

@@ -11,6 +11,7 @@
  */
 #include "td_internal.h"
 #include "dict_impl.h"
+#include "buffer_impl.h"
 
 size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **values_out,
 	size_t cap)
@@ -74,6 +75,12 @@ typedef struct lazy_iter {
 	td_value cur;                         /* the value yielded last */
 	bool cur_tensor;                      /* cur holds a stacked copy (owned) */
 	td_dict *dead;                        /* a popped sub-stack yielded last: freed next step */
+	/*
+	 * The buffer of a stacked leaf yielded earlier whose only reference was
+	 * the iterator's (the caller took none): the next stacked leaf of the
+	 * same byte size is written into it instead of a new allocation.
+	 */
+	td_buffer *spare;
 } lazy_iter;
 
 struct td_dict_iter {
@@ -86,9 +93,16 @@ struct td_dict_iter {
 	const char *path[TD_KEY_MAX_DEPTH];
 };
 
+/* The iterator's block: the iterator, then for a lazy stack its lazy_iter. */
+static size_t iter_bytes(bool lazy)
+{
+	return sizeof(td_dict_iter) + (lazy ? sizeof(lazy_iter) : 0);
+}
+
 int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 {
 	td_dict_iter *it;
+	bool lazy;
 
 	if (out)
 		*out = NULL;
@@ -97,30 +111,41 @@ int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 	*out = NULL;
 	if (flags & ~(unsigned)(TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY))
 		return td__error(TD_EINVAL, "td_dict_iter_new: unknown flags 0x%x", flags);
-	it = td__malloc(sizeof(*it));
+	/* One small block (a few KiB: above glibc's own per-thread cache). */
+	lazy = d->lazy != NULL;
+	it = td__alloc_small(iter_bytes(lazy));
 	if (!it)
-		return td__error_nomem(sizeof(*it));
+		return td__error_nomem(iter_bytes(lazy));
 	it->root = d;
 	it->flags = flags;
 	it->lz = NULL;
 	it->depth = 0;
-	if (TD_UNLIKELY(d->lazy != NULL)) {
-		it->lz = td__calloc(1, sizeof(*it->lz));
-		if (!it->lz) {
-			td__free(it);
-			return td__error_nomem(sizeof(*it->lz));
-		}
+	if (TD_UNLIKELY(lazy)) {
+		it->lz = (lazy_iter *)(it + 1);
+		memset(it->lz->own, 0, sizeof(it->lz->own));
+		it->lz->schema = NULL;
+		it->lz->cur_tensor = false;
+		it->lz->dead = NULL;
+		it->lz->spare = NULL;
 	}
 	td_dict_iter_reset(it);
 	*out = it;
 	return TD_OK;
 }
 
-/* Free what the last step of a lazy iteration made. */
+/* Free what the last step of a lazy iteration made (a stacked leaf's buffer may be kept). */
 static void lazy_drop_current(lazy_iter *lz)
 {
-	if (lz->cur_tensor)
-		td_tensor_release(&lz->cur.u.tensor);
+	if (lz->cur_tensor) {
+		td_buffer *b = lz->cur.u.tensor.buffer;
+
+		/* acquire: a reference the caller took and dropped meanwhile is done with. */
+		if (!lz->spare && b->kind == TD_BUFFER_HEAP &&
+		    atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
+			lz->spare = b;
+		else
+			td__buffer_unref(b);
+	}
 	lz->cur_tensor = false;
 	td_dict_free(lz->dead);
 	lz->dead = NULL;
@@ -170,7 +195,7 @@ static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int ki
 	if (kind == TD_VALUE_DICT) {
 		if (!sub) {
 			td__kref k = td__entry_kref(e);
-			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, NULL, fn));
 		}
 		lz->cur.kind = TD_VALUE_DICT;
 		lz->cur.u.dict = sub;
@@ -205,7 +230,7 @@ static int schema_emit(td_dict_iter *it, td_item *item, const td__lz_node *node,
 	} else if (k->kind == TD_VALUE_TENSOR) {
 		td__kref kr = td__entry_kref(k->src);
 		TD_TRY(td__lz_get_tensor(&lz->cur.u.tensor, node->stack ? node->stack : it->root,
-			k, &kr, 1, fn));
+			k, &kr, 1, &lz->spare, fn));
 		lz->cur.kind = TD_VALUE_TENSOR;
 		lz->cur_tensor = true;
 		item->value = &lz->cur;
@@ -280,13 +305,13 @@ static int lazy_next(td_dict_iter *it, td_item *item)
 		}
 		e = &src->entries[it->pos[it->depth]];
 		k = td__entry_kref(e);
-		kind = td__entry_live(e) ? td__lazy_kind(d, &k, 1) : 0;
+		kind = td__entry_live(e) ? td__lazy_kind(d, &k, 1, NULL) : 0;
 		if (!kind) {
 			it->pos[it->depth]++;
 			continue;
 		}
 		if (kind == TD_VALUE_DICT && nested && it->depth + 1 < TD_KEY_MAX_DEPTH) {
-			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, fn));
+			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, NULL, fn));
 			it->path[it->depth] = td__entry_key(e);
 			it->depth++;
 			it->dict[it->depth] = sub;
@@ -352,9 +377,11 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 
 void td_dict_iter_free(td_dict_iter *it)
 {
-	if (it && it->lz) {
+	if (!it)
+		return;
+	if (it->lz) {
 		td_dict_iter_reset(it);
-		td__free(it->lz);
+		td_buffer_unref(it->lz->spare);
 	}
-	td__free(it);
+	td__free_small(it, iter_bytes(it->lz != NULL));
 }

@@ -127,6 +127,9 @@ char *td__kpath_format(char *buf, size_t len, const td__kref *parts, size_t n)
 /* Key handles                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Key handle ids: unique (64 bits never wrap), 0 is never one. */
+static _Atomic uint64_t next_key_id = 1;
+
 static int key_from_kpath(td_key **out, const td__kpath *p)
 {
 	size_t total = 0, i;
@@ -144,6 +147,7 @@ static int key_from_kpath(td_key **out, const td__kpath *p)
 		return td__error_nomem(total);
 	}
 	k->n = p->n;
+	k->id = atomic_fetch_add_explicit(&next_key_id, 1, memory_order_relaxed);
 	s = k->strings;
 	for (i = 0; i < p->n; i++) {
 		memcpy(s, p->part[i].s, p->part[i].len);

@@ -83,14 +83,6 @@ int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *
 		fn_name);
 }
 
-static int leaf_share(td_tensor *out, const td_tensor *in, void *ctx)
-{
-	(void)ctx;
-	*out = *in;
-	td_buffer_ref(out->buffer);
-	return TD_OK;
-}
-
 static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 {
 	(void)ctx;
@@ -99,7 +91,9 @@ static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
 {
-	return td__dict_map_tensors(out, d, leaf_share, NULL, fn);
+	/* A cut into one piece, no dim cut: a level at a time, inline (fewer
+	 * instructions than td__dict_map_tensors() with a sharing leaf function). */
+	return td__dict_cut(out, d, -1, NULL, 1, fn);
 }
 
 int td_dict_copy(td_dict **out, const td_dict *d)

@@ -395,7 +395,11 @@ int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict 
 	return rc;
 }
 
-/* unbind along a dim beside the stack dim: stack the children's pieces. */
+/*
+ * unbind along a dim beside the stack dim: piece k stacks the children's
+ * pieces k. Dense children are cut straight into one scratch array
+ * (td__dict_cut()), lazy ones through td_dict_unbind().
+ */
 static int unbind_beside(td_dict ***out, size_t *count_out, const td_dict *d, int dim)
 {
 	static const char fn[] = "td_dict_unbind";
@@ -403,7 +407,7 @@ static int unbind_beside(td_dict ***out, size_t *count_out, const td_dict *d, in
 	int64_t cshape[TD_MAX_DIMS];
 	int cd = dim < z->dim ? dim : dim - 1, nsd = dim < z->dim ? z->dim - 1 : z->dim;
 	size_t count = (size_t)d->batch_shape[dim], i, k, got;
-	td_dict **res, **parts;
+	td_dict **res, **parts = NULL, **sub;
 	int j, q, rc = TD_OK;
 
 	for (j = 0, q = 0; j < d->batch_ndim; j++)
@@ -414,17 +418,30 @@ static int unbind_beside(td_dict ***out, size_t *count_out, const td_dict *d, in
 		return td__error_nomem(count * sizeof(*res));
 	for (k = 0; rc == TD_OK && k < count; k++)
 		rc = td__lazy_alloc(&res[k], z->n, nsd, q, cshape, fn);
+	if (rc == TD_OK && count > 0) {
+		parts = td__calloc(count, sizeof(*parts));
+		if (!parts)
+			rc = td__error_nomem(count * sizeof(*parts));
+	}
 	for (i = 0; rc == TD_OK && i < z->n; i++) {
-		rc = td_dict_unbind(&parts, &got, z->child[i], cd);
+		const td_dict *c = z->child[i];
+
+		sub = parts;
+		if (c->lazy)
+			rc = td_dict_unbind(&sub, &got, c, cd);
+		else
+			rc = td__dict_cut(parts, c, cd, NULL, count, fn);
 		if (rc < 0)
 			break;
 		for (k = 0; k < count; k++) {
-			res[k]->lazy->child[i] = parts[k];
+			res[k]->lazy->child[i] = sub[k];
 			res[k]->lazy->own[i] = true;
-			parts[k]->parent = res[k];
+			sub[k]->parent = res[k];
 		}
-		td__free(parts);
+		if (sub != parts)
+			td__free(sub);
 	}
+	td__free(parts);
 	if (rc < 0) {
 		td_dict_array_free(res, count);
 		return rc;

@@ -14,7 +14,8 @@
  * on the dict and its ancestors (td__dict_touch()). The schema is valid
  * while the sum of the children's generations equals the stamp it was built
  * for: a check of n loads. Generations only grow, so the sum cannot return
- * to an old value.
+ * to an old value. A stack that owns its children is their ancestor, so its
+ * own generation serves: one load (STAMP_OWN).
  *
  * Threads: concurrent readers are safe (the dict rule). The first reader
  * that finds the stamp stale builds the schema under the stack's `building`
@@ -170,6 +171,7 @@ static td__lz_schema *build(const td_dict *d)
 {
 	const td__lazy *z = d->lazy;
 	td__lz_schema *s;
+	size_t i;
 
 	if (z->n == 0)
 		return NULL;
@@ -177,6 +179,10 @@ static td__lz_schema *build(const td_dict *d)
 	if (!s)
 		return NULL;
 	memset(s, 0, sizeof(*s));
+	for (i = 0; i < TD_LZ_MEMO; i++) {
+		atomic_init(&s->memo[i].id, 0);
+		atomic_init(&s->memo[i].ready, false);
+	}
 	if (!build_node(s, &s->root, z->child, z->n, z->dim, 0)) {
 		td__lz_free(s);
 		return NULL;
@@ -184,25 +190,37 @@ static td__lz_schema *build(const td_dict *d)
 	return s;
 }
 
-const td__lz_schema *td__lz_get(const td_dict *d)
+/*
+ * The stamp of a stack that owns all its children: STAMP_OWN and the
+ * stack's own generation. Owned children have the stack as parent, so a
+ * structural change at any depth of any of them bumps it too
+ * (td__dict_touch() walks up the parents): one load instead of n. The
+ * stamp of other stacks is the sum of their children's generations, which
+ * stays below STAMP_OWN. The initial stamp, UINT64_MAX, matches neither.
+ */
+#define STAMP_OWN (UINT64_C(1) << 63)
+
+/* Build the schema again (or find it built by another reader) for the current stamp. */
+static __attribute__((noinline)) const td__lz_schema *refresh(const td_dict *d)
 {
 	td__lazy *z = d->lazy;
 	td__lz_schema *old, *fresh;
-	uint64_t sum = 0;
+	uint64_t sum = 0, now;
+	bool own = true;
 	size_t i;
 
 	for (i = 0; i < z->n; i++) {
 		const td_dict *c = z->child[i];
 
-		if (TD_UNLIKELY(c->lazy != NULL))
+		if (c->lazy != NULL)
 			return NULL;
 		sum += c->gen;
+		own = own && c->parent == d;
 	}
-	if (TD_LIKELY(atomic_load_explicit(&z->stamp, memory_order_acquire) == sum))
-		return z->schema;
+	now = own && z->n > 0 ? STAMP_OWN | d->gen : sum;
 	while (atomic_flag_test_and_set_explicit(&z->building, memory_order_acquire))
 		sched_yield();
-	if (atomic_load_explicit(&z->stamp, memory_order_relaxed) == sum) {
+	if (atomic_load_explicit(&z->stamp, memory_order_relaxed) == now) {
 		/* Another reader built it meanwhile. */
 		atomic_flag_clear_explicit(&z->building, memory_order_release);
 		return z->schema;
@@ -210,10 +228,29 @@ const td__lz_schema *td__lz_get(const td_dict *d)
 	old = z->schema;
 	fresh = build(d);
 	z->schema = fresh;
-	atomic_store_explicit(&z->stamp, sum, memory_order_release);
+	atomic_store_explicit(&z->stamp, now, memory_order_release);
 	atomic_flag_clear_explicit(&z->building, memory_order_release);
 	td__lz_free(old);
 	return fresh;
+}
+
+const td__lz_schema *td__lz_get(const td_dict *d)
+{
+	td__lazy *z = d->lazy;
+	uint64_t st = atomic_load_explicit(&z->stamp, memory_order_acquire), sum = 0;
+	size_t i;
+
+	if (st & STAMP_OWN) {
+		if (TD_LIKELY(st == (STAMP_OWN | d->gen)))
+			return z->schema;
+		return refresh(d);
+	}
+	/* A schema was built for these children: none is lazy (that never changes). */
+	for (i = 0; i < z->n; i++)
+		sum += z->child[i]->gen;
+	if (TD_LIKELY(st == sum))
+		return z->schema;
+	return refresh(d);
 }
 
 const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
@@ -236,117 +273,124 @@ const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, siz
 	return k;
 }
 
-/*
- * Copy the `nd`-dim block of elements of `isz` bytes at `s` (strides `ss`)
- * to `d` (strides `ds`), strides in bytes, an odometer over all but the
- * last dim. The stacked leaves of a lazy stack are usually strided views
- * (unbind slices), a few elements each: a plain loop of fixed-size moves
- * beats the general copy (td__copy_unchecked(): iterator setup, dtype
- * dispatch) by about 10x on them (callgrind on test_stacked_getleaf[lazy]).
- */
-static void copy_strided(char *d, const int64_t *ds, const char *s, const int64_t *ss,
-	const int64_t *shape, int nd, size_t isz)
+const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts, size_t n,
+	const td_key *key, const td__lz_node **node_out)
 {
-	int64_t idx[TD_MAX_DIMS], last, j;
-	ptrdiff_t dl, sl;
-	int k;
+	/* The memo is the one part of a schema that readers write (atomically). */
+	td__lz_memo *memo = ((td__lz_schema *)s)->memo;
+	const td__lz_node *node = NULL;
+	const td__lz_key *k;
+	uint64_t id, none;
+	size_t i;
 
-	if (nd == 0) {
-		memcpy(d, s, isz);
-		return;
-	}
-	last = shape[nd - 1];
-	dl = (ptrdiff_t)ds[nd - 1];
-	sl = (ptrdiff_t)ss[nd - 1];
-	for (k = 0; k < nd; k++)
-		idx[k] = 0;
-	for (;;) {
-		char *dp = d;
-		const char *sp = s;
-
-		if (isz == 4) {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, 4);
-		} else if (isz == 8) {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, 8);
-		} else {
-			for (j = 0; j < last; j++, dp += dl, sp += sl)
-				memcpy(dp, sp, isz);
+	if (!key)
+		return td__lz_find(s, parts, n, node_out);
+	for (i = 0; i < TD_LZ_MEMO; i++) {
+		id = atomic_load_explicit(&memo[i].id, memory_order_acquire);
+		if (id == key->id) {
+			if (!atomic_load_explicit(&memo[i].ready, memory_order_acquire))
+				break; /* another reader is filling it */
+			if (node_out)
+				*node_out = memo[i].node;
+			return memo[i].key;
 		}
-		for (k = nd - 2; k >= 0; k--) {
-			s += ss[k];
-			d += ds[k];
-			if (++idx[k] < shape[k])
-				break;
-			s -= ss[k] * shape[k];
-			d -= ds[k] * shape[k];
-			idx[k] = 0;
+		if (id != 0)
+			continue;
+		none = 0;
+		if (!atomic_compare_exchange_strong_explicit(&memo[i].id, &none, key->id,
+			    memory_order_acq_rel, memory_order_acquire)) {
+			if (none == key->id)
+				break; /* claimed for this handle meanwhile */
+			continue;
 		}
-		if (k < 0)
-			return;
+		k = td__lz_find(s, parts, n, &node);
+		memo[i].key = k;
+		memo[i].node = node;
+		atomic_store_explicit(&memo[i].ready, true, memory_order_release);
+		if (node_out)
+			*node_out = node;
+		return k;
 	}
+	return td__lz_find(s, parts, n, node_out);
 }
 
-int td__lz_stack(td_tensor *out, const td_tensor *const *t, size_t n, int dim, const char *fn)
+int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
+	const int64_t *step, td_buffer **spare, const char *fn)
 {
-	const td_tensor *t0 = t[0];
-	int64_t shape[TD_MAX_DIMS], outer = 1, inner = 1;
-	size_t i, isz = td__itemsize(t0->dtype), row;
-	td_tensor tmp;
+	const td_tensor *t0 = &ent[0]->value.u.tensor;
+	int64_t bs[TD_MAX_DIMS], ss[TD_MAX_DIMS], ds[TD_MAX_DIMS], es, stride;
+	size_t i, isz = td__itemsize(t0->dtype), nbytes;
+	const int64_t *strides = NULL;
+	td_buffer *buf;
 	char *dst;
-	int k, j;
+	int k, j, nd = 0;
 
 	if (t0->ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
-	if (n > (size_t)INT64_MAX)
-		return td__error(TD_EOVERFLOW, "%s: too many tensors", fn);
-	for (k = 0, j = 0; k <= t0->ndim; k++)
-		shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
-	TD_TRY(td__tensor_alloc(&tmp, t0->dtype, t0->ndim + 1, shape, false, fn));
-	if (td__numel(tmp.ndim, tmp.shape) == 0) {
-		*out = tmp;
+	/* t0 is valid, so its byte size is; n times it is checked. */
+	if (n > (size_t)INT64_MAX ||
+	    !td__mul_size((size_t)td__numel(t0->ndim, t0->shape) * isz, n, &nbytes) ||
+	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
+		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
+			fn, n, (size_t)td__numel(t0->ndim, t0->shape) * isz);
+	if (spare && *spare && (*spare)->nbytes == nbytes) {
+		buf = *spare; /* the caller's, unshared: taken over */
+		*spare = NULL;
+	} else {
+		TD_TRY(td_buffer_new(&buf, nbytes, 0));
+	}
+	/* The result: t0's shape with n inserted at `dim`, contiguous. */
+	out->buffer = buf;
+	out->offset = 0;
+	out->dtype = t0->dtype;
+	out->ndim = t0->ndim + 1;
+	for (k = 0, j = 0; k < out->ndim; k++)
+		out->shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
+	for (k = out->ndim - 1, es = 1; k >= 0; k--) {
+		out->strides[k] = es;
+		es *= out->shape[k] > 1 ? out->shape[k] : 1;
+	}
+	if (nbytes == 0)
+		return TD_OK;
+	dst = buf->data;
+	if (step) {
+		/* Evenly spaced views of one buffer: their stack is a strided view
+		 * of it (step at the stack dim), copied as one block; one memcpy
+		 * when that view is laid out as the result is. */
+		bool dense = true;
+
+		for (k = 0, j = 0; k < out->ndim; k++) {
+			bs[k] = out->shape[k];
+			ds[k] = out->strides[k] * (int64_t)isz;
+			ss[k] = (k == dim ? *step : t0->strides[j++]) * (int64_t)isz;
+			dense = dense && (bs[k] == 1 || ss[k] == ds[k]);
+		}
+		if (dense) {
+			memcpy(dst, td__tensor_ptr(t0), nbytes);
+			return TD_OK;
+		}
+		nd = td__coalesce_dims(out->ndim, bs, ss, ds);
+		td__copy_block(dst, ds, td__tensor_ptr(t0), ss, bs, nd, isz);
 		return TD_OK;
 	}
-	/* The sizes fit: the result's byte size was checked by the allocation. */
-	for (k = 0; k < dim; k++)
-		outer *= t0->shape[k];
-	for (k = dim; k < t0->ndim; k++)
-		inner *= t0->shape[k];
-	row = (size_t)inner * isz;
-	dst = td__tensor_ptr(&tmp);
+	/* One block per child; its layout is worked out again only when its
+	 * strides differ from the previous child's. */
+	stride = out->strides[dim] * (int64_t)isz;
 	for (i = 0; i < n; i++) {
-		const td_tensor *s = t[i];
-		const char *src;
-		char *d;
-		int64_t o;
+		const td_tensor *x = &ent[i]->value.u.tensor;
 
-		if (!td__is_contiguous(s->ndim, s->shape, s->strides)) {
-			int64_t ds[TD_MAX_DIMS], ss[TD_MAX_DIMS];
-
-			for (k = 0, j = 0; k < tmp.ndim; k++)
+		if (!strides || !td__shape_eq(x->strides, strides, x->ndim)) {
+			for (k = 0, j = 0; k < out->ndim; k++)
 				if (k != dim)
-					ds[j++] = tmp.strides[k] * (int64_t)isz;
-			for (k = 0; k < s->ndim; k++)
-				ss[k] = s->strides[k] * (int64_t)isz;
-			copy_strided(dst + (size_t)i * (size_t)tmp.strides[dim] * isz, ds,
-				td__tensor_ptr(s), ss, s->shape, s->ndim, isz);
-			continue;
+					ds[j++] = out->strides[k] * (int64_t)isz;
+			for (k = 0; k < x->ndim; k++) {
+				bs[k] = x->shape[k];
+				ss[k] = x->strides[k] * (int64_t)isz;
+			}
+			nd = td__coalesce_dims(x->ndim, bs, ss, ds);
+			strides = x->strides;
 		}
-		src = td__tensor_ptr(s);
-		d = dst + i * row;
-		/* Fixed sizes for the common small rows: inlined moves, no call. */
-		if (row == 4) {
-			for (o = 0; o < outer; o++, src += 4, d += n * 4)
-				memcpy(d, src, 4);
-		} else if (row == 8) {
-			for (o = 0; o < outer; o++, src += 8, d += n * 8)
-				memcpy(d, src, 8);
-		} else {
-			for (o = 0; o < outer; o++, src += row, d += n * row)
-				memcpy(d, src, row);
-		}
+		td__copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
 	}
-	*out = tmp;
 	return TD_OK;
 }

@@ -314,6 +314,122 @@ static void copy_loop(char *const *p, const int64_t *s, int64_t n, void *ctx)
 	td__convert(p[0], s[0], c->dt, p[1], s[1], c->st, n);
 }
 
+/*
+ * Merge the dims of a block (sizes `shape`, byte strides `ss` and `ds` of
+ * its source and destination) that are laid out one inside the other in
+ * both, and drop dims of size 1: fewer and longer loops. Returns the dims
+ * left.
+ */
+int td__coalesce_dims(int nd, int64_t *shape, int64_t *ss, int64_t *ds)
+{
+	int i, o = 0;
+
+	for (i = 0; i < nd; i++) {
+		if (shape[i] == 1)
+			continue;
+		if (o > 0 && ss[o - 1] == ss[i] * shape[i] && ds[o - 1] == ds[i] * shape[i]) {
+			shape[o - 1] *= shape[i];
+			ss[o - 1] = ss[i];
+			ds[o - 1] = ds[i];
+			continue;
+		}
+		shape[o] = shape[i];
+		ss[o] = ss[i];
+		ds[o] = ds[i];
+		o++;
+	}
+	return o;
+}
+
+/*
+ * Copy the `nd`-dim block of elements of `isz` bytes at `s` (byte strides
+ * `ss`) to `d` (byte strides `ds`), an odometer over all but the last dim;
+ * a last dim dense in both is one memcpy per row. Stacked leaves of lazy
+ * stacks and writes into their children are usually strided views (unbind
+ * slices) of a few elements: a plain loop of fixed-size moves beats the
+ * general copy (iterator setup, dtype dispatch) by about 10x on them
+ * (callgrind on test_stacked_getleaf[lazy]).
+ */
+void td__copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss,
+	const int64_t *shape, int nd, size_t isz)
+{
+	int64_t idx[TD_MAX_DIMS], last, j;
+	ptrdiff_t dl, sl;
+	size_t row = 0;
+	int k, outer;
+
+	if (nd == 0) {
+		memcpy(d, s, isz);
+		return;
+	}
+	last = shape[nd - 1];
+	dl = (ptrdiff_t)ds[nd - 1];
+	sl = (ptrdiff_t)ss[nd - 1];
+	if (dl == (ptrdiff_t)isz && sl == (ptrdiff_t)isz)
+		row = (size_t)last * isz;
+	outer = nd - 1;
+	for (k = 0; k < outer; k++)
+		idx[k] = 0;
+	for (;;) {
+		char *dp = d;
+		const char *sp = s;
+
+		if (row) {
+			memcpy(dp, sp, row);
+		} else if (isz == 4) {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, 4);
+		} else if (isz == 8) {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, 8);
+		} else {
+			for (j = 0; j < last; j++, dp += dl, sp += sl)
+				memcpy(dp, sp, isz);
+		}
+		for (k = outer - 1; k >= 0; k--) {
+			s += ss[k];
+			d += ds[k];
+			if (++idx[k] < shape[k])
+				break;
+			s -= ss[k] * shape[k];
+			d -= ds[k] * shape[k];
+			idx[k] = 0;
+		}
+		if (k < 0)
+			return;
+	}
+}
+
+/* Whether a dim of size > 1 has stride 0 (expanded: its elements are written more than once). */
+static bool has_zero_stride(const td_tensor *t)
+{
+	int i;
+
+	for (i = 0; i < t->ndim; i++)
+		if (t->strides[i] == 0 && t->shape[i] > 1)
+			return true;
+	return false;
+}
+
+/* Copy between tensors of one dtype and shape (validated, not overlapping) as one block. */
+static int copy_block_same(const td_tensor *dst, const td_tensor *src)
+{
+	int64_t shape[TD_MAX_DIMS], ds[TD_MAX_DIMS], ss[TD_MAX_DIMS];
+	size_t isz = td__itemsize(dst->dtype);
+	int k, nd;
+
+	if (td__numel(dst->ndim, dst->shape) == 0)
+		return TD_OK;
+	for (k = 0; k < dst->ndim; k++) {
+		shape[k] = dst->shape[k];
+		ds[k] = dst->strides[k] * (int64_t)isz;
+		ss[k] = src->strides[k] * (int64_t)isz;
+	}
+	nd = td__coalesce_dims(dst->ndim, shape, ss, ds);
+	td__copy_block(td__tensor_ptr(dst), ds, td__tensor_ptr(src), ss, shape, nd, isz);
+	return TD_OK;
+}
+
 int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn)
 {
 	int64_t sstrides[TD_MAX_DIMS];
@@ -333,6 +449,9 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
 		return TD_OK;
 	}
+	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
+	    td__shape_eq(dst->shape, src->shape, dst->ndim) && !has_zero_stride(dst))
+		return copy_block_same(dst, src);
 	TD_TRY(td__broadcast_strides(src, dst->ndim, dst->shape, sstrides, fn));
 	base[0] = td__tensor_ptr(dst);
 	base[1] = td__tensor_ptr(src);

@@ -208,9 +208,8 @@ bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
 static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
 {
 	return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
-	       a->ndim == b->ndim &&
-	       memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) == 0 &&
-	       memcmp(a->strides, b->strides, (size_t)a->ndim * sizeof(int64_t)) == 0;
+	       a->ndim == b->ndim && td__shape_eq(a->shape, b->shape, a->ndim) &&
+	       td__shape_eq(a->strides, b->strides, a->ndim);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -274,6 +273,19 @@ int td__fill_unchecked(const td_tensor *t, td_scalar value);
 /** Read one element of `dtype` at `p` as a scalar (kinds as td_tensor_get()). */
 td_scalar td__scalar_load(const void *p, td_dtype dtype);
 
+/**
+ * Merge the dims of a block (sizes `shape`, byte strides `ss` and `ds` of
+ * its source and destination) that are laid out one inside the other in
+ * both, and drop dims of size 1: fewer and longer loops. Returns the dims
+ * left (0: a single element).
+ */
+int td__coalesce_dims(int nd, int64_t *shape, int64_t *ss, int64_t *ds);
+/**
+ * Copy the nd-dim block of elements of `isz` bytes at `s` (byte strides
+ * `ss`) to `d` (byte strides `ds`); no dim of size 0.
+ */
+void td__copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss,
+	const int64_t *shape, int nd, size_t isz);
 /**
  * Copy `src` into `dst` (same shape after broadcasting `src`), converting
  * dtypes. No argument checks and no overlap handling: internal callers use

@@ -461,7 +461,9 @@ typedef struct td_item {
  * the iterator makes the values: a leaf's value is a stacked copy, a
  * sub-dict's a lazy stack of the children's sub-dicts, a non-tensor leaf's
  * the first child's value; each is owned by the iterator and valid until
- * the next call (pass TD_ITER_KEYS_ONLY to make none).
+ * the next call, which may write the next stacked leaf into the same buffer
+ * unless the caller took a reference (td_tensor_ref()); pass
+ * TD_ITER_KEYS_ONLY to make none.
  *
  * @param[out] out  receives the iterator; owned by the caller, release
  *                  with td_dict_iter_free()

@@ -41,11 +41,14 @@
  * keys of every level, with each child's entry) when first read, and
  * rebuilds it after any structural change of a child, however it is made
  * (through the stack or directly on a child, at any depth). Replacing a
- * tensor leaf by another tensor keeps the schema. Readers may share a stack
- * across threads as they may a dict; a thread changing a child structurally
- * modifies the stack (see dict.h). Iterating a stack yields its sub-dicts
- * as lazy stacks owned by the cache: valid until the next step, like the
- * stacked leaves.
+ * tensor leaf by another tensor keeps the schema. The schema also
+ * remembers what the last key handles (td_key) looked up in the stack
+ * resolve to. It caches structure only, never tensor data or metadata.
+ * Readers may share a stack across threads as they may a dict; a thread
+ * changing a child structurally modifies the stack (see dict.h). Iterating
+ * a stack yields its sub-dicts as lazy stacks owned by the cache: valid
+ * until the next step, like the stacked leaves (whose buffer the next leaf
+ * may reuse unless the caller took a reference with td_tensor_ref()).
  */
 #ifndef TDSTORE_LAZY_H
 #define TDSTORE_LAZY_H

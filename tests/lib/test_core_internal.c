@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 Test(core_internal, default_allocator_wrappers_work_for_every_size)
 {
@@ -185,4 +186,39 @@ Test(core_internal, small_block_caches_of_exiting_threads_are_released)
 	cr_assert_eq(td_test_alloc_live(), 0, "a caller's allocator sees every block");
 	cr_assert_gt(td_test_alloc_attempts(), 0);
 	td_test_alloc_uninstall();
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A burst of blocks of one class (more than glibc or a fixed slot array per
+ * class would keep) returns to the thread's cache whole and is handed out
+ * again, and each block is whole: every byte of the class is usable. */
+Test(core_internal, small_block_cache_takes_back_a_whole_burst)
+{
+	enum { N = 600, SIZE = 840 };
+	static void *first[N], *again[N];
+	int i;
+
+	for (i = 0; i < N; i++) {
+		first[i] = td__alloc_small(SIZE);
+		cr_assert_not_null(first[i]);
+		memset(first[i], 0xa5, SIZE);
+	}
+	for (i = 0; i < N; i++)
+		td__free_small(first[i], SIZE);
+	for (i = 0; i < N; i++) {
+		again[i] = td__alloc_small(SIZE);
+		cr_assert_not_null(again[i]);
+		memset(again[i], 0x5a, SIZE);
+	}
+	qsort(first, N, sizeof(*first), cmp_ptr);
+	qsort(again, N, sizeof(*again), cmp_ptr);
+	cr_assert_arr_eq(first, again, sizeof(first), "the burst came back from the cache");
+	for (i = 0; i < N; i++)
+		td__free_small(again[i], SIZE);
 }

@@ -8,6 +8,8 @@
  */
 #include "td_test.h"
 
+#include <stdio.h>
+
 static const int64_t B34[] = { 3, 4 };
 
 /* {a: arange f32[3,4,5], b: {b1: arange i64[3,4], c: {t: arange f32[3,4,2,2]} (batch
@@ -774,6 +776,134 @@ Test(dict_batch, huge_split_sizes_and_chunk_counts_do_not_overflow)
 	cr_assert_eq(n, 4);
 	td_dict_array_free(parts, n);
 	td_dict_free(d);
+}
+
+#define LONG_KEY "a_key_longer_than_twenty_three_bytes"
+
+/* Batch [20, 2]: k0..k9 f32 [20, 2, 3] (more than 8 keys: the dict has an
+ * index), LONG_KEY: {x: i64 [20, 2], s: "deep"}, s: "text", names: an array
+ * of strings [20, 2]. */
+static td_dict *many_fixture(void)
+{
+	int64_t b[] = { 20, 2 }, sk[] = { 20, 2, 3 };
+	char key[8];
+	td_dict *d;
+	td_tensor t;
+	int i;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	for (i = 0; i < 10; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		td_test_arange(&t, TD_DTYPE_F32, 3, sk);
+		td_cr_assert_ok(td_dict_set_tensor_take(d, key, &t));
+	}
+	td_test_arange(&t, TD_DTYPE_I64, 2, b);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, LONG_KEY ".x", &t));
+	td_cr_assert_ok(td_dict_set_string(d, LONG_KEY ".s", "deep"));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	{
+		static char texts[40][8];
+		const char *ptrs[40];
+		for (i = 0; i < 40; i++) {
+			snprintf(texts[i], sizeof(texts[i]), "w%d", i);
+			ptrs[i] = texts[i];
+		}
+		td_cr_assert_ok(td_dict_set_strings(d, "names", 2, b, ptrs));
+	}
+	return d;
+}
+
+/* Each piece equals the dict indexed with idx (dim 0 or 1 named by `dim`). */
+static void expect_piece(const td_dict *piece, const td_dict *d, int dim, td_index x)
+{
+	td_index idx[2] = { td_index_all(), td_index_all() };
+	td_dict *ref;
+
+	idx[dim] = x;
+	td_cr_assert_ok(td_dict_index(&ref, d, idx, 2));
+	cr_assert_eq(td_dict_equal(piece, ref), 1, "a piece differs from the indexed dict");
+	cr_assert_eq(td_dict_batch_ndim(piece), td_dict_batch_ndim(ref));
+	cr_assert_arr_eq(td_dict_batch_shape(piece), td_dict_batch_shape(ref),
+		(size_t)td_dict_batch_ndim(ref) * sizeof(int64_t));
+	cr_assert_eq(td_dict_len(piece), td_dict_len(ref));
+	td_dict_free(ref);
+}
+
+/* All pieces are cut in one pass over the dict: many pieces (more than fit
+ * on the stack), indexed dicts, long keys and strings give what indexing
+ * gives, and every view holds its own buffer reference. */
+Test(dict_batch, unbind_and_split_into_many_pieces_equal_indexing)
+{
+	td_dict *d = many_fixture(), **parts;
+	const td_tensor *k3;
+	uint32_t refs;
+	size_t n, i;
+
+	k3 = leaf(d, "k3");
+	refs = td_buffer_refcount(k3->buffer);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 0));
+	cr_assert_eq(n, 20);
+	cr_assert_eq(td_buffer_refcount(k3->buffer), refs + 20);
+	for (i = 0; i < n; i++) {
+		const char *s;
+		expect_piece(parts[i], d, 0, td_index_int((int64_t)i));
+		td_cr_assert_ok(td_dict_get_blob(parts[i], LONG_KEY ".s", &s, NULL));
+		cr_assert_str_eq(s, "deep");
+	}
+	td_dict_array_free(parts, n);
+	cr_assert_eq(td_buffer_refcount(k3->buffer), refs);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 1));
+	cr_assert_eq(n, 2);
+	for (i = 0; i < n; i++)
+		expect_piece(parts[i], d, 1, td_index_int((int64_t)i));
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split(&parts, &n, d, 3, 0));
+	cr_assert_eq(n, 7);
+	for (i = 0; i < n; i++) {
+		int64_t a = 3 * (int64_t)i, b = a + 3 < 20 ? a + 3 : 20;
+		expect_piece(parts[i], d, 0, td_index_slice(a, b, 1));
+	}
+	td_dict_array_free(parts, n);
+	cr_assert_eq(td_buffer_refcount(k3->buffer), refs);
+	td_dict_free(d);
+}
+
+typedef struct cut_ctx {
+	td_dict *src;
+	td_dict **parts[2];
+	size_t n[2];
+} cut_ctx;
+
+static int cut_body(void *arg)
+{
+	cut_ctx *c = arg;
+	int rc;
+
+	c->parts[0] = c->parts[1] = NULL;
+	c->n[0] = c->n[1] = 0;
+	rc = td_dict_unbind(&c->parts[0], &c->n[0], c->src, 0);
+	if (rc == 0)
+		rc = td_dict_split(&c->parts[1], &c->n[1], c->src, 3, 0);
+	if (rc < 0)
+		td_dict_array_free(c->parts[0], c->n[0]);
+	return rc;
+}
+
+static void cut_cleanup(void *arg)
+{
+	cut_ctx *c = arg;
+
+	td_dict_array_free(c->parts[0], c->n[0]);
+	td_dict_array_free(c->parts[1], c->n[1]);
+}
+
+Test(dict_batch, cutting_into_many_pieces_fails_cleanly_without_memory)
+{
+	cut_ctx c;
+
+	c.src = many_fixture();
+	td_test_enomem_sweep(cut_body, cut_cleanup, &c);
+	td_dict_free(c.src);
 }
 
 /* ---- stack and cat ---- */

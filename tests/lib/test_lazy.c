@@ -7,6 +7,8 @@
  */
 #include "td_test.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 /*
@@ -792,6 +794,21 @@ Test(lazy, stack_of_lazy_stacks)
 		td_dict_free(dl);
 		td_dict_free(dd);
 	}
+	/* unbind beside the stack dim cuts the lazy children through their own unbind
+	 * (dim 0 is their stack dim: they give dense copies; dim 2 lazy pieces) */
+	for (int dim = 0; dim < 3; dim += 2) {
+		td_dict **dp, **lp;
+		size_t dn, ln;
+		td_cr_assert_ok(td_dict_unbind(&dp, &dn, dense, dim));
+		td_cr_assert_ok(td_dict_unbind(&lp, &ln, outer, dim));
+		cr_assert_eq(dn, ln);
+		for (size_t i = 0; i < dn; i++) {
+			cr_assert_eq(td_dict_is_lazy(td_lazy_child(lp[i], 1)), dim == 2);
+			assert_same(dp[i], lp[i]);
+		}
+		td_dict_array_free(dp, dn);
+		td_dict_array_free(lp, ln);
+	}
 	td_dict_free(dense);
 	td_dict_free(outer);
 	fixture_free(&f[0]);
@@ -869,6 +886,9 @@ static int sweep_body(void *p)
 		rc = td_dict_index(&c->out, c->f.lazy, x, 1);
 	if (rc >= 0)
 		rc = td_lazy_get_dict(&c->dense, c->f.lazy, "n");
+	/* unbind beside the stack dim: the dense children are cut in place */
+	if (rc >= 0)
+		rc = td_dict_unbind(&c->arr, &c->n, c->f.lazy, 1);
 	if (rc < 0) {
 		td_tensor_release(&c->t);
 		td_dict_free(c->out);
@@ -897,8 +917,12 @@ Test(lazy, allocation_failures_leak_nothing)
 	fixture_free(&c.f);
 }
 
-/* The cached schema follows every structural change of a child, at any depth. */
-Test(lazy, schema_cache_follows_changes_of_the_children)
+/*
+ * The cached schema follows every structural change of a child, at any
+ * depth: borrowed children (the sum of their generations) and children the
+ * stack owns (its own generation, which theirs reach as its descendants).
+ */
+static void schema_follows_children(unsigned flags)
 {
 	td_dict *c[3], *s, *sub, *nested;
 	td_tensor t, got, one;
@@ -915,7 +939,7 @@ Test(lazy, schema_cache_follows_changes_of_the_children)
 		td_cr_assert_ok(td_dict_set_tensor(c[i], "y", &t));
 		td_tensor_release(&t);
 	}
-	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, flags));
 	/* Cache the schema, then change one child deep down. */
 	cr_assert_eq(td_dict_contains(s, "a.b.x", 0), 1);
 	cr_assert_eq(td_dict_contains(s, "a.b.z", 0), 0);
@@ -991,7 +1015,732 @@ Test(lazy, schema_cache_follows_changes_of_the_children)
 	(void)v;
 	td_tensor_release(&one);
 	td_tensor_release(&t);
+	td_dict_free(s); /* and the children it owns */
+	for (int i = 0; i < 3 && !(flags & TD_LAZY_TAKE); i++)
+		td_dict_free(c[i]);
+}
+
+Test(lazy, schema_cache_follows_changes_of_the_children)
+{
+	schema_follows_children(0);
+}
+
+Test(lazy, schema_cache_of_a_stack_owning_its_children_follows_their_changes)
+{
+	schema_follows_children(TD_LAZY_TAKE);
+}
+
+/* The pieces of one unbind. */
+typedef struct unbound {
+	td_dict **arr;
+	size_t n;
+} unbound;
+
+typedef struct outer_ctx {
+	td_dict *outer;
+	unbound by_dim[2];
+} outer_ctx;
+
+static void outer_cleanup(void *p)
+{
+	outer_ctx *c = p;
+
+	for (int k = 0; k < 2; k++) {
+		td_dict_array_free(c->by_dim[k].arr, c->by_dim[k].n);
+		c->by_dim[k] = (unbound){ NULL, 0 };
+	}
+}
+
+/* unbind along dims 0 and 2 (beside the stack dim 1); a failed unbind leaves NULL. */
+static int outer_body(void *p)
+{
+	static const int dims[2] = { 0, 2 };
+	outer_ctx *c = p;
+	int rc = TD_OK;
+
+	for (int k = 0; k < 2; k++)
+		c->by_dim[k] = (unbound){ NULL, 0 };
+	for (int k = 0; k < 2 && rc >= 0; k++)
+		rc = td_dict_unbind(&c->by_dim[k].arr, &c->by_dim[k].n, c->outer, dims[k]);
+	if (rc < 0)
+		outer_cleanup(c);
+	return rc;
+}
+
+/* unbind beside the stack dim of a stack of lazy stacks, memory failing anywhere. */
+Test(lazy, unbind_of_a_stack_of_stacks_leaks_nothing_without_memory)
+{
+	fixture f[2];
+	outer_ctx c;
+
+	fixture_make(&f[0], 0);
+	fixture_make(&f[1], 0);
+	td_dict *inner[2] = { f[0].lazy, f[1].lazy };
+	td_cr_assert_ok(td_lazy_stack(&c.outer, inner, 2, 1, 0));
+	td_test_enomem_sweep(outer_body, outer_cleanup, &c);
+	td_dict_free(c.outer);
+	fixture_free(&f[0]);
+	fixture_free(&f[1]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stacked leaves: the gather of the cached-schema path                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Stack n dicts whose batch shape is their leaf "x"'s whole shape lazily at
+ * `sd`: the stacked leaf (the schema's gather) must equal td_tensor_stack()
+ * of the leaves and own a new buffer.
+ */
+static void check_gather(const td_tensor *leaves, size_t n, int sd)
+{
+	td_dict *c[8], *s;
+	td_tensor got, ref;
+	size_t i;
+
+	cr_assert_leq(n, 8);
+	for (i = 0; i < n; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], leaves[i].ndim, leaves[i].shape));
+		td_cr_assert_ok(td_dict_set_tensor(c[i], "x", &leaves[i]));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, n, sd, 0));
+	td_cr_assert_ok(td_tensor_stack(&ref, leaves, n, sd));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
+	cr_assert_eq(td_tensor_equal(&got, &ref), 1, "gather differs (%zu leaves at dim %d)", n,
+		sd);
+	cr_assert(td_tensor_is_contiguous(&got));
+	for (i = 0; i < n; i++)
+		cr_assert_neq(got.buffer, leaves[i].buffer, "the stacked leaf is a copy");
+	td_tensor_release(&got);
+	td_tensor_release(&ref);
+	td_dict_free(s);
+	for (i = 0; i < n; i++)
+		td_dict_free(c[i]);
+}
+
+/* The pieces of t along `dim`, stacked back at every possible dim. */
+static void check_unbind_gather(const td_tensor *t, int dim)
+{
+	td_tensor *pieces;
+	size_t n;
+
+	td_cr_assert_ok(td_tensor_unbind(&pieces, &n, t, dim));
+	for (int sd = 0; sd < t->ndim; sd++)
+		check_gather(pieces, n, sd);
+	td_tensor_array_free(pieces, n);
+}
+
+Test(lazy, stacked_leaves_equal_the_general_stack_for_every_layout)
+{
+	static const td_dtype dtypes[] = { TD_DTYPE_U8, TD_DTYPE_I16, TD_DTYPE_F32, TD_DTYPE_F64,
+		TD_DTYPE_C128 };
+	int64_t s345[3] = { 3, 4, 5 }, s43[2] = { 4, 3 }, s03[2] = { 0, 3 };
+	td_tensor t, tt, leaves[4];
+
+	/* Evenly spaced views of one buffer (unbind pieces), every dtype size,
+	 * stacked at their own dim (one memcpy) and at the others (one block). */
+	for (size_t k = 0; k < TD_TEST_ARRAY_LEN(dtypes); k++) {
+		td_test_arange(&t, dtypes[k], 3, s345);
+		for (int dim = 0; dim < 3; dim++)
+			check_unbind_gather(&t, dim);
+		td_tensor_release(&t);
+	}
+	/* The pieces of a transposed tensor: strided children. */
+	td_test_arange(&t, TD_DTYPE_F32, 3, s345);
+	td_cr_assert_ok(td_tensor_transpose(&tt, &t, 0, 2));
+	for (int dim = 0; dim < 3; dim++)
+		check_unbind_gather(&tt, dim);
+	/* One buffer, uneven offsets: rows 0, 1 and 3. */
+	td_cr_assert_ok(td_tensor_select(&leaves[0], &t, 1, 0));
+	td_cr_assert_ok(td_tensor_select(&leaves[1], &t, 1, 1));
+	td_cr_assert_ok(td_tensor_select(&leaves[2], &t, 1, 3));
+	check_gather(leaves, 3, 0);
+	check_gather(leaves, 3, 2);
+	/* The same view twice (a step of 0), then a child of its own buffer. */
+	td_tensor_release(&leaves[1]);
+	td_tensor_ref(&leaves[1], &leaves[0]);
+	check_gather(leaves, 2, 1);
+	td_tensor_release(&leaves[2]);
+	td_cr_assert_ok(td_tensor_clone(&leaves[2], &leaves[0]));
+	check_gather(leaves, 3, 1);
+	/* Children of different strides: a contiguous one, then a transposed one. */
+	for (int i = 0; i < 3; i++)
+		td_tensor_release(&leaves[i]);
+	td_test_arange(&leaves[0], TD_DTYPE_F64, 2, s43);
+	td_test_arange(&leaves[2], TD_DTYPE_F64, 2, (int64_t[]){ 3, 4 });
+	td_cr_assert_ok(td_tensor_transpose(&leaves[1], &leaves[2], 0, 1));
+	td_tensor_release(&leaves[2]);
+	td_test_arange(&leaves[2], TD_DTYPE_F64, 2, s43);
+	check_gather(leaves, 3, 0);
+	check_gather(leaves, 3, 1);
+	check_gather(leaves, 3, 2);
+	for (int i = 0; i < 3; i++)
+		td_tensor_release(&leaves[i]);
+	/* No elements, and 0-d leaves. */
+	td_cr_assert_ok(td_tensor_zeros(&leaves[0], TD_DTYPE_F32, 2, s03));
+	td_cr_assert_ok(td_tensor_zeros(&leaves[1], TD_DTYPE_F32, 2, s03));
+	check_gather(leaves, 2, 1);
+	td_tensor_release(&leaves[0]);
+	td_tensor_release(&leaves[1]);
+	for (int i = 0; i < 4; i++)
+		td_cr_assert_ok(td_tensor_full(&leaves[i], TD_DTYPE_I64, 0, NULL, td_scalar_int(i)));
+	check_gather(leaves, 4, 0);
+	for (int i = 0; i < 4; i++)
+		td_tensor_release(&leaves[i]);
+	td_tensor_release(&tt);
+	td_tensor_release(&t);
+}
+
+/* The iterator writes a stacked leaf into the buffer of the one it yielded
+ * before when nobody else holds that one; a leaf the caller keeps a
+ * reference to is never overwritten. */
+Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
+{
+	td_dict *c[3], *s;
+	td_tensor t, kept, want;
+	td_dict_iter *it;
+	td_item item;
+	const td_buffer *prev = NULL;
+	int64_t b = 4;
+	char key[4];
+	int i, n = 0, reused = 0;
+
+	for (i = 0; i < 3; i++) {
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		for (int k = 0; k < 5; k++) {
+			snprintf(key, sizeof(key), "k%d", k);
+			td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, &b,
+				td_scalar_float(10 * k + i)));
+			td_cr_assert_ok(td_dict_set_tensor_take(c[i], key, &t));
+		}
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	kept.buffer = NULL;
+	td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
+	while (td_dict_iter_next(it, &item) == 1) {
+		const td_tensor *v = &item.value->u.tensor;
+
+		td_cr_assert_ok(td_lazy_get_tensor(&want, s, item.key));
+		assert_tensor_eq(v, &want);
+		td_tensor_release(&want);
+		reused += v->buffer == prev;
+		cr_assert_neq(v->buffer, kept.buffer, "a kept leaf is not written again");
+		prev = v->buffer;
+		if (n++ == 1) {
+			td_tensor_ref(&kept, v); /* keep k1 */
+			prev = NULL;
+		}
+	}
+	td_dict_iter_free(it);
+	cr_assert_eq(n, 5);
+	cr_assert_geq(reused, 2, "unshared buffers are reused");
+	td_cr_assert_ok(td_lazy_get_tensor(&want, s, "k1"));
+	assert_tensor_eq(&kept, &want);
+	td_tensor_release(&want);
+	td_tensor_release(&kept);
+	td_dict_free(s);
+	for (i = 0; i < 3; i++)
+		td_dict_free(c[i]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Key handles remembered by the schema                                      */
+/* ------------------------------------------------------------------------ */
+
+static const char *const memo_paths[] = {
+	"a", "n.b", "n.m.c", "n", "n.m", "s", "zz", "n.zz", "a.x", "n.m.c.q", "n.b", "a", "n.m"
+};
+#define MEMO_KEYS TD_TEST_ARRAY_LEN(memo_paths)
+
+/* Every lookup through handle k answers as the same lookup through its dotted key. */
+static void assert_handle_as_dotted(td_dict *lz, const td_key *k, const char *dotted)
+{
+	td_tensor a, b;
+	td_dict *x = NULL, *y = NULL;
+	int ra, rb;
+
+	cr_assert_eq(td_dict_contains_key(lz, k, 0), td_dict_contains(lz, dotted, 0), "%s",
+		dotted);
+	cr_assert_eq(td_dict_contains_key(lz, k, TD_LEAVES_ONLY),
+		td_dict_contains(lz, dotted, TD_LEAVES_ONLY), "%s", dotted);
+	ra = td_lazy_get_tensor_key(&a, lz, k);
+	rb = td_lazy_get_tensor(&b, lz, dotted);
+	cr_assert_eq(ra, rb, "%s: %d != %d", dotted, ra, rb);
+	if (ra == TD_OK) {
+		assert_tensor_eq(&a, &b);
+		td_tensor_release(&a);
+		td_tensor_release(&b);
+	}
+	ra = td_lazy_get_dict_key(&x, lz, k);
+	rb = td_lazy_get_dict(&y, lz, dotted);
+	cr_assert_eq(ra, rb, "%s: %d != %d", dotted, ra, rb);
+	if (ra == TD_OK) {
+		td_dict *dx, *dy;
+		td_cr_assert_ok(td_lazy_densify(&dx, x));
+		td_cr_assert_ok(td_lazy_densify(&dy, y));
+		cr_assert_eq(td_dict_equal(dx, dy), 1, "%s", dotted);
+		td_dict_free(dx);
+		td_dict_free(dy);
+	}
+	td_dict_free(x);
+	td_dict_free(y);
+}
+
+/* More handles than the memo holds, repeated, freed and made again, across
+ * a structural change and writes: always the answer of the dotted key. */
+static void handles_resolve_as_dotted(unsigned flags)
+{
+	td_dict *ref = make_ref(0), **parts, *lz;
+	td_key *k[MEMO_KEYS];
+	td_tensor t, got;
+	int64_t b[2] = { 3, 2 };
+	size_t n, i;
+
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, ref, 0));
+	td_cr_assert_ok(td_lazy_stack(&lz, parts, n, 0, flags));
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+	for (int round = 0; round < 3; round++)
+		for (i = 0; i < MEMO_KEYS; i++)
+			assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	/* Handles freed and made again (ids are never reused). */
+	for (int round = 0; round < 20; round++) {
+		i = (size_t)round % MEMO_KEYS;
+		td_key_free(k[i]);
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[(i + 3) % MEMO_KEYS]));
+		assert_handle_as_dotted(lz, k[i], memo_paths[(i + 3) % MEMO_KEYS]);
+	}
+	for (i = 0; i < MEMO_KEYS; i++) {
+		td_key_free(k[i]);
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+		assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	}
+	/* A key added to every child is seen through a handle that missed it. */
+	cr_assert_eq(td_dict_contains_key(lz, k[6], 0), 0);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, b + 1, td_scalar_float(5)));
+	for (i = 0; i < n; i++)
+		td_cr_assert_ok(td_dict_set_tensor(td_lazy_child(lz, i), "zz", &t));
+	td_tensor_release(&t);
+	for (i = 0; i < MEMO_KEYS; i++)
+		assert_handle_as_dotted(lz, k[i], memo_paths[i]);
+	cr_assert_eq(td_dict_contains_key(lz, k[6], TD_LEAVES_ONLY), 1);
+	/* Writes through handles land where the dotted keys read. */
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 2, b, td_scalar_float(9)));
+	td_cr_assert_ok(td_dict_set_tensor_key(lz, k[6], &t));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, lz, "zz"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 2, b, td_scalar_int(-4)));
+	td_cr_assert_ok(td_dict_set_tensor_inplace_key(lz, k[1], &t));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, lz, "n.b"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_tensor_release(&t);
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_key_free(k[i]);
+	td_dict_free(lz);
+	if (flags & TD_LAZY_TAKE)
+		td_free(parts);
+	else
+		td_dict_array_free(parts, n);
+	td_dict_free(ref);
+}
+
+Test(lazy, key_handles_resolve_as_their_dotted_keys)
+{
+	handles_resolve_as_dotted(0);
+	handles_resolve_as_dotted(TD_LAZY_TAKE);
+}
+
+typedef struct memo_race {
+	td_dict *lz;
+	td_key **k;
+	int ok;
+} memo_race;
+
+static void *memo_reader(void *arg)
+{
+	memo_race *r = arg;
+	td_tensor t;
+
+	r->ok = 1;
+	for (int round = 0; round < 300; round++) {
+		for (size_t i = 0; i < MEMO_KEYS; i++) {
+			int want = strcmp(memo_paths[i], "a") == 0 || strcmp(memo_paths[i], "n.b") == 0 ||
+				   strcmp(memo_paths[i], "n.m.c") == 0 || strcmp(memo_paths[i], "s") == 0;
+			if (td_dict_contains_key(r->lz, r->k[i], TD_LEAVES_ONLY) != want)
+				r->ok = 0;
+			if (strcmp(memo_paths[i], "n.m.c") == 0) {
+				if (td_lazy_get_tensor_key(&t, r->lz, r->k[i]) != TD_OK ||
+				    t.ndim != 3 || ((double *)td_tensor_data(&t))[5] != 5.0)
+					r->ok = 0;
+				td_tensor_release(&t);
+			}
+		}
+	}
+	return NULL;
+}
+
+/* Readers sharing a stack fill and read its memo of handles concurrently. */
+Test(lazy, concurrent_readers_share_the_memo_of_handles)
+{
+	td_dict *ref = make_ref(0), **parts, *lz;
+	td_key *k[MEMO_KEYS];
+	memo_race r[4];
+	pthread_t th[4];
+	size_t n, i;
+
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, ref, 0));
+	td_cr_assert_ok(td_lazy_stack(&lz, parts, n, 0, 0));
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_cr_assert_ok(td_key_new(&k[i], memo_paths[i]));
+	for (int t = 0; t < 4; t++) {
+		r[t].lz = lz;
+		r[t].k = k;
+		cr_assert_eq(pthread_create(&th[t], NULL, memo_reader, &r[t]), 0);
+	}
+	for (int t = 0; t < 4; t++) {
+		cr_assert_eq(pthread_join(th[t], NULL), 0);
+		cr_assert_eq(r[t].ok, 1, "reader %d saw a wrong answer", t);
+	}
+	for (i = 0; i < MEMO_KEYS; i++)
+		td_key_free(k[i]);
+	td_dict_free(lz);
+	td_dict_array_free(parts, n);
+	td_dict_free(ref);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Freeing many trees at once                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A dict of batch [2] with `wide` sub-dicts, each a chain `deep` levels down
+ * holding a leaf, a string and a key longer than fits inline at every level. */
+static td_dict *wide_tree(int wide, int deep)
+{
+	int64_t b = 2;
+	char path[512];
+	td_tensor t;
+	td_dict *d;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, &b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	for (int w = 0; w < wide; w++) {
+		int len = snprintf(path, sizeof(path), "w%d", w);
+		for (int k = 0; k < deep; k++) {
+			snprintf(path + len, sizeof(path) - (size_t)len, ".t");
+			td_cr_assert_ok(td_dict_set_tensor(d, path, &t));
+			snprintf(path + len, sizeof(path) - (size_t)len,
+				".a_key_longer_than_twenty_three_bytes");
+			td_cr_assert_ok(td_dict_set_string(d, path, "x"));
+			len += snprintf(path + len, sizeof(path) - (size_t)len, ".l%d", k);
+		}
+	}
+	td_tensor_release(&t);
+	return d;
+}
+
+/*
+ * A stack owning a lazy stack (of an empty dict and wide_tree(2, 3), the
+ * `tree`) and a dense dict, all of batch [2, 2] or [2]; the parts are given
+ * back borrowed when asked for.
+ */
+static td_dict *stack_with_a_lazy_child(td_dict **inner, td_dict **dense, td_dict **tree)
+{
+	td_dict *two[2], *pair[2], *outer;
+	int64_t b = 2;
+
+	td_cr_assert_ok(td_dict_new(&two[0], 1, &b));
+	two[1] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&pair[0], two, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_new(&pair[1], 2, (int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_lazy_stack(&outer, pair, 2, 0, TD_LAZY_TAKE));
+	if (inner)
+		*inner = pair[0];
+	if (dense)
+		*dense = pair[1];
+	if (tree)
+		*tree = two[1];
+	return outer;
+}
+
+/* An array for td_dict_array_free(), from the library's allocator. */
+static td_dict **array_for_free(size_t n)
+{
+	td_dict **arr = NULL;
+	td_tensor t;
+	size_t count;
+	int64_t b = (int64_t)n;
+	td_dict *d;
+
+	/* td_dict_unbind() hands out such an array; its pieces are replaced. */
+	td_cr_assert_ok(td_dict_new(&d, 1, &b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_cr_assert_ok(td_dict_unbind(&arr, &count, d, 0));
+	cr_assert_eq(count, n);
+	for (size_t i = 0; i < n; i++)
+		td_dict_free(arr[i]);
+	td_dict_free(d);
+	return arr;
+}
+
+/* Trees are freed a level at a time across a batch: wider levels than a
+ * batch, more owned children than a batch, lazy children among dense ones;
+ * a counting allocator sees every block returned. */
+Test(lazy, freeing_many_trees_at_once_returns_every_block)
+{
+	td_dict *c[40], *s;
+
+	td_test_alloc_install(-1);
+	td_dict_free(wide_tree(40, 5)); /* 40 sub-dicts on one level: beyond a batch */
+	for (int i = 0; i < 40; i++)
+		c[i] = wide_tree(i % 3, 7);
+	td_cr_assert_ok(td_lazy_stack(&s, c, 40, 0, TD_LAZY_TAKE));
+	td_dict_free(s); /* 40 owned children: more than a batch */
+	td_dict_free(stack_with_a_lazy_child(NULL, NULL, NULL)); /* a lazy child, a dense one */
+	/* An array of stacks and dicts: the stacks' children join the walk. */
+	{
+		td_dict **arr = array_for_free(3), *kids[35];
+
+		for (int i = 0; i < 35; i++)
+			kids[i] = wide_tree(1, 4);
+		td_cr_assert_ok(td_lazy_stack(&arr[0], kids, 5, 0, TD_LAZY_TAKE));
+		arr[1] = wide_tree(3, 2);
+		td_cr_assert_ok(td_lazy_stack(&arr[2], kids + 5, 30, 0, TD_LAZY_TAKE));
+		td_dict_array_free(arr, 3);
+	}
+	cr_assert_eq(td_test_alloc_live(), 0, "every block is returned");
+	td_test_alloc_uninstall();
+}
+
+/* Every dict nested in dense dict d has lock state `locked`; returns how many. */
+static int count_locked_state(const td_dict *d, bool locked)
+{
+	td_dict_iter *it;
+	td_item item;
+	int n = 0;
+
+	cr_assert_eq(td_dict_is_locked(d), locked);
+	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED));
+	while (td_dict_iter_next(it, &item) == 1) {
+		if (item.value->kind != TD_VALUE_DICT)
+			continue;
+		cr_assert_eq(td_dict_is_locked(item.value->u.dict), locked, "%s", item.key);
+		n++;
+	}
+	td_dict_iter_free(it);
+	return n;
+}
+
+/* Locking walks trees a level at a time: levels wider than a batch, stacks
+ * of more children than a batch, a lazy child; every dict is reached. */
+Test(lazy, lock_and_unlock_reach_every_nested_dict)
+{
+	td_dict *w = wide_tree(40, 4), *c[40], *s, *inner, *outer, *dense, *tree;
+
+	td_cr_assert_ok(td_dict_lock(w));
+	cr_assert_eq(count_locked_state(w, true), 160);
+	td_cr_assert_ok(td_dict_unlock(w));
+	cr_assert_eq(count_locked_state(w, false), 160);
+	td_dict_free(w);
+	for (int i = 0; i < 40; i++)
+		c[i] = wide_tree(2, 3);
+	td_cr_assert_ok(td_lazy_stack(&s, c, 40, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_lock(s));
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(count_locked_state(c[i], true), 6);
+	td_cr_assert_ok(td_dict_unlock(s));
+	for (int i = 0; i < 40; i++)
+		cr_assert_eq(count_locked_state(c[i], false), 6);
+	td_dict_free(s);
+	outer = stack_with_a_lazy_child(&inner, &dense, &tree);
+	td_cr_assert_ok(td_dict_lock(outer));
+	cr_assert(td_dict_is_locked(inner));
+	cr_assert_eq(count_locked_state(tree, true), 6);
+	cr_assert(td_dict_is_locked(dense));
+	td_cr_assert_ok(td_dict_unlock(outer));
+	cr_assert(!td_dict_is_locked(inner));
+	cr_assert_eq(count_locked_state(tree, false), 6);
+	td_dict_free(outer);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writes through the cached schema                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Three children of batch [2] (stacked at dim 0: [3, 2]) whose leaf "x" is
+ * child i's slice of `whole` [3, 2, ...]. */
+static td_dict *stack_of_slices(const td_tensor *whole, td_dict **c)
+{
+	int64_t b = 2;
+	td_dict *s;
+
+	for (int i = 0; i < 3; i++) {
+		td_tensor v;
+		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
+		td_cr_assert_ok(td_tensor_select(&v, whole, 0, i));
+		td_cr_assert_ok(td_dict_set_tensor_take(c[i], "x", &v));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
+	cr_assert_eq(td_dict_contains(s, "x", 0), 1); /* the schema is built */
+	return s;
+}
+
+/* A plain or in-place set of a 3-d f64 tensor of `shape` at `key` is refused (TD_ETYPE). */
+static void assert_set_refused(td_dict *s, const char *key, const int64_t *shape, bool inplace)
+{
+	td_tensor t;
+
+	td_test_arange(&t, TD_DTYPE_F64, 3, shape);
+	if (inplace)
+		td_cr_assert_err(td_dict_set_tensor_inplace(s, key, &t), TD_ETYPE);
+	else
+		td_cr_assert_err(td_dict_set_tensor(s, key, &t), TD_ETYPE);
+	td_tensor_release(&t);
+}
+
+static void free_stack(td_dict *s, td_dict **c)
+{
 	td_dict_free(s);
 	for (int i = 0; i < 3; i++)
 		td_dict_free(c[i]);
+}
+
+/* set(inplace=True) through the schema's entries: what td_tensor_copy() of
+ * each slice into each child's leaf gives, for every kind of pair. */
+Test(lazy, inplace_sets_through_the_schema_copy_as_td_tensor_copy)
+{
+	int64_t s324[3] = { 3, 2, 4 }, s3210[3] = { 3, 2, 10 }, s321[3] = { 3, 2, 1 };
+	td_tensor whole, t, ref, got, big, lo, hi;
+	td_dict *c[3], *s;
+	td_index last[3] = { td_index_all(), td_index_all(), td_index_all() };
+
+	/* Another buffer: a plain strided copy into the children's leaves. */
+	td_cr_assert_ok(td_tensor_zeros(&whole, TD_DTYPE_F32, 3, s324));
+	s = stack_of_slices(&whole, c);
+	td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &t));
+	assert_tensor_eq(&whole, &t);
+	/* The same views: nothing to copy. */
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &whole));
+	assert_tensor_eq(&whole, &t);
+	/* A dtype conversion, and a source broadcast along the leaf's dim. */
+	td_tensor_release(&t);
+	td_test_arange(&t, TD_DTYPE_I64, 3, s321);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &t));
+	td_cr_assert_ok(td_tensor_expand(&ref, &t, 3, s324));
+	td_cr_assert_ok(td_tensor_to_dtype(&got, &ref, TD_DTYPE_F32));
+	assert_tensor_eq(&whole, &got);
+	td_tensor_release(&got);
+	td_tensor_release(&ref);
+	td_tensor_release(&t);
+	/* A source that cannot broadcast: the error of td_tensor_copy(). */
+	assert_set_refused(s, "x", (int64_t[]){ 3, 2, 3 }, true);
+	free_stack(s, c);
+	td_tensor_release(&whole);
+	/* Overlapping views of one buffer, the destination after the source (a
+	 * forward element copy would smear): as if through a temporary. */
+	td_test_arange(&big, TD_DTYPE_F64, 3, s3210);
+	last[2] = td_index_slice(0, 8, 2);
+	td_cr_assert_ok(td_tensor_index(&lo, &big, last, 3));
+	last[2] = td_index_slice(2, 10, 2);
+	td_cr_assert_ok(td_tensor_index(&hi, &big, last, 3));
+	td_cr_assert_ok(td_tensor_clone(&ref, &lo));
+	s = stack_of_slices(&hi, c);
+	td_cr_assert_ok(td_dict_set_tensor_inplace(s, "x", &lo));
+	assert_tensor_eq(&hi, &ref);
+	free_stack(s, c);
+	td_tensor_release(&ref);
+	td_tensor_release(&lo);
+	td_tensor_release(&hi);
+	td_tensor_release(&big);
+	/* A read-only leaf is refused. */
+	{
+		static float mem[24];
+		td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
+		td_buffer *rb;
+
+		o.flags = TD_BUFFER_READONLY;
+		td_cr_assert_ok(td_buffer_wrap(&rb, mem, sizeof(mem), &o));
+		td_cr_assert_ok(td_tensor_from_buffer(&whole, rb, TD_DTYPE_F32, 3, s324, NULL, 0));
+		td_buffer_unref(rb);
+		s = stack_of_slices(&whole, c);
+		td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+		td_cr_assert_err(td_dict_set_tensor_inplace(s, "x", &t), TD_EREADONLY);
+		td_tensor_release(&t);
+		free_stack(s, c);
+		td_tensor_release(&whole);
+	}
+}
+
+/* Plain sets through the schema: each child's leaf becomes its slice of the
+ * value (a view), references counted; a locked child copies into its leaf;
+ * a level with more batch dims checks them. */
+Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
+{
+	int64_t s324[3] = { 3, 2, 4 }, s23[2] = { 2, 3 }, s3235[4] = { 3, 2, 3, 5 };
+	td_tensor whole, t, got, deep;
+	const td_tensor *leaf;
+	td_buffer *old;
+	td_dict *c[3], *s, *sub;
+	uint32_t refs;
+
+	td_cr_assert_ok(td_tensor_zeros(&whole, TD_DTYPE_F32, 3, s324));
+	s = stack_of_slices(&whole, c);
+	old = whole.buffer;
+	refs = td_buffer_refcount(old);
+	td_test_arange(&t, TD_DTYPE_F32, 3, s324);
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	cr_assert_eq(td_buffer_refcount(t.buffer), 4, "the value and its 3 slices");
+	cr_assert_eq(td_buffer_refcount(old), refs - 3, "the old leaves are released");
+	for (int i = 0; i < 3; i++) {
+		td_tensor want;
+		td_cr_assert_ok(td_dict_get_tensor(c[i], "x", &leaf));
+		cr_assert_eq(leaf->buffer, t.buffer, "child %d holds a view of the value", i);
+		td_cr_assert_ok(td_tensor_select(&want, &t, 0, i));
+		assert_tensor_eq(leaf, &want);
+		td_tensor_release(&want);
+	}
+	/* Again with the same value: the references stay counted. */
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	cr_assert_eq(td_buffer_refcount(t.buffer), 4);
+	/* A locked child copies the slice into its own leaf. */
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 3, s324, td_scalar_float(2)));
+	{
+		td_tensor mine;
+		td_cr_assert_ok(td_tensor_zeros(&mine, TD_DTYPE_F32, 2, (int64_t[]){ 2, 4 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(c[1], "x", &mine));
+	}
+	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	old = leaf->buffer;
+	td_cr_assert_ok(td_dict_lock(c[1]));
+	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
+	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	cr_assert_eq(leaf->buffer, old, "a locked child keeps its leaf's buffer");
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
+	assert_tensor_eq(&got, &t);
+	td_tensor_release(&got);
+	td_cr_assert_ok(td_dict_unlock(c[1]));
+	td_tensor_release(&t);
+	/* A level whose dicts have a longer batch: the slices must fit it. */
+	for (int i = 0; i < 3; i++) {
+		td_tensor z;
+		td_cr_assert_ok(td_dict_new(&sub, 2, s23));
+		td_cr_assert_ok(td_tensor_zeros(&z, TD_DTYPE_F64, 3, (int64_t[]){ 2, 3, 5 }));
+		td_cr_assert_ok(td_dict_set_tensor_take(sub, "y", &z));
+		td_cr_assert_ok(td_dict_set_dict_take(c[i], "sub", sub));
+	}
+	cr_assert_eq(td_dict_contains(s, "sub.y", 0), 1);
+	td_test_arange(&deep, TD_DTYPE_F64, 4, s3235);
+	td_cr_assert_ok(td_dict_set_tensor(s, "sub.y", &deep));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "sub.y"));
+	assert_tensor_eq(&got, &deep);
+	td_tensor_release(&got);
+	td_tensor_release(&deep);
+	assert_set_refused(s, "sub.y", (int64_t[]){ 3, 2, 4 }, false);
+	free_stack(s, c);
+	td_tensor_release(&whole);
 }

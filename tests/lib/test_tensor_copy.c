@@ -761,45 +761,87 @@ static void random_fill_any(td_tensor *t, uint64_t *rng)
 	}
 }
 
-Test(copy, copy_broadcasts_and_converts_on_random_layouts)
+/* Every byte of t's buffer outside the view t is still zero. */
+static void assert_zero_outside(const td_tensor *t)
 {
-	uint64_t rng = 12;
+	size_t ds = td_dtype_size(t->dtype);
+	int64_t extent = (int64_t)(td_buffer_size(t->buffer) / ds), i;
+	const unsigned char *bytes = td_buffer_data(t->buffer);
+	bool mark[4096];
+
+	cr_assert_leq(extent, 4096);
+	mark_positions(t, mark, extent);
+	for (i = 0; i < extent; i++) {
+		size_t b;
+		if (mark[i])
+			continue;
+		for (b = 0; b < ds; b++)
+			cr_assert_eq(bytes[(size_t)i * ds + b], 0,
+				"a byte outside the destination view was written");
+	}
+}
+
+/*
+ * 1,500 copies between random layouts (permuted, padded, offset) checked
+ * element by element, the destination's bytes outside its view left zero:
+ * with `same` the source has the destination's dtype and shape (the block
+ * copy), else a random dtype and a shape that broadcasts.
+ */
+static void copies_on_random_layouts(uint64_t rng, bool same)
+{
 	int it;
 
 	for (it = 0; it < 1500; it++) {
 		int ndim = (int)rnd(&rng, 5), sndim, lead, i;
-		int64_t shape[TD_MAX_DIMS], sshape[TD_MAX_DIMS], extent;
+		int64_t shape[TD_MAX_DIMS], sshape[TD_MAX_DIMS];
 		td_dtype dt = td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
-		td_dtype st = td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
+		td_dtype st = same ? dt : td_test_all_dtypes[rnd(&rng, TD_DTYPE_COUNT)];
 		td_tensor dst, src;
-		bool mark[4096];
-		size_t ds = td_dtype_size(dt);
 
 		for (i = 0; i < ndim; i++)
-			shape[i] = rnd(&rng, 12) == 0 ? 0 : 1 + (int64_t)rnd(&rng, 3);
-		lead = ndim ? (int)rnd(&rng, (uint64_t)ndim + 1) : 0;
+			shape[i] = rnd(&rng, 12) == 0 ? 0 : 1 + (int64_t)rnd(&rng, same ? 4 : 3);
+		lead = ndim && !same ? (int)rnd(&rng, (uint64_t)ndim + 1) : 0;
 		sndim = ndim - lead;
 		for (i = 0; i < sndim; i++)
-			sshape[i] = rnd(&rng, 3) == 0 ? 1 : shape[i + lead];
+			sshape[i] = !same && rnd(&rng, 3) == 0 ? 1 : shape[i + lead];
 		random_layout(&dst, &rng, dt, ndim, shape);
 		random_layout(&src, &rng, st, sndim, sshape);
 		random_fill_any(&src, &rng);
 		td_cr_assert_ok(td_tensor_copy(&dst, &src));
 		assert_copied(&dst, &src);
-		/* Bytes of the destination buffer outside the view are still zero. */
-		extent = (int64_t)(td_buffer_size(dst.buffer) / ds);
-		cr_assert_leq(extent, 4096);
-		mark_positions(&dst, mark, extent);
-		for (i = 0; i < extent; i++) {
-			const unsigned char *bytes = td_buffer_data(dst.buffer);
-			size_t b;
-			if (mark[i])
-				continue;
-			for (b = 0; b < ds; b++)
-				cr_assert_eq(bytes[(size_t)i * ds + b], 0,
-					"a byte outside the destination view was written");
-		}
+		assert_zero_outside(&dst);
 		td_tensor_release(&dst);
+		td_tensor_release(&src);
+	}
+}
+
+Test(copy, copy_broadcasts_and_converts_on_random_layouts)
+{
+	copies_on_random_layouts(12, false);
+}
+
+/* Copies between views of one dtype and shape go as one block copy (dims
+ * merged, rows memcpy'd where dense): every layout, every dtype size, and
+ * an expanded destination (written more than once) keeps the general path. */
+Test(copy, copies_of_one_dtype_and_shape_on_random_layouts)
+{
+	copies_on_random_layouts(21, true);
+	{
+		/* An expanded destination: the last element copied is kept, as the
+		 * general path gives. */
+		int64_t s3[1] = { 3 }, z[1] = { 0 };
+		td_buffer *b;
+		td_tensor e, src;
+		float *v;
+
+		td_cr_assert_ok(td_buffer_new(&b, sizeof(float), TD_BUFFER_ZEROED));
+		td_cr_assert_ok(td_tensor_from_buffer(&e, b, TD_DTYPE_F32, 1, s3, z, 0));
+		td_buffer_unref(b);
+		td_test_arange(&src, TD_DTYPE_F32, 1, s3);
+		td_cr_assert_ok(td_tensor_copy(&e, &src));
+		v = td_tensor_data(&e);
+		cr_assert_eq(v[0], 2.0f);
+		td_tensor_release(&e);
 		td_tensor_release(&src);
 	}
 }
