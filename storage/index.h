@@ -93,6 +93,26 @@ int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint
 uint32_t td__index_child(const td__index *ix, uint32_t parent, const char *key);
 
 /**
+ * Called by td__index_build() for record `i` before it enters the dict:
+ * for the root (`t` NULL), every dict, string and array of strings, and
+ * every tensor with elements, which it stores in `*t` (the builder takes
+ * it over). @return TD_OK, or a failure that ends the build.
+ */
+typedef int (*td__index_visit_fn)(const td__index *ix, uint32_t i, td_tensor *t,
+	void *payload);
+
+/**
+ * Build the dict an index describes, record by record in index order,
+ * calling `visit` for each (see td__index_visit_fn); tensors without
+ * elements are empty heap tensors. `what` names the file in messages.
+ *
+ * @return TD_OK; what `visit` returned; TD_ECORRUPT (a string that is not
+ *         UTF-8); TD_ENOMEM
+ */
+int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload,
+	td_dict **out, const char *what);
+
+/**
  * Build the dict an index describes: tensors view `map` at their offsets
  * (tensors without elements are empty heap tensors; `map` may be NULL when
  * there are none). `what` names the file in messages.
