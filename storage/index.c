@@ -248,6 +248,12 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const c
 			return corrupt(what, i, "an extent for a tensor without elements");
 		return TD_OK;
 	}
+	if (flags & TD_INDEX_F_DIRECTORY) {
+		/* The bytes are the leaf's own file (doc/format.md 8): no extent. */
+		if (r->offset || r->capacity)
+			return corrupt(what, i, "an extent in the index of a directory store");
+		return TD_OK;
+	}
 	if (r->offset % PAGE || r->capacity % PAGE || r->offset < PAGE)
 		return corrupt(what, i, "an extent not aligned to 4096 bytes");
 	if (r->length > r->capacity || r->capacity > UINT64_MAX - r->offset)
@@ -255,7 +261,8 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const c
 	return TD_OK;
 }
 
-int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what)
+int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
+	const char *what)
 {
 	const uint8_t *b = buf;
 	uint32_t count, flags, i;
@@ -287,6 +294,9 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 	if (flags & ~TD_INDEX_F_KNOWN)
 		return td__error(TD_ENOTSUP, "%s: index flags 0x%x are not supported", what,
 			(unsigned)(flags & ~TD_INDEX_F_KNOWN));
+	if (!(flags & TD_INDEX_F_DIRECTORY) != !directory)
+		return td__error(TD_ECORRUPT, "%s: the key index of a %s store", what,
+			directory ? "packed" : "directory");
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
@@ -295,6 +305,7 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 		return td__error(TD_ECORRUPT, "%s: %u index records in %llu bytes", what,
 			(unsigned)count, (unsigned long long)body_len);
 	ix->generation = td__le64(b + 32);
+	ix->flags = flags;
 	ix->recs = td__calloc(count, sizeof(*ix->recs));
 	if (!ix->recs)
 		return td__error_nomem((size_t)count * sizeof(*ix->recs));
@@ -454,6 +465,8 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 			td__put_le32(b + 20, TD_INDEX_F_STRINGS);
 			break;
 		}
+	if (ix->flags & TD_INDEX_F_DIRECTORY)
+		td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_DIRECTORY);
 	td__put_le64(b + 24, (uint64_t)len - TD_INDEX_HEADER_SIZE);
 	td__put_le64(b + 32, ix->generation);
 	for (i = 0; i < ix->n; i++) {

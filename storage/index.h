@@ -33,6 +33,7 @@ typedef struct td__irec {
 /** A whole index: the records, parents first. */
 typedef struct td__index {
 	uint64_t generation;
+	uint32_t flags;               /* parsed header flags; encoding honours TD_INDEX_F_DIRECTORY */
 	uint32_t n, cap;
 	td__irec *recs;
 } td__index;
@@ -42,13 +43,18 @@ void td__index_free(td__index *ix);
 
 /**
  * Parse and check `len` bytes of an index (every rule of doc/format.md 3
- * except where extents lie in a file: td__index_check_extents()). `what`
- * names the file in messages. On failure `ix` is left empty.
+ * except where extents lie in a file: td__index_check_extents()).
+ * `directory` says which placement the index must be of: the directory
+ * placement (flag TD_INDEX_F_DIRECTORY set, no extents) or the packed one
+ * (the flag clear). `what` names the file in messages. On failure `ix` is
+ * left empty.
  *
- * @return TD_OK; TD_ECORRUPT; TD_EVERSION; TD_ENOTSUP (unknown flags);
- *         TD_EOVERFLOW (a shape whose byte size overflows); TD_ENOMEM
+ * @return TD_OK; TD_ECORRUPT (also the other placement's index);
+ *         TD_EVERSION; TD_ENOTSUP (unknown flags); TD_EOVERFLOW (a shape
+ *         whose byte size overflows); TD_ENOMEM
  */
-int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what);
+int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
+	const char *what);
 
 /**
  * Check that every tensor extent lies in [lo, hi) and that no two extents
