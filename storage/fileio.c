@@ -292,6 +292,23 @@ static bool needs_escape(unsigned char c)
 	return c < 0x20 || c == 0x7f || strchr("/<>:\"|?*\\ %", c) != NULL;
 }
 
+bool td__key_legacy_safe(const char *key, bool is_dir)
+{
+	if (strchr(key, '/') || strchr(key, '\\'))
+		return false;
+	if (key[0] && key[1] == ':')
+		return false;
+	if (is_dir && (!key[0] || !strcmp(key, ".") || !strcmp(key, "..")))
+		return false;
+	return true;
+}
+
+bool td__key_reserved(const char *key)
+{
+	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type") ||
+	       !strcmp(key, "_format_version") || !strcmp(key, "_class");
+}
+
 int td_store_encode_key(const char *key, char *buf, size_t len)
 {
 	static const char hex[] = "0123456789ABCDEF";

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * format.h - the binary on-disk structures of doc/format.md, field by
- * field: the key index (section 3) and the packed file (section 4). Never
- * installed.
+ * field: the key index (section 3), the packed file (section 4) and the
+ * directory key index (section 8). Never installed.
  *
  * The structs describe the little-endian layout; code reads and writes the
  * fields with the explicit little-endian accessors below (td__le64() ...)
@@ -35,8 +35,15 @@ enum {
 
 /** Index flag: records of kind TD_INDEX_KIND_STRINGS (arrays of strings) may appear. */
 #define TD_INDEX_F_STRINGS 0x01u
+/**
+ * Index flag: the directory placement (section 8): a tensor's bytes are its
+ * own leaf file (section 1), so tensor records carry no extent (offset and
+ * capacity 0). Set in every index of a `.tdstore-index`, never in a packed
+ * file.
+ */
+#define TD_INDEX_F_DIRECTORY 0x02u
 /** Every index flag this build reads; another set bit is TD_ENOTSUP. */
-#define TD_INDEX_F_KNOWN TD_INDEX_F_STRINGS
+#define TD_INDEX_F_KNOWN (TD_INDEX_F_STRINGS | TD_INDEX_F_DIRECTORY)
 
 /** Record flag: `checksum` holds the XXH64 of the tensor's bytes. */
 #define TD_INDEX_REC_CHECKSUM 0x01u
@@ -138,6 +145,77 @@ _Static_assert(offsetof(td__pack_slot, reserved) == 40, "slot reserved");
 _Static_assert(offsetof(td__pack_slot, checksum) == 56, "slot checksum");
 _Static_assert(TD_PACK_SLOT_A + sizeof(td__pack_slot) <= TD_PACK_SLOT_B, "slots apart");
 _Static_assert(TD_PACK_SLOT_B + sizeof(td__pack_slot) <= TD_PACK_HEADER_SIZE, "slot B fits");
+
+/* ---- 8. directory key index (.tdstore-index) ---- */
+
+#define TD_DIRINDEX_NAME ".tdstore-index"
+#define TD_DIRINDEX_MAGIC "TDSDIRIX"
+#define TD_DIRINDEX_VERSION 1u
+#define TD_DIRINDEX_HEADER_SIZE 64u
+/** Bytes of one directory entry. */
+#define TD_DIRINDEX_DIR_SIZE 24u
+/** Most directory entries (and most raw-name entries). */
+#define TD_DIRINDEX_MAX_DIRS ((uint32_t)1 << 24)
+/** Most tensorclass shells one record passes through before its home. */
+#define TD_DIRINDEX_MAX_SHELLS 8u
+/** Largest file: header, key index and tables together. */
+#define TD_DIRINDEX_MAX_BYTES ((uint64_t)1 << 30)
+
+/** Roles of a directory entry (doc/format.md 8.3). */
+enum {
+	TD_DIRINDEX_HOME = 1,     /* a dict's keys: a TensorDict meta.json */
+	TD_DIRINDEX_SHELL = 2,    /* a tensorclass: its fields are in _tensordict/ */
+	TD_DIRINDEX_STRING = 3,   /* a NonTensorData (string leaf) */
+	TD_DIRINDEX_STRINGS = 4   /* a NonTensorStack (array of strings) */
+};
+
+/** Directory entry flag: named by the raw key (tensordict's legacy name), not enc(key). */
+#define TD_DIRINDEX_DIR_RAW 0x01u
+
+typedef struct td__dirindex_header {
+	char magic[8];          /* "TDSDIRIX" */
+	uint32_t version;       /* 1 */
+	uint32_t header_size;   /* 64 */
+	uint32_t flags;         /* 0 (reserved) */
+	uint32_t dir_count;     /* directory entries, 1..2^24 */
+	uint32_t raw_count;     /* raw-name entries, 0..2^24 */
+	uint32_t reserved0;     /* 0 */
+	uint64_t index_length;  /* bytes of the key index after the header */
+	uint64_t generation;    /* the schema generation it was written at (informative) */
+	uint64_t reserved1;     /* 0 */
+	uint64_t checksum;      /* XXH64(bytes 64.., seed XXH64(bytes 0..56), 0)) */
+} td__dirindex_header;
+
+_Static_assert(sizeof(td__dirindex_header) == TD_DIRINDEX_HEADER_SIZE, "dirindex header size");
+_Static_assert(offsetof(td__dirindex_header, version) == 8, "dirindex version");
+_Static_assert(offsetof(td__dirindex_header, header_size) == 12, "dirindex header_size");
+_Static_assert(offsetof(td__dirindex_header, flags) == 16, "dirindex flags");
+_Static_assert(offsetof(td__dirindex_header, dir_count) == 20, "dirindex dir_count");
+_Static_assert(offsetof(td__dirindex_header, raw_count) == 24, "dirindex raw_count");
+_Static_assert(offsetof(td__dirindex_header, reserved0) == 28, "dirindex reserved0");
+_Static_assert(offsetof(td__dirindex_header, index_length) == 32, "dirindex index_length");
+_Static_assert(offsetof(td__dirindex_header, generation) == 40, "dirindex generation");
+_Static_assert(offsetof(td__dirindex_header, reserved1) == 48, "dirindex reserved1");
+_Static_assert(offsetof(td__dirindex_header, checksum) == 56, "dirindex checksum");
+
+/** A directory whose meta.json the loader reads, with what that file held. */
+typedef struct td__dirindex_dir {
+	uint32_t record;        /* the key index record the directory belongs to */
+	uint8_t role;           /* TD_DIRINDEX_HOME ... */
+	uint8_t flags;          /* TD_DIRINDEX_DIR_RAW */
+	uint16_t reserved0;     /* 0 */
+	uint32_t meta_length;   /* bytes of its meta.json, 1..64 MiB */
+	uint32_t reserved1;     /* 0 */
+	uint64_t meta_hash;     /* XXH3-64 (seed 0) of those bytes */
+} td__dirindex_dir;
+
+_Static_assert(sizeof(td__dirindex_dir) == TD_DIRINDEX_DIR_SIZE, "dirindex entry size");
+_Static_assert(offsetof(td__dirindex_dir, role) == 4, "dirindex entry role");
+_Static_assert(offsetof(td__dirindex_dir, flags) == 5, "dirindex entry flags");
+_Static_assert(offsetof(td__dirindex_dir, reserved0) == 6, "dirindex entry reserved0");
+_Static_assert(offsetof(td__dirindex_dir, meta_length) == 8, "dirindex entry meta_length");
+_Static_assert(offsetof(td__dirindex_dir, reserved1) == 12, "dirindex entry reserved1");
+_Static_assert(offsetof(td__dirindex_dir, meta_hash) == 16, "dirindex entry meta_hash");
 
 /* ---- little-endian field access (any alignment, any host order) ---- */
 

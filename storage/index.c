@@ -248,6 +248,12 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const c
 			return corrupt(what, i, "an extent for a tensor without elements");
 		return TD_OK;
 	}
+	if (flags & TD_INDEX_F_DIRECTORY) {
+		/* The bytes are the leaf's own file (doc/format.md 8): no extent. */
+		if (r->offset || r->capacity)
+			return corrupt(what, i, "an extent in the index of a directory store");
+		return TD_OK;
+	}
 	if (r->offset % PAGE || r->capacity % PAGE || r->offset < PAGE)
 		return corrupt(what, i, "an extent not aligned to 4096 bytes");
 	if (r->length > r->capacity || r->capacity > UINT64_MAX - r->offset)
@@ -255,7 +261,8 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const c
 	return TD_OK;
 }
 
-int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what)
+int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
+	const char *what)
 {
 	const uint8_t *b = buf;
 	uint32_t count, flags, i;
@@ -287,6 +294,9 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 	if (flags & ~TD_INDEX_F_KNOWN)
 		return td__error(TD_ENOTSUP, "%s: index flags 0x%x are not supported", what,
 			(unsigned)(flags & ~TD_INDEX_F_KNOWN));
+	if (!(flags & TD_INDEX_F_DIRECTORY) != !directory)
+		return td__error(TD_ECORRUPT, "%s: the key index of a %s store", what,
+			directory ? "packed" : "directory");
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
@@ -295,6 +305,7 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what
 		return td__error(TD_ECORRUPT, "%s: %u index records in %llu bytes", what,
 			(unsigned)count, (unsigned long long)body_len);
 	ix->generation = td__le64(b + 32);
+	ix->flags = flags;
 	ix->recs = td__calloc(count, sizeof(*ix->recs));
 	if (!ix->recs)
 		return td__error_nomem((size_t)count * sizeof(*ix->recs));
@@ -454,6 +465,8 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 			td__put_le32(b + 20, TD_INDEX_F_STRINGS);
 			break;
 		}
+	if (ix->flags & TD_INDEX_F_DIRECTORY)
+		td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_DIRECTORY);
 	td__put_le64(b + 24, (uint64_t)len - TD_INDEX_HEADER_SIZE);
 	td__put_le64(b + 32, ix->generation);
 	for (i = 0; i < ix->n; i++) {
@@ -651,7 +664,8 @@ static int set_strings(td_dict *parent, const char *key, const td__irec *r, uint
 	return rc;
 }
 
-int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const char *what)
+int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload,
+	td_dict **out, const char *what)
 {
 	td_dict **dicts;
 	uint32_t i;
@@ -663,12 +677,19 @@ int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const 
 	dicts = td__calloc(ix->n, sizeof(*dicts));
 	if (!dicts)
 		return td__error_nomem((size_t)ix->n * sizeof(*dicts));
-	rc = td_dict_new(&dicts[0], ix->recs[0].ndim, ix->recs[0].shape);
+	rc = visit(ix, 0, NULL, payload);
+	if (rc == TD_OK)
+		rc = td_dict_new(&dicts[0], ix->recs[0].ndim, ix->recs[0].shape);
 	for (i = 1; rc == TD_OK && i < ix->n; i++) {
 		const td__irec *r = &ix->recs[i];
 		td_dict *parent = dicts[r->parent];
 		const char *key = r->key;
+		td_tensor t = TD_TENSOR_INIT;
 
+		if (r->kind != TD_INDEX_KIND_TENSOR || r->length > 0)
+			rc = visit(ix, i, &t, payload);
+		if (rc < 0)
+			break;
 		switch (r->kind) {
 		case TD_INDEX_KIND_DICT:
 			rc = td_dict_new(&dicts[i], r->ndim, r->shape);
@@ -680,25 +701,13 @@ int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const 
 				}
 			}
 			break;
-		case TD_INDEX_KIND_TENSOR: {
-			td_tensor t = TD_TENSOR_INIT;
-			size_t isz = td_dtype_size(r->dtype);
-
-			if (r->length == 0) {
+		case TD_INDEX_KIND_TENSOR:
+			if (r->length == 0)
 				rc = td_tensor_empty(&t, r->dtype, r->ndim, r->shape);
-			} else if (!map || r->offset > td_buffer_size(map) ||
-				   r->length > td_buffer_size(map) - r->offset) {
-				rc = corrupt(what, i, "the extent lies past the mapping");
-			} else {
-				rc = td_tensor_from_buffer(&t, map, r->dtype, r->ndim, r->shape, NULL,
-					(int64_t)(r->offset / isz));
-			}
-			if (rc == TD_OK) {
+			if (rc == TD_OK)
 				rc = td_dict_set_tensor_take_path(parent, &key, 1, &t);
-				td_tensor_release(&t);
-			}
+			td_tensor_release(&t);
 			break;
-		}
 		case TD_INDEX_KIND_STRING:
 			rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
 			if (rc == TD_EINVAL)
@@ -718,4 +727,32 @@ int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const 
 		td_dict_free(dicts[0]);
 	td__free(dicts);
 	return rc;
+}
+
+/* What view_extent() needs: the packed file's mapping, and its name for messages. */
+typedef struct extent_map {
+	td_buffer *map;
+	const char *what;
+} extent_map;
+
+/* A tensor of a packed store: a view of its extent in the mapping. */
+static int view_extent(const td__index *ix, uint32_t i, td_tensor *t, void *payload)
+{
+	const td__irec *r = &ix->recs[i];
+	const extent_map *m = payload;
+
+	if (r->kind != TD_INDEX_KIND_TENSOR)
+		return TD_OK;
+	if (!m->map || r->offset > td_buffer_size(m->map) ||
+	    r->length > td_buffer_size(m->map) - r->offset)
+		return corrupt(m->what, i, "the extent lies past the mapping");
+	return td_tensor_from_buffer(t, m->map, r->dtype, r->ndim, r->shape, NULL,
+		(int64_t)(r->offset / td_dtype_size(r->dtype)));
+}
+
+int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const char *what)
+{
+	extent_map m = { map, what };
+
+	return td__index_build(ix, view_extent, &m, out, what);
 }

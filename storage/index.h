@@ -33,6 +33,7 @@ typedef struct td__irec {
 /** A whole index: the records, parents first. */
 typedef struct td__index {
 	uint64_t generation;
+	uint32_t flags;               /* parsed header flags; encoding honours TD_INDEX_F_DIRECTORY */
 	uint32_t n, cap;
 	td__irec *recs;
 } td__index;
@@ -42,13 +43,18 @@ void td__index_free(td__index *ix);
 
 /**
  * Parse and check `len` bytes of an index (every rule of doc/format.md 3
- * except where extents lie in a file: td__index_check_extents()). `what`
- * names the file in messages. On failure `ix` is left empty.
+ * except where extents lie in a file: td__index_check_extents()).
+ * `directory` says which placement the index must be of: the directory
+ * placement (flag TD_INDEX_F_DIRECTORY set, no extents) or the packed one
+ * (the flag clear). `what` names the file in messages. On failure `ix` is
+ * left empty.
  *
- * @return TD_OK; TD_ECORRUPT; TD_EVERSION; TD_ENOTSUP (unknown flags);
- *         TD_EOVERFLOW (a shape whose byte size overflows); TD_ENOMEM
+ * @return TD_OK; TD_ECORRUPT (also the other placement's index);
+ *         TD_EVERSION; TD_ENOTSUP (unknown flags); TD_EOVERFLOW (a shape
+ *         whose byte size overflows); TD_ENOMEM
  */
-int td__index_parse(td__index *ix, const void *buf, size_t len, const char *what);
+int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
+	const char *what);
 
 /**
  * Check that every tensor extent lies in [lo, hi) and that no two extents
@@ -91,6 +97,26 @@ int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint
 
 /** The child of dict record `parent` named `key`, or TD_INDEX_NO_PARENT. */
 uint32_t td__index_child(const td__index *ix, uint32_t parent, const char *key);
+
+/**
+ * Called by td__index_build() for record `i` before it enters the dict:
+ * for the root (`t` NULL), every dict, string and array of strings, and
+ * every tensor with elements, which it stores in `*t` (the builder takes
+ * it over). @return TD_OK, or a failure that ends the build.
+ */
+typedef int (*td__index_visit_fn)(const td__index *ix, uint32_t i, td_tensor *t,
+	void *payload);
+
+/**
+ * Build the dict an index describes, record by record in index order,
+ * calling `visit` for each (see td__index_visit_fn); tensors without
+ * elements are empty heap tensors. `what` names the file in messages.
+ *
+ * @return TD_OK; what `visit` returned; TD_ECORRUPT (a string that is not
+ *         UTF-8); TD_ENOMEM
+ */
+int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload,
+	td_dict **out, const char *what);
 
 /**
  * Build the dict an index describes: tensors view `map` at their offsets

@@ -575,6 +575,9 @@ static int stage(td__commit *c, int dirfd, const char *path, const char *text, s
 		td__free(e->path);
 		return rc;
 	}
+	/* What the directory key index will list for it (meta.json stays below 64 MiB). */
+	e->meta_length = (uint32_t)len;
+	e->meta_hash = XXH3_64bits(text, len);
 	c->n++;
 	return TD_OK;
 }
@@ -729,6 +732,8 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 	if (rc == TD_OK && journal && unlinkat(rootfd, TD_JOURNAL_NAME, 0) < 0)
 		rc = td__error_os(td__status_from_errno(errno), errno,
 			"%s/" TD_JOURNAL_NAME ": unlink", what);
+	if (rc == TD_OK)
+		td__dirmodel_note_commit(c->model, c);
 	commit_clear(c, false);
 	return rc;
 }

@@ -20,7 +20,10 @@ libtdcore_la_SOURCES += \
 	%D%/ring_io.c \
 	%D%/ring_prio.c \
 	%D%/shm_arena.c \
-	%D%/store_grow.c
+	%D%/store_grow.c \
+	%D%/dirindex.h \
+	%D%/dirindex.c \
+	%D%/store_dirindex.c
 
 libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
 libtdcore_la_LIBADD += $(JANSSON_LIBS)

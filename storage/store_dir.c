@@ -62,22 +62,6 @@ int td__encoded_name(const char *key, const char *suffix, char **out)
 	return TD_OK;
 }
 
-/*
- * tensordict's legacy fallback: a raw key name is tried when the encoded
- * name is absent and the key is "safe" (no separators, no drive prefix; for
- * directories also not empty, "." or "..").
- */
-static bool legacy_safe(const char *key, bool is_dir)
-{
-	if (strchr(key, '/') || strchr(key, '\\'))
-		return false;
-	if (key[0] && key[1] == ':')
-		return false;
-	if (is_dir && (!key[0] || !strcmp(key, ".") || !strcmp(key, "..")))
-		return false;
-	return true;
-}
-
 /* Open directory `name` under dirfd, refusing symbolic links. */
 static int open_subdir(int dirfd, const char *name, const char *what, int *out)
 {
@@ -91,13 +75,6 @@ static int open_subdir(int dirfd, const char *name, const char *what, int *out)
 	}
 	*out = fd;
 	return TD_OK;
-}
-
-/* Names meta.json uses for the dict itself (tensordict 0.15 added the last two). */
-static bool reserved_key(const char *key)
-{
-	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type") ||
-	       !strcmp(key, "_format_version") || !strcmp(key, "_class");
 }
 
 static int fail_json(const char *what, const char *msg)
@@ -136,6 +113,7 @@ typedef struct loader {
 	td_store *st;
 	bool writable;
 	const td__journal_view *jv;   /* directories to read from a journaled temporary file */
+	td__dirmodel *model;          /* read-write loads: notes for the next directory index */
 } loader;
 
 static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out);
@@ -156,6 +134,7 @@ static int read_meta(const loader *ld, int dirfd, const char *rel, json_t **out)
 	*out = NULL;
 	join(what, sizeof(what), rel, name);
 	TD_TRY(td__read_small_file(dirfd, name, TD_META_MAX_BYTES, &text, &len, what));
+	td__dirmodel_note_meta(ld->model, rel, text, len);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	td__free(text);
 	if (!root)
@@ -179,7 +158,7 @@ int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int 
 	*name_out = NULL;
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	fd = openat(dirfd, fname, oflags | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && legacy_safe(key, false)) {
+	if (fd < 0 && errno == ENOENT && td__key_legacy_safe(key, false)) {
 		size_t klen = strlen(key);
 		char *raw = td__malloc(klen + sizeof(".memmap"));
 
@@ -249,6 +228,8 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 		return td_tensor_empty(out, dtype, ndim, shape);
 
 	TD_TRY(td__open_leaf_file(dirfd, key, ld->writable ? O_RDWR : O_RDONLY, &fd, &err, &fname));
+	if (fd >= 0)
+		td__dirmodel_note_leaf(ld->model, rel, key, fname);
 	join(what, sizeof(what), rel, fname);
 	td__free(fname);
 	if (fd < 0 && err == ENOENT)
@@ -407,7 +388,7 @@ int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size
 	TD_TRY(td__encoded_name(key, "", &name));
 	join(crel, crel_len, rel, name);
 	rc = open_subdir(dirfd, name, crel, out);
-	if (rc == TD_ENOTFOUND && legacy_safe(key, true)) {
+	if (rc == TD_ENOTFOUND && td__key_legacy_safe(key, true)) {
 		td__free(name);
 		name = td__strndup(key, strlen(key));
 		if (!name)
@@ -590,6 +571,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 			char srel[REL_MAX];
 
 			json_decref(meta);
+			td__dirmodel_note_shell(ld->model, rel);
 			join(srel, sizeof(srel), rel, "_tensordict");
 			rc = load_dict(ld, sub, srel, depth, out);
 			close(sub);
@@ -608,7 +590,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 		goto out;
 	}
 	json_object_foreach(meta, key, val) {
-		if (reserved_key(key))
+		if (td__key_reserved(key))
 			continue;
 		/* tensordict skips entries that are not objects, and leaves without dtype/shape. */
 		if (!json_is_object(val))
@@ -650,6 +632,7 @@ static void store_free(td_store *st)
 		td_buffer_unref(st->maps[i]);
 	td__free(st->maps);
 	td__packed_free(st);
+	td__dirmodel_free(st->dix);
 	td__coord_close(&st->coord);
 	td__free(st->path);
 	td__free(st);
@@ -703,20 +686,34 @@ static int open_root(const char *path, const char *fn, int *out)
 
 /*
  * Load the store's committed dict from disk (under the coordination lock,
- * shared or exclusive). A sealed journal left by a crashed writer is read,
- * not redone: the directories it lists are loaded from their temporary
- * files, so that a reader that cannot write sees the committed state.
+ * shared or exclusive): from the directory key index when it is valid,
+ * else from the meta.json files. A sealed journal left by a crashed writer
+ * is read, not redone: the directories it lists are loaded from their
+ * temporary files, so that a reader that cannot write sees the committed
+ * state. A read-write load also gives the model of what it read, for the
+ * next index (`*model_out`, NULL when it could not be made).
  */
-static int load_root(td_store *st, int dirfd, td_dict **out)
+static int load_root(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_out)
 {
 	td__journal_view jv;
-	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0, &jv };
+	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0, &jv, NULL };
 	int rc;
 
 	*out = NULL;
+	*model_out = NULL;
 	TD_TRY(td__journal_view_open(&jv, dirfd, st->path));
+	if (td__dirindex_load(st, dirfd, out, model_out) == TD_OK) {
+		td__journal_view_free(&jv);
+		return TD_OK;
+	}
+	if (ld.writable && td__dirmodel_new(&ld.model) == TD_OK && jv.n > 0)
+		td__dirmodel_poison(ld.model); /* it would note the temporary files */
 	rc = load_dict(&ld, dirfd, "", 0, out);
 	td__journal_view_free(&jv);
+	if (rc == TD_OK)
+		*model_out = ld.model;
+	else
+		td__dirmodel_free(ld.model);
 	return rc;
 }
 
@@ -783,7 +780,7 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 		rc = td__coord_lock(&st->coord, false);
 	if (rc == TD_OK) {
 		st->generation = td__coord_generation(&st->coord);
-		rc = load_root(st, dirfd, &st->dict);
+		rc = load_root(st, dirfd, &st->dict, &st->dix);
 		td__coord_unlock(&st->coord);
 	}
 	close(dirfd);
@@ -882,7 +879,7 @@ int td__check_writable(const td_dict *d, const char *fn)
 	while ((rc = td_dict_iter_next(it, &item)) == 1) {
 		const td_value *v = item.value;
 
-		if (reserved_key(item.key)) {
+		if (td__key_reserved(item.key)) {
 			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
 				item.key);
 			break;
@@ -1504,6 +1501,9 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	if (rc == TD_OK)
 		rc = td__coord_open(&st->coord, dirfd, path, true);
 	if (rc == TD_OK)
+		rc = td__dirmodel_new(&st->dix);
+	w.commit.model = st->dix; /* told each meta.json, for the directory key index */
+	if (rc == TD_OK)
 		rc = td__coord_lock(&st->coord, true);
 	if (rc == TD_OK) {
 		int crc;
@@ -1524,6 +1524,8 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 			rc = crc;
 		if (rc == TD_OK)
 			st->generation = td__coord_bump(&st->coord);
+		if (rc == TD_OK)
+			td__dirindex_update(st, dirfd);
 		td__coord_unlock(&st->coord);
 	}
 	release_made(&w, dirfd, false);
@@ -1624,16 +1626,18 @@ int td__store_reload(td_store *st, int dirfd)
 {
 	td_buffer **old_maps = st->maps;
 	size_t old_n = st->nmaps, old_cap = st->cap_maps, i;
+	td__dirmodel *model = NULL;
 	td_dict *d = NULL;
 	int rc;
 
 	st->maps = NULL;
 	st->nmaps = st->cap_maps = 0;
-	rc = load_root(st, dirfd, &d);
+	rc = load_root(st, dirfd, &d, &model);
 	if (rc == TD_OK)
 		rc = td_dict_lock(d);
 	if (rc < 0) {
 		td_dict_free(d);
+		td__dirmodel_free(model);
 		for (i = 0; i < st->nmaps; i++)
 			td_buffer_unref(st->maps[i]);
 		td__free(st->maps);
@@ -1644,6 +1648,8 @@ int td__store_reload(td_store *st, int dirfd)
 	}
 	td_dict_free(st->dict);
 	st->dict = d;
+	td__dirmodel_free(st->dix);
+	st->dix = model;
 	for (i = 0; i < old_n; i++)
 		td_buffer_unref(old_maps[i]);
 	td__free(old_maps);
@@ -1705,7 +1711,7 @@ int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	for (i = 0; i < n; i++) {
 		if (!parts[i])
 			return td__error(TD_EINVAL, "%s: NULL key component %zu", fn, i);
-		if (reserved_key(parts[i]))
+		if (td__key_reserved(parts[i]))
 			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
 				parts[i]);
 	}
@@ -1894,7 +1900,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
  */
 static int change_commit(td__change *c)
 {
-	td__commit commit = { 0 };
+	td__commit commit = { .model = c->st->dix };
 	size_t i;
 	int rc = TD_OK;
 
@@ -1955,6 +1961,8 @@ int td__change_end(td__change *c, int rc)
 		if (rc == TD_OK)
 			st->generation = gen;
 		td_dict_lock(st->dict);
+		if (rc == TD_OK)
+			td__dirindex_update(st, c->rootfd);
 	} else if (rc == TD_OK) {
 		td_dict_lock(st->dict);
 	} else {

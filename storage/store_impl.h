@@ -179,7 +179,12 @@ typedef struct td__commit_entry {
 	char *path;                     /* relative to the root, owned */
 	char tmp[TD_TMP_NAME_MAX + 1];  /* the staged file; "meta.json" when in_place */
 	bool in_place;                  /* written as meta.json of a new directory: no rename */
+	uint32_t meta_length;           /* the file's bytes and their XXH3-64, for */
+	uint64_t meta_hash;             /* the directory key index */
 } td__commit_entry;
+
+/** What a writer knows of a directory store's meta.json files (dirindex.h). */
+typedef struct td__dirmodel td__dirmodel;
 
 /**
  * A commit of meta.json files: staged one by one (children before their
@@ -189,6 +194,7 @@ typedef struct td__commit_entry {
 typedef struct td__commit {
 	td__commit_entry *e;
 	size_t n, cap;
+	td__dirmodel *model;            /* NULL, or told every file once it is committed */
 } td__commit;
 
 /**
@@ -232,7 +238,62 @@ struct td_store {
 	uint64_t generation;  /* the schema generation the dict was loaded at */
 	bool packed;          /* the packed placement: one file (pk), no directory */
 	td__packed pk;
+	td__dirmodel *dix;    /* read-write directory stores: what the next index will say */
+	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
+	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
 };
+
+/* ---- directory key index (store_dirindex.c, dirindex.c; doc/format.md 8) ---- */
+
+/** How the last load of a directory store used its `.tdstore-index`. */
+enum {
+	TD_DIX_USED = 1,      /* the dict was built from the index */
+	TD_DIX_OFF,           /* TDSTORE_DIR_INDEX=0: not looked at */
+	TD_DIX_ABSENT,        /* no index file */
+	TD_DIX_JOURNAL,       /* a journal is left: a commit may be half done */
+	TD_DIX_REFUSED,       /* the file is not a valid index (dix_code says why) */
+	TD_DIX_STALE          /* a meta.json or a file it names is not what it says */
+};
+
+/**
+ * Build the dict of the directory store at `rootfd` from its index, when
+ * the index is valid and every meta.json it lists has the bytes it lists
+ * (the maps of a read-write store are tracked as load_root does). For a
+ * read-write store `*model_out` receives the model of the loaded state.
+ * Records st->dix_state. On failure nothing is left behind and no error
+ * is recorded: the caller parses the meta.json files.
+ *
+ * @return TD_OK; a negative status when the index was not used
+ */
+int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **model_out);
+
+/**
+ * After a committed save or schema change (under the exclusive lock):
+ * write the index of st->dict from st->dix (temporary name, rename, no
+ * sync: it is derived data). When that cannot be done (no model, a lazy
+ * stack, a failure) the index file is removed instead and the model
+ * dropped. Never fails; records no error.
+ */
+void td__dirindex_update(td_store *st, int rootfd);
+
+int td__dirmodel_new(td__dirmodel **out);
+void td__dirmodel_free(td__dirmodel *m);
+/** Mark the model as not matching the store (no index is written from it). NULL-safe. */
+void td__dirmodel_poison(td__dirmodel *m);
+
+/*
+ * What the meta.json loader learned, for a read-write load (each is a
+ * no-op on a NULL model, and poisons it instead of failing): the bytes of
+ * the meta.json of directory `rel` (relative to the root, as the loader
+ * names it), that `rel` is a tensorclass, and the name a leaf file was
+ * opened under.
+ */
+void td__dirmodel_note_meta(td__dirmodel *m, const char *rel, const char *text, size_t len);
+void td__dirmodel_note_shell(td__dirmodel *m, const char *rel);
+void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key,
+	const char *fname);
+/** A committed commit: each of its directories now holds the staged file. */
+void td__dirmodel_note_commit(td__dirmodel *m, const td__commit *c);
 
 /** A new, empty store handle (no dict yet) for `path`. */
 int td__store_new(td_store **out, const char *path, unsigned flags);
@@ -358,6 +419,14 @@ int td__meta_text(const td_dict *d, int64_t dim0, char **out);
 int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out);
 /** Store a copy of array `s` in `dst` under the single key `key`. */
 int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s);
+/**
+ * tensordict's legacy fallback (doc/format.md 1.4): a raw key name is tried
+ * when the encoded name is absent and the key is "safe": no `/` or `\`,
+ * no drive prefix `X:`, and for directories not empty, `.` or `..`.
+ */
+bool td__key_legacy_safe(const char *key, bool is_dir);
+/** Names meta.json uses for the dict itself (tensordict 0.15 added the last two). */
+bool td__key_reserved(const char *key);
 /** The file name of `key` plus `suffix`, encoded as tensordict does (heap). */
 int td__encoded_name(const char *key, const char *suffix, char **out);
 /**

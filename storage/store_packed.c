@@ -194,7 +194,7 @@ static int read_index(int fd, const td__slot *s, td__index *ix, const char *what
 		return td__error_nomem((size_t)s->index_length);
 	rc = pread_all(fd, buf, (size_t)s->index_length, s->index_offset, what);
 	if (rc == TD_OK)
-		rc = td__index_parse(ix, buf, (size_t)s->index_length, what);
+		rc = td__index_parse(ix, buf, (size_t)s->index_length, false, what);
 	td__free(buf);
 	if (rc == TD_OK && ix->generation != s->generation) {
 		td__index_free(ix);

@@ -143,6 +143,12 @@ TESTS += %D%/storage/test_io
 %C%_storage_test_io_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage
 %C%_storage_test_io_LDADD = $(td_test_internal_ldadd)
 
+check_PROGRAMS += %D%/storage/test_store_index
+TESTS += %D%/storage/test_store_index
+%C%_storage_test_store_index_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage \
+	$(XXHASH_CFLAGS) $(JANSSON_CFLAGS)
+%C%_storage_test_store_index_LDADD = $(td_test_internal_ldadd)
+
 check_PROGRAMS += %D%/storage/test_store_journal
 TESTS += %D%/storage/test_store_journal
 %C%_storage_test_store_journal_CFLAGS = $(td_test_cflags) $(XXHASH_CFLAGS)

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
+#include "fuzz_read.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -99,33 +100,6 @@ static void setup(void)
 	atexit(cleanup);
 }
 
-/* Open the store and touch every mapped byte, as a reader would. */
-static void open_and_read(unsigned flags)
-{
-	td_store *st = NULL;
-	td_dict_iter *it;
-	td_item item;
-
-	if (td_store_open(&st, dir, flags) != TD_OK)
-		return;
-	if (td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED | TD_ITER_LEAVES_ONLY) == 0) {
-		while (td_dict_iter_next(it, &item) == 1) {
-			const td_value *v = item.value;
-			volatile unsigned char sink = 0;
-			size_t i, n;
-
-			if (v->kind != TD_VALUE_TENSOR)
-				continue;
-			n = td_tensor_nbytes(&v->u.tensor);
-			for (i = 0; i < n; i++)
-				sink ^= ((const unsigned char *)td_tensor_data(&v->u.tensor))[i];
-			(void)sink;
-		}
-		td_dict_iter_free(it);
-	}
-	td_store_close(st);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (!dir[0])
@@ -136,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put("sub/.tdstore-tmp.1.1", SUB("8"), strlen(SUB("8")));
 	put(".tdstore-tmp.1.2", ROOT("8"), strlen(ROOT("8")));
 	put(".tdstore-journal", data, size);
-	open_and_read(TD_STORE_RDONLY);
-	open_and_read(TD_STORE_RDWR);
+	td_fuzz_open_and_read(dir, TD_STORE_RDONLY);
+	td_fuzz_open_and_read(dir, TD_STORE_RDWR);
 	return 0;
 }

@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
+#include "fuzz_read.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -79,7 +80,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const char sep[] = "\n--sub--\n";
 	const uint8_t *sub = NULL;
 	size_t root = size;
-	td_store *st = NULL;
 
 	if (!dir[0])
 		setup();
@@ -93,27 +93,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put("sub/meta.json", sub, size - (size_t)(sub - data));
 	else
 		put("sub/meta.json", "{}", 2);
-	if (td_store_open(&st, dir, TD_STORE_RDONLY) == TD_OK) {
-		td_dict_iter *it;
-		td_item item;
-
-		/* Touch every mapped byte, as a reader would. */
-		if (td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED | TD_ITER_LEAVES_ONLY) == 0) {
-			while (td_dict_iter_next(it, &item) == 1) {
-				const td_value *v = item.value;
-				volatile unsigned char sink = 0;
-				size_t i, n;
-
-				if (v->kind != TD_VALUE_TENSOR)
-					continue;
-				n = td_tensor_nbytes(&v->u.tensor);
-				for (i = 0; i < n; i++)
-					sink ^= ((const unsigned char *)td_tensor_data(&v->u.tensor))[i];
-				(void)sink;
-			}
-			td_dict_iter_free(it);
-		}
-		td_store_close(st);
-	}
+	td_fuzz_open_and_read(dir, TD_STORE_RDONLY);
 	return 0;
 }

@@ -7,7 +7,9 @@
 # (new inputs worth keeping are minimized with -merge=1 and committed).
 EXTRA_DIST += \
 	%D%/corpus \
+	%D%/fuzz_read.h \
 	%D%/fuzz_store_journal.c \
+	%D%/fuzz_store_index.c \
 	%D%/fuzz_store_meta.c \
 	%D%/fuzz_store_packed.c
 
@@ -30,7 +32,15 @@ TESTS += %D%/replay-store_journal
 %C%_replay_store_journal_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_journal"'
 %C%_replay_store_journal_LDADD = libtdstore.la
 
-fuzz_targets = store_meta store_packed store_journal
+# The index parser is internal: its replay links the library's convenience archive.
+check_PROGRAMS += %D%/replay-store_index
+TESTS += %D%/replay-store_index
+%C%_replay_store_index_SOURCES = %D%/replay.c %D%/fuzz_store_index.c
+%C%_replay_store_index_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/storage $(XXHASH_CFLAGS) \
+	$(JANSSON_CFLAGS) -DTD_FUZZ_TARGET='"store_index"'
+%C%_replay_store_index_LDADD = libtdcore.la
+
+fuzz_targets = store_meta store_packed store_journal store_index
 
 # The library sources are compiled into each fuzzer, so that libFuzzer sees
 # their coverage.
@@ -44,5 +54,5 @@ fuzz: $(top_builddir)/config.h include/tdstore/version.h
 			$(XXHASH_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBS) || exit 1; \
 	done
 CLEANFILES += tests/fuzz/fuzz-store_meta tests/fuzz/fuzz-store_packed \
-	tests/fuzz/fuzz-store_journal
+	tests/fuzz/fuzz-store_journal tests/fuzz/fuzz-store_index
 .PHONY: fuzz

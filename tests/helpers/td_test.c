@@ -4,11 +4,14 @@
 #include "td_test.h"
 
 #include <ftw.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char tmpdir[4096];
@@ -291,6 +294,101 @@ void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), vo
 		td_test_alloc_uninstall();
 	}
 	cr_assert_fail("the body never succeeded");
+}
+
+/* ---- writers killed at random points ---- */
+
+bool td_test_under_valgrind(void)
+{
+	const char *p = getenv("LD_PRELOAD");
+
+	/* Valgrind preloads its own library. */
+	return p && strstr(p, "vgpreload") != NULL;
+}
+
+void td_test_kill_writer(td_store *watch, void (*writer)(void *arg), void *arg,
+	const char *wait_path, long delay_ns)
+{
+	struct timespec poll = { 0, 100000 }, tick = { 0, 20000 };
+	struct timespec delay = { delay_ns / 1000000000L, delay_ns % 1000000000L };
+	uint64_t g0 = td_store_generation(watch);
+	int status, waited;
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0, "fork");
+	if (pid == 0) {
+		writer(arg);
+		_exit(1);
+	}
+	for (waited = 0; td_store_generation(watch) == g0 && waited < 600000; waited++)
+		nanosleep(&poll, NULL);
+	if (wait_path) {
+		for (waited = 0; !td_test_exists(wait_path) && waited < 50000; waited++)
+			nanosleep(&tick, NULL);
+	} else {
+		nanosleep(&delay, NULL);
+	}
+	kill(pid, SIGKILL);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(td_store_generation(watch) > g0, "the killed writer committed nothing");
+}
+
+int td_test_add_filled(td_store *st, const char *const *parts, size_t n, int64_t value)
+{
+	int rc, tries;
+
+	/* Another process may grow the store between the refresh and the add: retry. */
+	for (tries = 0, rc = TD_ETYPE; rc == TD_ETYPE && tries < 1000; tries++) {
+		int64_t rows[1];
+		td_tensor t;
+
+		rc = td_store_refresh(st, NULL);
+		if (rc < 0)
+			break;
+		rows[0] = td_dict_batch_shape(td_store_dict(st))[0];
+		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, rows, td_scalar_int(value));
+		if (rc == 0)
+			rc = td_store_add_tensor(st, parts, n, &t);
+		td_tensor_release(&t);
+	}
+	return rc;
+}
+
+void td_test_schema_writer(void *arg)
+{
+	const td_test_writer *tw = arg;
+	td_store *w;
+	int k, rc = td_store_open(&w, tw->path, TD_STORE_RDWR);
+
+	for (k = tw->first; rc == 0; k++) {
+		char key[32], old[32];
+		const char *p[2] = { key, "v" };
+
+		switch (k % 4) {
+		case 0:
+			rc = td_store_grow(w, td_dict_batch_shape(td_store_dict(w))[0] + 1);
+			break;
+		case 1:
+			snprintf(key, sizeof(key), "k%d", k);
+			rc = td_test_add_filled(w, p, 1, k);
+			break;
+		case 2:
+			snprintf(key, sizeof(key), "d%d", k);
+			rc = td_test_add_filled(w, p, 2, k);
+			break;
+		default:
+			/* Keep the store small: drop what was added two rounds ago. */
+			snprintf(old, sizeof(old), "k%d", k - 10);
+			p[0] = old;
+			rc = td_store_remove(w, p, 1);
+			snprintf(old, sizeof(old), "d%d", k - 9);
+			if (rc == 0 || rc == TD_ENOTFOUND)
+				rc = td_store_remove(w, p, 1);
+			if (rc == TD_ENOTFOUND)
+				rc = 0;
+			break;
+		}
+	}
 }
 
 /* ---- descriptor passing ---- */

@@ -100,6 +100,45 @@ long td_test_alloc_attempts(void);
  */
 void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), void *ctx);
 
+/* ---- writers killed at random points ---- */
+
+/** Whether the program runs under valgrind (long tests then run fewer iterations). */
+bool td_test_under_valgrind(void);
+
+/**
+ * Kill a writer at a random point of its work: fork a child that runs
+ * `writer(arg)` (which should loop until killed; the child exits with 1 if
+ * it returns), wait until the read-only handle `watch` sees a new
+ * generation (the child committed a change; at most 60 s, for slow runs
+ * under valgrind), then either until `wait_path` exists (at most about a
+ * second; NULL: do not wait for a file) or for `delay_ns` nanoseconds,
+ * and SIGKILL it. Asserts that the child was reaped and that it committed.
+ */
+void td_test_kill_writer(td_store *watch, void (*writer)(void *arg), void *arg,
+	const char *wait_path, long delay_ns);
+
+/**
+ * Add `parts` as an int64 leaf filled with `value`, of the store's batch
+ * shape [rows] at that moment (refreshed first; retried when another
+ * process grows the store in between). @return the add's status.
+ */
+int td_test_add_filled(td_store *st, const char *const *parts, size_t n, int64_t value);
+
+/** What td_test_schema_writer() works on. */
+typedef struct td_test_writer {
+	const char *path;   /* a directory store whose root has one batch dim */
+	int first;          /* the first key number it uses */
+} td_test_writer;
+
+/**
+ * A writer for td_test_kill_writer() (`arg`: a td_test_writer): opens the
+ * store read-write, then in turn grows it by a row, adds "k<n>", adds
+ * "d<n>/v" (a new dict: a journaled commit), and removes the "k" and "d"
+ * entries it added a few rounds before; every leaf is int64 holding n.
+ * Returns only if a call fails.
+ */
+void td_test_schema_writer(void *arg);
+
 /* ---- descriptor passing ---- */
 
 /** Send `fd` and one data byte over the Unix socket `sock` (SCM_RIGHTS); asserts success. */

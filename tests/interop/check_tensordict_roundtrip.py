@@ -333,11 +333,12 @@ def compare_layout(ours: Path, theirs: Path, errors: list, notes: set) -> None:
     meta.json content apart from TENSORDICT_ONLY_META (collected in notes)."""
 
     def files(root: Path) -> set:
-        # .tdstore-coord (coordination) and .tdstore-ring (a ring's live state)
-        # are tdstore's own files (doc/format.md); tensordict ignores files its
-        # meta.json does not name.
+        # .tdstore-coord (coordination), .tdstore-ring (a ring's live state) and
+        # .tdstore-index (the directory key index) are tdstore's own files
+        # (doc/format.md); tensordict ignores files its meta.json does not name.
         return {p.relative_to(root).as_posix() for p in root.rglob("*")
-                if p.is_file() and p.name not in (".tdstore-coord", ".tdstore-ring")}
+                if p.is_file() and p.name not in (".tdstore-coord", ".tdstore-ring",
+                                                  ".tdstore-index")}
 
     a, b = files(ours), files(theirs)
     for f in sorted(a - b):

@@ -18,20 +18,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 TestSuite(store_grow, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini);
 
 static const int64_t B4[] = { 4 };
-
-/* Valgrind preloads its own library: the long tests run fewer iterations under it. */
-static bool under_valgrind(void)
-{
-	const char *p = getenv("LD_PRELOAD");
-
-	return p && strstr(p, "vgpreload") != NULL;
-}
 
 /* The tensor at a key path (borrowed from d). */
 static const td_tensor *leaf(const td_dict *d, const char *const *parts, size_t n)
@@ -514,28 +505,6 @@ Test(store_grow, a_leaf_whose_dim_0_is_a_batch_dim_is_refused)
 #define RACERS 4
 #define PER_RACER 8
 
-/* Add `parts` as an int64 leaf filled with `value`, at whatever batch size the store has. */
-static int add_filled(td_store *st, const char *const *parts, size_t n, int64_t value)
-{
-	int rc, tries;
-
-	/* Another process may grow the store between the refresh and the add: retry. */
-	for (tries = 0, rc = TD_ETYPE; rc == TD_ETYPE && tries < 1000; tries++) {
-		int64_t rows[1];
-		td_tensor t;
-
-		rc = td_store_refresh(st, NULL);
-		if (rc < 0)
-			break;
-		rows[0] = td_dict_batch_shape(td_store_dict(st))[0];
-		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, rows, td_scalar_int(value));
-		if (rc == 0)
-			rc = td_store_add_tensor(st, parts, n, &t);
-		td_tensor_release(&t);
-	}
-	return rc;
-}
-
 /* Racer i's target size at step j (each racer's targets increase). */
 static int64_t race_target(int i, int j)
 {
@@ -562,9 +531,9 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 				/* Half the adds create a nested dict (a journaled commit). */
 				snprintf(key, sizeof(key), "p%d_%d", i, j);
 				parts[0] = (j % 2) ? key : NULL;
-				rc = parts[0] ? add_filled(mine, (const char *[]){ key, "v" }, 2,
+				rc = parts[0] ? td_test_add_filled(mine, (const char *[]){ key, "v" }, 2,
 						i * 100 + j) :
-					add_filled(mine, &parts[1], 1, i * 100 + j);
+					td_test_add_filled(mine, &parts[1], 1, i * 100 + j);
 				if (rc == 0) {
 					rc = td_store_grow(mine, race_target(i, j));
 					/* Another racer may have grown past this target already. */
@@ -661,51 +630,13 @@ static void remove_added(td_store *st)
 			td_cr_assert_ok(td_store_remove(st, (const char *[]){ copy[i] }, 1));
 }
 
-/* The killed writer: grow by a row, add a leaf, add a leaf in a new dict, remove; forever. */
-static void killed_writer(int it)
-{
-	td_store *w;
-	int k, rc = td_store_open(&w, td_test_path("kill"), TD_STORE_RDWR);
-
-	for (k = it * 100000; rc == 0; k++) {
-		char key[32], old[32];
-		const char *p[2] = { key, "v" };
-
-		switch (k % 4) {
-		case 0:
-			rc = td_store_grow(w, td_dict_batch_shape(td_store_dict(w))[0] + 1);
-			break;
-		case 1:
-			snprintf(key, sizeof(key), "k%d", k);
-			rc = add_filled(w, p, 1, k);
-			break;
-		case 2:
-			snprintf(key, sizeof(key), "d%d", k);
-			rc = add_filled(w, p, 2, k);
-			break;
-		default:
-			/* Keep the store small: drop what was added two rounds ago. */
-			snprintf(old, sizeof(old), "k%d", k - 10);
-			p[0] = old;
-			rc = td_store_remove(w, p, 1);
-			snprintf(old, sizeof(old), "d%d", k - 9);
-			if (rc == 0 || rc == TD_ENOTFOUND)
-				rc = td_store_remove(w, p, 1);
-			if (rc == TD_ENOTFOUND)
-				rc = 0;
-			break;
-		}
-	}
-	_exit(1);
-}
-
 Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 	.timeout = 600)
 {
-	const int iterations = under_valgrind() ? 12 : 200;
+	const int iterations = td_test_under_valgrind() ? 12 : 200;
 	td_store *st = new_store("kill"), *watch = NULL, *rw = NULL;
 	uint64_t seed = 4242;
-	char journal_path[4200];
+	char journal_path[4200], path[4200];
 	int it, journals_left = 0;
 
 	td_cr_assert_ok(td_store_close(st));
@@ -722,48 +653,31 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDWR));
 		for (i = 0; i < TD_TEST_ARRAY_LEN(names); i++)
 			td_cr_assert_ok(td_store_remove(st, &names[i], 1));
-		td_cr_assert_ok(add_filled(st, (const char *[]){ "base" }, 1, 0));
+		td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ "base" }, 1, 0));
 		for (i = 0; i < 2; i++) {
 			snprintf(dname, sizeof(dname), "n%zu", i);
-			td_cr_assert_ok(add_filled(st, (const char *[]){ dname, "base" }, 2, 0));
+			td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ dname, "base" }, 2, 0));
 		}
 		td_cr_assert_ok(td_store_close(st));
 	}
 	snprintf(journal_path, sizeof(journal_path), "%s", td_test_path("kill/.tdstore-journal"));
+	snprintf(path, sizeof(path), "%s", td_test_path("kill"));
 	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), TD_STORE_RDONLY));
 	for (it = 0; it < iterations; it++) {
-		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 5000000) };
-		struct timespec poll = { 0, 100000 };
-		uint64_t g0 = td_store_generation(watch);
+		long delay = (long)(td_test_rand(&seed) % 5000000);
 		int64_t rows_ro, rows_rw;
 		size_t n_ro, n_rw;
-		int status, waited, journal;
-		pid_t pid = fork();
+		int journal;
 
-		cr_assert(pid >= 0);
-		if (pid == 0)
-			killed_writer(it);
-		/* Wait for a first commit (at most 60 s, for slow runs under valgrind), then kill
-		 * the writer at a random point of what it does next. */
-		for (waited = 0; td_store_generation(watch) == g0 && waited < 600000; waited++)
-			nanosleep(&poll, NULL);
 		/*
 		 * Every other writer dies in the middle of a journaled commit (as
 		 * soon as the journal appears, if it does within about a second);
 		 * the others at a random point.
 		 */
-		if (it % 2) {
-			struct timespec tick = { 0, 20000 };
+		td_test_writer w = { path, it * 100000 };
 
-			for (waited = 0; !td_test_exists(journal_path) && waited < 50000; waited++)
-				nanosleep(&tick, NULL);
-		} else {
-			nanosleep(&delay, NULL);
-		}
-		kill(pid, SIGKILL);
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		cr_assert(td_store_generation(watch) > g0, "iteration %d: the writer committed nothing",
-			it);
+		td_test_kill_writer(watch, td_test_schema_writer, &w, it % 2 ? journal_path : NULL,
+			delay);
 		journal = td_test_exists(td_test_path("kill/.tdstore-journal"));
 		journals_left += journal;
 		/* A reader that cannot write sees a whole state (the journal's, if one is left)... */
@@ -782,6 +696,6 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 	td_cr_assert_ok(td_store_close(watch));
 	/* The writers killed mid-commit made the readers and the recovery do their work. */
 	cr_log_info("%d of %d writers left a journal", journals_left, iterations);
-	if (!under_valgrind())
+	if (!td_test_under_valgrind())
 		cr_assert(journals_left > 0, "no writer was killed during a journaled commit");
 }

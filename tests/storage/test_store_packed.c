@@ -666,7 +666,8 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	const char *x[1] = { "x" };
 	td_store *st;
 	const td_value *v;
-	uint32_t v2 = 2, flag = 2; /* bit 1: unknown in header and index */
+	uint32_t v2 = 2, flag = 2; /* bit 1: unknown in the header */
+	uint32_t iflag = 4, dirflag = 2; /* index bit 2: unknown; bit 1: the directory placement */
 
 	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
@@ -695,9 +696,14 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
 	/* Index flags likewise. */
 	copy_file(path, work);
-	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &flag, 4);
+	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &iflag, 4);
 	reseal_index(work, (off_t)get_le64(work, 1024 + 8));
 	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	/* The index of a directory store (no extents) has no place in a packed file. */
+	copy_file(path, work);
+	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &dirflag, 4);
+	reseal_index(work, (off_t)get_le64(work, 1024 + 8));
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
 
 	/* A torn newer slot: the older state opens. */
 	copy_file(path, work);

@@ -9,13 +9,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 TestSuite(store_schema, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini);
@@ -346,6 +344,27 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 	td_cr_assert_ok(td_store_close(st));
 }
 
+/* The killed writer: add leaves k<n> holding n, and remove every third, until killed. */
+static void adding_writer(void *arg)
+{
+	td_store *w;
+	int k, rc = td_store_open(&w, td_test_path("kill"), TD_STORE_RDWR);
+
+	for (k = *(const int *)arg * 100000; rc == 0; k++) {
+		char key[32];
+		const char *p[1] = { key };
+		td_tensor t;
+
+		snprintf(key, sizeof(key), "k%d", k);
+		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
+		if (rc == 0)
+			rc = td_store_add_tensor(w, p, 1, &t);
+		td_tensor_release(&t);
+		if (rc == 0 && k % 3 == 0)
+			rc = td_store_remove(w, p, 1);
+	}
+}
+
 Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_intact)
 {
 	enum { ITERATIONS = 200 };
@@ -357,44 +376,11 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 	/* A read-only handle watches the generation: each writer commits before it is killed. */
 	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), TD_STORE_RDONLY));
 	for (it = 0; it < ITERATIONS; it++) {
-		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 4000000) };
-		struct timespec poll = { 0, 100000 };
-		uint64_t g0 = td_store_generation(watch);
 		td_dict_iter *iter;
 		td_item item;
-		int status, waited;
-		pid_t pid = fork();
 
-		cr_assert(pid >= 0);
-		if (pid == 0) {
-			td_store *w;
-			int k, rc = td_store_open(&w, td_test_path("kill"), TD_STORE_RDWR);
-
-			/* Add leaves k<n> holding n, and remove every third, until killed. */
-			for (k = it * 100000; rc == 0; k++) {
-				char key[32];
-				const char *p[1] = { key };
-				td_tensor t;
-
-				snprintf(key, sizeof(key), "k%d", k);
-				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
-				if (rc == 0)
-					rc = td_store_add_tensor(w, p, 1, &t);
-				td_tensor_release(&t);
-				if (rc == 0 && k % 3 == 0)
-					rc = td_store_remove(w, p, 1);
-			}
-			_exit(1);
-		}
-		/* Wait for a first commit (at most 60 s, for slow runs under valgrind), then kill
-		 * the writer at a random point of what it does next. */
-		for (waited = 0; td_store_generation(watch) == g0 && waited < 600000; waited++)
-			nanosleep(&poll, NULL);
-		nanosleep(&delay, NULL);
-		kill(pid, SIGKILL);
-		cr_assert_eq(waitpid(pid, &status, 0), pid);
-		cr_assert(td_store_generation(watch) > g0, "iteration %d: the writer committed nothing",
-			it);
+		td_test_kill_writer(watch, adding_writer, &it, NULL,
+			(long)(td_test_rand(&seed) % 4000000));
 		/* Every reopen succeeds and every committed leaf holds its value. */
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
