@@ -46,12 +46,12 @@ EXTRA_DIST += \
 	%D%/seed_cpu.awk
 
 check_PROGRAMS += %D%/tdstorebench
-%C%_tdstorebench_SOURCES = %D%/tdstorebench.c
+%C%_tdstorebench_SOURCES = %D%/tdstorebench.c %D%/bench_util.h
 %C%_tdstorebench_LDADD = libtdstore.la
 CLEANFILES += %D%/tdstorebench$(EXEEXT)
 
 check_PROGRAMS += %D%/ringbench
-%C%_ringbench_SOURCES = %D%/ringbench.c
+%C%_ringbench_SOURCES = %D%/ringbench.c %D%/bench_util.h
 %C%_ringbench_LDADD = libtdstore.la
 CLEANFILES += %D%/ringbench$(EXEEXT)
 

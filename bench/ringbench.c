@@ -26,7 +26,8 @@
  *   torchrl file cannot be read or is malformed.
  */
 #define _GNU_SOURCE
-#include <tdstore.h>
+#define BENCH_PROG "ringbench"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -80,36 +81,6 @@ static const layout layouts[] = {
 	{ "4KiB", 4096, 1 << 16, 512 },
 	{ "28KiB", 84 * 84 * 4, 1 << 14, 512 },
 };
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-	const td_error *e = td_error_last();
-
-	fprintf(stderr, "ringbench: %s: %s\n", what, e->code ? e->message : strerror(errno));
-	exit(1);
-}
-
-#define CHECK(expr) \
-	do { \
-		if ((expr) < 0) \
-			die(#expr); \
-	} while (0)
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
 
 static bool wanted(const char *name)
 {
@@ -254,18 +225,18 @@ static td_dict *template_for(size_t bytes)
 	td_dict *row;
 	td_tensor t;
 
-	CHECK(td_dict_new(&row, 0, NULL));
+	BENCH_CHECK(td_dict_new(&row, 0, NULL));
 	if (bytes == 64) {
-		CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 14 }));
-		CHECK(td_dict_set_tensor_take(row, "obs", &t));
-		CHECK(td_tensor_zeros(&t, TD_DTYPE_I64, 0, NULL));
-		CHECK(td_dict_set_tensor_take(row, "action", &t));
+		BENCH_CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 14 }));
+		BENCH_CHECK(td_dict_set_tensor_take(row, "obs", &t));
+		BENCH_CHECK(td_tensor_zeros(&t, TD_DTYPE_I64, 0, NULL));
+		BENCH_CHECK(td_dict_set_tensor_take(row, "action", &t));
 	} else if (bytes == 4096) {
-		CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 1024 }));
-		CHECK(td_dict_set_tensor_take(row, "obs", &t));
+		BENCH_CHECK(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 1024 }));
+		BENCH_CHECK(td_dict_set_tensor_take(row, "obs", &t));
 	} else {
-		CHECK(td_tensor_zeros(&t, TD_DTYPE_U8, 3, (int64_t[]){ 84, 84, 4 }));
-		CHECK(td_dict_set_tensor_take(row, "pixels", &t));
+		BENCH_CHECK(td_tensor_zeros(&t, TD_DTYPE_U8, 3, (int64_t[]){ 84, 84, 4 }));
+		BENCH_CHECK(td_dict_set_tensor_take(row, "pixels", &t));
 	}
 	return row;
 }
@@ -276,7 +247,7 @@ static void fill_batch(td_dict *b)
 	td_dict_iter *it;
 	td_item item;
 
-	CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1)
 		memset(td_tensor_data(&item.value->u.tensor), FILL,
 			td_tensor_nbytes(&item.value->u.tensor));
@@ -289,7 +260,7 @@ static void check_batch(const td_dict *b)
 	td_dict_iter *it;
 	td_item item;
 
-	CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
 		const unsigned char *p = td_tensor_data(&item.value->u.tensor);
 		size_t n = td_tensor_nbytes(&item.value->u.tensor);
@@ -314,25 +285,25 @@ static void memcpy_rows(const layout *l, int64_t capacity)
 	char name[64];
 
 	if (!src || !dst)
-		die("malloc");
+		bench_die("malloc");
 	memset(src, FILL, total);
 	memset(dst, 0, chunk);
 	/* Sequential: chunk-sized copies walking through the source. */
-	t0 = now();
+	t0 = bench_now();
 	do {
 		size_t off = ((size_t)calls * chunk) % (total > chunk ? total - chunk + 1 : 1);
 
 		memcpy(dst, src + off, chunk < total ? chunk : total);
 		seq_bytes += (double)(chunk < total ? chunk : total);
 		calls++;
-	} while ((t = now() - t0) < opt.seconds / 2);
+	} while ((t = bench_now() - t0) < opt.seconds / 2);
 	snprintf(name, sizeof(name), "memcpy/seq/%s", l->name);
 	if (wanted(name))
 		row(name, (double)calls / t, seq_bytes / (double)rb / t, seq_bytes / t / 1e9, "-", 1,
 			"");
 	/* Random rows: what sampling copies. */
 	calls = 0;
-	t0 = now();
+	t0 = bench_now();
 	do {
 		int j;
 
@@ -341,13 +312,13 @@ static void memcpy_rows(const layout *l, int64_t capacity)
 			memcpy(dst + (size_t)j * rb, src + ((seed >> 33) % (uint64_t)capacity) * rb, rb);
 		}
 		calls++;
-	} while ((t = now() - t0) < opt.seconds / 2);
+	} while ((t = bench_now() - t0) < opt.seconds / 2);
 	snprintf(name, sizeof(name), "memcpy/rows256/%s", l->name);
 	if (wanted(name))
 		row(name, (double)calls / t, (double)calls * BATCH / t,
 			(double)calls * BATCH * (double)rb / t / 1e9, "-", 1, "");
 	if (dst[0] != FILL)
-		die("memcpy check");
+		bench_die("memcpy check");
 	free(src);
 	free(dst);
 }
@@ -373,14 +344,14 @@ static int writer(const char *dir, shared *sh, double seconds)
 	atomic_fetch_add(&sh->ready, 1);
 	while (!atomic_load(&sh->go))
 		;
-	t0 = now();
+	t0 = bench_now();
 	do {
 		int64_t got = td_ring_extend(r, b, NULL);
 
 		if (got < 0)
 			return 1;
 		rows += BATCH;
-	} while (now() - t0 < seconds);
+	} while (bench_now() - t0 < seconds);
 	atomic_fetch_add(&sh->rows, rows);
 	td_dict_free(b);
 	return td_ring_close(r) < 0;
@@ -396,13 +367,13 @@ static double run_writers(const char *dir, int w, double seconds)
 	int k, status, failed = 0;
 
 	if (sh == MAP_FAILED)
-		die("mmap");
+		bench_die("mmap");
 	memset(sh, 0, sizeof(*sh));
 	fflush(NULL);
 	for (k = 0; k < w; k++) {
 		pids[k] = fork();
 		if (pids[k] < 0)
-			die("fork");
+			bench_die("fork");
 		if (pids[k] == 0)
 			_exit(writer(dir, sh, seconds));
 	}
@@ -411,18 +382,18 @@ static double run_writers(const char *dir, int w, double seconds)
 
 		for (k = 0; k < w; k++)
 			if (waitpid(pids[k], &status, WNOHANG) == pids[k])
-				die("a writer failed to start");
+				bench_die("a writer failed to start");
 		nanosleep(&ts, NULL);
 	}
-	t0 = now();
+	t0 = bench_now();
 	atomic_store(&sh->go, 1);
 	for (k = 0; k < w; k++)
 		if (waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) ||
 			WEXITSTATUS(status))
 			failed = 1;
-	t = now() - t0;
+	t = bench_now() - t0;
 	if (failed)
-		die("a writer failed");
+		bench_die("a writer failed");
 	t = (double)atomic_load(&sh->rows) / t;
 	munmap(sh, sizeof(*sh));
 	return t;
@@ -438,7 +409,7 @@ static double run_writers(const char *dir, int w, double seconds)
 static double seq_copy_gbs(unsigned char *dst, const unsigned char *src, size_t total,
 	size_t chunk, double seconds)
 {
-	double t0 = now(), t, bytes = 0;
+	double t0 = bench_now(), t, bytes = 0;
 	size_t off = 0;
 
 	do {
@@ -447,7 +418,7 @@ static double seq_copy_gbs(unsigned char *dst, const unsigned char *src, size_t 
 		memcpy(dst, src + off, chunk);
 		off += chunk;
 		bytes += (double)chunk;
-	} while ((t = now() - t0) < seconds);
+	} while ((t = bench_now() - t0) < seconds);
 	return bytes / t / 1e9;
 }
 
@@ -461,20 +432,20 @@ static void sample_row(const layout *l, td_ring *r, const char *name)
 	int k;
 
 	if (!src || !dst)
-		die("malloc");
+		bench_die("malloc");
 	if (chunk > total)
 		chunk = total;
 	memset(src, FILL, total);
 	memset(dst, 0, chunk);
-	CHECK(td_ring_batch_new(&b, r, BATCH));
+	BENCH_CHECK(td_ring_batch_new(&b, r, BATCH));
 	for (k = 0; k < ROUNDS; k++) {
-		double t0 = now(), t, copy;
+		double t0 = bench_now(), t, copy;
 		int64_t calls = 0;
 
 		do {
-			CHECK(td_ring_sample(r, b, NULL, 0));
+			BENCH_CHECK(td_ring_sample(r, b, NULL, 0));
 			calls++;
-		} while ((t = now() - t0) < opt.seconds / ROUNDS);
+		} while ((t = bench_now() - t0) < opt.seconds / ROUNDS);
 		if ((double)calls / t > best_calls)
 			best_calls = (double)calls / t;
 		copy = seq_copy_gbs(dst, src, total, chunk, opt.seconds / ROUNDS);
@@ -505,12 +476,12 @@ static void bench_layout(const layout *l)
 	size_t i;
 
 	snprintf(dir, sizeof(dir), "%.4100s/ring-%s", opt.dir, l->name);
-	CHECK(td_ring_create(&r, dir, tmpl, cap, TD_RING_NOSYNC));
+	BENCH_CHECK(td_ring_create(&r, dir, tmpl, cap, TD_RING_NOSYNC));
 	td_dict_free(tmpl);
 	/* Fault every page in: one full lap, not timed. */
-	CHECK(td_ring_batch_new(&b, r, cap));
+	BENCH_CHECK(td_ring_batch_new(&b, r, cap));
 	fill_batch(b);
-	CHECK(td_ring_extend(r, b, NULL));
+	BENCH_CHECK(td_ring_extend(r, b, NULL));
 	td_dict_free(b);
 	memcpy_rows(l, cap);
 	for (i = 0; i < sizeof(writers) / sizeof(writers[0]); i++) {
@@ -528,8 +499,8 @@ static void bench_layout(const layout *l)
 	snprintf(name, sizeof(name), "sample256/%s", l->name);
 	if (wanted(name))
 		sample_row(l, r, name);
-	CHECK(td_ring_close(r));
-	nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	BENCH_CHECK(td_ring_close(r));
+	bench_rm_rf(dir);
 }
 
 static void usage(const char *prog)
@@ -568,7 +539,7 @@ int main(int argc, char **argv)
 		opt.seconds = 0.01;
 	snprintf(opt.dir, sizeof(opt.dir), "%.4000s/ringbench.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(opt.dir))
-		die("mkdtemp");
+		bench_die("mkdtemp");
 	if (opt.json)
 		printf("[\n");
 	else if (torchrl.path)

@@ -19,7 +19,8 @@
  *   Exits 1 if a store reads back wrong.
  */
 #define _GNU_SOURCE
-#include <tdstore.h>
+#define BENCH_PROG "tdstorebench"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,41 +43,6 @@ static struct {
 } opt = { false, false, false, false, NULL, 3, "" };
 
 static int nrows;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-	const td_error *e = td_error_last();
-
-	fprintf(stderr, "tdstorebench: %s: %s\n", what, e->code ? e->message : strerror(errno));
-	exit(1);
-}
-
-#define CHECK(expr) \
-	do { \
-		if ((expr) < 0) \
-			die(#expr); \
-	} while (0)
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path);
-}
-
-static void rm_rf(const char *path)
-{
-	nftw(path, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
-}
 
 static bool wanted(const char *name)
 {
@@ -123,8 +89,8 @@ static void put(td_dict *d, const char *const *parts, size_t n, int ndim, const 
 {
 	td_tensor t;
 
-	CHECK(td_tensor_full(&t, TD_DTYPE_F32, ndim, shape, td_scalar_float(value)));
-	CHECK(td_dict_set_tensor_take_path(d, parts, n, &t));
+	BENCH_CHECK(td_tensor_full(&t, TD_DTYPE_F32, ndim, shape, td_scalar_float(value)));
+	BENCH_CHECK(td_dict_set_tensor_take_path(d, parts, n, &t));
 }
 
 /* `n` float32 leaves of `bytes / n` bytes each, batch []. */
@@ -136,7 +102,7 @@ static td_dict *flat(int64_t bytes, int n)
 	const char *parts[1] = { key };
 	int i;
 
-	CHECK(td_dict_new(&d, 0, NULL));
+	BENCH_CHECK(td_dict_new(&d, 0, NULL));
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "leaf%d", i);
 		put(d, parts, 1, 1, shape, (float)i);
@@ -153,7 +119,7 @@ static td_dict *many_small(int64_t bytes)
 	const char *parts[2] = { g, k };
 	int i, j;
 
-	CHECK(td_dict_new(&d, 0, NULL));
+	BENCH_CHECK(td_dict_new(&d, 0, NULL));
 	for (i = 0; i < 100; i++)
 		for (j = 0; j < 20; j++) {
 			snprintf(g, sizeof(g), "group%d", i);
@@ -172,7 +138,7 @@ static td_dict *deep(int64_t bytes)
 	td_dict *d;
 	int level, j;
 
-	CHECK(td_dict_new(&d, 0, NULL));
+	BENCH_CHECK(td_dict_new(&d, 0, NULL));
 	for (level = 0; level < 12; level++) {
 		parts[level] = "level";
 		for (j = 0; j < 4; j++) {
@@ -191,7 +157,7 @@ static td_dict *weights(void)
 	const char *parts[8];
 	int side, l, i;
 
-	CHECK(td_dict_new(&d, 0, NULL));
+	BENCH_CHECK(td_dict_new(&d, 0, NULL));
 	for (side = 0; side < 2; side++) {
 		const char *stack = side ? "decoder" : "encoder";
 		const char *attn[2] = { "self_attn", "multihead_attn" };
@@ -268,11 +234,11 @@ static double raw_write(const td_dict *d, const char *path)
 	double t0;
 	int fd;
 
-	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	t0 = now();
+	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	t0 = bench_now();
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		die(path);
+		bench_die(path);
 	while (td_dict_iter_next(it, &item) == 1) {
 		const char *p = td_tensor_data(&item.value->u.tensor);
 		size_t n = td_tensor_nbytes(&item.value->u.tensor);
@@ -281,15 +247,15 @@ static double raw_write(const td_dict *d, const char *path)
 			ssize_t w = write(fd, p, n);
 
 			if (w < 0)
-				die("write");
+				bench_die("write");
 			p += w;
 			n -= (size_t)w;
 		}
 	}
 	if (fsync(fd) < 0)
-		die("fsync");
+		bench_die("fsync");
 	close(fd);
-	t0 = now() - t0;
+	t0 = bench_now() - t0;
 	td_dict_iter_free(it);
 	return t0;
 }
@@ -301,7 +267,7 @@ static size_t dict_bytes(const td_dict *d, size_t *leaves)
 	size_t total = 0;
 
 	*leaves = 0;
-	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
 		total += td_tensor_nbytes(&item.value->u.tensor);
 		(*leaves)++;
@@ -317,7 +283,7 @@ static double sum_dict(const td_dict *d)
 	td_item item;
 	double s = 0;
 
-	CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
 		const float *p = td_tensor_data(&item.value->u.tensor);
 		size_t i, n = td_tensor_nbytes(&item.value->u.tensor) / 4;
@@ -335,12 +301,12 @@ static double sum_dict(const td_dict *d)
 static double raw_read_sum(const char *path, double *sum)
 {
 	static float buf[(8 << 20) / 4];
-	double t0 = now(), s = 0;
+	double t0 = bench_now(), s = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
 
 	if (fd < 0)
-		die(path);
+		bench_die(path);
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		double acc = 0;
 		ssize_t i;
@@ -351,7 +317,7 @@ static double raw_read_sum(const char *path, double *sum)
 	}
 	close(fd);
 	*sum = s;
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /* ---- what the directory placement cannot avoid: a file per leaf ---- */
@@ -370,17 +336,17 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 	int fd;
 
 	if (!keys || !vals)
-		die("calloc");
+		bench_die("calloc");
 	td_dict_items(d, keys, vals, n);
 	for (i = 0; i < n; i++) {
 		if (td_store_encode_key(keys[i], name, sizeof(name) - 8) < 0)
-			die("td_store_encode_key");
+			bench_die("td_store_encode_key");
 		if (vals[i]->kind == TD_VALUE_DICT) {
 			if (mkdirat(dirfd, name, 0777) < 0)
-				die(name);
+				bench_die(name);
 			fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0)
-				die(name);
+				bench_die(name);
 			create_tree(fd, vals[i]->u.dict, files, dirs);
 			close(fd);
 			(*dirs)++;
@@ -389,14 +355,14 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 			strcat(name, ".memmap");
 			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 			if (fd < 0)
-				die(name);
+				bench_die(name);
 			close(fd);
 			(*files)++;
 		}
 	}
 	fd = openat(dirfd, "meta.json", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	if (fd < 0)
-		die("meta.json");
+		bench_die("meta.json");
 	close(fd);
 	(*files)++;
 	free(keys);
@@ -406,23 +372,23 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 /* The directory and coordination file of a store at `path`, then create_tree(). */
 static double files_floor(const td_dict *d, const char *path, size_t *files, size_t *dirs)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	int dirfd, fd;
 
 	*files = 1;
 	*dirs = 1;
 	if (mkdir(path, 0777) < 0)
-		die(path);
+		bench_die(path);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		die(path);
+		bench_die(path);
 	fd = openat(dirfd, ".tdstore-coord", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 	if (fd < 0)
-		die(".tdstore-coord");
+		bench_die(".tdstore-coord");
 	close(fd);
 	create_tree(dirfd, d, files, dirs);
 	close(dirfd);
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /* ---- rows ---- */
@@ -457,7 +423,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		td_store *st;
 		double t;
 
-		rm_rf(store);
+		bench_rm_rf(store);
 		if (opt.floor && !(placement & TD_STORE_PACKED) && wanted(files)) {
 			/*
 			 * Right after the same deletion as the save below. Kept until
@@ -476,10 +442,10 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		if (t < best_raw)
 			best_raw = t;
 		sync();
-		t = now();
-		CHECK(td_store_memmap(&st, d, store, placement));
-		t = now() - t;
-		CHECK(td_store_close(st));
+		t = bench_now();
+		BENCH_CHECK(td_store_memmap(&st, d, store, placement));
+		t = bench_now() - t;
+		BENCH_CHECK(td_store_close(st));
 		if (t < best_save)
 			best_save = t;
 	}
@@ -498,12 +464,12 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	/* Read every element of a freshly opened store (warm page cache) vs read() + sum. */
 	for (r = 0; r < opt.repeat; r++) {
 		td_store *st;
-		double t = now();
+		double t = bench_now();
 
-		CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+		BENCH_CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
 		s1 = sum_dict(td_store_dict(st));
-		CHECK(td_store_close(st));
-		t = now() - t;
+		BENCH_CHECK(td_store_close(st));
+		t = bench_now() - t;
 		if (t < best_read)
 			best_read = t;
 		t = raw_read_sum(raw, &s2);
@@ -519,7 +485,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	if (wanted(name))
 		row(name, best_read, best_rread, "read()+sum", opt.json ? "\"cache\": \"warm\"" :
 			"warm page cache");
-	rm_rf(store);
+	bench_rm_rf(store);
 	unlink(raw);
 }
 
@@ -528,14 +494,14 @@ static double time_open(const char *store, long *rss)
 {
 	long before = rss_bytes(), grown;
 	td_store *st;
-	double t = now();
+	double t = bench_now();
 
-	CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
-	t = now() - t;
+	BENCH_CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+	t = bench_now() - t;
 	grown = rss_bytes() - before;
 	if (grown > *rss)
 		*rss = grown;
-	CHECK(td_store_close(st));
+	BENCH_CHECK(td_store_close(st));
 	return t;
 }
 
@@ -575,10 +541,10 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, unsigne
 		return;
 	d = flat(bytes, leaves);
 	snprintf(store, sizeof(store), "%s/open", opt.dir);
-	rm_rf(store);
+	bench_rm_rf(store);
 	/* Files sized and reserved, data not copied: the open does not look at it. */
-	CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC | placement));
-	CHECK(td_store_close(st));
+	BENCH_CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC | placement));
+	BENCH_CHECK(td_store_close(st));
 	td_dict_free(d);
 	for (r = 0; r < opt.repeat; r++) {
 		double t = time_open(store, &rss);
@@ -598,7 +564,7 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, unsigne
 			rss);
 	if (dir && wanted(jname))
 		open_row(jname, leaves, bytes, best_json, 0, "-", rss_json);
-	rm_rf(store);
+	bench_rm_rf(store);
 }
 
 int main(int argc, char **argv)
@@ -637,7 +603,7 @@ int main(int argc, char **argv)
 		snprintf(opt.dir, sizeof(opt.dir), "%s/tdstorebench.XXXXXX",
 			getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (!mkdtemp(opt.dir))
-		die("mkdtemp");
+		bench_die("mkdtemp");
 	if (opt.quick)
 		opt.repeat = 1;
 	if (!opt.json)
@@ -684,6 +650,6 @@ int main(int argc, char **argv)
 	}
 	if (opt.json)
 		printf("%s]\n", nrows ? "\n" : "[");
-	rm_rf(opt.dir);
+	bench_rm_rf(opt.dir);
 	return 0;
 }
