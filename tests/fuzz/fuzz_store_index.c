@@ -22,7 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "dirindex.h"
-#include "fuzz_read.h"
+#include "fuzz_util.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -78,14 +78,7 @@ static void path_of(char *buf, size_t len, const char *name)
 
 static void put(const char *name, const void *p, size_t n)
 {
-	char path[512];
-	int fd;
-
-	path_of(path, sizeof(path), name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || (n && write(fd, p, n) != (ssize_t)n))
-		abort();
-	close(fd);
+	td_fuzz_put(dir, name, p, n);
 }
 
 /* Remove the store (the replay driver and libFuzzer both exit through here). */
@@ -142,10 +135,7 @@ static void setup(void)
 	char path[512];
 	size_t i;
 
-	snprintf(dir, sizeof(dir), "%s/td-fuzz-index.XXXXXX",
-		getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
+	td_fuzz_tmpdir(dir, sizeof(dir), "index");
 	atexit(cleanup);
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		path_of(path, sizeof(path), files[i][0]);

@@ -17,7 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
-#include "fuzz_read.h"
+#include "fuzz_util.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -40,14 +40,7 @@ static char dir[256];
 
 static void put(const char *name, const void *p, size_t n)
 {
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || (n && write(fd, p, n) != (ssize_t)n))
-		abort();
-	close(fd);
+	td_fuzz_put(dir, name, p, n);
 }
 
 static void drop(const char *name)
@@ -81,10 +74,7 @@ static void setup(void)
 	static unsigned char leaf[128];
 	char path[512];
 
-	snprintf(dir, sizeof(dir), "%s/td-fuzz-journal.XXXXXX",
-		getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
+	td_fuzz_tmpdir(dir, sizeof(dir), "journal");
 	snprintf(path, sizeof(path), "%s/sub", dir);
 	if (mkdir(path, 0755) < 0)
 		abort();

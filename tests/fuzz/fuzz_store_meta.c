@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <tdstore.h>
-#include "fuzz_read.h"
+#include "fuzz_util.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -30,14 +30,7 @@ static char dir[256];
 
 static void put(const char *name, const void *p, size_t n)
 {
-	char path[512];
-	int fd;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || (n && write(fd, p, n) != (ssize_t)n))
-		abort();
-	close(fd);
+	td_fuzz_put(dir, name, p, n);
 }
 
 static void cleanup(void)
@@ -62,10 +55,7 @@ static void setup(void)
 	static unsigned char leaf[256];
 	char path[512];
 
-	snprintf(dir, sizeof(dir), "%s/td-fuzz-meta.XXXXXX",
-		getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	if (!mkdtemp(dir))
-		abort();
+	td_fuzz_tmpdir(dir, sizeof(dir), "meta");
 	memset(leaf, 0x3f, sizeof(leaf));
 	put("x.memmap", leaf, sizeof(leaf));
 	snprintf(path, sizeof(path), "%s/sub", dir);

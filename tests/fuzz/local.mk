@@ -7,7 +7,7 @@
 # (new inputs worth keeping are minimized with -merge=1 and committed).
 EXTRA_DIST += \
 	%D%/corpus \
-	%D%/fuzz_read.h \
+	%D%/fuzz_util.h \
 	%D%/fuzz_store_journal.c \
 	%D%/fuzz_store_index.c \
 	%D%/fuzz_store_meta.c \
