@@ -260,6 +260,9 @@ void *td__alloc_small(size_t size)
 
 		c->head[k] = b->next;
 		c->bytes -= class_bytes(k);
+		/* The next pop reads the new head's link: fetch it now. */
+		if (b->next)
+			__builtin_prefetch(b->next, 1);
 		return b;
 	}
 	/* A whole class, so that the block can serve any size of its class. */
