@@ -391,6 +391,69 @@ void td_test_schema_writer(void *arg)
 	}
 }
 
+/* Racer `i` of td_test_race_adds(): exits 0 once all its adds are done. */
+static void race_adds_child(const char *path, int i, int per_racer, td_test_race_step step)
+{
+	static const int64_t b4[1] = { 4 };
+	char key[32];
+	const char *parts[2] = { "shared", key };
+	td_store *mine;
+	int j, rc = td_store_open(&mine, path, TD_STORE_RDWR);
+
+	for (j = 0; rc == 0 && j < per_racer; j++) {
+		td_tensor t;
+		bool nested = j % 2;
+
+		snprintf(key, sizeof(key), "p%d_%d", i, j);
+		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, b4, td_scalar_int(i * 100 + j));
+		if (rc == 0)
+			rc = td_store_add_tensor(mine, parts + !nested, 1 + nested, &t);
+		td_tensor_release(&t);
+		if (rc == 0 && step)
+			rc = step(mine, i, j);
+	}
+	if (rc < 0)
+		fprintf(stderr, "racer %d: %s\n", i, td_error_last()->message);
+	td_store_close(mine);
+	_exit(rc < 0);
+}
+
+td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test_race_step step)
+{
+	pid_t pids[64];
+	char key[32];
+	const char *parts[2] = { "shared", key };
+	td_store *st;
+	int i, j, status;
+
+	cr_assert(racers > 0 && racers <= (int)TD_TEST_ARRAY_LEN(pids));
+	for (i = 0; i < racers; i++) {
+		pids[i] = fork();
+		cr_assert(pids[i] >= 0);
+		if (pids[i] == 0)
+			race_adds_child(path, i, per_racer, step);
+	}
+	for (i = 0; i < racers; i++) {
+		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
+	}
+	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDONLY));
+	for (i = 0; i < racers; i++)
+		for (j = 0; j < per_racer; j++) {
+			bool nested = j % 2;
+			const td_value *v;
+
+			snprintf(key, sizeof(key), "p%d_%d", i, j);
+			td_cr_assert_ok(td_dict_get_path(td_store_dict(st), parts + !nested,
+				1 + nested, &v));
+			cr_assert_eq(v->kind, TD_VALUE_TENSOR);
+			cr_assert_eq(((const int64_t *)td_tensor_data(&v->u.tensor))[3], i * 100 + j,
+				"p%d_%d", i, j);
+		}
+	cr_assert_eq(td_store_generation(st), 1 + (uint64_t)racers * (uint64_t)per_racer);
+	return st;
+}
+
 /* ---- descriptor passing ---- */
 
 void td_test_send_fd(int sock, int fd)

@@ -139,6 +139,25 @@ typedef struct td_test_writer {
  */
 void td_test_schema_writer(void *arg);
 
+/**
+ * Called by td_test_race_adds() in racer `racer` after its add number `j`
+ * succeeded, to write data or refresh between schema changes. @return a
+ * status: an error ends the racer, which then fails.
+ */
+typedef int (*td_test_race_step)(td_store *mine, int racer, int j);
+
+/**
+ * Race schema changes: fork `racers` processes that each open the store at
+ * `path` read-write and add `per_racer` int64 leaves of shape [4] (the
+ * store's batch shape must be [4]), "p<racer>_<j>" holding racer * 100 + j,
+ * every second one inside the nested dict "shared" (made by whoever comes
+ * first), calling `step` (may be NULL) after each add. Asserts that every
+ * racer succeeded, then reopens the store read-only, checks that every leaf
+ * is there with its value and that the generation counts every add, and
+ * returns it (the caller closes it).
+ */
+td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test_race_step step);
+
 /* ---- descriptor passing ---- */
 
 /** Send `fd` and one data byte over the Unix socket `sock` (SCM_RIGHTS); asserts success. */

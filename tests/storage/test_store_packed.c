@@ -880,67 +880,30 @@ Test(store_packed, bad_arguments_and_paths)
 #define RACERS 4
 #define PER_RACER 12
 
+/* Between its adds, each racer writes its slot of "base" through the mapping. */
+static int write_base(td_store *mine, int racer, int j)
+{
+	const char *b[1] = { "base" };
+	const td_value *v;
+	int rc = td_dict_get_path(td_store_dict(mine), b, 1, &v);
+
+	if (rc == 0)
+		((int32_t *)td_tensor_data(&v->u.tensor))[racer] = j;
+	return rc;
+}
+
 Test(store_packed, processes_racing_schema_changes_lose_nothing)
 {
 	td_store *st = small_store("race.tds");
-	pid_t pids[RACERS];
-	char key[32];
-	const char *parts[2] = { NULL, key };
-	int i, j, status;
+	const char *b[1] = { "base" };
+	const td_value *v;
+	int i;
 
 	td_cr_assert_ok(td_store_close(st));
-	for (i = 0; i < RACERS; i++) {
-		pids[i] = fork();
-		cr_assert(pids[i] >= 0);
-		if (pids[i] == 0) {
-			td_store *mine;
-			int rc = td_store_open(&mine, td_test_path("race.tds"), TD_STORE_RDWR);
-
-			for (j = 0; rc == 0 && j < PER_RACER; j++) {
-				td_tensor t;
-
-				parts[0] = (j % 2) ? "shared" : NULL;
-				snprintf(key, sizeof(key), "p%d_%d", i, j);
-				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(i * 100 + j));
-				if (rc == 0)
-					rc = parts[0] ? td_store_add_tensor(mine, parts, 2, &t) :
-						td_store_add_tensor(mine, &parts[1], 1, &t);
-				td_tensor_release(&t);
-				/* Data writes through the mapping between schema changes. */
-				if (rc == 0) {
-					const char *b[1] = { "base" };
-					const td_value *v;
-
-					rc = td_dict_get_path(td_store_dict(mine), b, 1, &v);
-					if (rc == 0)
-						((int32_t *)td_tensor_data(&v->u.tensor))[i] = j;
-				}
-			}
-			if (rc < 0)
-				fprintf(stderr, "racer %d: %s\n", i, td_error_last()->message);
-			td_store_close(mine);
-			_exit(rc < 0);
-		}
-	}
-	for (i = 0; i < RACERS; i++) {
-		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
-		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
-	}
-	td_cr_assert_ok(td_store_open(&st, td_test_path("race.tds"), TD_STORE_RDONLY));
-	for (i = 0; i < RACERS; i++) {
-		const char *b[1] = { "base" };
-		const td_value *v;
-
-		for (j = 0; j < PER_RACER; j++) {
-			parts[0] = (j % 2) ? "shared" : NULL;
-			snprintf(key, sizeof(key), "p%d_%d", i, j);
-			cr_assert_eq(parts[0] ? first_i64(td_store_dict(st), parts, 2) :
-				first_i64(td_store_dict(st), &parts[1], 1), i * 100 + j);
-		}
-		td_cr_assert_ok(td_dict_get_path(td_store_dict(st), b, 1, &v));
+	st = td_test_race_adds(td_test_path("race.tds"), RACERS, PER_RACER, write_base);
+	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), b, 1, &v));
+	for (i = 0; i < RACERS; i++)
 		cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[i], PER_RACER - 1);
-	}
-	cr_assert_eq(td_store_generation(st), 1 + RACERS * PER_RACER);
 	td_cr_assert_ok(td_store_close(st));
 }
 

@@ -238,55 +238,19 @@ Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_agai
 #define RACERS 4
 #define PER_RACER 12
 
+/* Every third add, the racer refreshes its view of the others' changes. */
+static int refresh_now_and_then(td_store *mine, int racer, int j)
+{
+	(void)racer;
+	return j % 3 == 2 ? td_store_refresh(mine, NULL) : TD_OK;
+}
+
 Test(store_schema, processes_racing_schema_changes_lose_nothing)
 {
 	td_store *st = new_store("race");
-	pid_t pids[RACERS];
-	char key[32];
-	const char *parts[2] = { NULL, key };
-	int i, j, status;
 
 	td_cr_assert_ok(td_store_close(st));
-	for (i = 0; i < RACERS; i++) {
-		pids[i] = fork();
-		cr_assert(pids[i] >= 0);
-		if (pids[i] == 0) {
-			td_store *mine;
-			int rc = td_store_open(&mine, td_test_path("race"), TD_STORE_RDWR);
-
-			for (j = 0; rc == 0 && j < PER_RACER; j++) {
-				td_tensor t;
-
-				/* Half in a shared nested dict (created by whoever comes first). */
-				parts[0] = (j % 2) ? "shared" : NULL;
-				snprintf(key, sizeof(key), "p%d_%d", i, j);
-				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(i * 100 + j));
-				if (rc == 0)
-					rc = parts[0] ? td_store_add_tensor(mine, parts, 2, &t) :
-						td_store_add_tensor(mine, &parts[1], 1, &t);
-				td_tensor_release(&t);
-				if (rc == 0 && j % 3 == 2) /* and data writes in between */
-					rc = td_store_refresh(mine, NULL);
-			}
-			if (rc < 0)
-				fprintf(stderr, "racer %d: %s\n", i, td_error_last()->message);
-			td_store_close(mine);
-			_exit(rc < 0);
-		}
-	}
-	for (i = 0; i < RACERS; i++) {
-		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
-		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
-	}
-	td_cr_assert_ok(td_store_open(&st, td_test_path("race"), TD_STORE_RDONLY));
-	for (i = 0; i < RACERS; i++)
-		for (j = 0; j < PER_RACER; j++) {
-			parts[0] = (j % 2) ? "shared" : NULL;
-			snprintf(key, sizeof(key), "p%d_%d", i, j);
-			cr_assert_eq(parts[0] ? first_i64(td_store_dict(st), parts, 2) :
-				first_i64(td_store_dict(st), &parts[1], 1), i * 100 + j);
-		}
-	cr_assert_eq(td_store_generation(st), 1 + RACERS * PER_RACER);
+	st = td_test_race_adds(td_test_path("race"), RACERS, PER_RACER, refresh_now_and_then);
 	td_cr_assert_ok(td_store_close(st));
 }
 
