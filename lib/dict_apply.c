@@ -30,7 +30,12 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 	item.depth = depth + 1;
 	item.key = td__entry_key(e);
 	item.value = &e->value;
-	*r = (td_tensor)TD_TENSOR_INIT;
+	/* As TD_TENSOR_INIT, but for shape and strides, unused at ndim 0:
+	 * clearing their 256 bytes was a fifth of a call on 30 leaves. */
+	r->buffer = NULL;
+	r->offset = 0;
+	r->dtype = TD_DTYPE_F32;
+	r->ndim = 0;
 	rc = st->fn(r, &e->value.u.tensor, &item, st->payload);
 	*keep = rc == 0;
 	if (rc < 0 || rc > 0)
@@ -57,15 +62,25 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 		st->path[depth] = td__entry_key(e);
 		v.kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR) {
-			rc = call_leaf(st, e, depth, &v.u.tensor, &keep);
+			/* Straight into the next entry (nd holds d->count of them):
+			 * no copy of the result, then committed in place. */
+			td_value *slot = &nd->entries[nd->used].value;
+			td_tensor *r = &slot->u.tensor;
+
+			rc = call_leaf(st, e, depth, r, &keep);
 			if (rc == 0 && keep) {
-				rc = td__tensor_check(&v.u.tensor, st->name, "the callback's result");
+				rc = td__tensor_check(r, st->name, "the callback's result");
 				if (rc == 0)
-					rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
+					rc = td__dict_check_batch(nd, r->ndim, r->shape,
 						td__entry_key(e), st->name);
-				if (rc < 0)
-					td_tensor_release(&v.u.tensor);
+				if (rc < 0) {
+					td_tensor_release(r);
+				} else {
+					slot->kind = TD_VALUE_TENSOR;
+					td__dict_push(nd, e);
+				}
 			}
+			continue;
 		} else if (e->value.kind == TD_VALUE_DICT) {
 			rc = apply_rec(&v.u.dict, e->value.u.dict, st, depth + 1);
 		} else {
