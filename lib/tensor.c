@@ -270,7 +270,7 @@ int td_tensor_empty(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sha
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_empty: NULL out");
 	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, false, "td_tensor_empty"));
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 
@@ -281,7 +281,7 @@ int td_tensor_zeros(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sha
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_zeros: NULL out");
 	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, true, "td_tensor_zeros"));
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 
@@ -299,7 +299,7 @@ int td_tensor_full(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shap
 		td_tensor_release(&tmp);
 		return rc;
 	}
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 
@@ -317,7 +317,7 @@ int td_tensor_from_data(td_tensor *out, td_dtype dtype, int ndim, const int64_t 
 	TD_TRY(td__tensor_alloc(&tmp, dtype, ndim, shape, false, "td_tensor_from_data"));
 	if (nbytes)
 		memcpy(tmp.buffer->data, data, nbytes);
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 
@@ -350,7 +350,7 @@ int td_tensor_from_buffer(td_tensor *out, td_buffer *buf, td_dtype dtype, int nd
 	}
 	TD_TRY(td__tensor_check(&tmp, fn, "the view"));
 	td_buffer_ref(buf);
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 

@@ -684,7 +684,7 @@ static void join_assign(td_tensor *out, const td_tensor *tensors, size_t n, td_t
 			break;
 		}
 	}
-	*out = *tmp;
+	td__tensor_copy_meta(out, tmp);
 }
 
 /*

@@ -444,7 +444,7 @@ int td_tensor_binary(td_tensor *out, const td_tensor *a, const td_tensor *b, td_
 	/* `out` may be a or b: they were only read above. */
 	if (out == a || out == b)
 		td_tensor_release(out);
-	*out = tmp;
+	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
 }
 
