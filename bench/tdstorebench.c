@@ -10,7 +10,9 @@
  * best of --repeat runs; the ratio column is ours / baseline (lower is
  * better; the save target is <= 1.25).
  * With --floor, save-files rows time the directory placement's files
- * created empty (what one file per leaf costs before any byte is written).
+ * created empty (what one file per leaf costs before any byte is written),
+ * and save-rawfiles rows the same files with every byte written by write()
+ * and one syncfs: the least a save in that layout can take.
  *
  * Usage: tdstorebench [--json] [--filter SUBSTR] [--repeat N] [--dir DIR]
  *                     [--large] [--quick] [--floor]
@@ -226,6 +228,19 @@ static td_dict *weights(void)
 
 /* ---- baselines ---- */
 
+/* write() all of p[0..n-1] to fd. */
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0)
+			bench_die("write");
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
 /* Every leaf's bytes written one after the other into one file, then fsync. */
 static double raw_write(const td_dict *d, const char *path)
 {
@@ -239,19 +254,9 @@ static double raw_write(const td_dict *d, const char *path)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		bench_die(path);
-	while (td_dict_iter_next(it, &item) == 1) {
-		const char *p = td_tensor_data(&item.value->u.tensor);
-		size_t n = td_tensor_nbytes(&item.value->u.tensor);
-
-		while (n) {
-			ssize_t w = write(fd, p, n);
-
-			if (w < 0)
-				bench_die("write");
-			p += w;
-			n -= (size_t)w;
-		}
-	}
+	while (td_dict_iter_next(it, &item) == 1)
+		write_all(fd, td_tensor_data(&item.value->u.tensor),
+			td_tensor_nbytes(&item.value->u.tensor));
 	if (fsync(fd) < 0)
 		bench_die("fsync");
 	close(fd);
@@ -323,11 +328,12 @@ static double raw_read_sum(const char *path, double *sum)
 /* ---- what the directory placement cannot avoid: a file per leaf ---- */
 
 /*
- * Create `d`'s tree under `dirfd` with every file empty: a directory per
- * nested dict, a file per leaf with elements (named as the store names
- * it) and a meta.json per directory. Counts into *files and *dirs.
+ * Create `d`'s tree under `dirfd`: a directory per nested dict, a file per
+ * leaf with elements (named as the store names it) and a meta.json per
+ * directory, the files empty or, with `data`, each leaf's bytes written
+ * into its file. Counts into *files and *dirs.
  */
-static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs)
+static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, size_t *dirs)
 {
 	size_t n = td_dict_items(d, NULL, NULL, 0), i;
 	const char **keys = calloc(n ? n : 1, sizeof(*keys));
@@ -347,7 +353,7 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 			fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0)
 				bench_die(name);
-			create_tree(fd, vals[i]->u.dict, files, dirs);
+			create_tree(fd, vals[i]->u.dict, data, files, dirs);
 			close(fd);
 			(*dirs)++;
 		} else if (vals[i]->kind == TD_VALUE_TENSOR &&
@@ -356,6 +362,9 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 			if (fd < 0)
 				bench_die(name);
+			if (data)
+				write_all(fd, td_tensor_data(&vals[i]->u.tensor),
+					td_tensor_nbytes(&vals[i]->u.tensor));
 			close(fd);
 			(*files)++;
 		}
@@ -369,8 +378,13 @@ static void create_tree(int dirfd, const td_dict *d, size_t *files, size_t *dirs
 	free(vals);
 }
 
-/* The directory and coordination file of a store at `path`, then create_tree(). */
-static double files_floor(const td_dict *d, const char *path, size_t *files, size_t *dirs)
+/*
+ * The directory and coordination file of a store at `path`, then
+ * create_tree(); with `data`, the leaves' bytes in their files made
+ * durable by one syncfs, as a save's single sync does.
+ */
+static double files_floor(const td_dict *d, const char *path, bool data, size_t *files,
+	size_t *dirs)
 {
 	double t0 = bench_now();
 	int dirfd, fd;
@@ -386,7 +400,9 @@ static double files_floor(const td_dict *d, const char *path, size_t *files, siz
 	if (fd < 0)
 		bench_die(".tdstore-coord");
 	close(fd);
-	create_tree(dirfd, d, files, dirs);
+	create_tree(dirfd, d, data, files, dirs);
+	if (data && syncfs(dirfd) < 0)
+		bench_die("syncfs");
 	close(dirfd);
 	return bench_now() - t0;
 }
@@ -405,9 +421,10 @@ static const char *prefix(const char *what, unsigned placement)
 static void bench_save_read(const char *layout, td_dict *d, const char *size_name,
 	unsigned placement)
 {
-	char name[128], store[4200], raw[4200], extra[256], files[128], tree[4200];
+	char name[128], store[4200], raw[4200], extra[256], files[128], rawfiles[128], tree[4200];
 	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
-	       s2 = 0, best_files = 1e30;
+	       s2 = 0, best_files = 1e30, best_rawfiles = 1e30;
+	bool floor;
 	size_t leaves, bytes = dict_bytes(d, &leaves), nfiles = 0, ndirs = 0;
 	int r;
 
@@ -415,7 +432,10 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	snprintf(extra, sizeof(extra), "%s/%s/%s", prefix("read", placement), layout, size_name);
 	/* The directory placement's floor: its files created empty. */
 	snprintf(files, sizeof(files), "save-files/%s/%s", layout, size_name);
-	if (!wanted(name) && !wanted(extra) && !(opt.floor && wanted(files)))
+	/* ... and with every byte written and synced: the least any save takes. */
+	snprintf(rawfiles, sizeof(rawfiles), "save-rawfiles/%s/%s", layout, size_name);
+	floor = opt.floor && !(placement & TD_STORE_PACKED) && (wanted(files) || wanted(rawfiles));
+	if (!wanted(name) && !wanted(extra) && !floor)
 		return;
 	snprintf(store, sizeof(store), "%s/store", opt.dir);
 	snprintf(raw, sizeof(raw), "%s/raw.bin", opt.dir);
@@ -424,17 +444,23 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		double t;
 
 		bench_rm_rf(store);
-		if (opt.floor && !(placement & TD_STORE_PACKED) && wanted(files)) {
+		if (floor) {
 			/*
 			 * Right after the same deletion as the save below. Kept until
-			 * the run ends: deleting it here would slow the saves that
+			 * the run ends: deleting them here would slow the saves that
 			 * follow (see README), which must run as without --floor.
 			 */
 			snprintf(tree, sizeof(tree), "%s/files.%s.%s.%d", opt.dir, layout, size_name, r);
 			sync();
-			t = files_floor(d, tree, &nfiles, &ndirs);
+			t = files_floor(d, tree, false, &nfiles, &ndirs);
 			if (t < best_files)
 				best_files = t;
+			snprintf(tree, sizeof(tree), "%s/rawfiles.%s.%s.%d", opt.dir, layout, size_name,
+				r);
+			sync();
+			t = files_floor(d, tree, true, &nfiles, &ndirs);
+			if (t < best_rawfiles)
+				best_rawfiles = t;
 		}
 		unlink(raw);
 		sync();
@@ -454,11 +480,17 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		"%zu leaves, %zu bytes, %.0f MB/s", leaves, bytes, bytes / best_save / 1e6);
 	if (wanted(name))
 		row(name, best_save, best_raw, "write+fsync", extra);
-	if (opt.floor && !(placement & TD_STORE_PACKED) && wanted(files)) {
+	if (floor && wanted(files)) {
 		snprintf(extra, sizeof(extra), opt.json ? "\"files\": %zu, \"dirs\": %zu, "
 			"\"us_per_file\": %.1f" : "%zu files + %zu dirs created empty, %.1f us each",
 			nfiles, ndirs, best_files * 1e6 / (double)(nfiles + ndirs));
 		row(files, best_files, best_raw, "write+fsync", extra);
+	}
+	if (floor && wanted(rawfiles)) {
+		snprintf(extra, sizeof(extra), opt.json ? "\"save_over_rawfiles\": %.3f" :
+			"the same files, bytes written, one syncfs; save = %.2fx of this",
+			best_save / best_rawfiles);
+		row(rawfiles, best_rawfiles, best_raw, "write+fsync", extra);
 	}
 
 	/* Read every element of a freshly opened store (warm page cache) vs read() + sum. */
