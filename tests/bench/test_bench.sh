@@ -71,7 +71,7 @@ ${TD_TOOL_WRAPPER:-} "$storebench" --quick --floor --dir "$tmp" >"$tmp/out" 2>"$
 cat "$tmp/err" >&2
 check "tdstorebench --quick runs every row" test "$rc" -eq 0
 check "tdstorebench saves, reads and opens" sh -c "grep -q '^save/many_small/1MB' '$tmp/out' && \
-	grep -q '^save-files/deep/1MB' '$tmp/out' && \
+	grep -q '^save-files/deep/1MB' '$tmp/out' && grep -q '^save-rawfiles/deep/1MB' '$tmp/out' && \
 	grep -q '^read/deep/1MB' '$tmp/out' && grep -q '^open/1000_leaves/1MB' '$tmp/out'"
 check "tdstorebench opens directory stores with and without their index" sh -c \
 	"grep -q '^open/1000_leaves/1MB .* open-json ' '$tmp/out' && \
