@@ -146,6 +146,10 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 				return false;
 			for (i = 0; i < n; i++) {
 				subs[i] = k->ent[i]->value.u.dict;
+				/* A lazy stack nested in a child has no entries to cache:
+				 * no schema, the general paths read through it. */
+				if (subs[i]->lazy)
+					return false;
 				if (subs[i]->batch_ndim != s0->batch_ndim ||
 				    !td__shape_eq(subs[i]->batch_shape, s0->batch_shape, s0->batch_ndim))
 					return false; /* td__lazy_get_dict() reports it */

@@ -589,6 +589,9 @@ static int like_dict(const td_dict *row, int64_t capacity, td_dict **out, size_t
 	td_dict *d = NULL;
 	int rc;
 
+	if (td_dict_is_lazy(row))
+		return td__error(TD_EINVAL, "td_ring_create: ring rows hold tensors and dense dicts "
+			"only, not lazy stacks (td_lazy_densify() makes a dense dict)");
 	if (bnd >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "td_ring_create: batch shape too long");
 	batch[0] = capacity;
