@@ -163,8 +163,11 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 				return false;
 			memcpy(stack->lazy->child, subs, n * sizeof(*subs));
 			k->sub->stack = stack;
-			if (!build_node(s, k->sub, subs, n, dim, depth + 1))
+			if (!build_node(s, k->sub, subs, n, dim, depth + 1)) {
+				/* Counted, so that td__lz_free() frees the sub-stacks made. */
+				node->nkeys++;
 				return false;
+			}
 		}
 		node->nkeys++;
 	}

@@ -780,3 +780,132 @@ Test(lazy_nested, nesting_depth_counts_the_stack)
 	td_dict_free(d);
 	td_dict_free(inner);
 }
+
+/* ---- allocation failures ---- */
+
+typedef struct sweep {
+	const td_dict *src;
+	td_dict *out;
+} sweep;
+
+/* Every handled operation on a dict holding a stack; each failure is returned whole. */
+static int sweep_body(void *ctx)
+{
+	sweep *c = ctx;
+	int64_t shape[2] = { 3, 2 };
+	td_index sl = td_index_slice(1, 3, 1), at = td_index_int(1);
+	td_dict *a = NULL, *r = NULL, **pieces = NULL;
+	td_dict_iter *it = NULL;
+	td_tensor t = TD_TENSOR_INIT, got = TD_TENSOR_INIT;
+	td_item item;
+	size_t n = 0;
+	int rc;
+
+	rc = td_dict_clone(&a, c->src);
+	if (rc == TD_OK)
+		rc = td_tensor_zeros(&t, TD_DTYPE_I64, 2, shape);
+	if (rc == TD_OK)
+		rc = td_dict_set_tensor(a, "z.fresh.q", &t);
+	if (rc == TD_OK)
+		rc = td_dict_set_string(a, "z.str", "s");
+	if (rc == TD_OK)
+		rc = td_lazy_get_tensor(&got, a, "z.n.m.c");
+	if (rc == TD_OK)
+		rc = td_dict_index(&r, a, &sl, 1);
+	td_dict_free(r);
+	r = NULL;
+	if (rc == TD_OK)
+		rc = td_dict_index(&r, a, &at, 1);
+	td_dict_free(r);
+	r = NULL;
+	if (rc == TD_OK)
+		rc = td_dict_unbind(&pieces, &n, a, 0);
+	td_dict_array_free(pieces, n);
+	if (rc == TD_OK)
+		rc = td_dict_binary_scalar(&r, a, td_scalar_int(2), TD_OP_MUL);
+	if (rc == TD_OK) {
+		rc = td_dict_equal(r, a);
+		rc = rc < 0 ? rc : TD_OK;
+	}
+	td_dict_free(r);
+	r = NULL;
+	if (rc == TD_OK)
+		rc = td_dict_copy(&r, a);
+	td_dict_free(r);
+	if (rc == TD_OK)
+		rc = td_dict_iter_new(&it, a, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY);
+	while (rc == TD_OK && (rc = td_dict_iter_next(it, &item)) == 1)
+		rc = TD_OK;
+	td_dict_iter_free(it);
+	if (rc == TD_OK)
+		rc = td_dict_del(a, "z.fresh.q");
+	td_tensor_release(&t);
+	td_tensor_release(&got);
+	if (rc < 0) {
+		td_dict_free(a);
+		return rc;
+	}
+	c->out = a;
+	return TD_OK;
+}
+
+static void sweep_cleanup(void *ctx)
+{
+	sweep *c = ctx;
+
+	td_dict_free(c->out);
+	c->out = NULL;
+}
+
+Test(lazy_nested, allocation_failures_leave_nothing_behind)
+{
+	fixture f;
+	sweep c;
+
+	fixture_make(&f, 1);
+	c.src = f.dict;
+	c.out = NULL;
+	td_test_enomem_sweep(sweep_body, sweep_cleanup, &c);
+	fixture_free(&f);
+}
+
+Test(lazy_nested, stacks_of_dicts_holding_stacks_deeper_down_leak_nothing)
+{
+	/*
+	 * A lazy stack of dicts that hold a stack two levels down ("p.z"): its
+	 * key schema stops at the nested stack, and the sub-stack it made for
+	 * "p" on the way is freed with it.
+	 */
+	td_dict *inner = make_inner(), *kids[2], *outer;
+	td_tensor got = TD_TENSOR_INIT;
+	const td_tensor *want;
+	int64_t b = 3;
+	int i;
+
+	td_test_alloc_install(-1);
+	for (i = 0; i < 2; i++) {
+		td_dict *p;
+
+		td_cr_assert_ok(td_dict_new(&kids[i], 1, &b));
+		td_cr_assert_ok(td_dict_new(&p, 1, &b));
+		td_cr_assert_ok(td_dict_set_dict_take(p, "z", make_stack(inner, 0)));
+		td_cr_assert_ok(td_dict_set_dict_take(kids[i], "p", p));
+	}
+	td_cr_assert_ok(td_lazy_stack(&outer, kids, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_lazy_get_tensor(&got, outer, "p.z.n.m.c"));
+	cr_assert_eq(got.ndim, 4);
+	cr_assert_eq(got.shape[0], 2);
+	td_cr_assert_ok(td_dict_get_tensor(inner, "n.m.c", &want));
+	{
+		td_tensor row = TD_TENSOR_INIT;
+		td_cr_assert_ok(td_tensor_select(&row, &got, 0, 1));
+		cr_assert_eq(td_tensor_equal(&row, want), 1);
+		td_tensor_release(&row);
+	}
+	td_tensor_release(&got);
+	cr_assert_eq(td_dict_contains(outer, "p.z.a", TD_LEAVES_ONLY), 1);
+	td_dict_free(outer);
+	cr_assert_eq(td_test_alloc_live(), 0, "%ld allocations left", td_test_alloc_live());
+	td_test_alloc_uninstall();
+	td_dict_free(inner);
+}
