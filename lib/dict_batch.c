@@ -652,6 +652,18 @@ static int cut_lazy(td_dict **sub, const td_dict *z, const struct cut *c)
 		}
 		if (rc < 0)
 			break;
+		/* The piece must have the shape the cut gives this level: never silently wrong. */
+		if (c->dim >= 0) {
+			int64_t shape[TD_MAX_DIMS];
+			int nd = cut_shape(shape, z, c, i);
+
+			if (sub[i]->batch_ndim != nd || !td__shape_eq(sub[i]->batch_shape, shape, nd)) {
+				td_dict_free(sub[i]);
+				rc = td__error(TD_ERROR, "%s: a piece of a nested lazy stack has another "
+					"batch shape", c->fn);
+				break;
+			}
+		}
 	}
 	if (rc < 0)
 		while (i-- > 0)
