@@ -490,6 +490,15 @@ size_t td__dict_height(const td_dict *d)
 {
 	size_t h = 0, i;
 
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		/* A lazy stack is a level above its children (whose keys it shares). */
+		for (i = 0; i < d->lazy->n; i++) {
+			size_t c = td__dict_height(d->lazy->child[i]);
+			if (c > h)
+				h = c;
+		}
+		return h + 1;
+	}
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
 		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
@@ -694,6 +703,40 @@ td__entry *td__dict_lookup_quiet(const td_dict *d, const td__kref *parts, size_t
 	}
 }
 
+/* TD_ENOTSUP: component i of the path is a lazy stack and the path goes on into it. */
+static int lazy_on_path(const td__kref *parts, size_t n, size_t i, const char *fn)
+{
+	char path[512], stack[512];
+
+	td__kpath_format(path, sizeof(path), parts, n);
+	td__kpath_format(stack, sizeof(stack), parts, i + 1);
+	return td__error(TD_ENOTSUP, "%s: key '%s' lies inside the lazy stack '%s', whose values "
+		"are made by stacking, not stored: %s does not reach into it (td_lazy_get_tensor() "
+		"and td_lazy_get_dict() read such a path; td_dict_set_*(), td_dict_del() and "
+		"td_dict_contains() reach through the stack)", fn, path, stack, fn);
+}
+
+const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, size_t n,
+	size_t *used)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < n; i++) {
+		const td__entry *e;
+
+		if (d->lazy)
+			break;
+		e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
+		if (!e || e->value.kind != TD_VALUE_DICT)
+			return NULL;
+		d = e->value.u.dict;
+	}
+	if (!d->lazy || i == 0 || i >= n)
+		return NULL;
+	*used = i;
+	return d;
+}
+
 int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry **out,
 	td_dict **parent_out, const char *fn)
 {
@@ -719,6 +762,8 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
 				(int)parts[i].len, parts[i].s);
 		}
 		d = e->value.u.dict;
+		if (TD_UNLIKELY(d->lazy != NULL) && i + 1 < n)
+			return lazy_on_path(parts, n, i, fn);
 	}
 	return td__error(TD_ERROR, "%s: lookup failed", fn);
 }
@@ -767,6 +812,11 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 
 		if (e && e->value.kind == TD_VALUE_DICT) {
 			d = e->value.u.dict;
+			if (TD_UNLIKELY(d->lazy != NULL)) {
+				if (undo)
+					td__dict_undo(undo);
+				return lazy_on_path(parts, n, i, fn);
+			}
 			continue;
 		}
 		if (!e && undo && !d->locked) {
@@ -807,11 +857,6 @@ static int check_child(td_dict *parent, td_dict *child, const td__kref *last, co
 	const td_dict *p;
 	char key[256];
 
-	if (TD_UNLIKELY(child->lazy != NULL)) {
-		td__kpath_format(key, sizeof(key), last, 1);
-		return td__error(TD_ENOTSUP, "%s: '%s': a lazy stack cannot be stored in a dict "
-			"(td_lazy_densify() makes a dense copy)", fn, key);
-	}
 	if (child->parent) {
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn,

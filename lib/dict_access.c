@@ -57,8 +57,18 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
 		e = td__dict_lookup_quiet(d, p.part, p.n, NULL);
 	}
-	if (!e)
-		return 0;
+	if (!e) {
+		/* A miss may be a path into a nested lazy stack: ask the stack. */
+		const td__kref *kp = key ? key->part : p.part;
+		size_t kn = key ? key->n : p.n, used;
+		const td_dict *z = td__dict_lazy_prefix(d, kp, kn, &used);
+		int kind;
+
+		if (!z)
+			return 0;
+		kind = td__lazy_kind(z, kp + used, kn - used, NULL);
+		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
+	}
 	return !(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT;
 }
 
@@ -307,6 +317,41 @@ static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const t
 	return TD_OK;
 }
 
+/* Store `v` under the path in the lazy stack d (a tensor is sliced into the children). */
+static int lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_value *v, const char *fn)
+{
+	if (v->kind == TD_VALUE_TENSOR)
+		return td__lazy_set_tensor(d, parts, n, handle, &v->u.tensor, fn);
+	if (v->kind == TD_VALUE_DICT)
+		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
+			"store its leaves", fn);
+	if (v->kind == TD_VALUE_STRINGS)
+		return lazy_set_strings(d, parts, n, v, fn);
+	return td__lazy_set_blob(d, parts, n, v, fn);
+}
+
+/*
+ * td__dict_set_value() on the dense dict d; a path that goes on into a
+ * nested lazy stack (refused by the walk with TD_ENOTSUP) is set through
+ * that stack instead.
+ */
+static int dense_set_value(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn)
+{
+	const td_dict *z;
+	size_t used;
+	int rc = td__dict_set_value(d, parts, n, v, fn);
+
+	if (TD_LIKELY(rc != TD_ENOTSUP))
+		return rc;
+	z = td__dict_lazy_prefix(d, parts, n, &used);
+	if (!z)
+		return rc;
+	/* The stack belongs to d's tree: d is writable, so is it. */
+	return lazy_set_value((td_dict *)z, parts + used, n - used, NULL, v, fn);
+}
+
 static int set_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_value *v, const char *fn)
 {
@@ -315,21 +360,13 @@ static int set_impl(td_dict *d, const char *dotted, const char *const *parts, si
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (key && TD_LIKELY(!d->lazy))
-		return td__dict_set_value(d, key->part, key->n, v, fn);
+		return dense_set_value(d, key->part, key->n, v, fn);
 	if (key && v->kind == TD_VALUE_TENSOR)
 		return td__lazy_set_tensor(d, key->part, key->n, key, &v->u.tensor, fn);
 	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-	if (TD_UNLIKELY(d->lazy != NULL)) {
-		if (v->kind == TD_VALUE_TENSOR)
-			return td__lazy_set_tensor(d, p.part, p.n, NULL, &v->u.tensor, fn);
-		if (v->kind == TD_VALUE_DICT)
-			return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
-				"store its leaves", fn);
-		if (v->kind == TD_VALUE_STRINGS)
-			return lazy_set_strings(d, p.part, p.n, v, fn);
-		return td__lazy_set_blob(d, p.part, p.n, v, fn);
-	}
-	return td__dict_set_value(d, p.part, p.n, v, fn);
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return lazy_set_value(d, p.part, p.n, NULL, v, fn);
+	return dense_set_value(d, p.part, p.n, v, fn);
 }
 
 static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, size_t n,
@@ -382,6 +419,7 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 	const td_key *key, const td_tensor *t, const char *fn)
 {
 	td__entry *e;
+	int rc;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	if (TD_UNLIKELY(d && d->lazy)) {
@@ -391,7 +429,25 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
 		return td__lazy_set_inplace(d, p.part, p.n, NULL, t, fn);
 	}
-	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	rc = get_impl(d, dotted, parts, n, key, &e, fn);
+	if (TD_UNLIKELY(rc == TD_ENOTSUP) && d) {
+		/* A path into a nested lazy stack: written through the stack. */
+		const td_dict *z;
+		td__kpath p;
+		size_t used;
+
+		if (key) {
+			p.n = key->n;
+			memcpy(p.part, key->part, key->n * sizeof(p.part[0]));
+		} else {
+			TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+		}
+		z = td__dict_lazy_prefix(d, p.part, p.n, &used);
+		if (z)
+			return td__lazy_set_inplace((td_dict *)z, p.part + used, p.n - used, NULL, t,
+				fn);
+	}
+	TD_TRY(rc);
 	if (e->value.kind != TD_VALUE_TENSOR)
 		return not_kind(e, "a tensor", fn);
 	return td_tensor_copy(&e->value.u.tensor, t);
@@ -424,10 +480,9 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 
 	if (!child)
 		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
-	if (child->lazy || (d && d->lazy))
-		return td__error(TD_ENOTSUP, "%s: %s", fn, child->lazy ?
-			"a lazy stack cannot be stored in a dict (td_lazy_densify() makes a dense copy)" :
-			"a dict cannot be stored in a lazy stack; store its leaves");
+	if (d && d->lazy)
+		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; store "
+			"its leaves", fn);
 	for (p = d; p; p = p->parent)
 		if (p == child)
 			return td__error(TD_EINVAL, "%s: a dict cannot contain itself", fn);
@@ -558,13 +613,23 @@ static int del_impl(td_dict *d, const char *dotted, const char *const *parts, si
 	td_dict *parent;
 	td__entry *e;
 	td__kpath p;
+	int rc;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	TD_TRY(resolve(&p, dotted, parts, n, NULL, fn));
 	if (TD_UNLIKELY(d->lazy != NULL))
 		return td__lazy_del(d, p.part, p.n, fn);
-	TD_TRY(td__dict_lookup(d, p.part, p.n, &e, &parent, fn));
+	rc = td__dict_lookup(d, p.part, p.n, &e, &parent, fn);
+	if (TD_UNLIKELY(rc == TD_ENOTSUP)) {
+		/* A path into a nested lazy stack: deleted from its children. */
+		size_t used;
+		const td_dict *z = td__dict_lazy_prefix(d, p.part, p.n, &used);
+
+		if (z)
+			return td__lazy_del((td_dict *)z, p.part + used, p.n - used, fn);
+	}
+	TD_TRY(rc);
 	if (parent->locked)
 		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the dict is locked", fn,
 			td__entry_key(e));

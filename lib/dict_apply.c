@@ -12,6 +12,14 @@
 /* apply                                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* TD_ENOTSUP: `what` does not reach into the lazy stack nested under entry e. */
+static int lazy_refused(const td__entry *e, const char *fn, const char *what)
+{
+	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: %s do not reach into lazy stacks "
+		"nested in a dict (td_lazy_densify() makes a dense copy)", fn, td__entry_key(e),
+		what);
+}
+
 typedef struct apply_state {
 	td_apply_fn fn;
 	void *payload;
@@ -81,6 +89,8 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 				}
 			}
 			continue;
+		} else if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy)) {
+			rc = lazy_refused(e, st->name, "callbacks");
 		} else if (e->value.kind == TD_VALUE_DICT) {
 			rc = apply_rec(&v.u.dict, e->value.u.dict, st, depth + 1);
 		} else {
@@ -132,6 +142,8 @@ static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
 		if (!td__entry_live(e))
 			continue;
 		st->path[depth] = td__entry_key(e);
+		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy))
+			return lazy_refused(e, st->name, "callbacks");
 		if (e->value.kind == TD_VALUE_DICT) {
 			TD_TRY(apply_inplace_rec(e->value.u.dict, st, depth + 1));
 			continue;
@@ -186,6 +198,9 @@ static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
 		    (ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
 			return td__error(TD_ETYPE, "%s: '%s' holds different kinds of values", fn,
 				td__entry_key(ea));
+		if (ea->value.kind == TD_VALUE_DICT &&
+		    TD_UNLIKELY(ea->value.u.dict->lazy || eb->value.u.dict->lazy))
+			return lazy_refused(ea, fn, "operations on two dicts");
 		if (ea->value.kind == TD_VALUE_DICT)
 			TD_TRY(same_structure(ea->value.u.dict, eb->value.u.dict, fn));
 	}
@@ -288,6 +303,21 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	return td__dict_map_tensors(out, a, leaf_binary_scalar, &c, fn);
 }
 
+static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
+	bool write, const char *fn);
+
+/* binary_inplace_rec() with a scalar of a dense dict or of every child of a lazy stack. */
+static int binary_inplace_any(td_dict *a, td_scalar s, td_binop op, bool write, const char *fn)
+{
+	size_t k;
+
+	if (!a->lazy)
+		return binary_inplace_rec(a, NULL, s, op, write, fn);
+	for (k = 0; k < a->lazy->n; k++)
+		TD_TRY(binary_inplace_any(a->lazy->child[k], s, op, write, fn));
+	return TD_OK;
+}
+
 /* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
 static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
 	bool write, const char *fn)
@@ -303,6 +333,18 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 			continue;
 		if (b)
 			eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
+		if (ea->value.kind == TD_VALUE_DICT && TD_UNLIKELY(ea->value.u.dict->lazy)) {
+			/* With a scalar, each child of the stack on its own (same_structure()
+			 * refuses a nested stack paired with another dict). */
+			const td__lazy *z = ea->value.u.dict->lazy;
+			size_t k;
+
+			if (b)
+				return lazy_refused(ea, fn, "operations on two dicts");
+			for (k = 0; k < z->n; k++)
+				TD_TRY(binary_inplace_any(z->child[k], s, op, write, fn));
+			continue;
+		}
 		if (ea->value.kind == TD_VALUE_DICT) {
 			TD_TRY(binary_inplace_rec(ea->value.u.dict, eb ? eb->value.u.dict : NULL, s, op,
 				write, fn));
@@ -363,6 +405,20 @@ int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
 /* zero, equal, allclose                                                     */
 /* ------------------------------------------------------------------------ */
 
+static int zero_rec(td_dict *d, bool write, const char *fn);
+
+/* zero_rec() of a dense dict or of every child of a lazy stack (nested in a dict). */
+static int zero_any(td_dict *d, bool write, const char *fn)
+{
+	size_t k;
+
+	if (!d->lazy)
+		return zero_rec(d, write, fn);
+	for (k = 0; k < d->lazy->n; k++)
+		TD_TRY(zero_any(d->lazy->child[k], write, fn));
+	return TD_OK;
+}
+
 static int zero_rec(td_dict *d, bool write, const char *fn)
 {
 	uint32_t i;
@@ -373,7 +429,7 @@ static int zero_rec(td_dict *d, bool write, const char *fn)
 		if (!td__entry_live(e))
 			continue;
 		if (e->value.kind == TD_VALUE_DICT)
-			TD_TRY(zero_rec(e->value.u.dict, write, fn));
+			TD_TRY(zero_any(e->value.u.dict, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
 			TD_TRY(td_tensor_zero(&e->value.u.tensor));
 		else if (e->value.kind == TD_VALUE_TENSOR)
@@ -397,6 +453,29 @@ typedef struct cmp_opts {
 	bool equal_nan;
 } cmp_opts;
 
+static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o);
+
+/*
+ * Compare sub-dicts of which one at least is a lazy stack (nested in the
+ * dicts compared): by value, as tensordict compares them, through the dense
+ * form of each stack (td_lazy_densify(): its errors, such as TD_ETYPE for
+ * ragged leaves, are returned).
+ */
+static int equal_lazy(const td_dict *a, const td_dict *b, const cmp_opts *o)
+{
+	td_dict *da = NULL, *db = NULL;
+	int r;
+
+	r = a->lazy ? td_lazy_densify(&da, a) : TD_OK;
+	if (r == TD_OK && b->lazy)
+		r = td_lazy_densify(&db, b);
+	if (r == TD_OK)
+		r = equal_rec(da ? da : a, db ? db : b, o);
+	td_dict_free(da);
+	td_dict_free(db);
+	return r;
+}
+
 static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 {
 	uint32_t i;
@@ -416,7 +495,9 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 			return 0;
 		va = &ea->value;
 		vb = &eb->value;
-		if (va->kind == TD_VALUE_DICT)
+		if (va->kind == TD_VALUE_DICT && TD_UNLIKELY(va->u.dict->lazy || vb->u.dict->lazy))
+			r = equal_lazy(va->u.dict, vb->u.dict, o);
+		else if (va->kind == TD_VALUE_DICT)
 			r = equal_rec(va->u.dict, vb->u.dict, o);
 		else if (va->kind != TD_VALUE_TENSOR)
 			r = td__text_values_equal(va, vb);

@@ -197,6 +197,18 @@ static int leaf_index(td_tensor *out, const td_tensor *in, void *ctx)
 	return td__tensor_index(out, in, bi->idx, bi->n, "td_dict_index");
 }
 
+/*
+ * A lazy stack nested in the dict being indexed: the same expression, its
+ * ellipsis already expanded over the dict's batch dims (so that it names
+ * the same leading dims of the stack), indexed by the stack itself.
+ */
+static int lazy_index(td_dict **out, const td_dict *stack, void *ctx)
+{
+	const batch_index *bi = ctx;
+
+	return td__lazy_index(out, stack, bi->idx, bi->n);
+}
+
 int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n)
 {
 	static const char fn[] = "td_dict_index";
@@ -213,7 +225,7 @@ int td_dict_index(td_dict **out, const td_dict *d, const td_index *idx, size_t n
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
 	rc = td__batch_check_numel(bi.ndim, bi.shape, fn);
 	if (rc == 0)
-		rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, fn);
+		rc = td__dict_transform(out, d, bi.ndim, bi.shape, leaf_index, &bi, lazy_index, fn);
 	release_index(&bi);
 	return rc;
 }
@@ -321,6 +333,12 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 		if (!td__entry_live(ev))
 			continue;
 		e = td__dict_find(d, td__entry_key(ev), ev->klen, ev->hash);
+		/* Refused in the checking pass, before anything is written. */
+		if (TD_UNLIKELY((ev->value.kind == TD_VALUE_DICT && ev->value.u.dict->lazy) ||
+				(e && e->value.kind == TD_VALUE_DICT && e->value.u.dict->lazy)))
+			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: indexed writes do not "
+				"reach into lazy stacks nested in a dict (write through the stack: "
+				"td_dict_index_put() on it)", fn, td__entry_key(ev));
 		if (!e && d->locked)
 			return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn,
 				td__entry_key(ev));
@@ -434,6 +452,10 @@ static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, 
 
 		if (!td__entry_live(e))
 			continue;
+		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: indexed writes do not "
+				"reach into lazy stacks nested in a dict (write through the stack: "
+				"td_dict_index_fill() on it)", fn, td__entry_key(e));
 		if (e->value.kind == TD_VALUE_DICT)
 			TD_TRY(fill_rec(e->value.u.dict, bi, s, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
@@ -602,6 +624,54 @@ static int cut_strings(td_dict *const *out, const td_value *v, const cut *c)
 #define CUT_LOCAL 16
 
 /*
+ * The n pieces of the lazy stack z nested in the dict being cut, into
+ * sub[0..n-1]: shallow copies (no cut), or the stack indexed at the cut dim
+ * (an int for unbind, a slice of the piece's rows for split), which the
+ * stack does itself (td__lazy_index()). On failure nothing is left.
+ */
+static int cut_lazy(td_dict **sub, const td_dict *z, const struct cut *c)
+{
+	td_index idx[TD_MAX_DIMS];
+	int64_t start = 0;
+	size_t i;
+	int k, rc = TD_OK;
+
+	for (k = 0; k < c->dim; k++)
+		idx[k] = td_index_all();
+	for (i = 0; i < c->n; i++) {
+		if (c->dim < 0) {
+			rc = td__lazy_copy(&sub[i], z, false, c->fn);
+		} else {
+			if (c->lengths) {
+				idx[c->dim] = td_index_slice(start, start + c->lengths[i], 1);
+				start += c->lengths[i];
+			} else {
+				idx[c->dim] = td_index_int((int64_t)i);
+			}
+			rc = td__lazy_index(&sub[i], z, idx, (size_t)c->dim + 1);
+		}
+		if (rc < 0)
+			break;
+		/* The piece must have the shape the cut gives this level: never silently wrong. */
+		if (c->dim >= 0) {
+			int64_t shape[TD_MAX_DIMS];
+			int nd = cut_shape(shape, z, c, i);
+
+			if (sub[i]->batch_ndim != nd || !td__shape_eq(sub[i]->batch_shape, shape, nd)) {
+				td_dict_free(sub[i]);
+				rc = td__error(TD_ERROR, "%s: a piece of a nested lazy stack has another "
+					"batch shape", c->fn);
+				break;
+			}
+		}
+	}
+	if (rc < 0)
+		while (i-- > 0)
+			td_dict_free(sub[i]);
+	return rc;
+}
+
+/*
  * Make the n pieces of level `d` into out[0..n-1]; on failure nothing is
  * left. ne[i] is where piece i's next entry goes: kept in a local array,
  * so that the writes of one piece's entry do not make the compiler load
@@ -661,7 +731,10 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 		if (e->value.kind == TD_VALUE_TENSOR) {
 			cut_leaf(ne, &e->value.u.tensor, c);
 		} else if (e->value.kind == TD_VALUE_DICT) {
-			rc = cut_rec(sub, e->value.u.dict, c);
+			if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+				rc = cut_lazy(sub, e->value.u.dict, c);
+			else
+				rc = cut_rec(sub, e->value.u.dict, c);
 			if (rc < 0)
 				goto out;
 			for (i = 0; i < c->n; i++) {
@@ -925,7 +998,7 @@ static int reshape_impl(td_dict **out, const td_dict *d, int ndim, const int64_t
 	c.ndim = ndim;
 	c.shape = resolved;
 	c.view_only = view_only;
-	return td__dict_transform(out, d, ndim, resolved, leaf_reshape, &c, fn);
+	return td__dict_transform(out, d, ndim, resolved, leaf_reshape, &c, NULL, fn);
 }
 
 int td_dict_reshape(td_dict **out, const td_dict *d, int ndim, const int64_t *shape)
@@ -976,7 +1049,7 @@ int td_dict_unsqueeze(td_dict **out, const td_dict *d, int dim)
 	TD_TRY(td__wrap_dim(dim, d->batch_ndim + 1, &c.dim, fn));
 	for (i = 0; i <= d->batch_ndim; i++)
 		shape[i] = i == c.dim ? 1 : d->batch_shape[k++];
-	return td__dict_transform(out, d, d->batch_ndim + 1, shape, leaf_unsqueeze, &c, fn);
+	return td__dict_transform(out, d, d->batch_ndim + 1, shape, leaf_unsqueeze, &c, NULL, fn);
 }
 
 int td_dict_squeeze(td_dict **out, const td_dict *d, int dim)
@@ -1000,7 +1073,7 @@ int td_dict_squeeze(td_dict **out, const td_dict *d, int dim)
 	for (i = 0; i < d->batch_ndim; i++)
 		if (i != c.dim)
 			shape[k++] = d->batch_shape[i];
-	return td__dict_transform(out, d, k, shape, leaf_squeeze, &c, fn);
+	return td__dict_transform(out, d, k, shape, leaf_squeeze, &c, NULL, fn);
 }
 
 int td_dict_permute(td_dict **out, const td_dict *d, const int *dims)
@@ -1025,5 +1098,5 @@ int td_dict_permute(td_dict **out, const td_dict *d, const int *dims)
 		shape[i] = d->batch_shape[c.perm[i]];
 	}
 	c.old_ndim = d->batch_ndim;
-	return td__dict_transform(out, d, d->batch_ndim, shape, leaf_permute, &c, fn);
+	return td__dict_transform(out, d, d->batch_ndim, shape, leaf_permute, &c, NULL, fn);
 }

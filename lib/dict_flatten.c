@@ -6,6 +6,13 @@
 #include "td_internal.h"
 #include "dict_impl.h"
 
+/* TD_ENOTSUP: the lazy stack under `key`, nested in the dict, has no stored leaves to move. */
+static int lazy_refused(const char *key, const char *fn)
+{
+	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: its leaves are made by stacking, "
+		"not stored, and cannot be re-keyed (td_lazy_densify() makes a dense copy)", fn, key);
+}
+
 /* Append leaf `v` of `out` under `prefix<sep>key` (prefix may be empty). */
 static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, size_t cap,
 	const char *sep, size_t seplen, const char *fn)
@@ -29,7 +36,9 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 		memcpy(buf + klen, td__entry_key(e), e->klen);
 		klen += e->klen;
 		buf[klen] = '\0';
-		if (e->value.kind == TD_VALUE_DICT) {
+		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+			return lazy_refused(buf, fn);
+		} else if (e->value.kind == TD_VALUE_DICT) {
 			TD_TRY(flatten_rec(out, e->value.u.dict, buf, klen, cap, sep, seplen, fn));
 		} else {
 			td__kref k;
@@ -161,6 +170,8 @@ static int merge(td_dict *dst, const td_dict *src, const char *fn)
 		if (!td__entry_live(e))
 			continue;
 		hit = td__dict_find(dst, td__entry_key(e), e->klen, e->hash);
+		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+			return lazy_refused(td__entry_key(e), fn);
 		if (hit) {
 			if (hit->value.kind != TD_VALUE_DICT || e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
@@ -191,6 +202,8 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 	td_value v;
 	int rc;
 
+	if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+		return lazy_refused(td__entry_key(e), fn);
 	TD_TRY(split_key(&p, e, sep, seplen, fn));
 	rc = td__dict_walk(nd, p.part, p.n, &undo, &parent, fn);
 	if (rc == TD_ETYPE)

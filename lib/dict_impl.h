@@ -442,6 +442,14 @@ typedef struct td__undo {
  */
 int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 	td_dict **parent_out, const char *fn);
+/**
+ * If the path parts[0..n-1] from the dense dict d reaches a lazy stack with
+ * components left (a nested lazy stack, not d itself), return that stack
+ * and set *used to the number of components that lead to it (1..n-1); else
+ * NULL. Records no error.
+ */
+const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, size_t n,
+	size_t *used);
 /** Undo what td__dict_walk() created. */
 void td__dict_undo(td__undo *undo);
 /** Find the entry named by a path, or NULL; records no error (for membership tests). */
@@ -466,20 +474,25 @@ int td__dict_copy(td_dict **out, const td_dict *d, const char *fn);
 /** Per-leaf function of td__dict_transform(): compute `out` from `in`. */
 typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
 
+/** The result of a batch operation for a lazy stack nested in the dict (ctx as the leaf fn's). */
+typedef int (*td__lazy_fn)(td_dict **out, const td_dict *stack, void *ctx);
+
 /**
  * A new dict with d's structure whose batch shape is `ndim`/`shape` and whose
  * tensors are fn(leaf): a batch operation. A nested dict with batch (d's
  * batch + extra dims) gets (new batch + extra dims). Arrays of strings go
  * through the same operation (td__strings_transform()); strings and bytes
- * are shared.
+ * are shared. A nested lazy stack gets lz(stack) (whose batch shape must
+ * start with the new one); with `lz` NULL, TD_ENOTSUP naming its key.
  */
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
-	td__leaf_fn fn, void *ctx, const char *fn_name);
+	td__leaf_fn fn, void *ctx, td__lazy_fn lz, const char *fn_name);
 
 /**
  * A new dict with d's structure and batch shape whose tensors are fn(leaf),
  * an operation on the elements (clone, arithmetic); every non-tensor value
- * is shared.
+ * is shared. A nested lazy stack becomes a new lazy stack (at the same dim,
+ * owning them) of its children mapped the same way.
  */
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name);

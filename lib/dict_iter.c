@@ -87,6 +87,14 @@ struct td_dict_iter {
 	const td_dict *root;
 	unsigned flags;
 	lazy_iter *lz;                          /* NULL for a dense dict */
+	/*
+	 * A nested walk of a dense dict that meets a lazy stack nested in it
+	 * walks the stack with an iterator of its own (made then, freed when
+	 * done), whose items get the path to the stack as prefix; the stack's
+	 * entry itself comes after them (post-order), as a dict's does.
+	 */
+	td_dict_iter *sub;
+	int sub_depth;                          /* the level of the stack's entry */
 	int depth;                              /* index of the current level */
 	const td_dict *dict[TD_KEY_MAX_DEPTH];  /* the dict iterated at each level */
 	uint32_t pos[TD_KEY_MAX_DEPTH];         /* next slot at each level */
@@ -119,6 +127,7 @@ int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 	it->root = d;
 	it->flags = flags;
 	it->lz = NULL;
+	it->sub = NULL;
 	it->depth = 0;
 	if (TD_UNLIKELY(lazy)) {
 		it->lz = (lazy_iter *)(it + 1);
@@ -155,6 +164,8 @@ void td_dict_iter_reset(td_dict_iter *it)
 {
 	if (!it)
 		return;
+	td_dict_iter_free(it->sub);
+	it->sub = NULL;
 	if (it->lz) {
 		lazy_drop_current(it->lz);
 		for (; it->depth > 0; it->depth--) {
@@ -328,6 +339,34 @@ static int lazy_next(td_dict_iter *it, td_item *item)
 	return 0;
 }
 
+/*
+ * The next item of the walk of the lazy stack nested at it->sub_depth: 1
+ * with its path prefixed, or 0 when the walk is done (the stack's own
+ * entry is then yielded unless only leaves are wanted).
+ */
+static int sub_next(td_dict_iter *it, td_item *item)
+{
+	int d = it->sub_depth, rc = td_dict_iter_next(it->sub, item);
+	size_t i;
+
+	if (rc == 1) {
+		/* Nesting is bounded by TD_KEY_MAX_DEPTH (the stack's height counts). */
+		if ((size_t)d + item->depth > TD_KEY_MAX_DEPTH)
+			return td__error(TD_ERROR, "td_dict_iter_next: a key nested in a lazy stack "
+				"is deeper than %d levels", TD_KEY_MAX_DEPTH);
+		for (i = 0; i < item->depth; i++)
+			it->path[(size_t)d + i] = item->path[i];
+		item->path = it->path;
+		item->depth += (size_t)d;
+		return 1;
+	}
+	if (rc < 0)
+		return rc;
+	td_dict_iter_free(it->sub);
+	it->sub = NULL;
+	return 0;
+}
+
 int td_dict_iter_next(td_dict_iter *it, td_item *item)
 {
 	bool nested, leaves;
@@ -338,6 +377,19 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 		return lazy_next(it, item);
 	nested = it->flags & TD_ITER_NESTED;
 	leaves = it->flags & TD_ITER_LEAVES_ONLY;
+	if (TD_UNLIKELY(it->sub != NULL)) {
+		const td__entry *e;
+		int rc = sub_next(it, item);
+
+		if (rc != 0)
+			return rc;
+		/* The stack's walk is done: its own entry, post-order. */
+		e = &it->dict[it->depth]->entries[it->pos[it->depth]++];
+		if (!leaves) {
+			emit(it, item, e, it->depth);
+			return 1;
+		}
+	}
 	while (it->depth >= 0) {
 		const td_dict *d = it->dict[it->depth];
 		const td__entry *e;
@@ -357,6 +409,17 @@ int td_dict_iter_next(td_dict_iter *it, td_item *item)
 		if (!td__entry_live(e)) {
 			it->pos[it->depth]++;
 			continue;
+		}
+		if (e->value.kind == TD_VALUE_DICT && nested && TD_UNLIKELY(e->value.u.dict->lazy) &&
+		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
+			/* A nested lazy stack: walked by an iterator of its own. */
+			int rc = td_dict_iter_new(&it->sub, e->value.u.dict, it->flags);
+
+			if (rc < 0)
+				return rc;
+			it->path[it->depth] = td__entry_key(e);
+			it->sub_depth = it->depth + 1;
+			return td_dict_iter_next(it, item);
 		}
 		if (e->value.kind == TD_VALUE_DICT && nested &&
 		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
@@ -379,6 +442,8 @@ void td_dict_iter_free(td_dict_iter *it)
 {
 	if (!it)
 		return;
+	td_dict_iter_free(it->sub);
+	it->sub = NULL;
 	if (it->lz) {
 		td_dict_iter_reset(it);
 		td_buffer_unref(it->lz->spare);

@@ -172,6 +172,13 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
 				e ? "a different kind of value" : "missing", k);
 		}
+		if (children && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+			td__free(children);
+			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack in dict %zu: stacking and "
+				"concatenating do not reach into lazy stacks nested in a dict "
+				"(td_lazy_densify() makes a dense copy; td_lazy_stack() stacks lazily)",
+				j->fn, td__entry_key(e0), k);
+		}
 		if (children)
 			children[k] = e->value.u.dict;
 		else if (e->value.kind == TD_VALUE_TENSOR)

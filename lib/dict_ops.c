@@ -7,6 +7,14 @@
 #include "td_internal.h"
 #include "dict_impl.h"
 
+/* TD_ENOTSUP: the operation does not reach into the lazy stack nested under entry e. */
+static int lazy_refused(const td__entry *e, const char *fn)
+{
+	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: %s does not reach into lazy "
+		"stacks nested in a dict (td_lazy_densify() makes a dense copy)", fn,
+		td__entry_key(e), fn);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Transform: same structure, new batch shape, new leaves                    */
 /* ------------------------------------------------------------------------ */
@@ -26,7 +34,70 @@ static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, con
 }
 
 static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
-	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, const char *name)
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
+	const char *name);
+
+/*
+ * transform_rec() of the lazy stack `z` nested in a dict under `key`. An
+ * operation on the elements (batch == false) applies to each child: a new
+ * stack, at the same dim, of the transformed children (owned). A batch
+ * operation goes to `lz`, which makes the stack's result from the stack
+ * (indexing: td__lazy_index()); without one it is refused.
+ */
+static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int ndim,
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
+	const char *name)
+{
+	const td__lazy *L = z->lazy;
+	int64_t cshape[TD_MAX_DIMS];
+	td_dict *s;
+	size_t i;
+	int k, j, rc;
+
+	if (batch) {
+		if (!lz)
+			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: this batch operation "
+				"does not apply to lazy stacks nested in a dict (td_lazy_densify() makes a "
+				"dense copy)", name, key);
+		TD_TRY(lz(out, z, ctx));
+		/* The stack's result must fit under the new batch: never silently wrong. */
+		if ((*out)->batch_ndim < ndim ||
+		    memcmp((*out)->batch_shape, shape, (size_t)ndim * sizeof(int64_t)) != 0) {
+			td_dict_free(*out);
+			*out = NULL;
+			return td__error(TD_ERROR, "%s: the lazy stack '%s' gave a result of another "
+				"batch shape", name, key);
+		}
+		return TD_OK;
+	}
+	for (k = 0, j = 0; k < z->batch_ndim; k++)
+		if (k != L->dim)
+			cshape[j++] = z->batch_shape[k];
+	TD_TRY(td__lazy_alloc(&s, L->n, L->dim, z->batch_ndim - 1, cshape, name));
+	for (i = 0; i < L->n; i++) {
+		const td_dict *c = L->child[i];
+		td_dict *t;
+
+		if (c->lazy)
+			rc = transform_lazy(&t, c, key, ndim, shape, fn, ctx, false, lz, name);
+		else
+			rc = transform_rec(&t, c, c->batch_ndim, c->batch_ndim, c->batch_shape, fn,
+				ctx, false, lz, name);
+		if (rc < 0) {
+			td__lazy_destroy(s);
+			return rc;
+		}
+		t->parent = s;
+		s->lazy->child[i] = t;
+		s->lazy->own[i] = true;
+	}
+	*out = s;
+	return TD_OK;
+}
+
+static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
+	const char *name)
 {
 	int extra = d->batch_ndim - old_root;
 	int64_t nb[TD_MAX_DIMS];
@@ -50,9 +121,12 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 		v->kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR)
 			rc = fn(&v->u.tensor, &e->value.u.tensor, ctx);
+		else if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+			rc = transform_lazy(&v->u.dict, e->value.u.dict, td__entry_key(e), ndim, shape,
+				fn, ctx, batch, lz, name);
 		else if (e->value.kind == TD_VALUE_DICT)
 			rc = transform_rec(&v->u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
-				batch, name);
+				batch, lz, name);
 		else if (batch && e->value.kind == TD_VALUE_STRINGS)
 			rc = td__strings_transform(v, &e->value, fn, ctx, name);
 		else
@@ -71,16 +145,16 @@ fail:
 }
 
 int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t *shape,
-	td__leaf_fn fn, void *ctx, const char *fn_name)
+	td__leaf_fn fn, void *ctx, td__lazy_fn lz, const char *fn_name)
 {
-	return transform_rec(out, d, d->batch_ndim, ndim, shape, fn, ctx, true, fn_name);
+	return transform_rec(out, d, d->batch_ndim, ndim, shape, fn, ctx, true, lz, fn_name);
 }
 
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name)
 {
 	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false,
-		fn_name);
+		NULL, fn_name);
 }
 
 static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
@@ -91,6 +165,8 @@ static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
 {
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_copy(out, d, false, fn);
 	/* A cut into one piece, no dim cut: a level at a time, inline (fewer
 	 * instructions than td__dict_map_tensors() with a sharing leaf function). */
 	return td__dict_cut(out, d, -1, NULL, 1, fn);
@@ -137,6 +213,10 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 
 		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
+		if (TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+			td_dict_free(nd);
+			return lazy_refused(e, fn);
+		}
 		v.kind = TD_VALUE_DICT;
 		rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
 		if (rc == 0)
@@ -179,6 +259,9 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 			continue;
 		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
+			/* Two dicts merge; a lazy stack on either side cannot. */
+			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
+				return lazy_refused(eo, fn);
 			TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
 			continue;
 		}
@@ -248,6 +331,8 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
 					fn, td__entry_key(eo));
+			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
+				return lazy_refused(eo, fn);
 			TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
@@ -344,11 +429,17 @@ static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entr
 
 	if (e->value.kind != TD_VALUE_DICT)
 		return;
-	for (j = 0; j < np; j++)
-		if (paths[j].n > level + 1 && !paths[j].found && part_is(&paths[j], level, e) &&
-		    td__dict_lookup_quiet(e->value.u.dict, paths[j].part + level + 1,
-			    paths[j].n - level - 1, NULL))
+	for (j = 0; j < np; j++) {
+		const td_dict *sub = e->value.u.dict;
+		const td__kref *rest = paths[j].part + level + 1;
+		size_t nrest = paths[j].n - level - 1;
+
+		if (paths[j].n <= level + 1 || paths[j].found || !part_is(&paths[j], level, e))
+			continue;
+		if (sub->lazy ? td__lazy_kind(sub, rest, nrest, NULL) != 0 :
+				td__dict_lookup_quiet(sub, rest, nrest, NULL) != NULL)
 			paths[j].found = true;
+	}
 }
 
 /*
@@ -375,7 +466,9 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 		if (exact && through && select)
 			mark_inside(paths, np, level, e);
 		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
-		if (descend) {
+		if (descend && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+			rc = lazy_refused(e, fn);
+		} else if (descend) {
 			v.kind = TD_VALUE_DICT;
 			rc = filter_rec(&v.u.dict, e->value.u.dict, paths, np, level + 1, select, fn);
 			if (rc == 0 && select && v.u.dict->count == 0) {

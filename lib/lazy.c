@@ -232,7 +232,14 @@ int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_ke
 
 	if (!z) {
 		const td__entry *e = td__dict_lookup_quiet(d, parts, n, NULL);
-		return e ? (int)e->value.kind : 0;
+		const td_dict *nested;
+		size_t used;
+
+		if (e)
+			return (int)e->value.kind;
+		/* A path into a lazy stack nested in the dense child. */
+		nested = td__dict_lazy_prefix(d, parts, n, &used);
+		return nested ? td__lazy_kind(nested, parts + used, n - used, NULL) : 0;
 	}
 	s = td__lz_get(d);
 	if (s) {
@@ -390,8 +397,20 @@ static int leaves_collect(leaves *L, const td_dict *d, const td__kref *parts, si
 		}
 		e = td__dict_lookup_quiet(c, parts, n, NULL);
 		if (!e) {
-			rc = not_found_in_child(parts, n, i, fn);
-			goto fail;
+			/* A path into a lazy stack nested in the dense child: stacked there. */
+			size_t used;
+			const td_dict *nested = td__dict_lazy_prefix(c, parts, n, &used);
+
+			if (!nested) {
+				rc = not_found_in_child(parts, n, i, fn);
+				goto fail;
+			}
+			rc = td__lazy_get_tensor(&L->t[i], nested, parts + used, n - used, fn);
+			if (rc < 0)
+				goto fail;
+			L->owned[i] = true;
+			L->n = i + 1;
+			continue;
 		}
 		if (e->value.kind != TD_VALUE_TENSOR) {
 			td__kpath_format(key, sizeof(key), parts, n);
@@ -517,28 +536,52 @@ static void select_borrowed(td_tensor *out, const td_tensor *t, int dim, int64_t
 }
 
 /* Resolve a dotted key or a key handle and check the stack argument. */
-static int lazy_args(td__kpath *p, const td_dict *d, const char *dotted, const td_key *key,
-	const void *out, const char *fn)
+/*
+ * Resolve a dotted key or a key handle and check the stack argument *dp: a
+ * lazy stack, or a dense dict whose path leads into a lazy stack nested in
+ * it; then *dp becomes that stack, `p` holds the rest of the path and
+ * *rerouted is set (the handle no longer names the path).
+ */
+static int lazy_args(td__kpath *p, const td_dict **dp, const char *dotted, const td_key *key,
+	const void *out, bool *rerouted, const char *fn)
 {
+	const td_dict *d = *dp, *z;
+	size_t used;
+
+	*rerouted = false;
 	if (!d || !out || (!dotted && !key))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	if (!d->lazy)
-		return td__error(TD_EINVAL, "%s: the dict is not a lazy stack", fn);
 	if (key)
-		return td__kpath_key(p, key, fn);
-	return td__kpath_dotted(p, dotted, fn);
+		TD_TRY(td__kpath_key(p, key, fn));
+	else
+		TD_TRY(td__kpath_dotted(p, dotted, fn));
+	if (d->lazy)
+		return TD_OK;
+	z = td__dict_lazy_prefix(d, p->part, p->n, &used);
+	if (!z)
+		return td__error(TD_EINVAL, "%s: the dict is not a lazy stack, nor does the key lead "
+			"into one nested in it", fn);
+	p->n -= used;
+	memmove(p->part, p->part + used, p->n * sizeof(p->part[0]));
+	*dp = z;
+	*rerouted = true;
+	return TD_OK;
 }
 
 /* lazy_args() that leaves a key handle's components where they are (*parts, *n). */
-static int lazy_key_args(td__kpath *p, const td__kref **parts, size_t *n, const td_dict *d,
-	const char *dotted, const td_key *key, const void *out, const char *fn)
+static int lazy_key_args(td__kpath *p, const td__kref **parts, size_t *n, const td_dict **dp,
+	const char *dotted, const td_key **key, const void *out, const char *fn)
 {
-	if (key && d && out && d->lazy) {
-		*parts = key->part;
-		*n = key->n;
+	bool rerouted;
+
+	if (*key && *dp && out && (*dp)->lazy) {
+		*parts = (*key)->part;
+		*n = (*key)->n;
 		return TD_OK;
 	}
-	TD_TRY(lazy_args(p, d, dotted, key, out, fn));
+	TD_TRY(lazy_args(p, dp, dotted, *key, out, &rerouted, fn));
+	if (rerouted)
+		*key = NULL;
 	*parts = p->part;
 	*n = p->n;
 	return TD_OK;
@@ -553,7 +596,7 @@ static int get_tensor(td_tensor *out, const td_dict *d, const char *dotted, cons
 	td__kpath p;
 	size_t n;
 
-	TD_TRY(lazy_key_args(&p, &parts, &n, d, dotted, key, out, fn));
+	TD_TRY(lazy_key_args(&p, &parts, &n, &d, dotted, &key, out, fn));
 	s = td__lz_get(d);
 	if (s && (k = td__lz_find_key(s, parts, n, key, NULL)) != NULL && k->all_tensor)
 		return td__lz_get_tensor(out, d, k, parts, n, NULL, fn);
@@ -578,11 +621,12 @@ int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key)
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	int64_t shape[TD_MAX_DIMS];
 	td__kpath p;
+	bool rerouted;
 	leaves L;
 	size_t i;
 	int k, j, rc, dim;
 
-	TD_TRY(lazy_args(&p, d, key, NULL, dst, fn));
+	TD_TRY(lazy_args(&p, &d, key, NULL, dst, &rerouted, fn));
 	TD_TRY(td__tensor_check(dst, fn, "the destination"));
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	dim = d->lazy->dim;
@@ -613,6 +657,7 @@ int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *
 	static const char fn[] = "td_lazy_get_list";
 	td_tensor *arr;
 	td__kpath p;
+	bool rerouted;
 	leaves L;
 	size_t i;
 
@@ -622,7 +667,7 @@ int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *
 		*count_out = 0;
 	if (!count_out)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_TRY(lazy_args(&p, d, key, NULL, tensors_out, fn));
+	TD_TRY(lazy_args(&p, &d, key, NULL, tensors_out, &rerouted, fn));
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	arr = td__calloc(L.n, sizeof(*arr));
 	if (!arr) {
@@ -682,11 +727,12 @@ int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_sca
 	int64_t shape[TD_MAX_DIMS], maxs[TD_MAX_DIMS];
 	td_tensor tmp;
 	td__kpath p;
+	bool rerouted;
 	leaves L;
 	size_t i;
 	int k, j, rc = TD_OK, nd, dim;
 
-	TD_TRY(lazy_args(&p, d, key, NULL, out, fn));
+	TD_TRY(lazy_args(&p, &d, key, NULL, out, &rerouted, fn));
 	if (flags & ~(unsigned)TD_PAD_LEFT)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
 	TD_TRY(td__scalar_check(pad, fn));
@@ -758,13 +804,14 @@ int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_d
 	td_tensor values, offsets;
 	int64_t count, *off;
 	td__kpath p;
+	bool rerouted;
 	leaves L;
 	size_t i;
 	int rc;
 
 	if (!offsets_out)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_TRY(lazy_args(&p, d, key, NULL, values_out, fn));
+	TD_TRY(lazy_args(&p, &d, key, NULL, values_out, &rerouted, fn));
 	if (d->lazy->dim != 0)
 		return td__error(TD_ENOTSUP, "%s: the nested form needs stack dim 0 (this stack's "
 			"is %d), as tensordict's get_nestedtensor()", fn, d->lazy->dim);
@@ -807,8 +854,16 @@ static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i,
 	}
 	*owned = false;
 	e = td__dict_lookup_quiet(c, parts, n, NULL);
-	if (!e)
-		return not_found_in_child(parts, n, i, fn);
+	if (!e) {
+		/* A path into a lazy stack nested in the dense child. */
+		size_t used;
+		const td_dict *nested = td__dict_lazy_prefix(c, parts, n, &used);
+
+		if (!nested)
+			return not_found_in_child(parts, n, i, fn);
+		*owned = true;
+		return td__lazy_get_dict(out, nested, parts + used, n - used, NULL, fn);
+	}
 	if (e->value.kind != TD_VALUE_DICT) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__error(TD_ETYPE, "%s: '%s' is not a dict in child %zu", fn, key, i);
@@ -889,7 +944,7 @@ static int get_dict(td_dict **out, const td_dict *d, const char *dotted, const t
 
 	if (out)
 		*out = NULL;
-	TD_TRY(lazy_key_args(&p, &parts, &n, d, dotted, key, out, fn));
+	TD_TRY(lazy_key_args(&p, &parts, &n, &d, dotted, &key, out, fn));
 	return td__lazy_get_dict(out, d, parts, n, key, fn);
 }
 
@@ -1297,7 +1352,8 @@ int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t
 	}
 	if (!lazy) {
 		rc = td_dict_stack(out, dicts, n, dim);
-		if (rc != TD_ETYPE)
+		/* TD_ENOTSUP: a lazy stack nested in an input, which stacks lazily. */
+		if (rc != TD_ETYPE && rc != TD_ENOTSUP)
 			return rc;
 	}
 	/* Keys or leaf shapes differ (or an input is lazy): stack copies lazily. */

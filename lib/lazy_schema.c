@@ -146,6 +146,10 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 				return false;
 			for (i = 0; i < n; i++) {
 				subs[i] = k->ent[i]->value.u.dict;
+				/* A lazy stack nested in a child has no entries to cache:
+				 * no schema, the general paths read through it. */
+				if (subs[i]->lazy)
+					return false;
 				if (subs[i]->batch_ndim != s0->batch_ndim ||
 				    !td__shape_eq(subs[i]->batch_shape, s0->batch_shape, s0->batch_ndim))
 					return false; /* td__lazy_get_dict() reports it */
@@ -159,8 +163,11 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 				return false;
 			memcpy(stack->lazy->child, subs, n * sizeof(*subs));
 			k->sub->stack = stack;
-			if (!build_node(s, k->sub, subs, n, dim, depth + 1))
+			if (!build_node(s, k->sub, subs, n, dim, depth + 1)) {
+				/* Counted, so that td__lz_free() frees the sub-stacks made. */
+				node->nkeys++;
 				return false;
+			}
 		}
 		node->nkeys++;
 	}

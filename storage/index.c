@@ -509,6 +509,12 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 	uint32_t self;
 	int rc;
 
+	if (td_dict_is_lazy(d)) {
+		rc = td__error(TD_ENOTSUP, "%s%s%s is a lazy stack, which a store index does not "
+			"describe (td_lazy_densify() makes a dense dict)", key[0] ? "'" : "",
+			key[0] ? key : "the dict", key[0] ? "'" : "");
+		goto out;
+	}
 	if (!keys || !vals) {
 		rc = td__error_nomem(n * sizeof(*keys));
 		goto out;

@@ -143,6 +143,13 @@ static int load_leaves(td_ring *r, uint64_t capacity, uint64_t *hash, uint64_t *
 	int rc;
 
 	*row_bytes = 0;
+	/* A lazy stack's leaves are made by stacking: rows written there would be lost. */
+	rc = td__holds_lazy(d);
+	if (rc < 0)
+		return rc;
+	if (rc)
+		return td__error(TD_ECORRUPT, "%s: the ring's store holds a lazy stack, not one "
+			"mapped leaf per key", what);
 	TD_TRY(td_dict_iter_new(&iter, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while ((rc = td_dict_iter_next(iter, &it)) == 1) {
 		if (n == cap) {
@@ -589,6 +596,9 @@ static int like_dict(const td_dict *row, int64_t capacity, td_dict **out, size_t
 	td_dict *d = NULL;
 	int rc;
 
+	if (td_dict_is_lazy(row))
+		return td__error(TD_EINVAL, "td_ring_create: ring rows hold tensors and dense dicts "
+			"only, not lazy stacks (td_lazy_densify() makes a dense dict)");
 	if (bnd >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "td_ring_create: batch shape too long");
 	batch[0] = capacity;

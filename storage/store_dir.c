@@ -404,6 +404,9 @@ int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size
 	return rc;
 }
 
+static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const json_t *meta,
+	td_dict **out);
+
 static int load_collection(loader *ld, int dirfd, const char *rel, const char *key, int depth,
 	td_dict *d)
 {
@@ -432,27 +435,30 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 		rc = load_strings(meta, what, d, key);
 		goto out;
 	}
-	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
-		rc = td__error(TD_ENOTSUP, "%s: a lazy stack inside a dict is not supported (tdstore "
-			"holds lazy stacks at the top of a store, or inside other lazy stacks)", crel);
-		goto out;
-	}
-	json_decref(meta);
-	meta = NULL;
 	if (depth + 1 >= TD_KEY_MAX_DEPTH) {
 		rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel,
 			TD_KEY_MAX_DEPTH);
 		goto out;
 	}
-	rc = load_dict(ld, cfd, crel, depth + 1, &child);
+	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
+		/* A lazy stack as a value (tensordict's TensorDict({"z": lazy_stack})). */
+		rc = load_lazy(ld, cfd, crel, depth + 1, meta, &child);
+	} else {
+		json_decref(meta);
+		meta = NULL;
+		rc = load_dict(ld, cfd, crel, depth + 1, &child);
+	}
 	if (rc < 0)
 		goto out;
 	rc = td_dict_set_dict_take_path(d, &key, 1, child);
 	if (rc < 0) {
 		td_dict_free(child);
-		if (rc == TD_ETYPE || rc == TD_EINVAL)
+		if (rc == TD_ETYPE)
 			rc = td__error(TD_ECORRUPT, "%s: batch shape does not start with its parent's",
 				crel);
+		else if (rc == TD_EINVAL)
+			rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel,
+				TD_KEY_MAX_DEPTH);
 	}
 out:
 	json_decref(meta);
@@ -868,36 +874,72 @@ typedef struct level {
 } level;
 
 
-/* Everything that would make the write fail half-way is refused before any file is touched. */
+int td__holds_lazy(const td_dict *d)
+{
+	size_t n, i;
+	const td_value **vals;
+	int rc = 0;
+
+	if (td_dict_is_lazy(d))
+		return 1;
+	n = td_dict_items(d, NULL, NULL, 0);
+	if (n == 0)
+		return 0;
+	vals = td__calloc(n, sizeof(*vals));
+	if (!vals)
+		return td__error_nomem(n * sizeof(*vals));
+	td_dict_items(d, NULL, vals, n);
+	for (i = 0; rc == 0 && i < n; i++)
+		if (vals[i]->kind == TD_VALUE_DICT)
+			rc = td__holds_lazy(vals[i]->u.dict);
+	td__free(vals);
+	return rc;
+}
+
+/*
+ * Everything that would make the write fail half-way is refused before any
+ * file is touched. A lazy stack is checked child by child (its leaves are
+ * not stacked: a ragged one is written as it is).
+ */
 int td__check_writable(const td_dict *d, const char *fn)
 {
-	td_dict_iter *it;
-	td_item item;
-	int rc;
+	const char **keys = NULL;
+	const td_value **vals = NULL;
+	size_t n, i;
+	int rc = TD_OK;
 
-	TD_TRY(td_dict_iter_new(&it, d, TD_ITER_NESTED));
-	while ((rc = td_dict_iter_next(it, &item)) == 1) {
-		const td_value *v = item.value;
-
-		if (td__key_reserved(item.key)) {
-			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
-				item.key);
-			break;
-		}
-		if (v->kind == TD_VALUE_BYTES) {
-			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
-				"tensordict's layout stores only as a Python pickle", fn, item.key);
-			break;
-		}
-		if (v->kind == TD_VALUE_TENSOR &&
-		    td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_DEVICE) {
-			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn,
-				item.key);
-			break;
-		}
+	if (td_dict_is_lazy(d)) {
+		for (i = 0; rc == TD_OK && i < td_lazy_count(d); i++)
+			rc = td__check_writable(td_lazy_child(d, i), fn);
+		return rc;
 	}
-	td_dict_iter_free(it);
-	return rc < 0 ? rc : TD_OK;
+	n = td_dict_items(d, NULL, NULL, 0);
+	if (n == 0)
+		return TD_OK;
+	keys = td__calloc(n, sizeof(*keys));
+	vals = td__calloc(n, sizeof(*vals));
+	if (!keys || !vals)
+		rc = td__error_nomem(n * sizeof(*keys));
+	else
+		td_dict_items(d, keys, vals, n);
+	for (i = 0; rc == TD_OK && i < n; i++) {
+		const td_value *v = vals[i];
+
+		if (td__key_reserved(keys[i]))
+			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
+				keys[i]);
+		else if (v->kind == TD_VALUE_BYTES)
+			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
+				"tensordict's layout stores only as a Python pickle", fn, keys[i]);
+		else if (v->kind == TD_VALUE_TENSOR &&
+			 td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_DEVICE)
+			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn, keys[i]);
+		else if (v->kind == TD_VALUE_DICT)
+			rc = td__check_writable(v->u.dict, fn);
+	}
+	td__free(keys);
+	td__free(vals);
+	return rc;
 }
 
 /* A shape as a JSON list; dim 0 replaced by `dim0` when that is >= 0 (growth). */
@@ -1239,6 +1281,8 @@ static int write_strings(writer *w, int dirfd, const char *rel, const char *key,
 
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out);
+static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
+	td_dict **out);
 
 /* Write one entry's data (files, sub-directories) and store its mapped copy in dst. */
 static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
@@ -1263,7 +1307,11 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 		level lv;
 
 		TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
-		rc = write_dict(w, lv.fd, crel, v->u.dict, &child);
+		/* A lazy stack as a value: its own meta.json and children 0/, 1/, ... */
+		if (td_dict_is_lazy(v->u.dict))
+			rc = write_lazy(w, lv.fd, crel, v->u.dict, &child);
+		else
+			rc = write_dict(w, lv.fd, crel, v->u.dict, &child);
 		leave_child_dir(w, &lv);
 		if (rc == TD_OK) {
 			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
@@ -1321,8 +1369,8 @@ static json_t *build_meta(const td_dict *d, int64_t dim0)
 			     json_object_set_new(e, "is_nested", json_false()) == 0;
 		} else {
 			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
-				"TensorDict" : v->kind == TD_VALUE_STRINGS ? "NonTensorStack" :
-				"NonTensorData")) == 0;
+				(td_dict_is_lazy(v->u.dict) ? "LazyStackedTensorDict" : "TensorDict") :
+				v->kind == TD_VALUE_STRINGS ? "NonTensorStack" : "NonTensorData")) == 0;
 		}
 	}
 	ok = ok &&
@@ -1703,6 +1751,7 @@ int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	const char *fn)
 {
 	size_t i;
+	int rc;
 
 	if (!st || !parts)
 		return td__error(TD_EINVAL, "%s: NULL %s", fn, st ? "path" : "store");
@@ -1717,7 +1766,10 @@ int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	}
 	if (!(st->flags & TD_STORE_RDWR))
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
-	if (td_dict_is_lazy(st->dict))
+	rc = td__holds_lazy(st->dict);
+	if (rc < 0)
+		return rc;
+	if (rc)
 		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
 			"tdstore does not change in place (as tensordict's make_memmap)", fn);
 	return TD_OK;

@@ -483,7 +483,10 @@ static int build_index(td_store *st, td__dirindex *dx)
 
 	if (!st->dix || st->dix->poisoned)
 		return td__error(TD_ENOTSUP, "store index: no model of the store's meta.json files");
-	if (td_dict_is_lazy(st->dict))
+	rc = td__holds_lazy(st->dict);
+	if (rc < 0)
+		return rc;
+	if (rc)
 		return td__error(TD_ENOTSUP, "store index: lazy stacks are read from their meta.json "
 			"files");
 	dx->generation = dx->ix.generation = td__coord_generation(&st->coord);

@@ -257,7 +257,7 @@ int td_store_grow(td_store *store, int64_t new_size)
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
 	if (new_size < 0)
 		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
-	if (td_dict_is_lazy(store->dict))
+	if (td__holds_lazy(store->dict) != 0)
 		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema tdstore "
 			"does not change in place", fn);
 	if (store->packed)

@@ -326,6 +326,11 @@ int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const cha
 
 /** The checks td_store_memmap() makes before touching a file (reserved keys, bytes, devices). */
 int td__check_writable(const td_dict *d, const char *fn);
+/**
+ * Whether `d` is a lazy stack or holds one at any depth: 1 or 0, or
+ * TD_ENOMEM. Schema changes of stores refuse such trees.
+ */
+int td__holds_lazy(const td_dict *d);
 
 /* ---- shared-memory arena (shm_arena.c) ---- */
 

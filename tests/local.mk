@@ -77,6 +77,11 @@ TESTS += %D%/lib/test_lazy
 %C%_lib_test_lazy_CFLAGS = $(td_test_cflags)
 %C%_lib_test_lazy_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_lazy_nested
+TESTS += %D%/lib/test_lazy_nested
+%C%_lib_test_lazy_nested_CFLAGS = $(td_test_cflags)
+%C%_lib_test_lazy_nested_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/lib/test_tensor
 TESTS += %D%/lib/test_tensor
 %C%_lib_test_tensor_CFLAGS = $(td_test_cflags)

@@ -227,7 +227,10 @@ TD_API int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned fl
  *
  * @param[out] out  receives the value (borrowed)
  * @return TD_OK; TD_ENOTFOUND (the message names the missing component);
- *         TD_ETYPE (a path component is not a dict); TD_EINVAL
+ *         TD_ETYPE (a path component is not a dict); TD_EINVAL;
+ *         TD_ENOTSUP (the path goes on into a lazy stack nested in the
+ *         dict, whose values are made by stacking: td_lazy_get_tensor()
+ *         and td_lazy_get_dict() read them)
  */
 TD_API int td_dict_get(const td_dict *d, const char *key, const td_value **out);
 TD_API int td_dict_get_path(const td_dict *d, const char *const *parts, size_t n,
@@ -337,10 +340,12 @@ TD_API int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const t
  * Store a nested dict: a shallow copy of `child` (new dict nodes, tensors
  * sharing their buffers). Its batch shape must start with the batch shape of
  * the dict that receives it. A locked receiver refuses it (a new key or a
- * replaced value).
+ * replaced value). `child` may be a lazy stack: the copy is a stack of
+ * shallow copies of its children (see lazy.h for what reaches into a lazy
+ * stack nested in a dict); a lazy stack `d` refuses any dict (TD_ENOTSUP).
  *
  * @return as td_dict_set_tensor(); TD_EINVAL if `child` is `d` or one of
- *         its ancestors
+ *         its ancestors, or the tree would nest deeper than TD_KEY_MAX_DEPTH
  */
 TD_API int td_dict_set_dict(td_dict *d, const char *key, const td_dict *child);
 TD_API int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n,
@@ -348,7 +353,8 @@ TD_API int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n,
 
 /**
  * Store a root dict without copying: `child` becomes owned by `d` and the
- * pointer stays valid as a borrowed nested dict.
+ * pointer stays valid as a borrowed nested dict. A lazy stack is taken
+ * too (the children it borrows stay borrowed: they must outlive `d`).
  *
  * td_dict_set_dict_take_path() does the same under a path (whose
  * components may hold '.', or be empty).
@@ -463,7 +469,9 @@ typedef struct td_item {
  * the first child's value; each is owned by the iterator and valid until
  * the next call, which may write the next stacked leaf into the same buffer
  * unless the caller took a reference (td_tensor_ref()); pass
- * TD_ITER_KEYS_ONLY to make none.
+ * TD_ITER_KEYS_ONLY to make none. A nested walk of a dense dict goes into
+ * the lazy stacks nested in it the same way (their items' paths start
+ * with the stack's key), and yields a stack's own entry after them.
  *
  * @param[out] out  receives the iterator; owned by the caller, release
  *                  with td_dict_iter_free()
@@ -473,7 +481,8 @@ typedef struct td_item {
 TD_API int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags);
 
 /**
- * Advance. No allocation on a dense dict.
+ * Advance. No allocation on a dense dict, unless it holds a lazy stack
+ * that the walk enters (its values are made as the stack's).
  *
  * @param[out] item  receives the next entry (valid until the next call)
  * @return 1 when an item was produced, 0 at the end, TD_EINVAL for NULL

@@ -15,7 +15,39 @@
  *    children's leaves. Use td_lazy_get_tensor() and td_lazy_get_dict();
  *  - every other td_dict function returns TD_ENOTSUP with a message; make
  *    a dense dict with td_lazy_densify() first.
- * A lazy stack cannot be stored inside a dense dict (TD_ENOTSUP).
+ *
+ * Nested in a dense dict (tensordict's TensorDict({"z": lazy_stack})): a
+ * lazy stack is stored as a dict value by td_dict_set_dict_take() (the
+ * dict takes the stack; a stack that borrows its children still borrows
+ * them) or td_dict_set_dict() (a stack of shallow copies of the children),
+ * when its batch shape starts with the dict's. Its height (one level above
+ * its children) counts towards TD_KEY_MAX_DEPTH. Then:
+ *  - td_dict_get() / get_dict() of its own key return the stack itself;
+ *    the borrowed lookups of a key inside it ("z.a") return TD_ENOTSUP
+ *    (nothing is stored there): td_lazy_get_tensor() and the other
+ *    td_lazy_get_*() functions accept the dense dict with such a path and
+ *    stack, as on the stack itself; td_dict_contains*() answers for it;
+ *  - td_dict_set_*() (tensors, plain and in place, strings, arrays of
+ *    strings, bytes) and td_dict_del*() with a path into it write through
+ *    the stack into its children; renames into or out of it: TD_ENOTSUP;
+ *  - td_dict_free(), lock / unlock, iteration (nested walks go into it:
+ *    its values are made as when iterating the stack, valid until the
+ *    next step; the iterator allocates one for the stack's walk),
+ *    td_dict_copy() / clone() (the copy holds a new stack), td_dict_index()
+ *    (the stack is indexed by td_dict_index() rules on the stack),
+ *    td_dict_unbind() / split*() / chunk(), td_dict_binary_scalar*(),
+ *    td_dict_zero(), td_dict_equal() / allclose() (by value, through the
+ *    dense form: TD_ETYPE for ragged leaves), select / exclude of whole
+ *    keys, td_dict_update() into a key that is not a dict, and
+ *    td_lazy_maybe_dense_stack() (which then stacks lazily) handle it;
+ *  - everything else that would have to reach into it returns TD_ENOTSUP
+ *    naming its key, leaving the dict unchanged: reshape / view /
+ *    unsqueeze / squeeze / permute, flatten / unflatten_keys, apply and
+ *    apply_inplace, operations on two dicts (td_dict_binary*() with a
+ *    dict), td_dict_stack() / cat(), td_dict_empty() with recursion,
+ *    td_dict_index_put() / index_fill(), update / update_inplace merging
+ *    a dict with a stack, select / exclude of keys inside it, and
+ *    td_shm_dict().
  *
  * Keys: the stack's keys are those every child has (with a dict in every
  * child or a leaf in every child), in the order of the first child. A key

@@ -83,7 +83,7 @@ typedef struct td_ring td_ring;
  * @return TD_OK;
  *         TD_EINVAL (NULL arguments, unknown flags, capacity < 1, a `row`
  *         with a batch shape, no tensor, an empty tensor, a string or bytes
- *         leaf, or a reserved key);
+ *         leaf, a lazy stack at any depth, or a reserved key);
  *         TD_EEXISTS (`path` already holds a store or a ring);
  *         TD_EOVERFLOW (the files would be too large);
  *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
@@ -107,7 +107,8 @@ TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
  *         TD_ENOTFOUND (no such directory, or no `.tdstore-ring` in it);
  *         TD_ECORRUPT (a ring file that is too short, has a bad magic,
  *         header size, checksum, reserved field or layout, or that does not
- *         match the store's leaves; and the errors of td_store_open());
+ *         match the store's leaves; a store holding a lazy stack; and the
+ *         errors of td_store_open());
  *         TD_EVERSION (a ring file version this library does not read);
  *         TD_EBUSY (TD_STORE_RDWR: every writer slot is held by a live
  *         process);

@@ -76,8 +76,12 @@ typedef struct td_store td_store;
  * or a packed file (only its header and key index are read). Data pages
  * fault in on first access. A directory holding a lazy stack (tensordict's
  * LazyStackedTensorDict, children in "0/", "1/", ...) opens as a lazy
- * stack (td_dict_is_lazy()) of its opened children; its schema cannot be
- * changed in place (td_store_add_tensor() etc. give TD_ENOTSUP).
+ * stack (td_dict_is_lazy()) of its opened children; a lazy stack named as
+ * an entry of a dict ({"type": "LazyStackedTensorDict"}) opens as a lazy
+ * stack nested in the dict (see lazy.h). The schema of a store holding a
+ * lazy stack anywhere cannot be changed in place (td_store_add_tensor(),
+ * td_store_remove(), td_store_grow() etc. give TD_ENOTSUP), and no
+ * .tdstore-index is kept for it: its meta.json files are read.
  *
  * The dict has the directory's batch shape, keys in meta.json order,
  * nested dicts, string leaves (tensordict's NonTensorData holding a str),
@@ -104,7 +108,7 @@ typedef struct td_store td_store;
  *         TD_EVERSION for a packed format version this build does not read;
  *         TD_EOVERFLOW for a shape whose byte size overflows;
  *         TD_ENOTSUP for content this release cannot represent (a lazy stack
- *         named inside a dict, or whose children's batch shapes differ;
+ *         whose children's batch shapes differ, nesting past 64 levels;
  *         nested tensors, NonTensorStack, non-string NonTensorData,
  *         quantized or complex32 dtypes; unknown packed feature flags); the
  *         message names the key;
@@ -127,8 +131,10 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  *
  * A lazy stack is written as tensordict writes one (its children in "0/",
  * "1/", ...; TD_EEXISTS if a directory "n/" beyond its n children exists);
- * the store's dict is then a lazy stack of the mapped children. A packed
- * store does not hold lazy stacks (TD_ENOTSUP).
+ * the store's dict is then a lazy stack of the mapped children. So is a
+ * lazy stack nested in a dict, in its entry's directory, named
+ * {"type": "LazyStackedTensorDict"} in the dict's meta.json. A packed
+ * store does not hold lazy stacks, nested or not (TD_ENOTSUP).
  *
  * Keys may be any string: file names are encoded as tensordict encodes
  * them. The keys "shape", "device", "_type", "_format_version" and

@@ -423,9 +423,23 @@ static json_t *tensor_json(const td_item *it, const td_tensor *mapped, const td_
 	json_t *leaf = jcheck(json_object());
 	char *hex;
 
-	check(td_dict_get_tensor_path(src, it->path, it->depth, &orig), it->key);
+	td_tensor stacked = TD_TENSOR_INIT;
+	int rc = td_dict_get_tensor_path(src, it->path, it->depth, &orig);
+
+	if (rc == TD_ENOTSUP) {
+		/* A leaf inside a lazy stack nested in the source: stacked there too. */
+		td_key *k;
+
+		check(td_key_from_path(&k, it->path, it->depth), "td_key_from_path");
+		check(td_lazy_get_tensor_key(&stacked, src, k), it->key);
+		td_key_free(k);
+		orig = &stacked;
+	} else {
+		check(rc, it->key);
+	}
 	check(td_tensor_contiguous(&mc, mapped), "td_tensor_contiguous");
 	check(td_tensor_contiguous(&oc, orig), "td_tensor_contiguous");
+	td_tensor_release(&stacked);
 	if (mc.dtype != oc.dtype || mc.ndim != oc.ndim ||
 		memcmp(mc.shape, oc.shape, sizeof(mc.shape[0]) * (size_t)mc.ndim) != 0 ||
 		td_tensor_nbytes(&oc) != nbytes ||
@@ -745,6 +759,42 @@ static td_dict *make_string_lists(void)
 	return d;
 }
 
+/*
+ * (i) lazy stacks as values (tensordict's TensorDict({"z": lazy_stack})):
+ * "z" stacks two batch-[] dicts at dim 0, "sub.w" two batch-[2] dicts at
+ * dim 1 (batch [2, 2]); equal shapes, so that tensordict can stack them.
+ */
+static td_dict *make_lazy_nested(void)
+{
+	static const int64_t b[] = { 2 }, s3[] = { 3 }, s22[] = { 2, 2 };
+	static const int32_t a[] = { 5, 6 };
+	static const float x0[] = { 1, 2, 3 }, x1[] = { 0, -2, -4 };
+	static const int64_t y0[] = { 0, 1 }, y1[] = { 7, 8 };
+	static const int16_t r0[] = { 1, 2, 3, 4 }, r1[] = { -1, -2, -3, -4 };
+	static const double v[] = { 0.5, -0.25 };
+	const char *const ny[] = { "n", "y" };
+	td_dict *d = new_dict(1, b), *sub = new_dict(1, b), *kids[2], *z, *w;
+
+	put(d, "a", TD_DTYPE_I32, 1, b, a);
+	kids[0] = new_dict(0, NULL);
+	kids[1] = new_dict(0, NULL);
+	put(kids[0], "x", TD_DTYPE_F32, 1, s3, x0);
+	put(kids[1], "x", TD_DTYPE_F32, 1, s3, x1);
+	put_path(kids[0], ny, 2, TD_DTYPE_I64, 1, b, y0);
+	put_path(kids[1], ny, 2, TD_DTYPE_I64, 1, b, y1);
+	check(td_lazy_stack(&z, kids, 2, 0, TD_LAZY_TAKE), "td_lazy_stack z");
+	check(td_dict_set_dict_take(d, "z", z), "z");
+	kids[0] = new_dict(1, b);
+	kids[1] = new_dict(1, b);
+	put(kids[0], "r", TD_DTYPE_I16, 2, s22, r0);
+	put(kids[1], "r", TD_DTYPE_I16, 2, s22, r1);
+	check(td_lazy_stack(&w, kids, 2, 1, TD_LAZY_TAKE), "td_lazy_stack w");
+	check(td_dict_set_dict_take(sub, "w", w), "sub.w");
+	put(sub, "v", TD_DTYPE_F64, 1, b, v);
+	check(td_dict_set_dict_take(d, "sub", sub), "sub");
+	return d;
+}
+
 static const struct store_spec stores[] = {
 	{ "flat", make_flat, 0 },
 	{ "nested", make_nested, 0 },
@@ -756,6 +806,7 @@ static const struct store_spec stores[] = {
 	{ "grown", make_nested, 7 },
 	{ "string_lists", make_string_lists, 0 },
 	{ "strings_grown", make_string_lists, 5 },
+	{ "lazy_nested", make_lazy_nested, 0 },
 };
 
 static char *join(const char *dir, const char *name)

@@ -764,6 +764,86 @@ Test(ring, a_ring_reopened_by_another_process_carries_on)
 
 /* ---- errors ---- */
 
+/* Write `text` to dir/name. */
+static void put_text(const char *dir, const char *name, const char *text)
+{
+	char path[4400];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	cr_assert_eq(fputs(text, f) >= 0, 1);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
+{
+	static const char kid[] = "{\"shape\": [], \"device\": \"cpu\", "
+		"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}";
+	td_dict *row = row_template(), *kids[2], *lz;
+	char dir[4400], path[4500], *meta;
+	td_ring *r;
+	FILE *f;
+	long len;
+
+	/* A row holding a lazy stack: its leaves are not one mapped tensor each. */
+	td_cr_assert_ok(td_dict_new(&kids[0], 0, NULL));
+	td_cr_assert_ok(td_dict_new(&kids[1], 0, NULL));
+	td_cr_assert_ok(td_lazy_stack(&lz, kids, 2, 0, TD_LAZY_TAKE));
+	{
+		td_dict *bad;
+		td_cr_assert_ok(td_dict_new(&bad, 1, (const int64_t[]){ 2 }));
+		td_cr_assert_ok(td_dict_set_dict_take(bad, "lz", lz));
+		td_cr_assert_ok(td_dict_new(&lz, 0, NULL));
+		td_cr_assert_ok(td_dict_set_dict(lz, "in", bad));
+		td_dict_free(bad);
+	}
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), lz, 4, 0), TD_EINVAL);
+	td_dict_free(lz);
+	/* A ring store whose meta.json gained a lazy stack: refused at open. */
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("lzr"), row, 2, TD_RING_NOSYNC));
+	td_cr_assert_ok(td_ring_close(r));
+	snprintf(dir, sizeof(dir), "%s", td_test_path("lzr"));
+	snprintf(path, sizeof(path), "%s/meta.json", dir);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fseek(f, 0, SEEK_END), 0);
+	len = ftell(f);
+	cr_assert_gt(len, 1);
+	rewind(f);
+	{
+		static const char pre[] = "{\"lz\": {\"type\": \"LazyStackedTensorDict\"}, ";
+		char *buf = calloc(1, (size_t)len + 1);
+
+		cr_assert_not_null(buf);
+		cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+		cr_assert_eq(buf[0], '{');
+		meta = calloc(1, sizeof(pre) + (size_t)len);
+		cr_assert_not_null(meta);
+		strcpy(meta, pre);
+		strcat(meta, buf + 1); /* the original entries after its '{' */
+		free(buf);
+	}
+	fclose(f);
+	put_text(dir, "meta.json", meta);
+	free(meta);
+	snprintf(path, sizeof(path), "%s/lz", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	put_text(dir, "lz/meta.json", "{\"_type\": \"<class 'tensordict._lazy."
+		"LazyStackedTensorDict'>\", \"stack_dim\": 0}");
+	snprintf(path, sizeof(path), "%s/lz/0", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	snprintf(path, sizeof(path), "%s/lz/1", dir);
+	cr_assert_eq(mkdir(path, 0777), 0);
+	put_text(dir, "lz/0/meta.json", kid);
+	put_text(dir, "lz/1/meta.json", kid);
+	td_cr_assert_err(td_ring_open(&r, dir, TD_STORE_RDONLY), TD_ECORRUPT);
+	cr_assert(strstr(td_error_last()->message, "lazy") != NULL, "%s",
+		td_error_last()->message);
+	td_dict_free(row);
+}
+
 Test(ring, bad_arguments_are_refused)
 {
 	td_dict *row = row_template(), *bad, *out;

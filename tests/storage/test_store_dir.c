@@ -752,13 +752,35 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	snprintf(path, sizeof(path), "%s/1", lazy_dir("link", LAZY("0"), two, 1));
 	cr_assert_eq(symlink("0", path), 0);
 	assert_open_fails(td_test_path("link"), 0, TD_ECORRUPT);
-	/* Named inside a dict. */
+	/* Named inside a dict: without children it is corrupt, as at the top. */
 	snprintf(path, sizeof(path), "%s/sub", dir_with_meta("inner",
 		"{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[]")));
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/sub/meta.json", td_test_path("inner"));
 	write_text(path, LAZY("0"));
-	assert_open_fails(td_test_path("inner"), 0, TD_ENOTSUP);
+	assert_open_fails(td_test_path("inner"), 0, TD_ECORRUPT);
+	/* With its children it opens as a value of the dict. */
+	for (size_t i = 0; i < 2; i++) {
+		char kid[4400];
+
+		snprintf(kid, sizeof(kid), "%s/sub/%zu", td_test_path("inner"), i);
+		cr_assert_eq(mkdir(kid, 0777), 0);
+		snprintf(kid, sizeof(kid), "%s/sub/%zu/meta.json", td_test_path("inner"), i);
+		write_text(kid, two[i]);
+	}
+	st = open_ok(td_test_path("inner"), TD_STORE_RDONLY);
+	{
+		td_dict *sub;
+		td_cr_assert_ok(td_dict_get_dict(td_store_dict(st), "sub", &sub));
+		cr_assert(td_dict_is_lazy(sub));
+		cr_assert_eq(td_lazy_count(sub), 2);
+		cr_assert_eq(td_dict_parent(sub), td_store_dict(st));
+	}
+	td_cr_assert_ok(td_store_close(st));
+	/* A stack of batch [2] does not fit under a parent of batch [3]. */
+	snprintf(path, sizeof(path), "%s/meta.json", td_test_path("inner"));
+	write_text(path, "{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[3]"));
+	assert_open_fails(td_test_path("inner"), 0, TD_ECORRUPT);
 }
 
 Test(store_dir, entries_tensordict_skips_are_skipped)

@@ -675,6 +675,37 @@ Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 	td_dict_free(lazy);
 }
 
+Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_files)
+{
+	td_dict *kids[2], *lazy, *d;
+	const char *path;
+	td_store *st;
+	int i;
+
+	/* A plain store with its index, then a dict holding a lazy stack saved over it. */
+	d = rich_dict();
+	path = save(d, "lzn", 0);
+	cr_assert(td_test_exists(index_path(path)));
+	for (i = 0; i < 2; i++) {
+		td_cr_assert_ok(td_dict_new(&kids[i], 0, NULL));
+		put_arange(kids[i], "x", TD_DTYPE_I64, 1, (const int64_t[]){ 2 + i });
+	}
+	td_cr_assert_ok(td_lazy_stack(&lazy, kids, 2, 0, TD_LAZY_TAKE));
+	td_dict_free(d);
+	td_cr_assert_ok(td_dict_new(&d, 1, (const int64_t[]){ 2 }));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "inner.lz", lazy));
+	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
+	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
+	/* A read-write open writes none either. */
+	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_close(st));
+	cr_assert_not(td_test_exists(index_path(path)));
+	assert_falls_back(fixture_copy("lazy_nested"), TD_DIX_ABSENT, TD_ENOTFOUND);
+	td_dict_free(d);
+}
+
 Test(store_index, the_environment_variable_turns_the_index_off_for_reads_and_writes)
 {
 	td_dict *d = rich_dict();

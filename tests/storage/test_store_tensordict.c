@@ -106,11 +106,37 @@ static void check_lists(const td_strings *s, int dim, const json_t *want, int64_
 	}
 }
 
-/* Check a dict against a "tensordict" node of expected.json: every leaf, no extra. */
+static void check_lazy(const td_dict *d, const json_t *node);
+
+/* Whether the item's path goes into one of the lazy stacks listed in `lazy`. */
+static bool inside_lazy(const td_item *item, const json_t *lazy)
+{
+	const json_t *l;
+	size_t i, j;
+
+	json_array_foreach(lazy, i, l) {
+		const char *parts[8];
+		size_t n = json_path(json_object_get(l, "path"), parts);
+
+		if (n >= item->depth)
+			continue;
+		for (j = 0; j < n && !strcmp(parts[j], item->path[j]); j++)
+			;
+		if (j == n)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Check a dict against a "tensordict" node of expected.json: every leaf, no
+ * extra; the lazy stacks it holds against their own nodes.
+ */
 static void check_dict(const td_dict *d, const json_t *node)
 {
 	const json_t *leaves = json_object_get(node, "leaves"), *l;
 	const json_t *dicts = json_object_get(node, "dicts");
+	const json_t *lazy = json_object_get(node, "lazy"); /* NULL: none */
 	td_dict_iter *it;
 	td_item item;
 	size_t i, nleaves = 0;
@@ -154,11 +180,22 @@ static void check_dict(const td_dict *d, const json_t *node)
 		assert_shape(td_dict_batch_ndim(v->u.dict), td_dict_batch_shape(v->u.dict),
 			json_object_get(l, "batch_size"));
 	}
-	/* Nothing more than expected. */
-	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
+	json_array_foreach(lazy, i, l) {
+		const char *parts[8];
+		size_t n = json_path(json_object_get(l, "path"), parts);
+		const td_value *v;
+
+		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+		cr_assert_eq(v->kind, TD_VALUE_DICT);
+		cr_assert(td_dict_is_lazy(v->u.dict), "%s", parts[n - 1]);
+		check_lazy(v->u.dict, json_object_get(l, "stack"));
+	}
+	/* Nothing more than expected (the stacks' leaves were counted there). */
+	td_cr_assert_ok(td_dict_iter_new(&it, d,
+		TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
 	i = 0;
 	while (td_dict_iter_next(it, &item) == 1)
-		i++;
+		i += !inside_lazy(&item, lazy);
 	td_dict_iter_free(it);
 	cr_assert_eq(i, nleaves, "%zu leaves, expected %zu", i, nleaves);
 }
@@ -298,6 +335,90 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 		}
 		td_cr_assert_ok(td_store_close(st));
 	}
+	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
+		size_t la, lb;
+		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
+
+		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu", files[k], lb, la);
+		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
+			(int)la, a);
+		free(a);
+		free(b);
+	}
+	json_decref(e);
+}
+
+Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
+{
+	json_t *e = load_expected();
+	const json_t *node = fixture(e, "lazy_nested");
+	td_tensor t, *list;
+	size_t count;
+	td_store *st;
+	td_dict *d, *z;
+
+	cr_assert_eq(json_array_size(json_object_get(node, "lazy")), 2, "z and sub.w");
+	check_fixture("lazy_nested", TD_STORE_RDONLY);
+	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
+	d = td_store_dict(st);
+	td_cr_assert_ok(td_dict_get_dict(d, "z", &z));
+	cr_assert(td_dict_is_lazy(z));
+	cr_assert_eq(td_dict_parent(z), d);
+	/* "z.x" stacks [1, 2, 3] and [0, -2, -4]; "z.n.y" [0, 1] and [7, 8]. */
+	td_cr_assert_ok(td_lazy_get_tensor(&t, d, "z.x"));
+	cr_assert(t.ndim == 2 && t.shape[0] == 2 && t.shape[1] == 3);
+	cr_assert_eq(((const float *)td_tensor_data(&t))[2], 3.0f);
+	cr_assert_eq(((const float *)td_tensor_data(&t))[5], -4.0f);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_lazy_get_tensor(&t, d, "z.n.y"));
+	cr_assert_eq(((const int64_t *)td_tensor_data(&t))[3], 8);
+	td_tensor_release(&t);
+	/* "sub.w.r" is ragged ([2] and [4]): a list, not a stacked tensor. */
+	td_cr_assert_err(td_lazy_get_tensor(&t, d, "sub.w.r"), TD_ETYPE);
+	td_cr_assert_ok(td_lazy_get_list(&list, &count, d, "sub.w.r"));
+	cr_assert_eq(count, 2);
+	cr_assert_eq(list[1].shape[0], 4);
+	cr_assert_eq(((const int16_t *)td_tensor_data(&list[1]))[0], -9);
+	td_tensor_array_free(list, count);
+	td_cr_assert_ok(td_store_close(st));
+	json_decref(e);
+}
+
+Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_writes_them)
+{
+	static const char *files[] = {
+		"lazy_nested/meta.json", "lazy_nested/a.memmap", "lazy_nested/z/meta.json",
+		"lazy_nested/z/0/meta.json", "lazy_nested/z/1/meta.json",
+		"lazy_nested/z/0/x.memmap", "lazy_nested/z/1/x.memmap",
+		"lazy_nested/z/0/n/meta.json", "lazy_nested/z/1/n/meta.json",
+		"lazy_nested/z/1/n/y.memmap", "lazy_nested/sub/meta.json",
+		"lazy_nested/sub/v.memmap", "lazy_nested/sub/w/meta.json",
+		"lazy_nested/sub/w/0/meta.json", "lazy_nested/sub/w/1/meta.json",
+		"lazy_nested/sub/w/0/r.memmap", "lazy_nested/sub/w/1/r.memmap",
+	};
+	json_t *e = load_expected();
+	td_store *st, *copy;
+	char out[4400];
+	size_t k;
+
+	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
+	snprintf(out, sizeof(out), "%s", td_test_path("lazy_nested"));
+	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, 0));
+	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
+	td_cr_assert_ok(td_store_close(copy));
+	td_cr_assert_ok(td_store_open(&copy, out, TD_STORE_RDWR));
+	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
+	/* Schema changes do not apply to stores holding lazy stacks. */
+	{
+		const char *kp[1] = { "a" };
+		td_cr_assert_err(td_store_remove(copy, kp, 1), TD_ENOTSUP);
+		td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
+	}
+	td_cr_assert_ok(td_store_close(copy));
+	/* A packed store does not hold them. */
+	td_cr_assert_err(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
+		TD_STORE_PACKED), TD_ENOTSUP);
+	td_cr_assert_ok(td_store_close(st));
 	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
 		size_t la, lb;
 		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);

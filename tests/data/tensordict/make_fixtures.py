@@ -3,7 +3,7 @@
 """Writes the tensordict interop fixtures that tdstore's tests read.
 
 Usage:
-    python3 tests/data/tensordict/make_fixtures.py
+    python3 tests/data/tensordict/make_fixtures.py [NAME ...]
 
 Run it with a Python that has torch and tensordict installed (a throwaway
 virtualenv is enough: ``pip install torch tensordict numpy``).  It writes the
@@ -11,7 +11,9 @@ fixture directories and ``expected.json`` next to itself, deleting and
 recreating each fixture directory first.  CI never runs it: the committed
 fixtures are golden files written by the real tensordict library, and
 regenerating them changes what the tests check.  Only regenerate on purpose
-(e.g. to add a fixture) and record the versions used in README.md.
+(e.g. to add a fixture) and record the versions used in README.md.  With
+fixture names as arguments only those are written (and their entries of
+expected.json replaced, the others kept as they are): the way to add one.
 
 The output is deterministic: every value comes from ``torch.arange`` or a
 literal, nothing is random, and the script writes sequentially (no executor).
@@ -35,6 +37,9 @@ Fixtures (each written with ``TensorDict.memmap(prefix)`` and the default
   zero_elem/          batch [0], leaf of shape [0, 3]
   zero_elem_inner/    batch [2], leaf of shape [2, 0] next to a normal leaf
   legacy_raw/         written with robust_key=False: raw file names
+  lazy_nested/        batch [2], lazy stacks as values: "z" (two batch-[]
+                      dicts with "x" and a nested "n") and, inside the
+                      dense "sub", a ragged "w"
 
 Notes on the requested contents:
   * nested/: a child TensorDict's batch size must start with its parent's, so
@@ -65,8 +70,14 @@ expected.json layout (all keys always present for their kind):
          "batch_size": [int, ...],
          "disk_path": str}         #   directory, relative to this node's dir
       ],
-      "leaves": [LEAF, ...]        # every leaf at any depth, depth-first in
-    }                              # insertion order
+      "leaves": [LEAF, ...],       # every leaf at any depth, depth-first in
+                                   # insertion order
+      "lazy": [                    # only when the dict holds lazy stacks:
+        {"path": [str, ...],       #   each stack held at any depth (not
+         "disk_path": str,         #   looked into: its leaves are not in
+         "stack": NODE}            #   "leaves"), a lazy stack node
+      ]
+    }
   or a lazy stack node:
     {
       "kind": "lazy_stack",
@@ -273,6 +284,39 @@ def make_lazy_stack_dense():
     )
 
 
+def make_lazy_nested():
+    z = lazy_stack(
+        [
+            TensorDict(
+                {"x": torch.arange(3, dtype=torch.float32) + 1,
+                 "n": TensorDict({"y": torch.arange(2, dtype=torch.int64)},
+                                 batch_size=[])},
+                batch_size=[],
+            ),
+            TensorDict(
+                {"x": torch.arange(3, dtype=torch.float32) * -2,
+                 "n": TensorDict({"y": torch.arange(2, dtype=torch.int64) + 7},
+                                 batch_size=[])},
+                batch_size=[],
+            ),
+        ]
+    )
+    w = lazy_stack(
+        [
+            TensorDict({"r": torch.arange(2, dtype=torch.int16)}, batch_size=[]),
+            TensorDict({"r": torch.arange(4, dtype=torch.int16) - 9},
+                       batch_size=[]),
+        ]
+    )
+    return TensorDict(
+        {"a": torch.arange(2, dtype=torch.int32) + 5,
+         "z": z,
+         "sub": TensorDict({"w": w, "v": torch.arange(2, dtype=torch.float64)},
+                           batch_size=[2])},
+        batch_size=[2],
+    )
+
+
 ENCODED_KEYS = ["a/b", "my key", "50%", "", ".", "..", "tab\there",
                 "colon:x", "q?*"]
 
@@ -324,6 +368,7 @@ FIXTURES = [
     ("zero_elem", make_zero_elem, True),
     ("zero_elem_inner", make_zero_elem_inner, True),
     ("legacy_raw", make_legacy_raw, False),
+    ("lazy_nested", make_lazy_nested, True),
 ]
 
 
@@ -368,6 +413,10 @@ def describe(td, robust: bool) -> dict:
                 node["leaves"].append({"path": p, "kind": "string",
                                        "value": value.data,
                                        "disk_path": disk})
+            elif isinstance(value, LazyStackedTensorDict):
+                node.setdefault("lazy", []).append(
+                    {"path": p, "disk_path": disk,
+                     "stack": describe(value, robust)})
             elif isinstance(value, TensorDict):
                 node["dicts"].append({"path": p,
                                       "batch_size": list(value.batch_size),
@@ -407,6 +456,8 @@ def verify(root: Path, node: dict, loaded) -> None:
         return
     assert list(loaded.batch_size) == node["batch_size"], root
     assert (root / "meta.json").is_file(), root
+    for lz in node.get("lazy", []):
+        verify(root / lz["disk_path"], lz["stack"], loaded.get(tuple(lz["path"])))
     for d in node["dicts"]:
         sub = loaded.get(tuple(d["path"]))
         assert list(sub.batch_size) == d["batch_size"], d
@@ -437,8 +488,18 @@ def verify(root: Path, node: dict, loaded) -> None:
 def main() -> int:
     if sys.byteorder != "little":
         raise SystemExit("run this on a little-endian machine")
+    only = set(sys.argv[1:])
+    unknown = only - {name for name, _, _ in FIXTURES}
+    if unknown:
+        raise SystemExit(f"unknown fixtures: {sorted(unknown)}")
     fixtures = {}
+    if only:
+        # Keep every other fixture's entry exactly as it is.
+        with open(HERE / "expected.json", encoding="utf-8") as f:
+            fixtures = json.load(f)["fixtures"]
     for name, build, robust in FIXTURES:
+        if only and name not in only:
+            continue
         prefix = HERE / name
         if prefix.exists():
             shutil.rmtree(prefix)
@@ -460,6 +521,8 @@ def main() -> int:
         f.write("\n")
 
     for name, _, robust in FIXTURES:
+        if only and name not in only:
+            continue
         loaded = TensorDict.load_memmap(HERE / name, robust_key=robust)
         verify(HERE / name, fixtures[name], loaded)
         print(f"{name}: ok")
