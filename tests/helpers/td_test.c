@@ -454,6 +454,35 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 	return st;
 }
 
+/* ---- lazy stacks ---- */
+
+td_dict *td_test_lazy_ref(int sd)
+{
+	int64_t b[2] = { 3, 2 }, sa[3], sb[2], sc[3];
+	td_tensor a, nb, c;
+	td_dict *d;
+	const char *const pb[2] = { "n", "b" }, *const pc[3] = { "n", "m", "c" };
+
+	if (sd == 1) {
+		b[0] = 2;
+		b[1] = 3;
+	}
+	memcpy(sa, b, sizeof(b));
+	sa[2] = 4;
+	memcpy(sb, b, sizeof(b));
+	memcpy(sc, b, sizeof(b));
+	sc[2] = 2;
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	td_test_arange(&a, TD_DTYPE_F32, 3, sa);
+	td_test_arange(&nb, TD_DTYPE_I64, 2, sb);
+	td_test_arange(&c, TD_DTYPE_F64, 3, sc);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &a));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pb, 2, &nb));
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pc, 3, &c));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
+	return d;
+}
+
 /* ---- descriptor passing ---- */
 
 void td_test_send_fd(int sock, int fd)

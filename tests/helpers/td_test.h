@@ -158,6 +158,16 @@ typedef int (*td_test_race_step)(td_store *mine, int racer, int j);
  */
 td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test_race_step step);
 
+/* ---- lazy stacks ---- */
+
+/**
+ * The dense reference the lazy-stack tests stack and compare against:
+ * batch [3, 2] (for `sd` 1, [2, 3]), leaves "a" f32 [B, 4], "n.b" i64 [B],
+ * "n.m.c" f64 [B, 2] (each an arange) and the string "s" = "hello". Owned
+ * by the caller.
+ */
+td_dict *td_test_lazy_ref(int sd);
+
 /* ---- descriptor passing ---- */
 
 /** Send `fd` and one data byte over the Unix socket `sock` (SCM_RIGHTS); asserts success. */

@@ -11,36 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/*
- * The reference: batch [3, 2] (or [2, 3] for stack dim 1), leaves
- * "a" f32 [B, 4], "n.b" i64 [B], "n.m.c" f64 [B, 2], string "s".
- */
-static td_dict *make_ref(int sd)
-{
-	int64_t b[2] = { 3, 2 }, sa[3], sb[2], sc[3];
-	td_tensor a, nb, c;
-	td_dict *d;
-	const char *const pb[2] = { "n", "b" }, *const pc[3] = { "n", "m", "c" };
-
-	if (sd == 1) {
-		b[0] = 2;
-		b[1] = 3;
-	}
-	memcpy(sa, b, sizeof(b));
-	sa[2] = 4;
-	memcpy(sb, b, sizeof(b));
-	memcpy(sc, b, sizeof(b));
-	sc[2] = 2;
-	td_cr_assert_ok(td_dict_new(&d, 2, b));
-	td_test_arange(&a, TD_DTYPE_F32, 3, sa);
-	td_test_arange(&nb, TD_DTYPE_I64, 2, sb);
-	td_test_arange(&c, TD_DTYPE_F64, 3, sc);
-	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &a));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pb, 2, &nb));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pc, 3, &c));
-	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
-	return d;
-}
+/* The reference: td_test_lazy_ref() (batch [3, 2], or [2, 3] for stack dim 1). */
 
 typedef struct fixture {
 	td_dict *ref;     /* dense reference */
@@ -51,7 +22,7 @@ typedef struct fixture {
 
 static void fixture_make(fixture *f, int sd)
 {
-	f->ref = make_ref(sd);
+	f->ref = td_test_lazy_ref(sd);
 	td_cr_assert_ok(td_dict_unbind(&f->parts, &f->n, f->ref, sd));
 	td_cr_assert_ok(td_lazy_stack(&f->lazy, f->parts, f->n, sd, 0));
 }
@@ -89,7 +60,7 @@ Test(lazy, shape_walk_and_dense_equivalence)
 {
 	for (int sd = 0; sd < 3; sd++) {
 		fixture f;
-		f.ref = make_ref(sd == 2 ? 0 : sd);
+		f.ref = td_test_lazy_ref(sd == 2 ? 0 : sd);
 		td_cr_assert_ok(td_dict_unbind(&f.parts, &f.n, f.ref, sd == 2 ? 0 : sd));
 		if (sd == 2) {
 			/* stacking at the end: compare with the dense stack at dim 2 */
@@ -1297,7 +1268,7 @@ static void assert_handle_as_dotted(td_dict *lz, const td_key *k, const char *do
  * a structural change and writes: always the answer of the dotted key. */
 static void handles_resolve_as_dotted(unsigned flags)
 {
-	td_dict *ref = make_ref(0), **parts, *lz;
+	td_dict *ref = td_test_lazy_ref(0), **parts, *lz;
 	td_key *k[MEMO_KEYS];
 	td_tensor t, got;
 	int64_t b[2] = { 3, 2 };
@@ -1392,7 +1363,7 @@ static void *memo_reader(void *arg)
 /* Readers sharing a stack fill and read its memo of handles concurrently. */
 Test(lazy, concurrent_readers_share_the_memo_of_handles)
 {
-	td_dict *ref = make_ref(0), **parts, *lz;
+	td_dict *ref = td_test_lazy_ref(0), **parts, *lz;
 	td_key *k[MEMO_KEYS];
 	memo_race r[4];
 	pthread_t th[4];

@@ -13,7 +13,7 @@
 #include <string.h>
 
 /*
- * The stack: children of batch [2] (sd 0) stacked at dim 0 to [3, 2], or
+ * The stack (of td_test_lazy_ref(0)): children of batch [2] (sd 0) stacked at dim 0 to [3, 2], or
  * children of batch [3] stacked at dim 1 to [3, 2] (sd 1); leaves "a" f32
  * [3, 2, 4], "n.b" i64 [3, 2], "n.m.c" f64 [3, 2, 2] and the string "s".
  * The dict: batch [3], "t" i32 [3, 5], "u.v" f32 [3] and "z" the stack.
@@ -24,24 +24,6 @@ typedef struct fixture {
 	td_dict *ref;     /* holds td_lazy_densify() of it under "z" */
 	int sd;
 } fixture;
-
-static td_dict *make_inner(void)
-{
-	int64_t b[2] = { 3, 2 }, sa[3] = { 3, 2, 4 }, sc[3] = { 3, 2, 2 };
-	const char *const pb[2] = { "n", "b" }, *const pc[3] = { "n", "m", "c" };
-	td_tensor a, nb, c;
-	td_dict *d;
-
-	td_cr_assert_ok(td_dict_new(&d, 2, b));
-	td_test_arange(&a, TD_DTYPE_F32, 3, sa);
-	td_test_arange(&nb, TD_DTYPE_I64, 2, b);
-	td_test_arange(&c, TD_DTYPE_F64, 3, sc);
-	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &a));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pb, 2, &nb));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pc, 3, &c));
-	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
-	return d;
-}
 
 /* A lazy stack of (owned) pieces of `inner` along sd, equal to it. */
 static td_dict *make_stack(const td_dict *inner, int sd)
@@ -79,7 +61,7 @@ static void fixture_make(fixture *f, int sd)
 	td_dict *dense, *stack;
 
 	f->sd = sd;
-	f->inner = make_inner();
+	f->inner = td_test_lazy_ref(0);
 	stack = make_stack(f->inner, sd);
 	cr_assert(td_dict_is_lazy(stack));
 	f->dict = make_outer();
@@ -178,7 +160,7 @@ Test(lazy_nested, set_dict_copies_the_stack)
 
 Test(lazy_nested, batch_shape_must_start_with_the_parent)
 {
-	td_dict *inner = make_inner(), *stack = make_stack(inner, 0), *d;
+	td_dict *inner = td_test_lazy_ref(0), *stack = make_stack(inner, 0), *d;
 	int64_t b = 2, b2[2] = { 3, 3 };
 
 	/* The stack is [3, 2]: a parent of batch [2] does not fit it. */
@@ -761,7 +743,7 @@ Test(lazy_nested, nesting_depth_counts_the_stack)
 	 * while p + 4 < TD_KEY_MAX_DEPTH.
 	 */
 	const char *parts[TD_KEY_MAX_DEPTH];
-	td_dict *inner = make_inner(), *stack = make_stack(inner, 0), *d, *at;
+	td_dict *inner = td_test_lazy_ref(0), *stack = make_stack(inner, 0), *d, *at;
 	int64_t b = 3;
 	td_tensor t;
 	size_t i, deep = TD_KEY_MAX_DEPTH - 4;
@@ -876,7 +858,7 @@ Test(lazy_nested, stacks_of_dicts_holding_stacks_deeper_down_leak_nothing)
 	 * key schema stops at the nested stack, and the sub-stack it made for
 	 * "p" on the way is freed with it.
 	 */
-	td_dict *inner = make_inner(), *kids[2], *outer;
+	td_dict *inner = td_test_lazy_ref(0), *kids[2], *outer;
 	td_tensor got = TD_TENSOR_INIT;
 	const td_tensor *want;
 	int64_t b = 3;
