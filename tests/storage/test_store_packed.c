@@ -1542,3 +1542,48 @@ Test(store_packed, the_golden_lazy_file_opens_and_is_written_byte_for_byte)
 	free(b);
 	td_dict_free(d);
 }
+
+Test(store_packed, an_index_nested_past_64_levels_is_refused)
+{
+	char good[4096], work[4096];
+	td_dict *root, *chain, *z, *w;
+	td_store *st;
+	off_t ix, zrec;
+	int i;
+
+	/* "a" holds 62 nested dicts (the deepest at depth 62); "z" holds "w". */
+	td_cr_assert_ok(td_dict_new(&chain, 0, NULL));
+	for (i = 0; i < 61; i++) {
+		td_dict *up;
+
+		td_cr_assert_ok(td_dict_new(&up, 0, NULL));
+		td_cr_assert_ok(td_dict_set_dict_take(up, "a", chain));
+		chain = up;
+	}
+	td_cr_assert_ok(td_dict_new(&root, 0, NULL));
+	td_cr_assert_ok(td_dict_set_dict_take(root, "a", chain));
+	td_cr_assert_ok(td_dict_new(&z, 0, NULL));
+	td_cr_assert_ok(td_dict_new(&w, 0, NULL));
+	td_cr_assert_ok(td_dict_set_dict_take(z, "w", w));
+	td_cr_assert_ok(td_dict_set_dict_take(root, "z", z));
+	snprintf(good, sizeof(good), "%s", td_test_path("deep.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+	td_cr_assert_ok(td_store_memmap(&st, root, good, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(st));
+	ix = (off_t)get_le64(good, 512 + 8);
+	/* Records: the root (48 bytes), 62 of "a" (56 each), "z", "w". */
+	zrec = ix + 64 + 48 + 56 * 62;
+	cr_assert_eq(get_le64(good, zrec + 8) & 0xffffffff, 1, "z's key length");
+	cr_assert_eq(get_le64(good, zrec + 48) & 0xff, 'z');
+	/* "z" moved under the deepest "a" (record 62): "w" is 64 levels down. */
+	forge_bytes(good, work, ix, zrec + 4, "\x3e\0\0\0", 4, "w at depth 64");
+	cr_assert_not_null(strstr(td_error_last()->message, "too deep"), "%s",
+		td_error_last()->message);
+	/* Under the one above (record 61): "w" is at depth 63, which opens. */
+	copy_file(good, work);
+	patch(work, zrec + 4, "\x3d\0\0\0", 4);
+	reseal_index(work, ix);
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(root);
+}
