@@ -30,7 +30,8 @@ enum {
 	TD_INDEX_KIND_DICT = 1,
 	TD_INDEX_KIND_TENSOR = 2,
 	TD_INDEX_KIND_STRING = 3,
-	TD_INDEX_KIND_STRINGS = 4  /* needs TD_INDEX_F_STRINGS */
+	TD_INDEX_KIND_STRINGS = 4, /* needs TD_INDEX_F_STRINGS */
+	TD_INDEX_KIND_LAZY = 5     /* a lazy stack; needs TD_INDEX_F_LAZY */
 };
 
 /** Index flag: records of kind TD_INDEX_KIND_STRINGS (arrays of strings) may appear. */
@@ -42,8 +43,21 @@ enum {
  * file.
  */
 #define TD_INDEX_F_DIRECTORY 0x02u
+/**
+ * Index flag: records of kind TD_INDEX_KIND_LAZY (lazy stacks) may appear.
+ * Set only when one does; never with TD_INDEX_F_DIRECTORY.
+ */
+#define TD_INDEX_F_LAZY 0x04u
 /** Every index flag this build reads; another set bit is TD_ENOTSUP. */
-#define TD_INDEX_F_KNOWN (TD_INDEX_F_STRINGS | TD_INDEX_F_DIRECTORY)
+#define TD_INDEX_F_KNOWN (TD_INDEX_F_STRINGS | TD_INDEX_F_DIRECTORY | TD_INDEX_F_LAZY)
+/** Most children of one lazy stack record (as for the directory placement). */
+#define TD_INDEX_MAX_LAZY_CHILDREN ((uint64_t)1 << 20)
+
+_Static_assert(TD_INDEX_F_STRINGS == 1u << 0 && TD_INDEX_F_DIRECTORY == 1u << 1 &&
+	TD_INDEX_F_LAZY == 1u << 2, "index flag bits of doc/format.md 3.1");
+_Static_assert(TD_INDEX_KIND_DICT == 1 && TD_INDEX_KIND_TENSOR == 2 &&
+	TD_INDEX_KIND_STRING == 3 && TD_INDEX_KIND_STRINGS == 4 && TD_INDEX_KIND_LAZY == 5,
+	"record kinds of doc/format.md 3.2");
 
 /** Record flag: `checksum` holds the XXH64 of the tensor's bytes. */
 #define TD_INDEX_REC_CHECKSUM 0x01u
@@ -79,8 +93,8 @@ typedef struct td__index_record {
 	uint32_t parent;
 	uint32_t key_length;
 	uint32_t inline_length;
-	uint64_t offset;
-	uint64_t length;
+	uint64_t offset;        /* a lazy stack: its stack dim */
+	uint64_t length;        /* a lazy stack: its number of children */
 	uint64_t capacity;
 	uint64_t checksum;
 	/* int64_t shape[ndim]; key; inline; padding to 8 */

@@ -6,6 +6,7 @@
  */
 #include "index.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <xxhash.h>
 
@@ -164,21 +165,82 @@ static int check_strings(const td__irec *r, uint32_t i, const char *what)
 	return TD_OK;
 }
 
+/*
+ * A lazy stack record (doc/format.md 3.2): its stack dim (`offset`) is one
+ * of its batch dims, its child count (`length`) is that dim's size, 1 to
+ * 2^20, and the fields a lazy record does not use are zero.
+ */
+static int check_lazy(const td__irec *r, uint32_t i, uint32_t flags, const char *what)
+{
+	if (!(flags & TD_INDEX_F_LAZY))
+		return corrupt(what, i, "a lazy stack in an index without its flag");
+	if (r->dtype || r->flags || r->capacity || r->checksum || r->text_len)
+		return corrupt(what, i, "non-zero unused fields on a lazy stack");
+	if (r->ndim < 1)
+		return corrupt(what, i, "a lazy stack without batch dims");
+	if (r->offset >= r->ndim)
+		return corrupt(what, i, "the stack dim is not one of the stack's batch dims");
+	if (r->length == 0)
+		return corrupt(what, i, "a lazy stack of no children");
+	if (r->length > TD_INDEX_MAX_LAZY_CHILDREN)
+		return corrupt(what, i, "a lazy stack of more than 2^20 children");
+	if ((uint64_t)r->shape[r->offset] != r->length)
+		return corrupt(what, i, "the size of the stack dim is not the number of children");
+	return TD_OK;
+}
+
+/*
+ * A record whose parent is the lazy stack `p`: a dict or a lazy stack with
+ * an empty key and the stack's batch shape without the stack dim.
+ */
+static int check_lazy_child(const td__irec *r, const td__irec *p, uint32_t i,
+	const char *what)
+{
+	uint8_t dim = (uint8_t)p->offset;
+
+	if (r->kind != TD_INDEX_KIND_DICT && r->kind != TD_INDEX_KIND_LAZY)
+		return corrupt(what, i, "a child of a lazy stack is not a dict");
+	if (r->key_len)
+		return corrupt(what, i, "a child of a lazy stack has a key");
+	if (r->ndim + 1 != p->ndim ||
+	    memcmp(r->shape, p->shape, (size_t)dim * sizeof(int64_t)) != 0 ||
+	    memcmp(r->shape + dim, p->shape + dim + 1,
+		    (size_t)(r->ndim - dim) * sizeof(int64_t)) != 0)
+		return corrupt(what, i, "the batch shape of a child of a lazy stack is not the "
+			"stack's without the stack dim");
+	return TD_OK;
+}
+
+/* Per-record state of a parse: nesting depth, and children seen of each lazy stack. */
+typedef struct parse_state {
+	uint8_t *depth;    /* the root 0, a record one more than its parent */
+	uint32_t *kids;    /* records seen whose parent is record i */
+} parse_state;
+
 /* Check a record's fields against its parent (already parsed). */
-static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const char *what)
+static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_state *ps,
+	const char *what)
 {
 	const td__irec *r = &ix->recs[i];
 	const td__irec *p;
+	int rc;
 
 	if (i == 0) {
-		if (r->kind != TD_INDEX_KIND_DICT || r->parent != TD_INDEX_NO_PARENT ||
-		    r->key_len != 0)
+		if ((r->kind != TD_INDEX_KIND_DICT && r->kind != TD_INDEX_KIND_LAZY) ||
+		    r->parent != TD_INDEX_NO_PARENT || r->key_len != 0)
 			return corrupt(what, i, "the first record is not the root dict");
+		ps->depth[0] = 0;
 	} else {
 		if (r->parent >= i)
 			return corrupt(what, i, "its parent does not come before it");
-		if (ix->recs[r->parent].kind != TD_INDEX_KIND_DICT)
+		if (ix->recs[r->parent].kind != TD_INDEX_KIND_DICT &&
+		    ix->recs[r->parent].kind != TD_INDEX_KIND_LAZY)
 			return corrupt(what, i, "its parent is not a dict");
+		/* Dicts and stacks nest below TD_KEY_MAX_DEPTH, so every key path fits. */
+		if (ps->depth[r->parent] + 1 >= TD_KEY_MAX_DEPTH + (r->kind != TD_INDEX_KIND_DICT &&
+								   r->kind != TD_INDEX_KIND_LAZY))
+			return corrupt(what, i, "too deep: nested past 64 levels");
+		ps->depth[i] = (uint8_t)(ps->depth[r->parent] + 1);
 	}
 	if (memchr(r->key, '\0', r->key_len))
 		return corrupt(what, i, "the key holds a NUL byte");
@@ -192,12 +254,28 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, const c
 	if (!(r->flags & TD_INDEX_REC_CHECKSUM) && r->checksum)
 		return corrupt(what, i, "a checksum without its flag");
 	p = i ? &ix->recs[r->parent] : NULL;
-	switch (r->kind) {
+	if (r->kind == TD_INDEX_KIND_LAZY) {
+		rc = check_lazy(r, i, flags, what);
+		if (rc < 0)
+			return rc;
+	}
+	if (p && p->kind == TD_INDEX_KIND_LAZY) {
+		/* Its children, in record order: exactly as many as the stack says. */
+		if (++ps->kids[r->parent] > p->length)
+			return corrupt(what, r->parent, "more children than the lazy stack's count");
+		rc = check_lazy_child(r, p, i, what);
+		if (rc < 0 || r->kind == TD_INDEX_KIND_LAZY)
+			return rc;
+		/* A dict: the rules of any non-tensor, below. */
+	} else switch (r->kind) {
 	case TD_INDEX_KIND_DICT:
 	case TD_INDEX_KIND_TENSOR:
+	case TD_INDEX_KIND_LAZY:
 		if (p && (r->ndim < p->ndim ||
 			  memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0))
 			return corrupt(what, i, "the shape does not start with the batch shape");
+		if (r->kind == TD_INDEX_KIND_LAZY)
+			return TD_OK;
 		break;
 	case TD_INDEX_KIND_STRING:
 		break;
@@ -268,6 +346,7 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 	uint32_t count, flags, i;
 	uint64_t body_len, pos;
 	keyset ks = { 0 };
+	parse_state ps = { NULL, NULL };
 	int rc = TD_OK;
 
 	memset(ix, 0, sizeof(*ix));
@@ -297,6 +376,9 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 	if (!(flags & TD_INDEX_F_DIRECTORY) != !directory)
 		return td__error(TD_ECORRUPT, "%s: the key index of a %s store", what,
 			directory ? "packed" : "directory");
+	if ((flags & TD_INDEX_F_LAZY) && (flags & TD_INDEX_F_DIRECTORY))
+		return td__error(TD_ECORRUPT, "%s: lazy stacks in the key index of a directory "
+			"store", what);
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
@@ -311,6 +393,10 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 		return td__error_nomem((size_t)count * sizeof(*ix->recs));
 	ix->cap = count;
 	rc = keyset_init(&ks, count);
+	ps.depth = td__calloc(count, sizeof(*ps.depth));
+	ps.kids = td__calloc(count, sizeof(*ps.kids));
+	if (rc == TD_OK && (!ps.depth || !ps.kids))
+		rc = td__error_nomem((size_t)count * sizeof(*ps.kids));
 	pos = TD_INDEX_HEADER_SIZE;
 	for (i = 0; rc == TD_OK && i < count; i++) {
 		const uint8_t *p = b + pos;
@@ -360,14 +446,21 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 			rc = corrupt(what, i, "padding is not zero");
 			break;
 		}
-		rc = check_record(ix, i, flags, what);
-		if (rc == TD_OK && i > 0 && !keyset_add(&ks, ix, i))
+		rc = check_record(ix, i, flags, &ps, what);
+		/* The children of a lazy stack have no keys: their order tells them apart. */
+		if (rc == TD_OK && i > 0 && ix->recs[r->parent].kind != TD_INDEX_KIND_LAZY &&
+		    !keyset_add(&ks, ix, i))
 			rc = corrupt(what, i, "a duplicate key in its dict");
 		pos += end;
 	}
 	if (rc == TD_OK && pos != len)
 		rc = td__error(TD_ECORRUPT, "%s: %llu bytes after the last index record", what,
 			(unsigned long long)(len - pos));
+	for (i = 0; rc == TD_OK && i < count; i++)
+		if (ix->recs[i].kind == TD_INDEX_KIND_LAZY && ps.kids[i] != ix->recs[i].length)
+			rc = corrupt(what, i, "fewer children than the lazy stack's count");
+	td__free(ps.depth);
+	td__free(ps.kids);
 	td__free(ks.slots);
 	if (rc < 0)
 		td__index_free(ix);
@@ -465,6 +558,11 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 			td__put_le32(b + 20, TD_INDEX_F_STRINGS);
 			break;
 		}
+	for (i = 0; i < ix->n; i++)
+		if (ix->recs[i].kind == TD_INDEX_KIND_LAZY) {
+			td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_LAZY);
+			break;
+		}
 	if (ix->flags & TD_INDEX_F_DIRECTORY)
 		td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_DIRECTORY);
 	td__put_le64(b + 24, (uint64_t)len - TD_INDEX_HEADER_SIZE);
@@ -510,9 +608,25 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 	int rc;
 
 	if (td_dict_is_lazy(d)) {
-		rc = td__error(TD_ENOTSUP, "%s%s%s is a lazy stack, which a store index does not "
-			"describe (td_lazy_densify() makes a dense dict)", key[0] ? "'" : "",
-			key[0] ? key : "the dict", key[0] ? "'" : "");
+		/* The stack's record, then each child's records under it, in child order. */
+		size_t count = td_lazy_count(d);
+
+		memset(&r, 0, sizeof(r));
+		r.kind = TD_INDEX_KIND_LAZY;
+		r.ndim = (uint8_t)td_dict_batch_ndim(d);
+		memcpy(r.shape, td_dict_batch_shape(d), (size_t)r.ndim * sizeof(int64_t));
+		r.offset = (uint64_t)td_lazy_stack_dim(d);
+		r.length = count;
+		r.parent = parent;
+		r.key = (char *)key;
+		r.key_len = strlen(key);
+		if (count > TD_INDEX_MAX_LAZY_CHILDREN)
+			rc = td__error(TD_EOVERFLOW, "store index: a lazy stack of %zu children (at "
+				"most 2^20)", count);
+		else
+			rc = td__index_push(ix, &r, &self);
+		for (i = 0; rc == TD_OK && i < count; i++)
+			rc = td__index_add_dict(ix, td_lazy_child(d, i), self, "");
 		goto out;
 	}
 	if (!keys || !vals) {
@@ -670,68 +784,207 @@ static int set_strings(td_dict *parent, const char *key, const td__irec *r, uint
 	return rc;
 }
 
+/* A failure to build what the index checks allowed: the file's fault, unless out of memory. */
+static int restate(int rc, const char *what, uint32_t i, const char *msg)
+{
+	char why[256];
+
+	if (rc == TD_ENOMEM)
+		return rc;
+	snprintf(why, sizeof(why), "%s", td_error_last()->message);
+	return td__error(TD_ECORRUPT, "%s: index record %u: %s (%s)", what, (unsigned)i, msg,
+		why);
+}
+
+/*
+ * Assemble the lazy stacks of an index once every other record is in:
+ * from the last to the first, so that a stack's children (records after
+ * it) are complete when it is built. `own[i]` says that `dicts[i]` is a
+ * root the build still owns (the children of a stack until stacked, each
+ * stack until placed). A stack under a dict replaces the empty placeholder
+ * put under its key in index order, so the dict keeps its key order.
+ */
+static int build_stacks(const td__index *ix, td_dict **dicts, bool *own, const char *what)
+{
+	uint32_t *head, *next, *tail, i;
+	td_dict **kids = NULL;
+	int rc = TD_OK;
+
+	head = td__calloc(ix->n, sizeof(*head));
+	tail = td__calloc(ix->n, sizeof(*tail));
+	next = td__calloc(ix->n, sizeof(*next));
+	if (!head || !tail || !next) {
+		rc = td__error_nomem((size_t)ix->n * sizeof(*head));
+		goto out;
+	}
+	/* Each stack's children in record order, as lists (0 ends one: never a child). */
+	for (i = 1; i < ix->n; i++) {
+		uint32_t p = ix->recs[i].parent;
+
+		if (ix->recs[p].kind != TD_INDEX_KIND_LAZY)
+			continue;
+		if (!head[p])
+			head[p] = i;
+		else
+			next[tail[p]] = i;
+		tail[p] = i;
+	}
+	for (i = ix->n; rc == TD_OK && i-- > 0;) {
+		const td__irec *r = &ix->recs[i];
+		td_dict **k;
+		size_t n = 0;
+		uint32_t c;
+
+		if (r->kind != TD_INDEX_KIND_LAZY)
+			continue;
+		k = td__realloc(kids, (size_t)r->length * sizeof(*kids));
+		if (!k) {
+			rc = td__error_nomem((size_t)r->length * sizeof(*kids));
+			break;
+		}
+		kids = k;
+		for (c = head[i]; c && n < r->length; c = next[c])
+			kids[n++] = dicts[c];
+		if (n != r->length) {
+			rc = corrupt(what, i, "fewer children than the lazy stack's count");
+			break;
+		}
+		rc = td_lazy_stack(&dicts[i], kids, n, (int)r->offset, TD_LAZY_TAKE);
+		if (rc < 0) {
+			rc = restate(rc, what, i, "its children do not stack");
+			break;
+		}
+		own[i] = true;
+		for (c = head[i]; c; c = next[c])
+			own[c] = false;
+		if (i == 0 || ix->recs[r->parent].kind == TD_INDEX_KIND_LAZY)
+			continue;
+		{
+			const char *key = r->key;
+
+			rc = td_dict_set_dict_take_path(dicts[r->parent], &key, 1, dicts[i]);
+			if (rc < 0)
+				rc = restate(rc, what, i, "the lazy stack does not fit its dict");
+			else
+				own[i] = false;
+		}
+	}
+out:
+	td__free(kids);
+	td__free(head);
+	td__free(tail);
+	td__free(next);
+	return rc;
+}
+
+/* Add record `i` (not the root) to the tree: into its dict, or held for its stack. */
+static int build_record(const td__index *ix, uint32_t i, td_dict **dicts, bool *own,
+	td_tensor *t, const char *what)
+{
+	const td__irec *r = &ix->recs[i];
+	td_dict *parent = dicts[r->parent];
+	const char *key = r->key;
+	td_dict *ph = NULL;
+	int rc = TD_OK;
+
+	if (ix->recs[r->parent].kind == TD_INDEX_KIND_LAZY) {
+		/* A child of a stack: a root until build_stacks() stacks it. */
+		if (r->kind == TD_INDEX_KIND_DICT) {
+			rc = td_dict_new(&dicts[i], r->ndim, r->shape);
+			own[i] = rc == TD_OK;
+		} else if (r->kind != TD_INDEX_KIND_LAZY) {
+			rc = corrupt(what, i, "a child of a lazy stack is not a dict");
+		}
+		return rc;
+	}
+	switch (r->kind) {
+	case TD_INDEX_KIND_DICT:
+		rc = td_dict_new(&dicts[i], r->ndim, r->shape);
+		if (rc == TD_OK) {
+			rc = td_dict_set_dict_take_path(parent, &key, 1, dicts[i]);
+			if (rc < 0) {
+				td_dict_free(dicts[i]);
+				dicts[i] = NULL;
+			}
+		}
+		break;
+	case TD_INDEX_KIND_LAZY:
+		/* Keeps the key's place until build_stacks() puts the stack there. */
+		rc = td_dict_new(&ph, r->ndim, r->shape);
+		if (rc == TD_OK) {
+			rc = td_dict_set_dict_take_path(parent, &key, 1, ph);
+			if (rc < 0)
+				td_dict_free(ph);
+		}
+		break;
+	case TD_INDEX_KIND_TENSOR:
+		if (r->length == 0)
+			rc = td_tensor_empty(t, r->dtype, r->ndim, r->shape);
+		if (rc == TD_OK)
+			rc = td_dict_set_tensor_take_path(parent, &key, 1, t);
+		break;
+	case TD_INDEX_KIND_STRING:
+		rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
+		if (rc == TD_EINVAL)
+			rc = corrupt(what, i, "the string is not valid UTF-8");
+		break;
+	case TD_INDEX_KIND_STRINGS:
+		rc = set_strings(parent, key, r, i, what);
+		break;
+	default:
+		rc = corrupt(what, i, "unknown kind");
+		break;
+	}
+	return rc;
+}
+
 int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload,
 	td_dict **out, const char *what)
 {
 	td_dict **dicts;
+	bool *own, lazy = false;
 	uint32_t i;
 	int rc = TD_OK;
 
 	*out = NULL;
-	if (ix->n == 0 || ix->recs[0].kind != TD_INDEX_KIND_DICT)
+	if (ix->n == 0 || (ix->recs[0].kind != TD_INDEX_KIND_DICT &&
+			   ix->recs[0].kind != TD_INDEX_KIND_LAZY))
 		return td__error(TD_ECORRUPT, "%s: the index has no root dict", what);
 	dicts = td__calloc(ix->n, sizeof(*dicts));
-	if (!dicts)
+	own = td__calloc(ix->n, sizeof(*own));
+	if (!dicts || !own) {
+		td__free(dicts);
+		td__free(own);
 		return td__error_nomem((size_t)ix->n * sizeof(*dicts));
+	}
 	rc = visit(ix, 0, NULL, payload);
-	if (rc == TD_OK)
+	if (rc == TD_OK && ix->recs[0].kind == TD_INDEX_KIND_DICT) {
 		rc = td_dict_new(&dicts[0], ix->recs[0].ndim, ix->recs[0].shape);
+		own[0] = rc == TD_OK;
+	}
 	for (i = 1; rc == TD_OK && i < ix->n; i++) {
 		const td__irec *r = &ix->recs[i];
-		td_dict *parent = dicts[r->parent];
-		const char *key = r->key;
 		td_tensor t = TD_TENSOR_INIT;
 
 		if (r->kind != TD_INDEX_KIND_TENSOR || r->length > 0)
 			rc = visit(ix, i, &t, payload);
-		if (rc < 0)
-			break;
-		switch (r->kind) {
-		case TD_INDEX_KIND_DICT:
-			rc = td_dict_new(&dicts[i], r->ndim, r->shape);
-			if (rc == TD_OK) {
-				rc = td_dict_set_dict_take_path(parent, &key, 1, dicts[i]);
-				if (rc < 0) {
-					td_dict_free(dicts[i]);
-					dicts[i] = NULL;
-				}
-			}
-			break;
-		case TD_INDEX_KIND_TENSOR:
-			if (r->length == 0)
-				rc = td_tensor_empty(&t, r->dtype, r->ndim, r->shape);
-			if (rc == TD_OK)
-				rc = td_dict_set_tensor_take_path(parent, &key, 1, &t);
-			td_tensor_release(&t);
-			break;
-		case TD_INDEX_KIND_STRING:
-			rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
-			if (rc == TD_EINVAL)
-				rc = corrupt(what, i, "the string is not valid UTF-8");
-			break;
-		case TD_INDEX_KIND_STRINGS:
-			rc = set_strings(parent, key, r, i, what);
-			break;
-		default:
-			rc = corrupt(what, i, "unknown kind");
-			break;
-		}
+		if (rc == TD_OK)
+			rc = build_record(ix, i, dicts, own, &t, what);
+		td_tensor_release(&t);
+		lazy |= r->kind == TD_INDEX_KIND_LAZY;
 	}
-	if (rc == TD_OK)
+	if (rc == TD_OK && (lazy || ix->recs[0].kind == TD_INDEX_KIND_LAZY))
+		rc = build_stacks(ix, dicts, own, what);
+	if (rc == TD_OK) {
 		*out = dicts[0];
-	else
-		td_dict_free(dicts[0]);
+		own[0] = false;
+	}
+	/* What is still a root of ours: the root, children not stacked, stacks not placed. */
+	for (i = 0; i < ix->n; i++)
+		if (own[i])
+			td_dict_free(dicts[i]);
 	td__free(dicts);
+	td__free(own);
 	return rc;
 }
 

@@ -14,11 +14,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** One record: a dict, a tensor leaf or a string leaf. */
+/**
+ * One record: a dict, a tensor leaf, a string leaf, an array of strings or
+ * a lazy stack (whose `offset` is its stack dim and `length` its number of
+ * children, doc/format.md 3.2).
+ */
 typedef struct td__irec {
 	uint8_t kind;                 /* TD_INDEX_KIND_* */
 	uint8_t dtype;                /* tensors: td_dtype (codes equal the enum values) */
-	uint8_t ndim;                 /* tensor dims, or a dict's batch dims */
+	uint8_t ndim;                 /* tensor dims, or a dict's (a stack's) batch dims */
 	uint8_t flags;                /* TD_INDEX_REC_CHECKSUM */
 	uint32_t parent;              /* record index of the parent; TD_INDEX_NO_PARENT for the root */
 	char *key;                    /* owned, NUL-terminated ("" for the root) */
@@ -79,9 +83,11 @@ int td__index_push(td__index *ix, const td__irec *r, uint32_t *at);
 
 /**
  * Records for `d` and everything under it, appended under `parent` (the
- * root: TD_INDEX_NO_PARENT with an empty key). Tensors get dtype, shape,
- * length and `src`; offsets and capacities stay 0 for the caller to place.
- * Bytes values are refused (TD_EINVAL).
+ * root: TD_INDEX_NO_PARENT with an empty key). A lazy stack (`d` itself or
+ * a nested one) is a lazy record followed by its children's records, each
+ * with an empty key. Tensors get dtype, shape, length and `src`; offsets
+ * and capacities stay 0 for the caller to place. Bytes values are refused
+ * (TD_EINVAL).
  */
 int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const char *key);
 
@@ -110,7 +116,9 @@ typedef int (*td__index_visit_fn)(const td__index *ix, uint32_t i, td_tensor *t,
 /**
  * Build the dict an index describes, record by record in index order,
  * calling `visit` for each (see td__index_visit_fn); tensors without
- * elements are empty heap tensors. `what` names the file in messages.
+ * elements are empty heap tensors; lazy stacks are assembled from their
+ * children once every other record is in (the result may be one). `what`
+ * names the file in messages.
  *
  * @return TD_OK; what `visit` returned; TD_ECORRUPT (a string that is not
  *         UTF-8); TD_ENOMEM

@@ -1524,9 +1524,6 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
 	if (flags & ~known)
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
-	if (td_dict_is_lazy(src) && (flags & TD_STORE_PACKED))
-		return td__error(TD_ENOTSUP, "td_store_memmap: a packed store does not hold a lazy "
-			"stack (write it in the directory placement, or td_lazy_densify() it)");
 	if (flags & TD_STORE_PACKED)
 		return td__packed_memmap(out, src, path, flags);
 	TD_TRY(check_tree(src));

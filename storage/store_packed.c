@@ -682,9 +682,15 @@ static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
 	return rc;
 }
 
-/* Take the writer lock and catch up with other processes' commits. */
-static int change_begin(td_store *st)
+/*
+ * Take the writer lock and catch up with other processes' commits. A
+ * store that holds a lazy stack refuses schema changes (as a directory
+ * store does): its callers check the dict, this checks the committed index.
+ */
+static int change_begin(td_store *st, const char *fn)
 {
+	uint32_t i;
+
 	TD_TRY(lock_fd(st->pk.fd, true, st->path));
 	if (td__packed_generation(st) != st->generation) {
 		int rc = load(st);
@@ -694,6 +700,12 @@ static int change_begin(td_store *st)
 			return rc;
 		}
 	}
+	for (i = 0; i < st->pk.ix.n; i++)
+		if (st->pk.ix.recs[i].kind == TD_INDEX_KIND_LAZY) {
+			unlock_fd(st->pk.fd);
+			return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
+				"tdstore does not change in place", fn);
+		}
 	return TD_OK;
 }
 
@@ -727,7 +739,7 @@ int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_te
 	size_t k;
 	int rc;
 
-	TD_TRY(change_begin(st));
+	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	/* Walk (and create) the dicts above the leaf. */
 	for (k = 0; rc == TD_OK && k + 1 < n; k++) {
@@ -797,7 +809,7 @@ int td__packed_remove(td_store *st, const char *const *parts, size_t n, const ch
 	uint32_t at = 0;
 	int rc;
 
-	TD_TRY(change_begin(st));
+	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	if (rc == TD_OK) {
 		rc = td__index_find(&ix, parts, n, &at);
@@ -901,7 +913,7 @@ int td__packed_grow(td_store *st, int64_t new_size, const char *fn)
 	uint32_t i;
 	int rc;
 
-	TD_TRY(change_begin(st));
+	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	if (rc == TD_OK && ix.recs[0].ndim == 0)
 		rc = td__error(TD_EINVAL, "%s: the store has no batch dims to grow", fn);
@@ -942,7 +954,7 @@ int td__packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64
 	td__irec *r;
 	int rc;
 
-	TD_TRY(change_begin(st));
+	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	if (rc == TD_OK) {
 		rc = td__index_find(&ix, parts, n, &at);

@@ -19,7 +19,10 @@
  * The packed placement (TD_STORE_PACKED) is one file: a header page with
  * two commit slots, a binary key index and every leaf in a 4096-byte
  * aligned extent (doc/format.md sections 3 and 4). One mapping covers the
- * whole store; opening reads the index only.
+ * whole store; opening reads the index only. It holds lazy stacks too (at
+ * the root or nested, ragged ones included) as records of the key index
+ * (doc/format.md 3.4); builds that predate them refuse such a file with
+ * TD_ENOTSUP.
  *
  * Lifetimes: a store owns its dict (td_store_dict()); the dict pointer and
  * everything borrowed from it is valid until td_store_close(). Tensors taken
@@ -78,10 +81,12 @@ typedef struct td_store td_store;
  * LazyStackedTensorDict, children in "0/", "1/", ...) opens as a lazy
  * stack (td_dict_is_lazy()) of its opened children; a lazy stack named as
  * an entry of a dict ({"type": "LazyStackedTensorDict"}) opens as a lazy
- * stack nested in the dict (see lazy.h). The schema of a store holding a
- * lazy stack anywhere cannot be changed in place (td_store_add_tensor(),
- * td_store_remove(), td_store_grow() etc. give TD_ENOTSUP), and no
- * .tdstore-index is kept for it: its meta.json files are read.
+ * stack nested in the dict (see lazy.h). A packed file's lazy stacks open
+ * the same way, their leaves viewing the file's mapping. The schema of a
+ * store holding a lazy stack anywhere cannot be changed in place
+ * (td_store_add_tensor(), td_store_remove(), td_store_grow() etc. give
+ * TD_ENOTSUP, packed or not), and no .tdstore-index is kept for a
+ * directory holding one: its meta.json files are read.
  *
  * The dict has the directory's batch shape, keys in meta.json order,
  * nested dicts, string leaves (tensordict's NonTensorData holding a str),
@@ -134,7 +139,8 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  * the store's dict is then a lazy stack of the mapped children. So is a
  * lazy stack nested in a dict, in its entry's directory, named
  * {"type": "LazyStackedTensorDict"} in the dict's meta.json. A packed
- * store does not hold lazy stacks, nested or not (TD_ENOTSUP).
+ * store holds lazy stacks too, nested or not: each child's leaves in
+ * extents of their own, the stack as a record of the key index.
  *
  * Keys may be any string: file names are encoded as tensordict encodes
  * them. The keys "shape", "device", "_type", "_format_version" and

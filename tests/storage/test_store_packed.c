@@ -667,7 +667,7 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	td_store *st;
 	const td_value *v;
 	uint32_t v2 = 2, flag = 2; /* bit 1: unknown in the header */
-	uint32_t iflag = 4, dirflag = 2; /* index bit 2: unknown; bit 1: the directory placement */
+	uint32_t iflag = 8, dirflag = 2; /* index bit 3: unknown; bit 1: the directory placement */
 
 	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
@@ -1181,4 +1181,409 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	cr_assert_eq(v->u.tensor.shape[0], 3000);
 	cr_assert_eq(td_test_element(&v->u.tensor, 4), 4.0);
 	td_cr_assert_ok(td_store_close(st));
+}
+
+/* ---- lazy stacks ---- */
+
+/* Equal trees, lazy stacks included (ragged ones, which td_dict_equal() would densify). */
+static bool trees_equal(const td_dict *a, const td_dict *b)
+{
+	const char *ka[64], *kb[64];
+	const td_value *va[64], *vb[64];
+	size_t n, i;
+
+	if (td_dict_batch_ndim(a) != td_dict_batch_ndim(b) ||
+	    memcmp(td_dict_batch_shape(a), td_dict_batch_shape(b),
+		    (size_t)td_dict_batch_ndim(a) * sizeof(int64_t)) != 0)
+		return false;
+	if (td_dict_is_lazy(a) || td_dict_is_lazy(b)) {
+		if (!td_dict_is_lazy(a) || !td_dict_is_lazy(b) ||
+		    td_lazy_count(a) != td_lazy_count(b) ||
+		    td_lazy_stack_dim(a) != td_lazy_stack_dim(b))
+			return false;
+		for (i = 0; i < td_lazy_count(a); i++)
+			if (!trees_equal(td_lazy_child(a, i), td_lazy_child(b, i)))
+				return false;
+		return true;
+	}
+	n = td_dict_items(a, ka, va, 64);
+	if (n > 64 || n != td_dict_items(b, kb, vb, 64))
+		return false;
+	for (i = 0; i < n; i++) {
+		if (strcmp(ka[i], kb[i]) != 0 || va[i]->kind != vb[i]->kind)
+			return false;
+		switch (va[i]->kind) {
+		case TD_VALUE_DICT:
+			if (!trees_equal(va[i]->u.dict, vb[i]->u.dict))
+				return false;
+			break;
+		case TD_VALUE_TENSOR:
+			if (va[i]->u.tensor.dtype != vb[i]->u.tensor.dtype ||
+			    td_tensor_equal(&va[i]->u.tensor, &vb[i]->u.tensor) != 1)
+				return false;
+			break;
+		case TD_VALUE_STRINGS:
+			if (va[i]->u.strings.numel != vb[i]->u.strings.numel ||
+			    va[i]->u.strings.ndim != vb[i]->u.strings.ndim ||
+			    memcmp(va[i]->u.strings.bytes, vb[i]->u.strings.bytes,
+				    (size_t)va[i]->u.strings.offsets[va[i]->u.strings.numel]) != 0)
+				return false;
+			break;
+		default:
+			if (va[i]->u.blob.length != vb[i]->u.blob.length ||
+			    memcmp(va[i]->u.blob.data, vb[i]->u.blob.data, va[i]->u.blob.length))
+				return false;
+			break;
+		}
+	}
+	return true;
+}
+
+/* A child of batch [2]: "x" [2, w] float32 from `base`, and what `extra` says. */
+static td_dict *lazy_child(int64_t w, int extra)
+{
+	static const char *const names[] = { "n\xc3\xb8", "" };
+	const int64_t sx[] = { 2, w };
+	static const int64_t B2[] = { 2 };
+	const char *x[1] = { "x" }, *y[2] = { "sub", "y" };
+	td_dict *d;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B2));
+	put_arange(d, x, 1, TD_DTYPE_F32, 2, sx);
+	if (extra == 1)
+		put_arange(d, y, 2, TD_DTYPE_I32, 1, B2);
+	if (extra == 2) {
+		td_cr_assert_ok(td_dict_set_strings(d, "names", 1, B2, names));
+		td_cr_assert_ok(td_dict_set_string(d, "s", "two"));
+	}
+	return d;
+}
+
+/*
+ * The dict of v1-lazy.tds (index flag 4): batch [2]; "a" [2, 3] int64; a
+ * ragged lazy stack "stack" along dim 1 of three children (leaves of
+ * different widths, keys of their own, strings in one); "after" [2] uint8.
+ */
+static td_dict *golden_lazy_dict(void)
+{
+	static const int64_t B2[] = { 2 }, s23[] = { 2, 3 };
+	const char *a[1] = { "a" }, *after[1] = { "after" };
+	td_dict *d, *kids[3], *stack;
+
+	td_cr_assert_ok(td_dict_new(&d, 1, B2));
+	put_arange(d, a, 1, TD_DTYPE_I64, 2, s23);
+	kids[0] = lazy_child(4, 0);
+	kids[1] = lazy_child(5, 1);
+	kids[2] = lazy_child(1, 2);
+	td_cr_assert_ok(td_lazy_stack(&stack, kids, 3, 1, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "stack", stack));
+	put_arange(d, after, 1, TD_DTYPE_U8, 1, B2);
+	return d;
+}
+
+/* A root lazy stack along dim 0 of two stacks (along dim 1) of two children each. */
+static td_dict *stack_of_stacks(void)
+{
+	td_dict *inner[2], *outer, *k[2];
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		k[0] = lazy_child(2 + i, i);
+		k[1] = lazy_child(3, 2);
+		td_cr_assert_ok(td_lazy_stack(&inner[i], k, 2, 1, TD_LAZY_TAKE));
+	}
+	td_cr_assert_ok(td_lazy_stack(&outer, inner, 2, 0, TD_LAZY_TAKE));
+	return outer;
+}
+
+static void check_round_trip(const td_dict *d, const char *name)
+{
+	td_store *st, *ro;
+
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), TD_STORE_PACKED));
+	cr_assert_eq(td_dict_is_lazy(td_store_dict(st)), td_dict_is_lazy(d));
+	cr_assert(trees_equal(td_store_dict(st), d), "%s: the written store", name);
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path(name), TD_STORE_RDONLY));
+	cr_assert_eq(td_dict_is_lazy(td_store_dict(ro)), td_dict_is_lazy(d));
+	cr_assert(trees_equal(td_store_dict(ro), d), "%s: the reopened store", name);
+	td_cr_assert_ok(td_store_close(ro));
+}
+
+Test(store_packed, lazy_stacks_root_nested_ragged_and_stacked_round_trip)
+{
+	td_dict *d = golden_lazy_dict(), *root, *kids[2], *s;
+	const td_value *v;
+	td_store *ro;
+
+	check_round_trip(d, "nested.tds");
+	/* The nested stack is a lazy stack again, in its place among the keys. */
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("nested.tds"), TD_STORE_RDONLY));
+	{
+		const char *keys[3];
+
+		cr_assert_eq(td_dict_items(td_store_dict(ro), keys, NULL, 3), 3);
+		cr_assert_str_eq(keys[1], "stack");
+	}
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "stack", &v));
+	cr_assert_eq(v->kind, TD_VALUE_DICT);
+	cr_assert(td_dict_is_lazy(v->u.dict));
+	cr_assert_eq(td_lazy_count(v->u.dict), 3);
+	cr_assert_eq(td_lazy_stack_dim(v->u.dict), 1);
+	td_cr_assert_ok(td_store_close(ro));
+	td_dict_free(d);
+
+	/* A root stack (along dim 0, ragged), and a stack of stacks. */
+	kids[0] = lazy_child(4, 1);
+	kids[1] = lazy_child(6, 2);
+	td_cr_assert_ok(td_lazy_stack(&root, kids, 2, 0, TD_LAZY_TAKE));
+	check_round_trip(root, "root.tds");
+	td_dict_free(root);
+	s = stack_of_stacks();
+	check_round_trip(s, "stacks.tds");
+	td_dict_free(s);
+	/* A one-child stack along the last dim. */
+	kids[0] = lazy_child(3, 0);
+	td_cr_assert_ok(td_lazy_stack(&root, kids, 1, -1, TD_LAZY_TAKE));
+	check_round_trip(root, "one.tds");
+	td_dict_free(root);
+}
+
+Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_changes)
+{
+	const char *x[2] = { "stack", "a" }, *a[1] = { "a" };
+	td_dict *d = golden_lazy_dict();
+	td_store *st;
+	td_tensor t, got;
+	const td_value *v;
+
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("w.tds"), TD_STORE_PACKED));
+	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(1)));
+	td_cr_assert_err(td_store_add_tensor(st, x, 2, &t), TD_ENOTSUP);
+	td_cr_assert_err(td_store_remove(st, a, 1), TD_ENOTSUP);
+	td_cr_assert_err(td_store_grow(st, 4), TD_ENOTSUP);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_store_close(st));
+
+	/* Writes through the views reach the file: a leaf of the root, one of a child. */
+	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDWR));
+	td_cr_assert_err(td_store_grow(st, 4), TD_ENOTSUP);
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "a", &v));
+	((int64_t *)td_tensor_data(&v->u.tensor))[4] = -7;
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "stack", &v));
+	{
+		td_dict *kid = td_lazy_child(v->u.dict, 1);
+		const td_value *y;
+		const char *p[2] = { "sub", "y" };
+
+		td_cr_assert_ok(td_dict_get_path(kid, p, 2, &y));
+		((int32_t *)td_tensor_data(&y->u.tensor))[1] = 99;
+	}
+	td_cr_assert_ok(td_store_sync(st));
+	td_cr_assert_ok(td_store_close(st));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "a", &v));
+	cr_assert_eq(((const int64_t *)td_tensor_data(&v->u.tensor))[4], -7);
+	td_cr_assert_ok(td_dict_get(td_store_dict(st), "stack", &v));
+	{
+		const char *p[2] = { "sub", "y" };
+		const td_value *y;
+
+		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->u.dict, 1), p, 2, &y));
+		cr_assert_eq(((const int32_t *)td_tensor_data(&y->u.tensor))[1], 99);
+		cr_assert_eq(((const int32_t *)td_tensor_data(&y->u.tensor))[0], 0);
+	}
+	(void)got;
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+/* Forge field `off` of a record (8 bytes), reseal, and expect `want` from an open. */
+static void forge64(const char *good, const char *work, off_t ix, off_t at, uint64_t v,
+	int want, const char *why)
+{
+	td_store *st;
+	int rc;
+
+	copy_file(good, work);
+	put_le64(work, at, v);
+	reseal_index(work, ix);
+	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	if (rc == TD_OK)
+		td_store_close(st);
+	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
+}
+
+static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
+	const void *bytes, size_t len, const char *why)
+{
+	td_store *st;
+	int rc;
+
+	copy_file(good, work);
+	patch(work, at, bytes, len);
+	reseal_index(work, ix);
+	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	if (rc == TD_OK)
+		td_store_close(st);
+	cr_assert_eq(rc, TD_ECORRUPT, "%s: got %d (%s)", why, rc, td_error_last()->message);
+}
+
+Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
+{
+	char good[4096], work[4096];
+	td_dict *d = golden_lazy_dict();
+	td_store *st;
+	off_t ix, rec, kid;
+
+	snprintf(good, sizeof(good), "%s", td_test_path("lazy.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+	td_cr_assert_ok(td_store_memmap(&st, d, good, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(st));
+	ix = (off_t)get_le64(good, 512 + 8);
+	cr_assert_eq(get_le64(good, ix + 16) >> 32, 5, "index flags 1 (strings) and 4 (lazy stacks)");
+	/* The stack's record: kind 5, two dims [2, 3], key "stack" (48 + 16 + 5 -> 72). */
+	rec = find_bytes(good, ix, "stack", 5) - 48 - 16;
+	cr_assert_eq(get_le64(good, rec) & 0xff, 5);
+	cr_assert_eq(get_le64(good, rec + 16), 1, "stack dim");
+	cr_assert_eq(get_le64(good, rec + 24), 3, "children");
+	kid = rec + 72; /* its first child: a dict of batch [2], no key */
+	cr_assert_eq(get_le64(good, kid) & 0xff, 1);
+
+	/* Child count against the records present, and against the stack dim's size. */
+	forge64(good, work, ix, rec + 24, 4, TD_ECORRUPT, "count 4, stack dim of 3");
+	copy_file(good, work);
+	put_le64(work, rec + 24, 4);
+	put_le64(work, rec + 48 + 8, 4);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(good, work);
+	put_le64(work, rec + 24, 2);
+	put_le64(work, rec + 48 + 8, 2);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	/* No children; more than 2^20; a count that would overflow. */
+	copy_file(good, work);
+	put_le64(work, rec + 24, 0);
+	put_le64(work, rec + 48 + 8, 0);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	copy_file(good, work);
+	put_le64(work, rec + 24, ((uint64_t)1 << 20) + 1);
+	put_le64(work, rec + 48 + 8, ((uint64_t)1 << 20) + 1);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge64(good, work, ix, rec + 24, UINT64_MAX, TD_ECORRUPT, "count 2^64 - 1");
+	/* The stack dim: past the batch dims, or another dim (of size 2, not 3). */
+	forge64(good, work, ix, rec + 16, 2, TD_ECORRUPT, "stack dim 2 of 2 dims");
+	forge64(good, work, ix, rec + 16, UINT64_MAX, TD_ECORRUPT, "stack dim 2^64 - 1");
+	forge64(good, work, ix, rec + 16, 0, TD_ECORRUPT, "stack dim 0");
+	/* The stack's batch shape not starting with its dict's. */
+	forge64(good, work, ix, rec + 48, 3, TD_ECORRUPT, "stack batch [3, 3] in a [2] dict");
+	/* A child's batch shape that is not the stack's without the stack dim. */
+	forge64(good, work, ix, kid + 48, 3, TD_ECORRUPT, "child of batch [3]");
+	forge_bytes(good, work, ix, kid + 2, "\0", 1, "child without batch dims");
+	/* A child that is not a dict (a string: no dims, no fields). */
+	forge_bytes(good, work, ix, kid, "\3", 1, "child of kind string");
+	/* A child after a parent that does not come before it. */
+	forge_bytes(good, work, ix, kid + 4, "\xff\xff\0\0", 4, "child's parent after it");
+	/* Unused fields of the stack record. */
+	forge64(good, work, ix, rec + 32, 4096, TD_ECORRUPT, "stack with a capacity");
+	forge_bytes(good, work, ix, rec + 1, "\5", 1, "stack with a dtype");
+	/* The stack record without its index flag; with the directory flag. */
+	forge_bytes(good, work, ix, ix + 20, "\1\0\0\0", 4, "lazy record, flag clear");
+	forge_bytes(good, work, ix, ix + 20, "\7\0\0\0", 4, "lazy flag in a directory index");
+	/* A flag bit beyond this build: unsupported. */
+	copy_file(good, work);
+	patch(work, ix + 20, "\x0d\0\0\0", 4);
+	reseal_index(work, ix);
+	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	/* The file as written opens. */
+	td_cr_assert_ok(td_store_open(&st, good, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+Test(store_packed, the_golden_lazy_file_opens_and_is_written_byte_for_byte)
+{
+	const char *mine = td_test_path("v1-lazy.tds"), *regen = getenv("TD_WRITE_GOLDEN");
+	td_dict *d = golden_lazy_dict();
+	td_store *st, *ro;
+	const td_value *v;
+	size_t a_len, b_len;
+	void *a, *b;
+
+	td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(st));
+	if (regen && strcmp(regen, "lazy") == 0) {
+		/* Made once, when lazy stacks entered the format: never regenerated. */
+		copy_file(mine, golden_path("v1-lazy.tds"));
+	}
+	td_cr_assert_ok(td_store_open(&ro, golden_path("v1-lazy.tds"), TD_STORE_RDONLY));
+	cr_assert(trees_equal(td_store_dict(ro), d));
+	cr_assert_eq(td_store_generation(ro), 1);
+	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "stack", &v));
+	cr_assert(td_dict_is_lazy(v->u.dict));
+	{
+		const char *p[2] = { "sub", "y" };
+		const td_value *y, *x;
+
+		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->u.dict, 1), p, 2, &y));
+		cr_assert_eq(td_test_element(&y->u.tensor, 1), 1.0);
+		td_cr_assert_ok(td_dict_get(td_lazy_child(v->u.dict, 2), "x", &x));
+		cr_assert_eq(x->u.tensor.shape[1], 1);
+	}
+	td_cr_assert_ok(td_store_close(ro));
+	a = read_file(mine, &a_len);
+	b = read_file(golden_path("v1-lazy.tds"), &b_len);
+	cr_assert_eq(a_len, b_len, "%zu bytes, golden %zu", a_len, b_len);
+	cr_assert(memcmp(a, b, a_len) == 0, "v1-lazy.tds differs from the golden file");
+	free(a);
+	free(b);
+	td_dict_free(d);
+}
+
+Test(store_packed, an_index_nested_past_64_levels_is_refused)
+{
+	char good[4096], work[4096];
+	td_dict *root, *chain, *z, *w;
+	td_store *st;
+	off_t ix, zrec;
+	int i;
+
+	/* "a" holds 62 nested dicts (the deepest at depth 62); "z" holds "w". */
+	td_cr_assert_ok(td_dict_new(&chain, 0, NULL));
+	for (i = 0; i < 61; i++) {
+		td_dict *up;
+
+		td_cr_assert_ok(td_dict_new(&up, 0, NULL));
+		td_cr_assert_ok(td_dict_set_dict_take(up, "a", chain));
+		chain = up;
+	}
+	td_cr_assert_ok(td_dict_new(&root, 0, NULL));
+	td_cr_assert_ok(td_dict_set_dict_take(root, "a", chain));
+	td_cr_assert_ok(td_dict_new(&z, 0, NULL));
+	td_cr_assert_ok(td_dict_new(&w, 0, NULL));
+	td_cr_assert_ok(td_dict_set_dict_take(z, "w", w));
+	td_cr_assert_ok(td_dict_set_dict_take(root, "z", z));
+	snprintf(good, sizeof(good), "%s", td_test_path("deep.tds"));
+	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
+	td_cr_assert_ok(td_store_memmap(&st, root, good, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(st));
+	ix = (off_t)get_le64(good, 512 + 8);
+	/* Records: the root (48 bytes), 62 of "a" (56 each), "z", "w". */
+	zrec = ix + 64 + 48 + 56 * 62;
+	cr_assert_eq(get_le64(good, zrec + 8) & 0xffffffff, 1, "z's key length");
+	cr_assert_eq(get_le64(good, zrec + 48) & 0xff, 'z');
+	/* "z" moved under the deepest "a" (record 62): "w" is 64 levels down. */
+	forge_bytes(good, work, ix, zrec + 4, "\x3e\0\0\0", 4, "w at depth 64");
+	cr_assert_not_null(strstr(td_error_last()->message, "too deep"), "%s",
+		td_error_last()->message);
+	/* Under the one above (record 61): "w" is at depth 63, which opens. */
+	copy_file(good, work);
+	patch(work, zrec + 4, "\x3d\0\0\0", 4);
+	reseal_index(work, ix);
+	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(root);
 }

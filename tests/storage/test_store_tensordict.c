@@ -320,9 +320,14 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 		td_cr_assert_ok(td_store_open(&copy, out, 0));
 		check_lazy(td_store_dict(copy), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(copy));
-		/* A packed store does not hold lazy stacks. */
-		td_cr_assert_err(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
-			TD_STORE_PACKED), TD_ENOTSUP);
+		/* A packed store holds it too. */
+		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
+			TD_STORE_PACKED | TD_STORE_EXISTSOK));
+		check_lazy(td_store_dict(copy), fixture(e, names[k]));
+		td_cr_assert_ok(td_store_close(copy));
+		td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), 0));
+		check_lazy(td_store_dict(copy), fixture(e, names[k]));
+		td_cr_assert_ok(td_store_close(copy));
 		/* Writing a smaller stack where a larger one was would leave a child behind. */
 		if (k == 0) {
 			td_dict *one;
@@ -415,9 +420,18 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 		td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
 	}
 	td_cr_assert_ok(td_store_close(copy));
-	/* A packed store does not hold them. */
-	td_cr_assert_err(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
-		TD_STORE_PACKED), TD_ENOTSUP);
+	/* A packed store holds them too, with the same schema changes refused. */
+	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
+		TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(copy));
+	td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), TD_STORE_RDWR));
+	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
+	{
+		const char *kp[1] = { "a" };
+		td_cr_assert_err(td_store_remove(copy, kp, 1), TD_ENOTSUP);
+		td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
+	}
+	td_cr_assert_ok(td_store_close(copy));
 	td_cr_assert_ok(td_store_close(st));
 	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
 		size_t la, lb;
