@@ -70,15 +70,26 @@ running=""
 all_tests="$*"
 for t in $all_tests; do
 	rm -f "$t.valgrind.log.result"
-	# A free slot: wait for the oldest running test when all are busy.
-	set -- $running
-	if [ "$#" -ge "$jobs" ]; then
-		wait "$1"
-		shift
-		running="$*"
-	fi
+done
+for t in $all_tests; do
+	# A free slot: wait until any running test (test:pid) has written its
+	# result or is gone; waiting for the oldest, which may be the longest,
+	# left the other slots idle.
+	while :; do
+		still=""
+		n=0
+		for r in $running; do
+			[ -f "${r%:*}.valgrind.log.result" ] && continue
+			kill -0 "${r##*:}" 2>/dev/null || continue
+			still="$still $r"
+			n=$((n + 1))
+		done
+		running=$still
+		[ "$n" -lt "$jobs" ] && break
+		sleep 1
+	done
 	run_one "$t" &
-	running="$running $!"
+	running="$running $t:$!"
 done
 wait
 for t in $all_tests; do
