@@ -650,23 +650,32 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 	td_dict_free(d);
 }
 
+/* A lazy stack of two dicts of batch [], "x" int64 of 2 and 3 elements (ragged). */
+static td_dict *small_stack(void)
+{
+	td_dict *kids[2], *lazy;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		td_cr_assert_ok(td_dict_new(&kids[i], 0, NULL));
+		put_arange(kids[i], "x", TD_DTYPE_I64, 1, (const int64_t[]){ 2 + i });
+	}
+	td_cr_assert_ok(td_lazy_stack(&lazy, kids, 2, 0, TD_LAZY_TAKE));
+	return lazy;
+}
+
 Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 {
-	td_dict *kids[2], *lazy, *d;
+	td_dict *lazy, *d;
 	const char *path;
 	td_store *st;
-	int i;
 
 	/* A plain store with its index, then a lazy stack saved over it. */
 	d = rich_dict();
 	path = save(d, "lz", 0);
 	td_dict_free(d);
 	cr_assert(td_test_exists(index_path(path)));
-	for (i = 0; i < 2; i++) {
-		td_cr_assert_ok(td_dict_new(&kids[i], 0, NULL));
-		put_arange(kids[i], "x", TD_DTYPE_I64, 1, (const int64_t[]){ 2 + i });
-	}
-	td_cr_assert_ok(td_lazy_stack(&lazy, kids, 2, 0, TD_LAZY_TAKE));
+	lazy = small_stack();
 	td_cr_assert_ok(td_store_memmap(&st, lazy, path, TD_STORE_EXISTSOK));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
@@ -677,20 +686,15 @@ Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 
 Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_files)
 {
-	td_dict *kids[2], *lazy, *d;
+	td_dict *lazy, *d;
 	const char *path;
 	td_store *st;
-	int i;
 
 	/* A plain store with its index, then a dict holding a lazy stack saved over it. */
 	d = rich_dict();
 	path = save(d, "lzn", 0);
 	cr_assert(td_test_exists(index_path(path)));
-	for (i = 0; i < 2; i++) {
-		td_cr_assert_ok(td_dict_new(&kids[i], 0, NULL));
-		put_arange(kids[i], "x", TD_DTYPE_I64, 1, (const int64_t[]){ 2 + i });
-	}
-	td_cr_assert_ok(td_lazy_stack(&lazy, kids, 2, 0, TD_LAZY_TAKE));
+	lazy = small_stack();
 	td_dict_free(d);
 	td_cr_assert_ok(td_dict_new(&d, 1, (const int64_t[]){ 2 }));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "inner.lz", lazy));
