@@ -1064,6 +1064,37 @@ static off_t find_bytes(const char *path, off_t from, const void *needle, size_t
 	return -1;
 }
 
+/* Forge field `off` of a record (8 bytes), reseal, and expect `want` from an open. */
+static void forge64(const char *good, const char *work, off_t ix, off_t at, uint64_t v,
+	int want, const char *why)
+{
+	td_store *st;
+	int rc;
+
+	copy_file(good, work);
+	put_le64(work, at, v);
+	reseal_index(work, ix);
+	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	if (rc == TD_OK)
+		td_store_close(st);
+	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
+}
+
+static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
+	const void *bytes, size_t len, int want, const char *why)
+{
+	td_store *st;
+	int rc;
+
+	copy_file(good, work);
+	patch(work, at, bytes, len);
+	reseal_index(work, ix);
+	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	if (rc == TD_OK)
+		td_store_close(st);
+	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
+}
+
 Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused)
 {
 	static const char *const want[] = { "alpha", "b\xc3\xa9ta", "" };
@@ -1108,30 +1139,17 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 
 	/* Without the index flag, a record of kind 4 is corrupt. */
 	snprintf(path, sizeof(path), "%s", td_test_path("bad.tds"));
-	copy_file(work, path);
-	patch(path, ix + 20, "\0\0\0\0", 4);
-	reseal_index(path, ix);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_bytes(work, path, ix, ix + 20, "\0\0\0\0", 4, TD_ECORRUPT, "kind 4, flag clear");
 	/* A text's NUL replaced: one text fewer than the shape has elements. */
-	copy_file(work, path);
-	patch(path, find_bytes(path, rec, "alpha", 6) + 5, "x", 1);
-	reseal_index(path, ix);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_bytes(work, path, ix, find_bytes(work, rec, "alpha", 6) + 5, "x", 1, TD_ECORRUPT,
+		"a NUL missing");
 	/* A shape that does not start with the batch shape. */
-	copy_file(work, path);
-	put_le64(path, rec + 48, 2);
-	reseal_index(path, ix);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge64(work, path, ix, rec + 48, 2, TD_ECORRUPT, "shape against the batch");
 	/* An array of strings without dims. */
-	copy_file(work, path);
-	patch(path, rec + 2, "\0", 1);
-	reseal_index(path, ix);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_bytes(work, path, ix, rec + 2, "\0", 1, TD_ECORRUPT, "no dims");
 	/* Text that is not UTF-8. */
-	copy_file(work, path);
-	patch(path, find_bytes(path, rec, "alpha", 6), "\xff", 1);
-	reseal_index(path, ix);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_bytes(work, path, ix, find_bytes(work, rec, "alpha", 6), "\xff", 1, TD_ECORRUPT,
+		"not UTF-8");
 	/* The file as written still opens. */
 	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
 	td_cr_assert_ok(td_store_close(st));
@@ -1398,37 +1416,6 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_dict_free(d);
 }
 
-/* Forge field `off` of a record (8 bytes), reseal, and expect `want` from an open. */
-static void forge64(const char *good, const char *work, off_t ix, off_t at, uint64_t v,
-	int want, const char *why)
-{
-	td_store *st;
-	int rc;
-
-	copy_file(good, work);
-	put_le64(work, at, v);
-	reseal_index(work, ix);
-	rc = td_store_open(&st, work, TD_STORE_RDONLY);
-	if (rc == TD_OK)
-		td_store_close(st);
-	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
-}
-
-static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
-	const void *bytes, size_t len, const char *why)
-{
-	td_store *st;
-	int rc;
-
-	copy_file(good, work);
-	patch(work, at, bytes, len);
-	reseal_index(work, ix);
-	rc = td_store_open(&st, work, TD_STORE_RDONLY);
-	if (rc == TD_OK)
-		td_store_close(st);
-	cr_assert_eq(rc, TD_ECORRUPT, "%s: got %d (%s)", why, rc, td_error_last()->message);
-}
-
 Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 {
 	char good[4096], work[4096];
@@ -1482,22 +1469,21 @@ Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 	forge64(good, work, ix, rec + 48, 3, TD_ECORRUPT, "stack batch [3, 3] in a [2] dict");
 	/* A child's batch shape that is not the stack's without the stack dim. */
 	forge64(good, work, ix, kid + 48, 3, TD_ECORRUPT, "child of batch [3]");
-	forge_bytes(good, work, ix, kid + 2, "\0", 1, "child without batch dims");
+	forge_bytes(good, work, ix, kid + 2, "\0", 1, TD_ECORRUPT, "child without batch dims");
 	/* A child that is not a dict (a string: no dims, no fields). */
-	forge_bytes(good, work, ix, kid, "\3", 1, "child of kind string");
+	forge_bytes(good, work, ix, kid, "\3", 1, TD_ECORRUPT, "child of kind string");
 	/* A child after a parent that does not come before it. */
-	forge_bytes(good, work, ix, kid + 4, "\xff\xff\0\0", 4, "child's parent after it");
+	forge_bytes(good, work, ix, kid + 4, "\xff\xff\0\0", 4, TD_ECORRUPT,
+		"child's parent after it");
 	/* Unused fields of the stack record. */
 	forge64(good, work, ix, rec + 32, 4096, TD_ECORRUPT, "stack with a capacity");
-	forge_bytes(good, work, ix, rec + 1, "\5", 1, "stack with a dtype");
+	forge_bytes(good, work, ix, rec + 1, "\5", 1, TD_ECORRUPT, "stack with a dtype");
 	/* The stack record without its index flag; with the directory flag. */
-	forge_bytes(good, work, ix, ix + 20, "\1\0\0\0", 4, "lazy record, flag clear");
-	forge_bytes(good, work, ix, ix + 20, "\7\0\0\0", 4, "lazy flag in a directory index");
+	forge_bytes(good, work, ix, ix + 20, "\1\0\0\0", 4, TD_ECORRUPT, "lazy record, flag clear");
+	forge_bytes(good, work, ix, ix + 20, "\7\0\0\0", 4, TD_ECORRUPT,
+		"lazy flag in a directory index");
 	/* A flag bit beyond this build: unsupported. */
-	copy_file(good, work);
-	patch(work, ix + 20, "\x0d\0\0\0", 4);
-	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	forge_bytes(good, work, ix, ix + 20, "\x0d\0\0\0", 4, TD_ENOTSUP, "flag bit 3");
 	/* The file as written opens. */
 	td_cr_assert_ok(td_store_open(&st, good, TD_STORE_RDONLY));
 	td_cr_assert_ok(td_store_close(st));
@@ -1576,7 +1562,7 @@ Test(store_packed, an_index_nested_past_64_levels_is_refused)
 	cr_assert_eq(get_le64(good, zrec + 8) & 0xffffffff, 1, "z's key length");
 	cr_assert_eq(get_le64(good, zrec + 48) & 0xff, 'z');
 	/* "z" moved under the deepest "a" (record 62): "w" is 64 levels down. */
-	forge_bytes(good, work, ix, zrec + 4, "\x3e\0\0\0", 4, "w at depth 64");
+	forge_bytes(good, work, ix, zrec + 4, "\x3e\0\0\0", 4, TD_ECORRUPT, "w at depth 64");
 	cr_assert_not_null(strstr(td_error_last()->message, "too deep"), "%s",
 		td_error_last()->message);
 	/* Under the one above (record 61): "w" is at depth 63, which opens. */
