@@ -239,6 +239,27 @@ Test(store_tensordict, legacy_raw_key_names)
 
 static char *slurp(const char *dir, const char *name, size_t *len);
 
+/*
+ * Each of files[0..n) (paths below the fixtures' root) as written under the
+ * test's directory is byte for byte what tensordict wrote.
+ */
+static void assert_written_as_tensordict(const char *const *files, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		size_t la, lb;
+		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
+
+		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu:\n%.*s\n%.*s", files[k], lb,
+			la, (int)lb, b, (int)la, a);
+		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
+			(int)la, a);
+		free(a);
+		free(b);
+	}
+}
+
 /* Check an opened lazy stack against a "lazy_stack" node of expected.json. */
 static void check_lazy(const td_dict *d, const json_t *node)
 {
@@ -340,16 +361,7 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 		}
 		td_cr_assert_ok(td_store_close(st));
 	}
-	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
-		size_t la, lb;
-		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
-
-		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu", files[k], lb, la);
-		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
-			(int)la, a);
-		free(a);
-		free(b);
-	}
+	assert_written_as_tensordict(files, TD_TEST_ARRAY_LEN(files));
 	json_decref(e);
 }
 
@@ -404,7 +416,6 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	json_t *e = load_expected();
 	td_store *st, *copy;
 	char out[4400];
-	size_t k;
 
 	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
 	snprintf(out, sizeof(out), "%s", td_test_path("lazy_nested"));
@@ -433,16 +444,7 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	}
 	td_cr_assert_ok(td_store_close(copy));
 	td_cr_assert_ok(td_store_close(st));
-	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
-		size_t la, lb;
-		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
-
-		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu", files[k], lb, la);
-		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
-			(int)la, a);
-		free(a);
-		free(b);
-	}
+	assert_written_as_tensordict(files, TD_TEST_ARRAY_LEN(files));
 	json_decref(e);
 }
 
@@ -549,15 +551,5 @@ Test(store_tensordict, written_back_meta_json_matches_tensordicts_byte_for_byte)
 		td_cr_assert_ok(td_store_close(copy));
 		td_cr_assert_ok(td_store_close(st));
 	}
-	for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
-		size_t la, lb;
-		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
-
-		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu:\n%.*s\n%.*s", files[k], lb,
-			la, (int)lb, b, (int)la, a);
-		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
-			(int)la, a);
-		free(a);
-		free(b);
-	}
+	assert_written_as_tensordict(files, TD_TEST_ARRAY_LEN(files));
 }
