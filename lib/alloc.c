@@ -265,8 +265,16 @@ void *td__alloc_small(size_t size)
 			__builtin_prefetch(b->next, 1);
 		return b;
 	}
-	/* A whole class, so that the block can serve any size of its class. */
-	return malloc(class_bytes(k));
+	/*
+	 * A whole class, so that the block can serve any size of its class,
+	 * aligned to a cache line: a dict's header then fills one line and its
+	 * inline entries start on the next (td_dict is laid out for that). With
+	 * malloc's 16-byte alignment the fields a walk touches straddled more
+	 * lines (7 to 9 instead of 5 for a dict of a leaf and a sub-dict), and the
+	 * unbind of the lazy benchmark stack (570 such dicts a call) took 8%
+	 * longer.
+	 */
+	return aligned_alloc(64, class_bytes(k));
 }
 
 /* td__free_small() when the thread has no cache yet or it is full: kept off the fast path. */
