@@ -906,6 +906,107 @@ Test(dict_batch, cutting_into_many_pieces_fails_cleanly_without_memory)
 	td_dict_free(c.src);
 }
 
+/*
+ * small_fixture: a dict of batch [20, 2] whose levels all have at most 8
+ * entries (cut without an index), with long keys at every level, arrays of
+ * strings, blobs and a deleted slot: {a, LONG_KEY: {t, LONG_KEY2: {u, names},
+ * b: bytes}, s: "text"}, "gone" deleted.
+ */
+#define LONG_KEY2 "another_key_longer_than_twenty_three"
+
+static td_dict *small_fixture(void)
+{
+	static const char *const path_t[] = { LONG_KEY, "t" };
+	static const char *const path_u[] = { LONG_KEY, LONG_KEY2, "u" };
+	static const char *const path_n[] = { LONG_KEY, LONG_KEY2, "names" };
+	static const char *const path_b[] = { LONG_KEY, "b" };
+	int64_t b[] = { 20, 2 }, sk[] = { 20, 2, 3 };
+	static char texts[40][8];
+	const char *ptrs[40];
+	td_dict *d;
+	td_tensor t;
+	int i;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	td_test_arange(&t, TD_DTYPE_F32, 3, sk);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "gone", &t));
+	td_test_arange(&t, TD_DTYPE_F32, 3, sk);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &t));
+	td_test_arange(&t, TD_DTYPE_I64, 2, b);
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, path_t, 2, &t));
+	td_test_arange(&t, TD_DTYPE_I32, 3, sk);
+	td_cr_assert_ok(td_dict_set_tensor_take_path(d, path_u, 3, &t));
+	for (i = 0; i < 40; i++) {
+		snprintf(texts[i], sizeof(texts[i]), "w%d", i);
+		ptrs[i] = texts[i];
+	}
+	td_cr_assert_ok(td_dict_set_strings_path(d, path_n, 3, 2, b, ptrs));
+	td_cr_assert_ok(td_dict_set_bytes_path(d, path_b, 2, "\x01\x02", 2));
+	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
+	td_cr_assert_ok(td_dict_del(d, "gone"));
+	return d;
+}
+
+/* Levels of at most 8 entries are cut on their own path: the same results,
+ * long keys shared by every piece, holes skipped. */
+Test(dict_batch, cutting_small_levels_with_long_keys_equals_indexing)
+{
+	static const char *const path_n[] = { LONG_KEY, LONG_KEY2, "names" };
+	static const int64_t sizes[] = { 5, 0, 15 };
+	td_dict *d = small_fixture(), **parts;
+	const td_tensor *a;
+	uint32_t refs;
+	size_t n, i;
+	int64_t start = 0;
+
+	a = leaf(d, "a");
+	refs = td_buffer_refcount(a->buffer);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, 0));
+	cr_assert_eq(n, 20);
+	cr_assert_eq(td_buffer_refcount(a->buffer), refs + 20);
+	for (i = 0; i < n; i++) {
+		const char *s;
+		const td_value *v;
+
+		expect_piece(parts[i], d, 0, td_index_int((int64_t)i));
+		cr_assert_eq(td_dict_contains(parts[i], "gone", 0), 0);
+		td_cr_assert_ok(td_dict_get_blob(parts[i], "s", &s, NULL));
+		cr_assert_str_eq(s, "text");
+		td_cr_assert_ok(td_dict_get_path(parts[i], path_n, 3, &v));
+		cr_assert_eq(v->kind, TD_VALUE_STRINGS);
+		cr_assert_eq(v->u.strings.ndim, 1);
+	}
+	td_dict_array_free(parts, n);
+	cr_assert_eq(td_buffer_refcount(a->buffer), refs);
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, d, -1));
+	cr_assert_eq(n, 2);
+	for (i = 0; i < n; i++)
+		expect_piece(parts[i], d, 1, td_index_int((int64_t)i));
+	/* The pieces own their long keys: they outlive the source. */
+	td_dict_free(d);
+	d = small_fixture();
+	for (i = 0; i < n; i++)
+		expect_piece(parts[i], d, 1, td_index_int((int64_t)i));
+	td_dict_array_free(parts, n);
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, sizes, 3, 0));
+	cr_assert_eq(n, 3);
+	for (i = 0; i < n; i++) {
+		expect_piece(parts[i], d, 0, td_index_slice(start, start + sizes[i], 1));
+		start += sizes[i];
+	}
+	td_dict_array_free(parts, n);
+	td_dict_free(d);
+}
+
+Test(dict_batch, cutting_small_levels_fails_cleanly_without_memory)
+{
+	cut_ctx c;
+
+	c.src = small_fixture();
+	td_test_enomem_sweep(cut_body, cut_cleanup, &c);
+	td_dict_free(c.src);
+}
+
 /* ---- stack and cat ---- */
 
 Test(dict_batch, stack_and_cat_with_nested_dicts_and_strings)
