@@ -125,10 +125,15 @@ static inline void release_entries(td_dict *d, td_dict **next, size_t *m, size_t
 				continue;
 			td__kstr_unref(e->k.heap);
 		}
-		if (e->value.kind == TD_VALUE_DICT && *m < room)
+		/* Leaves first: the common case takes one compare to reach. */
+		if (e->value.kind == TD_VALUE_TENSOR) {
+			if (e->value.u.tensor.buffer)
+				td__buffer_unref(e->value.u.tensor.buffer);
+		} else if (e->value.kind == TD_VALUE_DICT && *m < room) {
 			next[(*m)++] = e->value.u.dict;
-		else
+		} else {
 			value_release(&e->value);
+		}
 	}
 }
 
