@@ -413,18 +413,23 @@ int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *valu
 	return TD_OK;
 }
 
-void td__dict_push(td_dict *d, const td__entry *src)
+void td__dict_commit(td_dict *d)
 {
 	uint32_t slot = d->used++;
 
-	td__entry_copy_key(&d->entries[slot], src);
 	d->count++;
 	d->gen++; /* a dict being built: only its own generation */
 	if (d->index) {
 		if (((uint64_t)d->index_fill + 1) * 4 > ((uint64_t)d->index_mask + 1) * 3)
 			index_fill_all(d, d->index, d->index_mask);
-		index_insert(d, src->hash, slot);
+		index_insert(d, d->entries[slot].hash, slot);
 	}
+}
+
+void td__dict_push(td_dict *d, const td__entry *src)
+{
+	td__entry_copy_key(&d->entries[d->used], src);
+	td__dict_commit(d);
 }
 
 void td__dict_remove_slot(td_dict *d, uint32_t i)

@@ -526,25 +526,49 @@ static int cut_shape(int64_t *shape, const td_dict *d, const cut *c, size_t i)
 	return nd;
 }
 
-/* Write the n views of leaf t (validated: it has the dim) into each piece's next entry ne[i]. */
-static inline __attribute__((always_inline)) void cut_leaf(td__entry *const *ne,
-	const td_tensor *t, const cut *c)
+/*
+ * Slot w of piece p: a piece's entries are inline (td__dict_alloc(),
+ * cut_rec()), so the slot is at the same offset, slot_offset(w), in every
+ * piece (computed once per entry, not once per entry and piece).
+ */
+static inline size_t slot_offset(uint32_t w)
 {
-	int64_t stride, start = 0;
+	return sizeof(td_dict) + (size_t)w * sizeof(td__entry);
+}
+
+static inline td__entry *piece_slot(td_dict *p, size_t off)
+{
+	return (td__entry *)(void *)((char *)p + off);
+}
+
+/*
+ * An entry's key fields, copied as one block: its hash, length, and inline
+ * bytes or shared string. Loaded once per entry and stored into every piece.
+ */
+#define KEY_BYTES offsetof(td__entry, value)
+
+_Static_assert(offsetof(td__entry, hash) == 0 && offsetof(td__entry, k) +
+	sizeof(((td__entry *)0)->k) == KEY_BYTES,
+	"an entry's key fields come first, together: cut_rec() copies them as one block");
+
+/*
+ * Write the key of an entry and the n views of its leaf t (validated: it
+ * has the dim) into the slot at `off` of each piece: one pass over the pieces, the
+ * key and the view's fields loaded once.
+ */
+static inline __attribute__((always_inline)) void cut_leaf(td_dict *const *out, size_t off,
+	const unsigned char *key, const td_tensor *t, const cut *c)
+{
+	const td_tensor *src = t; /* what every piece's view starts as */
+	int64_t stride = 0, start = 0;
 	td_tensor view;
 	size_t i;
 	int k, j;
 
-	if (c->dim < 0) {
-		for (i = 0; i < c->n; i++) {
-			ne[i]->value.kind = TD_VALUE_TENSOR;
-			td__tensor_copy_meta(&ne[i]->value.u.tensor, t);
-		}
-		td__buffer_ref_n(t->buffer, c->n);
-		return;
-	}
-	stride = t->strides[c->dim];
-	if (!c->lengths) {
+	if (c->dim >= 0)
+		stride = t->strides[c->dim];
+	if (c->dim >= 0 && !c->lengths) {
+		/* unbind: the dim dropped */
 		view.buffer = t->buffer;
 		view.offset = t->offset;
 		view.dtype = t->dtype;
@@ -555,22 +579,24 @@ static inline __attribute__((always_inline)) void cut_leaf(td__entry *const *ne,
 			view.shape[j] = t->shape[k];
 			view.strides[j++] = t->strides[k];
 		}
-	} else {
-		td__tensor_copy_meta(&view, t);
+		src = &view;
 	}
 	for (i = 0; i < c->n; i++) {
-		td_value *v = &ne[i]->value;
+		td__entry *pe = piece_slot(out[i], off);
 
-		v->kind = TD_VALUE_TENSOR;
-		td__tensor_copy_meta(&v->u.tensor, &view);
+		memcpy(pe, key, KEY_BYTES);
+		pe->value.kind = TD_VALUE_TENSOR;
+		td__tensor_copy_meta(&pe->value.u.tensor, src);
+		if (c->dim < 0)
+			continue;
 		if (!c->lengths) {
-			v->u.tensor.offset += (int64_t)i * stride;
+			pe->value.u.tensor.offset += (int64_t)i * stride;
 			continue;
 		}
 		/* As td__view_narrow(): an empty piece keeps the offset. */
 		if (c->lengths[i] > 0)
-			v->u.tensor.offset += start * stride;
-		v->u.tensor.shape[c->dim] = c->lengths[i];
+			pe->value.u.tensor.offset += start * stride;
+		pe->value.u.tensor.shape[c->dim] = c->lengths[i];
 		start += c->lengths[i];
 	}
 	td__buffer_ref_n(t->buffer, c->n);
@@ -595,11 +621,11 @@ static int cut_piece_leaf(td_tensor *out, const td_tensor *in, void *ctx)
 }
 
 /*
- * Write each piece's part of the array of strings `v` into the piece's
- * next entry: its string numbers are cut as a tensor (td__strings_transform()).
- * On failure the parts written are released.
+ * Write each piece's part of the array of strings `v` into the slot at
+ * `off` of the piece (the value only): its string numbers are cut as a tensor
+ * (td__strings_transform()). On failure the parts written are released.
  */
-static int cut_strings(td__entry *const *ne, const td_value *v, const cut *c)
+static int cut_strings(td_dict *const *out, size_t off, const td_value *v, const cut *c)
 {
 	cut_piece p;
 	size_t i;
@@ -609,10 +635,11 @@ static int cut_strings(td__entry *const *ne, const td_value *v, const cut *c)
 	p.start = 0;
 	for (i = 0; i < c->n; i++) {
 		p.i = i;
-		rc = td__strings_transform(&ne[i]->value, v, cut_piece_leaf, &p, c->fn);
+		rc = td__strings_transform(&piece_slot(out[i], off)->value, v, cut_piece_leaf, &p,
+			c->fn);
 		if (rc < 0) {
 			while (i-- > 0)
-				td__value_release(&ne[i]->value);
+				td__value_release(&piece_slot(out[i], off)->value);
 			return rc;
 		}
 		if (c->lengths)
@@ -674,54 +701,42 @@ static int cut_lazy(td_dict **sub, const td_dict *z, const struct cut *c)
 }
 
 /*
- * Give each of the n new entries ne[i] the key of live entry `e`: its 40
- * bytes (hash, length, inline bytes or the shared string) loaded once and
- * stored n times; a shared string takes its n references in one add.
+ * Make the n pieces of level `d` into out[0..n-1]; on failure nothing is
+ * left. Each entry of the level is written into all the pieces in one
+ * pass, key and value together (the key's 40 bytes loaded once; a long
+ * key takes its n references in one add).
+ *
+ * A level without an index (at most TD_DICT_SCAN_MAX live entries, the
+ * common case) needs no bookkeeping per entry: every piece's header is a
+ * copy of one template with its final counts, and on failure the pieces
+ * are trimmed to the w entries written before they are freed. A larger
+ * level makes its pieces with td__dict_alloc() and commits each entry with
+ * td__dict_commit() (counts and index).
+ *
+ * Against a pass per value with the keys pushed after it (td__dict_push()),
+ * 310 -> 297 instructions per dict made and dropped in the unbind of the
+ * lazy benchmark stack (callgrind), 322 before levels without an index had
+ * their template headers.
  */
-static inline void cut_keys(td__entry *const *ne, const td__entry *e, size_t n)
-{
-	unsigned char key[offsetof(td__entry, value)];
-	size_t i;
-
-	if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
-		atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);
-	memcpy(key, e, sizeof(key));
-	for (i = 0; i < n; i++)
-		memcpy(ne[i], key, sizeof(key));
-}
-
-_Static_assert(offsetof(td__entry, hash) == 0 && offsetof(td__entry, k) +
-	sizeof(((td__entry *)0)->k) == offsetof(td__entry, value),
-	"an entry's key fields come first, together: cut_keys() copies them as one block");
-
-/*
- * cut_rec() for a level without an index (at most TD_DICT_SCAN_MAX live
- * entries), the common case, written out for it: each piece's header is
- * a copy of one template with its counts already final, and each entry of
- * the level is written into all the pieces in one pass (key and value
- * together), so nothing is counted or fixed up per entry and piece: 322
- * -> 310 instructions per dict made and dropped in the unbind of the lazy
- * benchmark stack (callgrind), 3% less time.
- */
-static int cut_small(td_dict **out, const td_dict *d, const cut *c)
+static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 {
 	const size_t n = c->n;
 	const uint32_t count = d->count;
+	const bool small = count <= TD_DICT_SCAN_MAX; /* the pieces need no index */
 	const size_t bytes = sizeof(td_dict) + (size_t)count * sizeof(td__entry);
+	unsigned char key[KEY_BYTES];
 	int64_t shape[TD_MAX_DIMS];
 	td_dict tmpl, *local_sub[CUT_LOCAL], **sub = local_sub;
-	td__entry *local_ne[CUT_LOCAL], **ne = local_ne;
 	void *scratch = NULL;
-	size_t i, made;
+	size_t i, off, made = 0;
 	uint32_t j, w = 0;
 	int k, nd, rc = TD_OK;
 
 	if (n > CUT_LOCAL) {
-		scratch = td__malloc(n * (sizeof(*sub) + sizeof(*ne)));
+		scratch = td__malloc(n * sizeof(*sub));
 		if (!scratch)
-			return td__error_nomem(n * (sizeof(*sub) + sizeof(*ne)));
+			return td__error_nomem(n * sizeof(*sub));
 		sub = scratch;
-		ne = (td__entry **)(sub + n);
 	}
 	/* The next level down: fetched while this one is cut. */
 	for (j = 0; j < d->used; j++) {
@@ -730,35 +745,45 @@ static int cut_small(td_dict **out, const td_dict *d, const cut *c)
 		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
 			td__dict_prefetch(e->value.u.dict);
 	}
-	/* Every piece's header as it will be once all `count` entries are in. */
 	nd = cut_shape(shape, d, c, 0);
-	td__dict_init(&tmpl, nd, shape, count);
-	tmpl.used = tmpl.count = count;
-	tmpl.gen += count; /* as td__dict_push() would have */
+	if (small) {
+		/* Every piece's header as it will be once all `count` entries are in. */
+		td__dict_init(&tmpl, nd, shape, count);
+		tmpl.used = tmpl.count = count;
+		tmpl.gen += count; /* as td__dict_commit() would have */
+	}
 	for (made = 0; made < n; made++) {
-		td_dict *p = td__alloc_small(bytes);
+		td_dict *p;
 
-		if (!p) {
-			rc = td__error_nomem(bytes);
-			goto out;
+		if (small) {
+			p = td__alloc_small(bytes);
+			if (!p) {
+				rc = td__error_nomem(bytes);
+				goto out;
+			}
+			memcpy(p, &tmpl, offsetof(td_dict, batch_shape));
+			p->entries = count ? (td__entry *)(p + 1) : NULL;
+			for (k = 0; k < nd; k++)
+				p->batch_shape[k] = shape[k];
+		} else {
+			rc = td__dict_alloc(&p, nd, shape, count, c->fn);
+			if (rc < 0)
+				goto out;
 		}
-		memcpy(p, &tmpl, offsetof(td_dict, batch_shape));
-		p->entries = count ? (td__entry *)(p + 1) : NULL;
-		for (k = 0; k < nd; k++)
-			p->batch_shape[k] = shape[k];
 		if (c->lengths)
 			p->batch_shape[c->dim] = c->lengths[made];
 		out[made] = p;
-		ne[made] = p->entries;
 	}
 	for (j = 0; j < d->used; j++) {
 		const td__entry *e = &d->entries[j];
 
 		if (!td__entry_live(e))
 			continue;
+		off = slot_offset(w);
+		memcpy(key, e, KEY_BYTES);
 		switch (e->value.kind) {
 		case TD_VALUE_TENSOR:
-			cut_leaf(ne, &e->value.u.tensor, c);
+			cut_leaf(out, off, key, &e->value.u.tensor, c);
 			break;
 		case TD_VALUE_DICT:
 			if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
@@ -768,32 +793,47 @@ static int cut_small(td_dict **out, const td_dict *d, const cut *c)
 			if (rc < 0)
 				goto out;
 			for (i = 0; i < n; i++) {
-				ne[i]->value.kind = TD_VALUE_DICT;
-				ne[i]->value.u.dict = sub[i];
+				td__entry *pe = piece_slot(out[i], off);
+
+				memcpy(pe, key, KEY_BYTES);
+				pe->value.kind = TD_VALUE_DICT;
+				pe->value.u.dict = sub[i];
 				sub[i]->parent = out[i];
 			}
 			break;
 		case TD_VALUE_STRINGS:
 			if (c->dim >= 0) {
-				rc = cut_strings(ne, &e->value, c);
+				rc = cut_strings(out, off, &e->value, c);
 				if (rc < 0)
 					goto out;
+				for (i = 0; i < n; i++)
+					memcpy(piece_slot(out[i], off), key, KEY_BYTES);
 				break;
 			}
 			/* A copy shares the array, as td__dict_map_tensors() does. */
-			for (i = 0; i < n; i++)
-				ne[i]->value = e->value;
+			for (i = 0; i < n; i++) {
+				td__entry *pe = piece_slot(out[i], off);
+
+				memcpy(pe, key, KEY_BYTES);
+				pe->value = e->value;
+			}
 			td__buffer_ref_n(e->value.u.strings.buffer, n);
 			break;
 		default:
-			for (i = 0; i < n; i++)
-				ne[i]->value = e->value;
+			for (i = 0; i < n; i++) {
+				td__entry *pe = piece_slot(out[i], off);
+
+				memcpy(pe, key, KEY_BYTES);
+				pe->value = e->value;
+			}
 			td__buffer_ref_n(e->value.u.blob.buffer, n);
 			break;
 		}
-		cut_keys(ne, e, n);
-		for (i = 0; i < n; i++)
-			ne[i]++;
+		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
+			atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);
+		if (!small)
+			for (i = 0; i < n; i++)
+				td__dict_commit(out[i]);
 		w++;
 	}
 out:
@@ -804,94 +844,6 @@ out:
 			td_dict_free(out[i]);
 		}
 	}
-	if (scratch)
-		td__free(scratch);
-	return rc;
-}
-
-/*
- * Make the n pieces of level `d` into out[0..n-1]; on failure nothing is
- * left. ne[i] is where piece i's next entry goes: kept in a local array,
- * so that the writes of one piece's entry do not make the compiler load
- * out[i]->entries and ->used again for the next. Levels without an index
- * go through cut_small().
- */
-static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
-{
-	int64_t shape[TD_MAX_DIMS];
-	td_dict *local_sub[CUT_LOCAL], **sub = local_sub;
-	td__entry *local_ne[CUT_LOCAL], **ne = local_ne;
-	void *scratch = NULL;
-	size_t i, made = 0;
-	uint32_t j;
-	int nd = 0, rc = TD_OK;
-
-	if (d->count <= TD_DICT_SCAN_MAX) /* the pieces need no index */
-		return cut_small(out, d, c);
-	if (c->n > CUT_LOCAL) {
-		scratch = td__malloc(c->n * (sizeof(*sub) + sizeof(*ne)));
-		if (!scratch)
-			return td__error_nomem(c->n * (sizeof(*sub) + sizeof(*ne)));
-		sub = scratch;
-		ne = (td__entry **)(sub + c->n);
-	}
-	/* The next level down: fetched while this one is cut. */
-	for (j = 0; j < d->used; j++) {
-		const td__entry *e = &d->entries[j];
-
-		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
-			td__dict_prefetch(e->value.u.dict);
-	}
-	for (made = 0; made < c->n; made++) {
-		if (made == 0 || c->lengths)
-			nd = cut_shape(shape, d, c, made);
-		rc = td__dict_alloc(&out[made], nd, shape, d->count, c->fn);
-		if (rc < 0)
-			goto out;
-		ne[made] = out[made]->entries;
-	}
-	for (j = 0; j < d->used; j++) {
-		const td__entry *e = &d->entries[j];
-
-		if (!td__entry_live(e))
-			continue;
-		if (e->value.kind == TD_VALUE_TENSOR) {
-			cut_leaf(ne, &e->value.u.tensor, c);
-		} else if (e->value.kind == TD_VALUE_DICT) {
-			if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
-				rc = cut_lazy(sub, e->value.u.dict, c);
-			else
-				rc = cut_rec(sub, e->value.u.dict, c);
-			if (rc < 0)
-				goto out;
-			for (i = 0; i < c->n; i++) {
-				ne[i]->value.kind = TD_VALUE_DICT;
-				ne[i]->value.u.dict = sub[i];
-				sub[i]->parent = out[i];
-			}
-		} else if (e->value.kind == TD_VALUE_STRINGS && c->dim >= 0) {
-			rc = cut_strings(ne, &e->value, c);
-			if (rc < 0)
-				goto out;
-		} else if (e->value.kind == TD_VALUE_STRINGS) {
-			/* A copy shares the array, as td__dict_map_tensors() does. */
-			for (i = 0; i < c->n; i++)
-				ne[i]->value = e->value;
-			td__buffer_ref_n(e->value.u.strings.buffer, c->n);
-		} else {
-			for (i = 0; i < c->n; i++)
-				ne[i]->value = e->value;
-			td__buffer_ref_n(e->value.u.blob.buffer, c->n);
-		}
-		for (i = 0; i < c->n; i++) {
-			td__dict_push(out[i], e);
-			ne[i]++;
-		}
-	}
-out:
-	if (rc < 0)
-		for (i = 0; i < made; i++)
-			td_dict_free(out[i]);
 	if (scratch)
 		td__free(scratch);
 	return rc;

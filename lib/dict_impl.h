@@ -397,6 +397,8 @@ int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const 
  * around; cannot fail.
  */
 void td__dict_push(td_dict *d, const td__entry *src);
+/** td__dict_push() of an entry written whole, key included, at d->entries[d->used]. */
+void td__dict_commit(td_dict *d);
 /** td__dict_append() under the key of live entry `src` (copied whole, or shared). */
 int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
 	const char *fn);
