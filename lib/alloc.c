@@ -174,6 +174,65 @@ static pthread_key_t tcache_key;
 static pthread_once_t tcache_once = PTHREAD_ONCE_INIT;
 static bool tcache_key_ok;
 
+static inline size_t class_bytes(size_t k)
+{
+	return (k + 1) * CACHE_STEP;
+}
+
+/*
+ * The blocks of the cached classes, whichever allocator makes them, carry
+ * the pointer their memory starts at in the word just before them. The
+ * fast paths never read it; block_free() hands it to the allocator current
+ * at the time, as td_set_allocator() documents.
+ *
+ * The C library's blocks of ALIGN_MIN bytes and more (dicts, lazy stacks,
+ * iterators, small tensor buffers) are also aligned to a cache line: a
+ * dict's header then fills one line and its inline entries start on the
+ * next, as td_dict is laid out for. With malloc's 16-byte alignment the
+ * fields a walk touches straddle more lines (7 to 9 instead of 5 for a
+ * dict of a leaf and a sub-dict): the unbind of the lazy benchmark stack
+ * (570 such dicts a call) took 8% longer. They are carved out of a
+ * malloc() of a line more: aligned_alloc() gave the same alignment, but in
+ * a heap fragmented by earlier work each call split chunks and left
+ * fragments behind, and a benchmark row that allocates most of its blocks
+ * afresh (test_lock_stack_nested[lazy], after the 105 rows before it) took
+ * 58 us a call instead of 41.
+ */
+#define ALIGN_MIN 192
+#define LINE 64
+#define HDR 16 /* room for the word, keeping the allocator's 16-byte alignment */
+
+/* A block of class k: from the C library (cache on) or the caller's allocator. */
+static void *block_new(size_t k)
+{
+	size_t bytes = class_bytes(k);
+	unsigned char *raw, *p;
+
+	if (!using_default || bytes < ALIGN_MIN) {
+		raw = using_default ? malloc(bytes + HDR) : td__malloc(bytes + HDR);
+		if (!raw)
+			return NULL;
+		p = raw + HDR;
+	} else {
+		raw = malloc(bytes + LINE);
+		if (!raw)
+			return NULL;
+		/* malloc aligns to 16 at least: p - raw is 16 to 64, room for the word */
+		p = raw + (LINE - (uintptr_t)raw % LINE);
+	}
+	memcpy(p - sizeof(raw), &raw, sizeof(raw));
+	return p;
+}
+
+/* Free a block of a cached class with the current allocator. */
+static void block_free(void *ptr)
+{
+	void *raw;
+
+	memcpy(&raw, (unsigned char *)ptr - sizeof(raw), sizeof(raw));
+	td__free(raw);
+}
+
 /* Return every block of `c` to the C library. */
 static void cache_release(block_cache *c)
 {
@@ -183,7 +242,7 @@ static void cache_release(block_cache *c)
 	for (k = 0; k < CACHE_CLASSES; k++) {
 		for (b = c->head[k]; b; b = next) {
 			next = b->next;
-			free(b);
+			block_free(b);
 		}
 		c->head[k] = NULL;
 	}
@@ -198,11 +257,6 @@ static void cache_destroy(void *arg)
 		return;
 	cache_release(c);
 	free(c);
-}
-
-static inline size_t class_bytes(size_t k)
-{
-	return (k + 1) * CACHE_STEP;
 }
 
 static void cache_key_init(void)
@@ -254,7 +308,7 @@ void *td__alloc_small(size_t size)
 	 * contract), the cache it lands in still holds a block of its class.
 	 */
 	if (!using_default)
-		return td__malloc(class_bytes(k));
+		return block_new(k);
 	if (TD_LIKELY(c != NULL && c->head[k] != NULL)) {
 		cached_block *b = c->head[k];
 
@@ -265,16 +319,8 @@ void *td__alloc_small(size_t size)
 			__builtin_prefetch(b->next, 1);
 		return b;
 	}
-	/*
-	 * A whole class, so that the block can serve any size of its class,
-	 * aligned to a cache line: a dict's header then fills one line and its
-	 * inline entries start on the next (td_dict is laid out for that). With
-	 * malloc's 16-byte alignment the fields a walk touches straddled more
-	 * lines (7 to 9 instead of 5 for a dict of a leaf and a sub-dict), and the
-	 * unbind of the lazy benchmark stack (570 such dicts a call) took 8%
-	 * longer.
-	 */
-	return aligned_alloc(64, class_bytes(k));
+	/* A whole class, so that the block can serve any size of its class. */
+	return block_new(k);
 }
 
 /* td__free_small() when the thread has no cache yet or it is full: kept off the fast path. */
@@ -284,7 +330,7 @@ static __attribute__((noinline)) void free_small_slow(void *ptr, size_t k)
 	cached_block *b = ptr;
 
 	if (!c || c->bytes + class_bytes(k) > CACHE_BYTES) {
-		free(ptr);
+		block_free(ptr);
 		return;
 	}
 	b->next = c->head[k];
@@ -300,8 +346,12 @@ void td__free_small(void *ptr, size_t size)
 
 	if (!ptr)
 		return;
-	if (!using_default || size == 0 || size > CACHE_MAX) {
+	if (size == 0 || size > CACHE_MAX) {
 		td__free(ptr);
+		return;
+	}
+	if (!using_default) {
+		block_free(ptr);
 		return;
 	}
 	k = (size - 1) / CACHE_STEP;
