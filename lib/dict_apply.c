@@ -53,6 +53,36 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 	return rc < 0 ? rc : TD_OK;
 }
 
+static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t depth);
+
+/*
+ * apply_rec() of a dense dict, or of a lazy stack child by child (as
+ * tensordict's LazyStackedTensorDict.apply()): a new stack at the same dim
+ * owning the children's results. A child's results must start with the
+ * child's batch shape; keys only some children have are applied too.
+ */
+static int apply_any(td_dict **out, const td_dict *d, apply_state *st, size_t depth)
+{
+	const td__lazy *z = d->lazy;
+	td_dict *s, *c;
+	size_t i;
+	int rc;
+
+	if (!z)
+		return apply_rec(out, d, st, depth);
+	TD_TRY(td__lazy_alloc_like(&s, d, st->name));
+	for (i = 0; i < z->n; i++) {
+		rc = apply_any(&c, z->child[i], st, depth);
+		if (rc < 0) {
+			td__lazy_destroy(s);
+			return rc;
+		}
+		td__lazy_adopt(s, i, c);
+	}
+	*out = s;
+	return TD_OK;
+}
+
 static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t depth)
 {
 	td_dict *nd;
@@ -89,10 +119,8 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 				}
 			}
 			continue;
-		} else if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy)) {
-			rc = lazy_refused(e, st->name, "callbacks");
 		} else if (e->value.kind == TD_VALUE_DICT) {
-			rc = apply_rec(&v.u.dict, e->value.u.dict, st, depth + 1);
+			rc = apply_any(&v.u.dict, e->value.u.dict, st, depth + 1);
 		} else {
 			rc = td__value_share(&v, &e->value, st->name);
 		}
@@ -122,11 +150,24 @@ int td_dict_apply(td_dict **out, const td_dict *d, td_apply_fn fn, void *payload
 	if (!out || !d || !fn)
 		return td__error(TD_EINVAL, "td_dict_apply: NULL argument");
 	*out = NULL;
-	TD_DENSE_ONLY(d, "td_dict_apply");
 	st.fn = fn;
 	st.payload = payload;
 	st.name = "td_dict_apply";
-	return apply_rec(out, d, &st, 0);
+	return apply_any(out, d, &st, 0);
+}
+
+static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth);
+
+/* apply_inplace_rec() of a dense dict or of every child of a lazy stack, in order. */
+static int apply_inplace_any(td_dict *d, apply_state *st, size_t depth)
+{
+	size_t i;
+
+	if (!d->lazy)
+		return apply_inplace_rec(d, st, depth);
+	for (i = 0; i < d->lazy->n; i++)
+		TD_TRY(apply_inplace_any(d->lazy->child[i], st, depth));
+	return TD_OK;
 }
 
 static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
@@ -142,10 +183,8 @@ static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
 		if (!td__entry_live(e))
 			continue;
 		st->path[depth] = td__entry_key(e);
-		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy))
-			return lazy_refused(e, st->name, "callbacks");
 		if (e->value.kind == TD_VALUE_DICT) {
-			TD_TRY(apply_inplace_rec(e->value.u.dict, st, depth + 1));
+			TD_TRY(apply_inplace_any(e->value.u.dict, st, depth + 1));
 			continue;
 		}
 		if (e->value.kind != TD_VALUE_TENSOR)
@@ -166,11 +205,10 @@ int td_dict_apply_inplace(td_dict *d, td_apply_fn fn, void *payload)
 
 	if (!d || !fn)
 		return td__error(TD_EINVAL, "td_dict_apply_inplace: NULL argument");
-	TD_DENSE_ONLY(d, "td_dict_apply_inplace");
 	st.fn = fn;
 	st.payload = payload;
 	st.name = "td_dict_apply_inplace";
-	return apply_inplace_rec(d, &st, 0);
+	return apply_inplace_any(d, &st, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -294,7 +332,6 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	if (!out || !a)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
-	TD_DENSE_ONLY(a, fn);
 	if ((unsigned)op > TD_OP_NE)
 		return td__error(TD_EINVAL, "%s: invalid op %d", fn, (int)op);
 	TD_TRY(td__scalar_check(s, fn));
@@ -394,11 +431,10 @@ int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
 
 	if (!a)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_DENSE_ONLY(a, fn);
 	TD_TRY(check_inplace_op(op, fn));
 	TD_TRY(td__scalar_check(s, fn));
-	TD_TRY(binary_inplace_rec(a, NULL, s, op, false, fn));
-	return binary_inplace_rec(a, NULL, s, op, true, fn);
+	TD_TRY(binary_inplace_any(a, s, op, false, fn));
+	return binary_inplace_any(a, s, op, true, fn);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -407,7 +443,7 @@ int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
 
 static int zero_rec(td_dict *d, bool write, const char *fn);
 
-/* zero_rec() of a dense dict or of every child of a lazy stack (nested in a dict). */
+/* zero_rec() of a dense dict or of every child of a lazy stack. */
 static int zero_any(td_dict *d, bool write, const char *fn)
 {
 	size_t k;
@@ -442,9 +478,8 @@ int td_dict_zero(td_dict *d)
 {
 	if (!d)
 		return td__error(TD_EINVAL, "td_dict_zero: NULL dict");
-	TD_DENSE_ONLY(d, "td_dict_zero");
-	TD_TRY(zero_rec(d, false, "td_dict_zero"));
-	return zero_rec(d, true, "td_dict_zero");
+	TD_TRY(zero_any(d, false, "td_dict_zero"));
+	return zero_any(d, true, "td_dict_zero");
 }
 
 typedef struct cmp_opts {
@@ -522,8 +557,8 @@ int td_dict_equal(const td_dict *a, const td_dict *b)
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "td_dict_equal: NULL argument");
-	TD_DENSE_ONLY(a, "td_dict_equal");
-	TD_DENSE_ONLY(b, "td_dict_equal");
+	if (TD_UNLIKELY(a->lazy || b->lazy))
+		return equal_lazy(a, b, &o);
 	return equal_rec(a, b, &o);
 }
 
@@ -534,9 +569,9 @@ int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double ato
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "td_dict_allclose: NULL argument");
-	TD_DENSE_ONLY(a, "td_dict_allclose");
-	TD_DENSE_ONLY(b, "td_dict_allclose");
 	if (!(rtol >= 0) || !(atol >= 0))
 		return td__error(TD_EINVAL, "td_dict_allclose: tolerances must be >= 0");
+	if (TD_UNLIKELY(a->lazy || b->lazy))
+		return equal_lazy(a, b, &o);
 	return equal_rec(a, b, &o);
 }

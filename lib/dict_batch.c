@@ -861,7 +861,8 @@ int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *length
 	c.fn = fn;
 	if (n == 0)
 		return TD_OK;
-	rc = cut_rec(out, d, &c);
+	/* A lazy stack cuts itself: each piece indexes it (td__lazy_index()). */
+	rc = d->lazy ? cut_lazy(out, d, &c) : cut_rec(out, d, &c);
 	if (rc < 0)
 		memset(out, 0, n * sizeof(*out)); /* freed: no dangling pointers */
 	return rc;
@@ -918,7 +919,6 @@ int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d || (nsizes && !sizes))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_DENSE_ONLY(d, fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));
 	for (i = 0; i < nsizes; i++) {
 		if (sizes[i] < 0 || !td__add_i64(total, sizes[i], &total))
@@ -960,7 +960,6 @@ int td_dict_split(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_DENSE_ONLY(d, fn);
 	if (split_size <= 0)
 		return td__error(TD_EINVAL, "%s: split size %lld must be positive", fn,
 			(long long)split_size);
@@ -981,7 +980,6 @@ int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, siz
 		*count_out = 0;
 	if (!dicts_out || !count_out || !d)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_DENSE_ONLY(d, fn);
 	if (chunks == 0 || chunks > (size_t)INT64_MAX)
 		return td__error(TD_EINVAL, "%s: the number of chunks must be positive", fn);
 	TD_TRY(batch_dim(d, dim, &dd, fn));

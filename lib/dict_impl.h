@@ -734,5 +734,9 @@ int td__lazy_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, i
  */
 int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *cshape,
 	const char *fn);
+/** td__lazy_alloc() of a stack with the children count, dim and batch shape of `stack`. */
+int td__lazy_alloc_like(td_dict **out, const td_dict *stack, const char *fn);
+/** Make the root dict `child` slot i of `stack`, owned by it. */
+void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child);
 
 #endif /* TD_DICT_IMPL_H */

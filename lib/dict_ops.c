@@ -49,10 +49,9 @@ static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int 
 	const char *name)
 {
 	const td__lazy *L = z->lazy;
-	int64_t cshape[TD_MAX_DIMS];
 	td_dict *s;
 	size_t i;
-	int k, j, rc;
+	int rc;
 
 	if (batch) {
 		if (!lz)
@@ -70,10 +69,7 @@ static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int 
 		}
 		return TD_OK;
 	}
-	for (k = 0, j = 0; k < z->batch_ndim; k++)
-		if (k != L->dim)
-			cshape[j++] = z->batch_shape[k];
-	TD_TRY(td__lazy_alloc(&s, L->n, L->dim, z->batch_ndim - 1, cshape, name));
+	TD_TRY(td__lazy_alloc_like(&s, z, name));
 	for (i = 0; i < L->n; i++) {
 		const td_dict *c = L->child[i];
 		td_dict *t;
@@ -87,9 +83,7 @@ static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int 
 			td__lazy_destroy(s);
 			return rc;
 		}
-		t->parent = s;
-		s->lazy->child[i] = t;
-		s->lazy->own[i] = true;
+		td__lazy_adopt(s, i, t);
 	}
 	*out = s;
 	return TD_OK;
@@ -153,6 +147,9 @@ int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t 
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name)
 {
+	if (TD_UNLIKELY(d->lazy != NULL)) /* each child, into a new stack */
+		return transform_lazy(out, d, "", d->batch_ndim, d->batch_shape, fn, ctx, false,
+			NULL, fn_name);
 	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false,
 		NULL, fn_name);
 }

@@ -1194,18 +1194,32 @@ int td__lazy_del(td_dict *d, const td__kref *parts, size_t n, const char *fn)
 /* Copies and dense forms                                                    */
 /* ------------------------------------------------------------------------ */
 
+int td__lazy_alloc_like(td_dict **out, const td_dict *stack, const char *fn)
+{
+	const td__lazy *z = stack->lazy;
+	int64_t cshape[TD_MAX_DIMS];
+	int k, j;
+
+	for (k = 0, j = 0; k < stack->batch_ndim; k++)
+		if (k != z->dim)
+			cshape[j++] = stack->batch_shape[k];
+	return td__lazy_alloc(out, z->n, z->dim, stack->batch_ndim - 1, cshape, fn);
+}
+
+void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child)
+{
+	child->parent = stack;
+	stack->lazy->child[i] = child;
+	stack->lazy->own[i] = true;
+}
+
 int td__lazy_copy(td_dict **out, const td_dict *d, bool deep, const char *fn)
 {
 	const td__lazy *z = d->lazy;
-	int64_t cshape[TD_MAX_DIMS];
 	td_dict *s;
 	size_t i;
-	int k, j;
 
-	for (k = 0, j = 0; k < d->batch_ndim; k++)
-		if (k != z->dim)
-			cshape[j++] = d->batch_shape[k];
-	TD_TRY(td__lazy_alloc(&s, z->n, z->dim, d->batch_ndim - 1, cshape, fn));
+	TD_TRY(td__lazy_alloc_like(&s, d, fn));
 	for (i = 0; i < z->n; i++) {
 		td_dict *c;
 		int rc = deep ? td_dict_clone(&c, z->child[i]) : td_dict_copy(&c, z->child[i]);
@@ -1214,9 +1228,7 @@ int td__lazy_copy(td_dict **out, const td_dict *d, bool deep, const char *fn)
 			td__lazy_destroy(s);
 			return rc;
 		}
-		c->parent = s;
-		s->lazy->child[i] = c;
-		s->lazy->own[i] = true;
+		td__lazy_adopt(s, i, c);
 	}
 	*out = s;
 	return TD_OK;

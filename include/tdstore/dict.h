@@ -595,6 +595,8 @@ typedef int (*td_apply_fn)(td_tensor *out, const td_tensor *in, const td_item *i
  * A new dict with `fn` applied to every tensor leaf. Non-tensor leaves are
  * carried over; nested structure is kept (a nested dict whose leaves were
  * all skipped stays, empty). The results must start with the batch shape.
+ * A lazy stack (the dict itself or nested in it) is applied child by child
+ * into a new lazy stack (<tdstore/lazy.h>).
  *
  * @return TD_OK; the callback's error; TD_ETYPE (a result does not match
  *         the batch shape); TD_ENOMEM

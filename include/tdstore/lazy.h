@@ -7,9 +7,23 @@
  * generic td_dict functions apply to it where they can:
  *  - batch shape, td_dict_len(), td_dict_contains*(), iteration
  *    (td_dict_iter_*(), td_dict_items()), td_dict_lock() / unlock(),
- *    td_dict_index() / index_put() / index_fill(), td_dict_unbind(),
- *    td_dict_copy() / clone(), td_dict_set_tensor*() (plain and in place),
- *    td_dict_set_string() / set_bytes(), td_dict_del*(), td_dict_free();
+ *    td_dict_index() / index_put() / index_fill(), td_dict_unbind() /
+ *    split() / split_sizes() / chunk() (the pieces index the stack: lazy
+ *    stacks of views), td_dict_copy() / clone(), td_dict_set_tensor*()
+ *    (plain and in place), td_dict_set_string() / set_bytes(),
+ *    td_dict_del*(), td_dict_free();
+ *  - per-leaf operations, child by child as tensordict's
+ *    LazyStackedTensorDict does: td_dict_apply() (the callback sees each
+ *    child's leaves, keys only some children have included; the result is
+ *    a new stack at the same dim owning the children's results, whose
+ *    leaves must start with the children's batch shape),
+ *    td_dict_apply_inplace(), td_dict_binary_scalar() / _inplace() and
+ *    td_dict_zero() (the in-place ones check every child before writing,
+ *    except apply_inplace, whose callback runs child after child; a child
+ *    that appears twice in the stack is visited twice);
+ *  - td_dict_equal() / allclose() compare by value through the dense form
+ *    (td_lazy_densify(): TD_ETYPE for ragged leaves), with a stack or a
+ *    dense dict on either side;
  *  - the borrowed lookups td_dict_get*() return TD_ENOTSUP: a leaf of a
  *    lazy stack is not stored anywhere, it is made by stacking the
  *    children's leaves. Use td_lazy_get_tensor() and td_lazy_get_dict();
@@ -35,17 +49,19 @@
  *    next step; the iterator allocates one for the stack's walk),
  *    td_dict_copy() / clone() (the copy holds a new stack), td_dict_index()
  *    (the stack is indexed by td_dict_index() rules on the stack),
- *    td_dict_unbind() / split*() / chunk(), td_dict_binary_scalar*(),
- *    td_dict_zero(), td_dict_equal() / allclose() (by value, through the
- *    dense form: TD_ETYPE for ragged leaves), select / exclude of whole
- *    keys, td_dict_update() into a key that is not a dict, and
- *    td_lazy_maybe_dense_stack() (which then stacks lazily) handle it;
+ *    td_dict_unbind() / split*() / chunk(), td_dict_apply() /
+ *    apply_inplace() and td_dict_binary_scalar*() (child by child, as on
+ *    the stack), td_dict_zero(), td_dict_equal() / allclose() (by
+ *    value, through the dense form: TD_ETYPE for ragged leaves), select /
+ *    exclude of whole keys, td_dict_update() into a key that is not a
+ *    dict, and td_lazy_maybe_dense_stack() (which then stacks lazily)
+ *    handle it;
  *  - everything else that would have to reach into it returns TD_ENOTSUP
  *    naming its key, leaving the dict unchanged: reshape / view /
- *    unsqueeze / squeeze / permute, flatten / unflatten_keys, apply and
- *    apply_inplace, operations on two dicts (td_dict_binary*() with a
- *    dict), td_dict_stack() / cat(), td_dict_empty() with recursion,
- *    td_dict_index_put() / index_fill(), update / update_inplace merging
+ *    unsqueeze / squeeze / permute, flatten / unflatten_keys, operations
+ *    on two dicts (td_dict_binary*() with a dict), td_dict_stack() /
+ *    cat(), td_dict_empty() with recursion, td_dict_index_put() /
+ *    index_fill(), update / update_inplace merging
  *    a dict with a stack, select / exclude of keys inside it, and
  *    td_shm_dict().
  *

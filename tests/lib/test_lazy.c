@@ -728,15 +728,239 @@ Test(lazy, copy_clone_and_unsupported)
 	td_cr_assert_err(td_dict_select(&out, f.lazy, k, 1, true), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_exclude(&out, f.lazy, k, 1), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_empty(&out, f.lazy, true), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_zero(f.lazy), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_equal(f.lazy, f.ref), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_rename(f.lazy, "a", "b"), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_set_batch_shape(f.lazy, 1, shape), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_split(&arr, &n, f.lazy, 1, 0), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_chunk(&arr, &n, f.lazy, 2, 0), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_binary_scalar_inplace(f.lazy, td_scalar_int(1), TD_OP_ADD),
-		TD_ENOTSUP);
+	td_cr_assert_err(td_dict_binary(&out, f.lazy, f.ref, TD_OP_ADD), TD_ENOTSUP);
+	td_cr_assert_err(td_dict_binary_inplace(f.lazy, f.ref, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_stack(&out, (const td_dict *const *)&f.lazy, 1, 0), TD_ENOTSUP);
+	(void)arr;
+	(void)n;
+	fixture_free(&f);
+}
+
+/* ---- per-leaf operations: each child on its own ---- */
+
+static int times_k(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	(void)item;
+	return td_tensor_binary_scalar(out, in, td_scalar_int(*(const int *)payload), TD_OP_MUL);
+}
+
+/* A deep copy of a lazy stack, to write into. */
+static td_dict *clone_of(const td_dict *d)
+{
+	td_dict *c;
+
+	td_cr_assert_ok(td_dict_clone(&c, d));
+	return c;
+}
+
+Test(lazy, apply_and_elementwise_operations_match_dense)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		td_dict *got, *want, *c, *cref;
+		int k = 3;
+
+		fixture_make(&f, sd);
+		/* apply: a new stack at the same dim, each child's leaves mapped */
+		td_cr_assert_ok(td_dict_apply(&want, f.ref, times_k, &k));
+		td_cr_assert_ok(td_dict_apply(&got, f.lazy, times_k, &k));
+		cr_assert(td_dict_is_lazy(got));
+		cr_assert_eq(td_lazy_stack_dim(got), sd);
+		cr_assert_eq(td_dict_parent(td_lazy_child(got, 1)), got);
+		assert_same(want, got);
+		td_dict_free(got);
+		td_dict_free(want);
+		/* arithmetic with a scalar */
+		td_cr_assert_ok(td_dict_binary_scalar(&want, f.ref, td_scalar_int(7), TD_OP_ADD));
+		td_cr_assert_ok(td_dict_binary_scalar(&got, f.lazy, td_scalar_int(7), TD_OP_ADD));
+		cr_assert(td_dict_is_lazy(got));
+		assert_same(want, got);
+		td_dict_free(got);
+		td_dict_free(want);
+		/* in place, on deep copies: apply_inplace, binary_scalar_inplace, zero */
+		c = clone_of(f.lazy);
+		cref = clone_of(f.ref);
+		td_cr_assert_ok(td_dict_apply_inplace(c, times_k, &k));
+		td_cr_assert_ok(td_dict_apply_inplace(cref, times_k, &k));
+		assert_same(cref, c);
+		td_cr_assert_ok(td_dict_binary_scalar_inplace(c, td_scalar_int(2), TD_OP_SUB));
+		td_cr_assert_ok(td_dict_binary_scalar_inplace(cref, td_scalar_int(2), TD_OP_SUB));
+		assert_same(cref, c);
+		/* the source is untouched */
+		assert_same(f.ref, f.lazy);
+		cr_assert_eq(td_dict_equal(c, f.lazy), 0);
+		td_cr_assert_ok(td_dict_zero(c));
+		td_cr_assert_ok(td_dict_zero(cref));
+		assert_same(cref, c);
+		td_dict_free(c);
+		td_dict_free(cref);
+		fixture_free(&f);
+	}
+}
+
+Test(lazy, equality_compares_by_value)
+{
+	fixture f;
+	td_dict *c, *other;
+	td_tensor one;
+	int64_t b1 = 2;
+
+	fixture_make(&f, 0);
+	cr_assert_eq(td_dict_equal(f.lazy, f.ref), 1);
+	cr_assert_eq(td_dict_equal(f.ref, f.lazy), 1);
+	cr_assert_eq(td_dict_equal(f.lazy, f.lazy), 1);
+	cr_assert_eq(td_dict_allclose(f.lazy, f.ref, 0, 0, false), 1);
+	c = clone_of(f.lazy);
+	cr_assert_eq(td_dict_equal(c, f.lazy), 1);
+	/* one element of one child changed */
+	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_I64, 1, &b1, td_scalar_int(-5)));
+	td_cr_assert_ok(td_dict_set_tensor_inplace(td_lazy_child(c, 2), "n.b", &one));
+	td_tensor_release(&one);
+	cr_assert_eq(td_dict_equal(c, f.lazy), 0);
+	cr_assert_eq(td_dict_equal(f.ref, c), 0);
+	cr_assert_eq(td_dict_allclose(c, f.ref, 0, 10, false), 1);
+	cr_assert_eq(td_dict_allclose(c, f.ref, 0, 1, false), 0);
+	td_cr_assert_err(td_dict_allclose(c, f.ref, -1, 0, false), TD_EINVAL);
+	td_dict_free(c);
+	/* another stack dim: another batch shape, not equal */
+	td_cr_assert_ok(td_lazy_stack(&other, f.parts, f.n, 1, 0));
+	cr_assert_eq(td_dict_equal(other, f.lazy), 0);
+	td_dict_free(other);
+	fixture_free(&f);
+}
+
+Test(lazy, split_and_chunk_match_dense)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		for (int dim = 0; dim < 2; dim++) {
+			fixture f;
+			td_dict **a, **b, *snap;
+			int64_t sizes[3];
+			size_t na, nb, i;
+
+			fixture_make(&f, sd);
+			/* 1, 0 and the rest of the dim's rows */
+			sizes[0] = 1;
+			sizes[1] = 0;
+			sizes[2] = td_dict_batch_shape(f.ref)[dim] - 1;
+			td_cr_assert_ok(td_dict_split(&a, &na, f.ref, 2, dim));
+			td_cr_assert_ok(td_dict_split(&b, &nb, f.lazy, 2, dim));
+			cr_assert_eq(na, nb);
+			for (i = 0; i < na; i++) {
+				cr_assert(td_dict_is_lazy(b[i]), "sd %d dim %d piece %zu", sd, dim, i);
+				assert_same(a[i], b[i]);
+			}
+			td_dict_array_free(a, na);
+			td_dict_array_free(b, nb);
+			td_cr_assert_ok(td_dict_chunk(&a, &na, f.ref, 2, dim));
+			td_cr_assert_ok(td_dict_chunk(&b, &nb, f.lazy, 2, dim));
+			cr_assert_eq(na, nb);
+			for (i = 0; i < na; i++)
+				assert_same(a[i], b[i]);
+			td_dict_array_free(a, na);
+			td_dict_array_free(b, nb);
+			td_cr_assert_ok(td_dict_split_sizes(&a, &na, f.ref, sizes, 3, dim));
+			td_cr_assert_ok(td_dict_split_sizes(&b, &nb, f.lazy, sizes, 3, dim));
+			cr_assert_eq(na, 3);
+			cr_assert_eq(nb, 3);
+			for (i = 0; i < na; i++) {
+				cr_assert_eq(td_dict_batch_shape(b[i])[dim], sizes[i]);
+				assert_same(a[i], b[i]);
+			}
+			/* views: a write into a piece reaches the children (views of ref) */
+			snap = clone_of(f.ref);
+			td_cr_assert_ok(td_dict_zero(b[2]));
+			cr_assert_eq(td_dict_equal(f.lazy, snap), 0, "sd %d dim %d", sd, dim);
+			cr_assert_eq(td_dict_equal(f.lazy, f.ref), 1);
+			td_dict_free(snap);
+			td_dict_array_free(a, na);
+			td_dict_array_free(b, nb);
+			td_cr_assert_err(td_dict_split(&b, &nb, f.lazy, 0, dim), TD_EINVAL);
+			td_cr_assert_err(td_dict_split_sizes(&b, &nb, f.lazy, sizes, 2, dim),
+				TD_EINVAL);
+			td_cr_assert_err(td_dict_chunk(&b, &nb, f.lazy, 2, 5), TD_EINVAL);
+			fixture_free(&f);
+		}
+	}
+}
+
+/* Ragged children and keys only some children have: apply reaches them all. */
+Test(lazy, apply_reaches_ragged_and_partial_children)
+{
+	int64_t b = 2, s0[2] = { 2, 3 }, s1[2] = { 2, 5 };
+	td_dict *kids[2], *lz, *out;
+	const td_tensor *t;
+	td_tensor x;
+	int k = 10;
+
+	td_cr_assert_ok(td_dict_new(&kids[0], 1, &b));
+	td_cr_assert_ok(td_dict_new(&kids[1], 1, &b));
+	td_test_arange(&x, TD_DTYPE_F32, 2, s0);
+	td_cr_assert_ok(td_dict_set_tensor_take(kids[0], "a", &x));
+	td_test_arange(&x, TD_DTYPE_F32, 2, s1);
+	td_cr_assert_ok(td_dict_set_tensor_take(kids[1], "a", &x));
+	td_test_arange(&x, TD_DTYPE_I32, 1, &b);
+	td_cr_assert_ok(td_dict_set_tensor_take(kids[1], "only1", &x));
+	td_cr_assert_ok(td_lazy_stack(&lz, kids, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_dict_apply(&out, lz, times_k, &k));
+	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 0), "a", &t));
+	cr_assert_eq(t->shape[1], 3);
+	cr_assert_eq(td_test_element(t, 5), 50.0);
+	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 1), "a", &t));
+	cr_assert_eq(t->shape[1], 5);
+	cr_assert_eq(td_test_element(t, 9), 90.0);
+	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 1), "only1", &t));
+	cr_assert_eq(td_dict_contains(out, "only1", 0), 0);
+	/* ragged leaves have no dense form to compare */
+	td_cr_assert_err(td_dict_equal(out, lz), TD_ETYPE);
+	td_dict_free(out);
+	td_dict_free(lz);
+}
+
+static int fail_on_second(td_tensor *out, const td_tensor *in, const td_item *item,
+	void *payload)
+{
+	int *calls = payload;
+
+	(void)item;
+	if (++*calls == 2)
+		return TD_EIO;
+	return td_tensor_clone(out, in);
+}
+
+/* A result of shape [7]: not under the batch, and not broadcastable into any leaf. */
+static int drop_batch(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	int64_t seven = 7;
+
+	(void)item;
+	(void)payload;
+	return td_tensor_full(out, in->dtype, 1, &seven, td_scalar_int(0));
+}
+
+Test(lazy, apply_failures_leave_nothing)
+{
+	fixture f;
+	td_dict *out = (td_dict *)1;
+	int calls = 0;
+
+	fixture_make(&f, 0);
+	/* the callback fails in the first child: nothing is left, the code is the callback's */
+	td_cr_assert_err(td_dict_apply(&out, f.lazy, fail_on_second, &calls), TD_EIO);
+	cr_assert_null(out);
+	/* a result without the child's batch dims */
+	td_cr_assert_err(td_dict_apply(&out, f.lazy, drop_batch, NULL), TD_ETYPE);
+	cr_assert_null(out);
+	td_cr_assert_err(td_dict_apply_inplace(f.lazy, drop_batch, NULL), TD_ETYPE);
+	assert_same(f.ref, f.lazy);
+	td_cr_assert_err(td_dict_apply(&out, f.lazy, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar(&out, f.lazy, td_scalar_int(1), (td_binop)99),
+		TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(f.lazy, td_scalar_int(1), TD_OP_EQ),
+		TD_EINVAL);
+	assert_same(f.ref, f.lazy);
 	fixture_free(&f);
 }
 
@@ -867,6 +1091,33 @@ static int sweep_body(void *p)
 	/* unbind beside the stack dim: the dense children are cut in place */
 	if (rc >= 0)
 		rc = td_dict_unbind(&c->arr, &c->n, c->f.lazy, 1);
+	/* per-leaf operations and cuts made child by child, freed at once */
+	if (rc >= 0) {
+		td_dict *r = NULL, **pieces = NULL;
+		size_t np = 0;
+		int k = 2;
+
+		rc = td_dict_apply(&r, c->f.lazy, times_k, &k);
+		td_dict_free(r);
+		r = NULL;
+		if (rc >= 0)
+			rc = td_dict_binary_scalar(&r, c->f.lazy, td_scalar_int(1), TD_OP_ADD);
+		if (rc >= 0)
+			rc = td_dict_equal(r, c->f.lazy);
+		td_dict_free(r);
+		if (rc >= 0)
+			rc = td_dict_split(&pieces, &np, c->f.lazy, 2, 0);
+		td_dict_array_free(pieces, np);
+		pieces = NULL;
+		np = 0;
+		if (rc >= 0)
+			rc = td_dict_chunk(&pieces, &np, c->f.lazy, 2, 1);
+		td_dict_array_free(pieces, np);
+		if (rc >= 0)
+			rc = TD_OK;
+		if (rc < 0)
+			td_dict_array_free(c->arr, c->n);
+	}
 	if (rc < 0) {
 		td_tensor_release(&c->t);
 		td_dict_free(c->out);

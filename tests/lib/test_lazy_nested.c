@@ -649,6 +649,72 @@ static int apply_id(td_tensor *out, const td_tensor *in, const td_item *item, vo
 	return td_tensor_clone(out, in);
 }
 
+/* The callback of the apply tests: times *payload, and the dotted key of each leaf seen. */
+typedef struct apply_log {
+	int k;
+	size_t calls;
+	char keys[64][32];
+} apply_log;
+
+static int apply_times(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
+{
+	apply_log *log = payload;
+	char *key = log->keys[log->calls < 64 ? log->calls : 63];
+	size_t i, len = 0;
+
+	for (i = 0; i + 1 < item->depth; i++)
+		len += (size_t)snprintf(key + len, 32 - len, "%s.", item->path[i]);
+	snprintf(key + len, 32 - len, "%s", item->key);
+	log->calls++;
+	return td_tensor_binary_scalar(out, in, td_scalar_int(log->k), TD_OP_MUL);
+}
+
+/* How many of the logged calls were on `key`. */
+static size_t calls_on(const apply_log *log, const char *key)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < log->calls && i < 64; i++)
+		n += strcmp(log->keys[i], key) == 0;
+	return n;
+}
+
+/* apply reaches into the stack child by child (tensordict's
+ * LazyStackedTensorDict.apply()): the result holds a stack, equal to the
+ * reference's result, and the callback sees the children's keys. */
+Test(lazy_nested, apply_reaches_every_child_of_the_stack)
+{
+	static const char *const keys[] = { "t", "u.v", "z.a", "z.n.b", "z.n.m.c" };
+	for (int sd = 0; sd < 2; sd++) {
+		apply_log want_log = { 3, 0, { { 0 } } }, got_log = { 3, 0, { { 0 } } };
+		size_t kids = sd == 0 ? 3 : 2, i;
+		fixture f;
+		td_dict *got, *want;
+
+		fixture_make(&f, sd);
+		td_cr_assert_ok(td_dict_apply(&want, f.ref, apply_times, &want_log));
+		td_cr_assert_ok(td_dict_apply(&got, f.dict, apply_times, &got_log));
+		cr_assert(td_dict_is_lazy(get_z(got)));
+		cr_assert_eq(td_dict_parent(get_z(got)), got);
+		assert_same(want, got);
+		for (i = 0; i < 5; i++) {
+			size_t per = i < 2 ? 1 : kids;
+			cr_assert_eq(calls_on(&want_log, keys[i]), 1, "sd %d: '%s'", sd, keys[i]);
+			cr_assert_eq(calls_on(&got_log, keys[i]), per, "sd %d: '%s' seen %zu times", sd,
+				keys[i], calls_on(&got_log, keys[i]));
+		}
+		cr_assert_eq(got_log.calls, 2 + 3 * kids);
+		td_dict_free(got);
+		td_dict_free(want);
+		/* In place: every child's leaves, written through. */
+		want_log.k = got_log.k = 5;
+		td_cr_assert_ok(td_dict_apply_inplace(f.ref, apply_times, &want_log));
+		td_cr_assert_ok(td_dict_apply_inplace(f.dict, apply_times, &got_log));
+		assert_same(f.ref, f.dict);
+		fixture_free(&f);
+	}
+}
+
 Test(lazy_nested, refused_operations)
 {
 	fixture f;
@@ -675,8 +741,6 @@ Test(lazy_nested, refused_operations)
 	REFUSED(td_dict_unsqueeze(&out, f.dict, 0));
 	REFUSED(td_dict_permute(&out, f.dict, perm));
 	REFUSED(td_dict_flatten_keys(&out, f.dict, "."));
-	REFUSED(td_dict_apply(&out, f.dict, apply_id, NULL));
-	REFUSED(td_dict_apply_inplace(f.dict, apply_id, NULL));
 	REFUSED(td_dict_binary(&out, f.dict, f.dict, TD_OP_ADD));
 	REFUSED(td_dict_binary(&out, f.ref, f.dict, TD_OP_ADD));
 	REFUSED(td_dict_binary_inplace(f.ref, f.dict, TD_OP_ADD));
@@ -813,6 +877,10 @@ static int sweep_body(void *ctx)
 	r = NULL;
 	if (rc == TD_OK)
 		rc = td_dict_copy(&r, a);
+	td_dict_free(r);
+	r = NULL;
+	if (rc == TD_OK)
+		rc = td_dict_apply(&r, a, apply_id, NULL);
 	td_dict_free(r);
 	if (rc == TD_OK)
 		rc = td_dict_iter_new(&it, a, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY);
