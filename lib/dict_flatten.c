@@ -84,6 +84,17 @@ static size_t longest_key(const td_dict *d, size_t seplen, size_t *leaves)
 	return best;
 }
 
+/* td__child_fn of td_dict_flatten_keys() / td_dict_unflatten_keys() (ctx: the separator). */
+static int flatten_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	return td_dict_flatten_keys(out, child, ctx);
+}
+
+static int unflatten_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	return td_dict_unflatten_keys(out, child, ctx);
+}
+
 int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 {
 	static const char fn[] = "td_dict_flatten_keys";
@@ -97,9 +108,10 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
-	TD_DENSE_ONLY(d, fn);
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
+	if (TD_UNLIKELY(d->lazy != NULL)) /* each child flattened, into a new stack */
+		return td__lazy_map_children(out, d, flatten_child, (void *)sep, fn);
 	seplen = strlen(sep);
 	/* Keys are at most 64 levels of strings each < 4 GiB: no overflow. */
 	cap = longest_key(d, seplen, &leaves) + 1;
@@ -272,8 +284,9 @@ int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	if (!out || !d || !sep)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
-	TD_DENSE_ONLY(d, fn);
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_map_children(out, d, unflatten_child, (void *)sep, fn);
 	return unflatten_rec(out, d, sep, strlen(sep), fn);
 }

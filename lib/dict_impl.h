@@ -738,5 +738,14 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 int td__lazy_alloc_like(td_dict **out, const td_dict *stack, const char *fn);
 /** Make the root dict `child` slot i of `stack`, owned by it. */
 void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child);
+/** What td__lazy_map_children() makes of each child: a new root dict of its batch shape. */
+typedef int (*td__child_fn)(td_dict **out, const td_dict *child, void *ctx);
+/**
+ * A new stack shaped like `stack` (same dim, owning its children) whose
+ * child i is fn(child i): the operations tensordict's LazyStackedTensorDict
+ * does child by child. On failure nothing is left.
+ */
+int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, void *ctx,
+	const char *name);
 
 #endif /* TD_DICT_IMPL_H */

@@ -197,6 +197,14 @@ int td_dict_clone(td_dict **out, const td_dict *d)
 /* Empty                                                                     */
 /* ------------------------------------------------------------------------ */
 
+static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *fn);
+
+/* td__child_fn of an empty dict with the child's structure (ctx: recurse). */
+static int empty_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	return td_dict_empty(out, child, *(const bool *)ctx);
+}
+
 static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *fn)
 {
 	td_dict *nd;
@@ -210,12 +218,12 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 
 		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
-		if (TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
-			td_dict_free(nd);
-			return lazy_refused(e, fn);
-		}
 		v.kind = TD_VALUE_DICT;
-		rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
+		if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+			rc = td__lazy_map_children(&v.u.dict, e->value.u.dict, empty_child, &recurse,
+				fn);
+		else
+			rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
 		if (rc == 0)
 			rc = append_shared_key(nd, e, &v, fn);
 		if (rc < 0) {
@@ -234,7 +242,8 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_empty: NULL argument");
 	*out = NULL;
-	TD_DENSE_ONLY(d, "td_dict_empty");
+	if (TD_UNLIKELY(d->lazy != NULL))
+		return td__lazy_map_children(out, d, empty_child, &recurse, "td_dict_empty");
 	return empty_rec(out, d, recurse, "td_dict_empty");
 }
 
@@ -489,6 +498,25 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 }
 
 static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
+	const td_key *const *handles, size_t n, bool select, bool strict, const char *fn);
+
+/* The arguments of a select / exclude, for each child of a lazy stack. */
+typedef struct filter_args {
+	const char *const *keys;
+	const td_key *const *handles;
+	size_t n;
+	bool select, strict;
+	const char *fn;
+} filter_args;
+
+static int filter_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	const filter_args *a = ctx;
+
+	return filter_impl(out, child, a->keys, a->handles, a->n, a->select, a->strict, a->fn);
+}
+
+static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	const td_key *const *handles, size_t n, bool select, bool strict, const char *fn)
 {
 	td__kpath *store = NULL;
@@ -501,7 +529,12 @@ static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	if (!out || !d || (n && !keys && !handles))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
-	TD_DENSE_ONLY(d, fn);
+	if (TD_UNLIKELY(d->lazy != NULL)) {
+		/* Each child selects (strictly: every child must hold the keys). */
+		filter_args a = { keys, handles, n, select, strict, fn };
+
+		return td__lazy_map_children(out, d, filter_child, &a, fn);
+	}
 	paths = td__calloc(n ? n : 1, sizeof(*paths));
 	if (keys)
 		store = td__calloc(n ? n : 1, sizeof(*store));

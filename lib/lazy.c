@@ -1213,6 +1213,35 @@ void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child)
 	stack->lazy->own[i] = true;
 }
 
+int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, void *ctx,
+	const char *name)
+{
+	const td__lazy *z = stack->lazy;
+	td_dict *s, *c;
+	size_t i;
+	int rc;
+
+	TD_TRY(td__lazy_alloc_like(&s, stack, name));
+	for (i = 0; i < z->n; i++) {
+		c = NULL;
+		rc = fn(&c, z->child[i], ctx);
+		/* The result must be a root of the child's batch shape: never silently wrong. */
+		if (rc >= 0 && (c->parent || c->batch_ndim != z->child[i]->batch_ndim ||
+		    !td__shape_eq(c->batch_shape, z->child[i]->batch_shape, c->batch_ndim))) {
+			td_dict_free(c);
+			rc = td__error(TD_ERROR, "%s: child %zu gave a result of another batch shape",
+				name, i);
+		}
+		if (rc < 0) {
+			td__lazy_destroy(s);
+			return rc;
+		}
+		td__lazy_adopt(s, i, c);
+	}
+	*out = s;
+	return TD_OK;
+}
+
 int td__lazy_copy(td_dict **out, const td_dict *d, bool deep, const char *fn)
 {
 	const td__lazy *z = d->lazy;

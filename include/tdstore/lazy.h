@@ -21,6 +21,9 @@
  *    td_dict_zero() (the in-place ones check every child before writing,
  *    except apply_inplace, whose callback runs child after child; a child
  *    that appears twice in the stack is visited twice);
+ *  - structure operations, child by child into a new stack at the same
+ *    dim: td_dict_select() / exclude() (strict: every child must hold the
+ *    keys), td_dict_flatten_keys() / unflatten_keys(), td_dict_empty();
  *  - td_dict_equal() / allclose() compare by value through the dense form
  *    (td_lazy_densify(): TD_ETYPE for ragged leaves), with a stack or a
  *    dense dict on either side;
@@ -51,17 +54,18 @@
  *    (the stack is indexed by td_dict_index() rules on the stack),
  *    td_dict_unbind() / split*() / chunk(), td_dict_apply() /
  *    apply_inplace() and td_dict_binary_scalar*() (child by child, as on
- *    the stack), td_dict_zero(), td_dict_equal() / allclose() (by
- *    value, through the dense form: TD_ETYPE for ragged leaves), select /
- *    exclude of whole keys, td_dict_update() into a key that is not a
- *    dict, and td_lazy_maybe_dense_stack() (which then stacks lazily)
- *    handle it;
+ *    the stack), td_dict_empty() (with recursion: a stack of the
+ *    children's empty forms), td_dict_zero(), td_dict_equal() /
+ *    allclose() (by value, through the dense form: TD_ETYPE for ragged
+ *    leaves), select / exclude of whole keys, td_dict_update() into a key
+ *    that is not a dict, and td_lazy_maybe_dense_stack() (which then
+ *    stacks lazily) handle it;
  *  - everything else that would have to reach into it returns TD_ENOTSUP
  *    naming its key, leaving the dict unchanged: reshape / view /
  *    unsqueeze / squeeze / permute, flatten / unflatten_keys, operations
  *    on two dicts (td_dict_binary*() with a dict), td_dict_stack() /
- *    cat(), td_dict_empty() with recursion, td_dict_index_put() /
- *    index_fill(), update / update_inplace merging
+ *    cat(), td_dict_index_put() / index_fill(), update / update_inplace
+ *    merging
  *    a dict with a stack, select / exclude of keys inside it, and
  *    td_shm_dict().
  *

@@ -706,7 +706,6 @@ Test(lazy, copy_clone_and_unsupported)
 	td_dict *c, *out, **arr;
 	size_t n;
 	int64_t shape[1] = { 6 };
-	const char *k[1] = { "a" };
 
 	fixture_make(&f, 0);
 	td_cr_assert_ok(td_dict_copy(&c, f.lazy));
@@ -723,11 +722,6 @@ Test(lazy, copy_clone_and_unsupported)
 	td_cr_assert_err(td_dict_view(&out, f.lazy, 1, shape), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_unsqueeze(&out, f.lazy, 0), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_squeeze(&out, f.lazy, 0), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_flatten_keys(&out, f.lazy, "."), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_unflatten_keys(&out, f.lazy, "."), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_select(&out, f.lazy, k, 1, true), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_exclude(&out, f.lazy, k, 1), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_empty(&out, f.lazy, true), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_rename(f.lazy, "a", "b"), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_set_batch_shape(f.lazy, 1, shape), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_binary(&out, f.lazy, f.ref, TD_OP_ADD), TD_ENOTSUP);
@@ -883,6 +877,64 @@ Test(lazy, split_and_chunk_match_dense)
 			td_cr_assert_err(td_dict_chunk(&b, &nb, f.lazy, 2, 5), TD_EINVAL);
 			fixture_free(&f);
 		}
+	}
+}
+
+/* Structure operations child by child: select / exclude, flatten /
+ * unflatten, empty. Each gives a new stack equal to the reference's result. */
+Test(lazy, selection_flatten_and_empty_match_dense)
+{
+	static const char *const keep[2] = { "a", "n.m" };
+	static const char *const missing[2] = { "a", "nope" };
+	for (int sd = 0; sd < 2; sd++) {
+		fixture f;
+		td_dict *want, *got, *back;
+
+		fixture_make(&f, sd);
+		td_cr_assert_ok(td_dict_select(&want, f.ref, keep, 2, true));
+		td_cr_assert_ok(td_dict_select(&got, f.lazy, keep, 2, true));
+		cr_assert(td_dict_is_lazy(got));
+		cr_assert_eq(td_lazy_stack_dim(got), sd);
+		assert_same(want, got);
+		td_dict_free(want);
+		td_dict_free(got);
+		td_cr_assert_ok(td_dict_exclude(&want, f.ref, keep, 2));
+		td_cr_assert_ok(td_dict_exclude(&got, f.lazy, keep, 2));
+		assert_same(want, got);
+		td_dict_free(want);
+		td_dict_free(got);
+		/* strict: a key no child has */
+		got = (td_dict *)1;
+		td_cr_assert_err(td_dict_select(&got, f.lazy, missing, 2, true), TD_ENOTFOUND);
+		cr_assert_null(got);
+		td_cr_assert_ok(td_dict_select(&got, f.lazy, missing, 2, false));
+		cr_assert_eq(td_dict_len(got), 1u);
+		td_dict_free(got);
+		/* flatten and back */
+		td_cr_assert_ok(td_dict_flatten_keys(&want, f.ref, "/"));
+		td_cr_assert_ok(td_dict_flatten_keys(&got, f.lazy, "/"));
+		cr_assert(td_dict_is_lazy(got));
+		cr_assert_eq(td_dict_contains(got, "n/m/c", 0), 1);
+		assert_same(want, got);
+		td_cr_assert_ok(td_dict_unflatten_keys(&back, got, "/"));
+		assert_same(f.ref, back);
+		td_cr_assert_err(td_dict_flatten_keys(&back, f.lazy, ""), TD_EINVAL);
+		td_dict_free(back);
+		td_dict_free(want);
+		td_dict_free(got);
+		/* empty, with and without the nested structure */
+		td_cr_assert_ok(td_dict_empty(&want, f.ref, true));
+		td_cr_assert_ok(td_dict_empty(&got, f.lazy, true));
+		cr_assert(td_dict_is_lazy(got));
+		cr_assert_eq(td_dict_contains(got, "n.m", 0), 1);
+		assert_same(want, got);
+		td_dict_free(want);
+		td_dict_free(got);
+		td_cr_assert_ok(td_dict_empty(&got, f.lazy, false));
+		cr_assert_eq(td_dict_len(got), 0u);
+		cr_assert_eq(td_dict_batch_ndim(got), 2);
+		td_dict_free(got);
+		fixture_free(&f);
 	}
 }
 
@@ -1113,6 +1165,18 @@ static int sweep_body(void *p)
 		if (rc >= 0)
 			rc = td_dict_chunk(&pieces, &np, c->f.lazy, 2, 1);
 		td_dict_array_free(pieces, np);
+		r = NULL;
+		if (rc >= 0)
+			rc = td_dict_select(&r, c->f.lazy, (const char *const[]){ "n.b" }, 1, true);
+		td_dict_free(r);
+		r = NULL;
+		if (rc >= 0)
+			rc = td_dict_flatten_keys(&r, c->f.lazy, ".");
+		td_dict_free(r);
+		r = NULL;
+		if (rc >= 0)
+			rc = td_dict_empty(&r, c->f.lazy, true);
+		td_dict_free(r);
 		if (rc >= 0)
 			rc = TD_OK;
 		if (rc < 0)
