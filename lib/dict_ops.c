@@ -251,6 +251,95 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 /* Update                                                                    */
 /* ------------------------------------------------------------------------ */
 
+static int update_rec(td_dict *d, const td_dict *o, const char *fn);
+static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const char *fn);
+
+/* Which piece of the right side of an update goes to child `i` of `stack`. */
+typedef struct piece_ctx {
+	const td_dict *stack;
+	int64_t i;
+	const char *fn;
+} piece_ctx;
+
+static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	const piece_ctx *p = ctx;
+	const td_dict *d = p->stack;
+
+	if (in->ndim < d->batch_ndim || !td__shape_eq(in->shape, d->batch_shape, d->batch_ndim))
+		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
+			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
+	td__view_select(out, in, d->lazy->dim, p->i);
+	return TD_OK;
+}
+
+/*
+ * `o` cut into the n pieces that go to the children of the lazy stack d:
+ * piece i holds o's structure at the children's batch shape, each leaf
+ * its view at index i of the stack dim (every leaf must start with d's
+ * batch shape: TD_ETYPE). o's own batch shape may be shorter than d's, as
+ * for a dense update. The pieces share o's buffers.
+ */
+static int stack_pieces(td_dict ***pieces, size_t *np, const td_dict *d, const td_dict *o,
+	const char *fn)
+{
+	const td__lazy *z = d->lazy;
+	int64_t cshape[TD_MAX_DIMS];
+	td_dict **arr;
+	piece_ctx p;
+	size_t i;
+	int k, j, rc = TD_OK;
+
+	for (k = 0, j = 0; k < d->batch_ndim; k++)
+		if (k != z->dim)
+			cshape[j++] = d->batch_shape[k];
+	arr = td__calloc(z->n, sizeof(*arr));
+	if (!arr)
+		return td__error_nomem(z->n * sizeof(*arr));
+	p.stack = d;
+	p.fn = fn;
+	for (i = 0; rc == TD_OK && i < z->n; i++) {
+		p.i = (int64_t)i;
+		rc = td__dict_transform(&arr[i], o, j, cshape, select_piece, &p, NULL, fn);
+	}
+	if (rc < 0) {
+		td_dict_array_free(arr, z->n);
+		return rc;
+	}
+	*pieces = arr;
+	*np = z->n;
+	return TD_OK;
+}
+
+/*
+ * update_rec() (or, with `inplace`, update_inplace_rec() with `write`) where
+ * either side may be a lazy stack, as tensordict does it: a stack on the
+ * right is read in its dense form (td_lazy_densify(); ragged leaves are
+ * TD_ETYPE), a stack on the left has each child updated with its piece of
+ * the right side (stack_pieces()).
+ */
+static int update_any(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn)
+{
+	td_dict *dense = NULL, **pieces = NULL;
+	size_t np = 0, i;
+	int rc = TD_OK;
+
+	if (o->lazy) {
+		TD_TRY(td_lazy_densify(&dense, o));
+		o = dense;
+	}
+	if (!d->lazy) {
+		rc = inplace ? update_inplace_rec(d, o, write, fn) : update_rec(d, o, fn);
+	} else {
+		rc = stack_pieces(&pieces, &np, d, o, fn);
+		for (i = 0; rc == TD_OK && i < np; i++)
+			rc = update_any(d->lazy->child[i], pieces[i], inplace, write, fn);
+		td_dict_array_free(pieces, np);
+	}
+	td_dict_free(dense);
+	return rc;
+}
+
 static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 {
 	uint32_t i;
@@ -265,10 +354,11 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 			continue;
 		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
-			/* Two dicts merge; a lazy stack on either side cannot. */
+			/* Two dicts merge, a lazy stack on either side too. */
 			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
-				return lazy_refused(eo, fn);
-			TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
+				TD_TRY(update_any(e->value.u.dict, eo->value.u.dict, false, true, fn));
+			else
+				TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
 			continue;
 		}
 		k = td__entry_kref(eo);
@@ -302,10 +392,10 @@ int td_dict_update(td_dict *d, const td_dict *other)
 
 	if (!d || !other)
 		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
-	TD_DENSE_ONLY(d, "td_dict_update");
-	TD_DENSE_ONLY(other, "td_dict_update");
 	if (d == other)
 		return TD_OK;
+	if (TD_UNLIKELY(d->lazy || other->lazy))
+		return update_any(d, other, false, true, "td_dict_update");
 	if (root_of(d) != root_of(other))
 		return update_rec(d, other, "td_dict_update");
 	/* `other` lies in d's tree and could be replaced while it is read: read a copy. */
@@ -338,8 +428,10 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
 					fn, td__entry_key(eo));
 			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
-				return lazy_refused(eo, fn);
-			TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write, fn));
+				TD_TRY(update_any(e->value.u.dict, eo->value.u.dict, true, write, fn));
+			else
+				TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write,
+					fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
@@ -383,12 +475,10 @@ int td_dict_update_inplace(td_dict *d, const td_dict *other)
 
 	if (!d || !other)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_DENSE_ONLY(d, fn);
-	TD_DENSE_ONLY(other, fn);
 	if (d == other)
 		return TD_OK;
-	TD_TRY(update_inplace_rec(d, other, false, fn));
-	return update_inplace_rec(d, other, true, fn);
+	TD_TRY(update_any(d, other, true, false, fn));
+	return update_any(d, other, true, true, fn);
 }
 
 /* ------------------------------------------------------------------------ */

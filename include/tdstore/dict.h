@@ -505,7 +505,8 @@ TD_API void td_dict_iter_free(td_dict_iter *it);
  * Merge `other` into `d`: each leaf of `other` is stored in `d` (sharing
  * buffers), nested dicts are merged recursively (tensordict's update()).
  * Where a dict of `other` meets a leaf of `d` (or the reverse), the value of
- * `other` replaces it.
+ * `other` replaces it. A lazy stack on either side (or nested) merges as
+ * <tdstore/lazy.h> says: child by child on the left, densely on the right.
  *
  * @return TD_OK; TD_ETYPE (a value whose shape does not start with the
  *         batch shape); TD_ELOCKED (a key new to a locked dict, or a value

@@ -24,6 +24,13 @@
  *  - structure operations, child by child into a new stack at the same
  *    dim: td_dict_select() / exclude() (strict: every child must hold the
  *    keys), td_dict_flatten_keys() / unflatten_keys(), td_dict_empty();
+ *  - td_dict_update() / update_inplace() with a stack on either side: a
+ *    stack on the left has each child updated with its slice of the right
+ *    side along the stack dim (whose leaves must start with the stack's
+ *    batch shape), a stack on the right is read in its dense form
+ *    (td_lazy_densify(): TD_ETYPE for ragged leaves). On failure the
+ *    children already updated stay updated, as for td_dict_update();
+ *    update_inplace checks every child before writing;
  *  - td_dict_equal() / allclose() compare by value through the dense form
  *    (td_lazy_densify(): TD_ETYPE for ragged leaves), with a stack or a
  *    dense dict on either side;
@@ -57,17 +64,16 @@
  *    the stack), td_dict_empty() (with recursion: a stack of the
  *    children's empty forms), td_dict_zero(), td_dict_equal() /
  *    allclose() (by value, through the dense form: TD_ETYPE for ragged
- *    leaves), select / exclude of whole keys, td_dict_update() into a key
- *    that is not a dict, and td_lazy_maybe_dense_stack() (which then
- *    stacks lazily) handle it;
+ *    leaves), select / exclude of whole keys, td_dict_update() /
+ *    update_inplace() (a stack meeting a dict or a stack merges as
+ *    above), and td_lazy_maybe_dense_stack() (which then stacks lazily)
+ *    handle it;
  *  - everything else that would have to reach into it returns TD_ENOTSUP
  *    naming its key, leaving the dict unchanged: reshape / view /
  *    unsqueeze / squeeze / permute, flatten / unflatten_keys, operations
  *    on two dicts (td_dict_binary*() with a dict), td_dict_stack() /
- *    cat(), td_dict_index_put() / index_fill(), update / update_inplace
- *    merging
- *    a dict with a stack, select / exclude of keys inside it, and
- *    td_shm_dict().
+ *    cat(), td_dict_index_put() / index_fill(), select / exclude of keys
+ *    inside it, and td_shm_dict().
  *
  * Keys: the stack's keys are those every child has (with a dict in every
  * child or a leaf in every child), in the order of the first child. A key

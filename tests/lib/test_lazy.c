@@ -715,9 +715,6 @@ Test(lazy, copy_clone_and_unsupported)
 	td_cr_assert_ok(td_dict_clone(&c, f.lazy));
 	assert_same(f.ref, c);
 	td_dict_free(c);
-	td_cr_assert_err(td_dict_update(f.ref, f.lazy), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_update(f.lazy, f.ref), TD_ENOTSUP);
-	td_cr_assert_err(td_dict_update_inplace(f.lazy, f.ref), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_reshape(&out, f.lazy, 1, shape), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_view(&out, f.lazy, 1, shape), TD_ENOTSUP);
 	td_cr_assert_err(td_dict_unsqueeze(&out, f.lazy, 0), TD_ENOTSUP);
@@ -936,6 +933,124 @@ Test(lazy, selection_flatten_and_empty_match_dense)
 		td_dict_free(got);
 		fixture_free(&f);
 	}
+}
+
+/* The other side of the update tests: "a" (existing, new values), "n.new"
+ * (a new leaf in an existing dict), "w.x" (a new dict, which must have the
+ * batch dims: not when `batchless`), "s" (a string), at the batch shape of
+ * the reference, or with no batch dims at all. */
+static td_dict *update_source(const td_dict *ref, bool batchless)
+{
+	const td_tensor *a;
+	int64_t sx[3];
+	td_tensor t;
+	td_dict *o;
+
+	td_cr_assert_ok(td_dict_new(&o, batchless ? 0 : 2, td_dict_batch_shape(ref)));
+	td_cr_assert_ok(td_dict_get_tensor(ref, "a", &a));
+	td_cr_assert_ok(td_tensor_full(&t, a->dtype, a->ndim, a->shape, td_scalar_int(9)));
+	td_cr_assert_ok(td_dict_set_tensor_take(o, "a", &t));
+	memcpy(sx, td_dict_batch_shape(ref), 2 * sizeof(int64_t));
+	sx[2] = 3;
+	td_test_arange(&t, TD_DTYPE_I32, 3, sx);
+	td_cr_assert_ok(td_dict_set_tensor_take(o, "n.new", &t));
+	td_test_arange(&t, TD_DTYPE_F64, 2, sx);
+	if (batchless)
+		td_tensor_release(&t);
+	else
+		td_cr_assert_ok(td_dict_set_tensor_take(o, "w.x", &t));
+	td_cr_assert_ok(td_dict_set_string(o, "s", "updated"));
+	return o;
+}
+
+/* update with a stack on either side, as tensordict: each child gets its
+ * slice of the other dict; a stack on the right is read densely. */
+Test(lazy, update_reaches_every_child)
+{
+	for (int sd = 0; sd < 2; sd++) {
+		for (int batchless = 0; batchless < 2; batchless++) {
+			fixture f;
+			td_dict *lz, *ref, *o, *d;
+			const char *s;
+
+			fixture_make(&f, sd);
+			/* deep copies: the fixture's children are views of its reference */
+			lz = clone_of(f.lazy);
+			ref = clone_of(f.ref);
+			o = update_source(ref, batchless);
+			td_cr_assert_ok(td_dict_update(ref, o));
+			td_cr_assert_ok(td_dict_update(lz, o));
+			cr_assert_eq(td_dict_contains(lz, "w.x", 0), !batchless);
+			cr_assert_eq(td_dict_contains(lz, "n.new", 0), 1);
+			td_cr_assert_ok(td_dict_get_blob(td_lazy_child(lz, 1), "s", &s, NULL));
+			cr_assert_str_eq(s, "updated");
+			assert_same(ref, lz);
+			/* a stack on the right: its dense form */
+			td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+			td_cr_assert_ok(td_dict_update(d, lz));
+			cr_assert_eq(td_dict_is_lazy(d), false);
+			cr_assert_eq(td_dict_equal(d, ref), 0); /* batch shape [] against [3, 2] */
+			td_cr_assert_ok(td_dict_set_batch_shape(d, 2, td_dict_batch_shape(ref)));
+			assert_same(d, lz);
+			td_dict_free(d);
+			td_dict_free(o);
+			/* in place: only what exists, written into every child */
+			o = update_source(ref, batchless);
+			td_cr_assert_ok(td_dict_binary_scalar_inplace(ref, td_scalar_int(1), TD_OP_ADD));
+			td_cr_assert_ok(td_dict_update_inplace(ref, o));
+			td_cr_assert_ok(td_dict_binary_scalar_inplace(lz, td_scalar_int(1), TD_OP_ADD));
+			td_cr_assert_ok(td_dict_update_inplace(lz, o));
+			assert_same(ref, lz);
+			td_dict_free(o);
+			td_dict_free(lz);
+			td_dict_free(ref);
+			fixture_free(&f);
+		}
+	}
+}
+
+Test(lazy, update_failures)
+{
+	fixture f;
+	td_dict *lz, *snap, *o;
+	td_tensor t;
+	int64_t bad[2] = { 4, 4 }, b = 3;
+
+	fixture_make(&f, 0);
+	lz = clone_of(f.lazy);
+	snap = clone_of(f.ref);
+	/* values off the stack's batch shape */
+	td_cr_assert_ok(td_dict_new(&o, 0, NULL));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, bad));
+	td_cr_assert_ok(td_dict_set_tensor_take(o, "a", &t));
+	td_cr_assert_err(td_dict_update(lz, o), TD_ETYPE);
+	td_cr_assert_err(td_dict_update_inplace(lz, o), TD_ETYPE);
+	assert_same(snap, lz);
+	td_dict_free(o);
+	/* in place: a key the stack lacks, checked before anything is written */
+	o = update_source(f.ref, false);
+	td_cr_assert_err(td_dict_update_inplace(lz, o), TD_ENOTFOUND);
+	assert_same(snap, lz);
+	/* locked: no new keys */
+	td_cr_assert_ok(td_dict_lock(lz));
+	td_cr_assert_err(td_dict_update(lz, o), TD_ELOCKED);
+	td_cr_assert_ok(td_dict_unlock(lz));
+	td_dict_free(o);
+	/* a batch that does not start with the stack's, with a leaf of that batch
+	 * (the locked update wrote the existing leaves in place: a new snapshot) */
+	td_dict_free(snap);
+	snap = clone_of(lz);
+	td_cr_assert_ok(td_dict_new(&o, 1, &b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, &b));
+	td_cr_assert_ok(td_dict_set_tensor_take(o, "v", &t));
+	td_cr_assert_err(td_dict_update(lz, o), TD_ETYPE);
+	td_dict_free(o);
+	assert_same(snap, lz);
+	td_cr_assert_err(td_dict_update(NULL, lz), TD_EINVAL);
+	td_cr_assert_ok(td_dict_update(lz, lz));
+	td_dict_free(snap);
+	td_dict_free(lz);
+	fixture_free(&f);
 }
 
 /* Ragged children and keys only some children have: apply reaches them all. */
@@ -1176,6 +1291,15 @@ static int sweep_body(void *p)
 		r = NULL;
 		if (rc >= 0)
 			rc = td_dict_empty(&r, c->f.lazy, true);
+		td_dict_free(r);
+		/* an update of a copy: each child gets its slice of the reference */
+		r = NULL;
+		if (rc >= 0)
+			rc = td_dict_clone(&r, c->f.lazy);
+		if (rc >= 0)
+			rc = td_dict_update(r, c->f.ref);
+		if (rc >= 0)
+			rc = td_dict_update_inplace(r, c->f.ref);
 		td_dict_free(r);
 		if (rc >= 0)
 			rc = TD_OK;
