@@ -222,3 +222,69 @@ Test(core_internal, small_block_cache_takes_back_a_whole_burst)
 	for (i = 0; i < N; i++)
 		td__free_small(again[i], SIZE);
 }
+
+/* A cache filled by blocks of one class makes room for the blocks freed
+ * now (it drops blocks of other classes): a burst of another class comes
+ * back whole afterwards. Blocks of 192 bytes and more are line-aligned. */
+Test(core_internal, a_full_cache_makes_room_for_what_is_freed_now)
+{
+	enum { NBIG = 256, BIG = 4096, N = 600, SIZE = 840 };
+	static void *big[NBIG], *first[N], *again[N], *steal[N];
+	void *small;
+	int i;
+
+	for (i = 0; i < NBIG; i++) {
+		big[i] = td__alloc_small(BIG);
+		cr_assert_not_null(big[i]);
+		cr_assert_eq((uintptr_t)big[i] % 64, 0, "a block of %d bytes is line-aligned", BIG);
+	}
+	for (i = 0; i < NBIG; i++)
+		td__free_small(big[i], BIG); /* the cache is now full of them: 1 MiB */
+	for (i = 0; i < N; i++) {
+		first[i] = td__alloc_small(SIZE);
+		cr_assert_not_null(first[i]);
+		cr_assert_eq((uintptr_t)first[i] % 64, 0);
+		memset(first[i], 0x11, SIZE);
+	}
+	for (i = 0; i < N; i++)
+		td__free_small(first[i], SIZE);
+	/* Had they gone back to malloc, these would take their memory. */
+	for (i = 0; i < N; i++) {
+		steal[i] = malloc(SIZE + 120);
+		cr_assert_not_null(steal[i]);
+	}
+	for (i = 0; i < N; i++)
+		again[i] = td__alloc_small(SIZE);
+	qsort(first, N, sizeof(*first), cmp_ptr);
+	qsort(again, N, sizeof(*again), cmp_ptr);
+	cr_assert_arr_eq(first, again, sizeof(first), "the burst came back from the cache");
+	for (i = 0; i < N; i++) {
+		td__free_small(again[i], SIZE);
+		free(steal[i]);
+	}
+	small = td__alloc_small(40);
+	cr_assert_not_null(small);
+	cr_assert_eq((uintptr_t)small % 16, 0);
+	memset(small, 0x22, 40);
+	td__free_small(small, 40);
+}
+
+/* Blocks outlive a change of allocator (which the contract rules out, but
+ * nothing may crash): each is freed with the allocator current then. */
+Test(core_internal, small_blocks_survive_a_change_of_allocator)
+{
+	void *before, *during;
+
+	before = td__alloc_small(900);
+	cr_assert_not_null(before);
+	td_test_alloc_install(-1);
+	during = td__alloc_small(900);
+	cr_assert_not_null(during);
+	memset(during, 0x33, 900);
+	td__free_small(before, 900);
+	td_test_alloc_uninstall();
+	td__free_small(during, 900); /* cached now, freed when the cache is */
+	before = td__alloc_small(900);
+	cr_assert_not_null(before);
+	td__free_small(before, 900);
+}
