@@ -781,11 +781,9 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 			continue;
 		off = slot_offset(w);
 		memcpy(key, e, KEY_BYTES);
-		switch (e->value.kind) {
-		case TD_VALUE_TENSOR:
+		if (e->value.kind == TD_VALUE_TENSOR) {
 			cut_leaf(out, off, key, &e->value.u.tensor, c);
-			break;
-		case TD_VALUE_DICT:
+		} else if (e->value.kind == TD_VALUE_DICT) {
 			if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
 				rc = cut_lazy(sub, e->value.u.dict, c);
 			else
@@ -800,34 +798,23 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				pe->value.u.dict = sub[i];
 				sub[i]->parent = out[i];
 			}
-			break;
-		case TD_VALUE_STRINGS:
-			if (c->dim >= 0) {
-				rc = cut_strings(out, off, &e->value, c);
-				if (rc < 0)
-					goto out;
-				for (i = 0; i < n; i++)
-					memcpy(piece_slot(out[i], off), key, KEY_BYTES);
-				break;
-			}
-			/* A copy shares the array, as td__dict_map_tensors() does. */
+		} else if (e->value.kind == TD_VALUE_STRINGS && c->dim >= 0) {
+			rc = cut_strings(out, off, &e->value, c);
+			if (rc < 0)
+				goto out;
+			for (i = 0; i < n; i++)
+				memcpy(piece_slot(out[i], off), key, KEY_BYTES);
+		} else {
+			/* Shared whole: a string, bytes, or (a copy shares the array, as
+			 * td__dict_map_tensors() does) an array of strings. */
 			for (i = 0; i < n; i++) {
 				td__entry *pe = piece_slot(out[i], off);
 
 				memcpy(pe, key, KEY_BYTES);
 				pe->value = e->value;
 			}
-			td__buffer_ref_n(e->value.u.strings.buffer, n);
-			break;
-		default:
-			for (i = 0; i < n; i++) {
-				td__entry *pe = piece_slot(out[i], off);
-
-				memcpy(pe, key, KEY_BYTES);
-				pe->value = e->value;
-			}
-			td__buffer_ref_n(e->value.u.blob.buffer, n);
-			break;
+			td__buffer_ref_n(e->value.kind == TD_VALUE_STRINGS ?
+				e->value.u.strings.buffer : e->value.u.blob.buffer, n);
 		}
 		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
 			atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);
