@@ -182,8 +182,11 @@ static inline size_t class_bytes(size_t k)
 /*
  * The blocks of the cached classes, whichever allocator makes them, carry
  * the pointer their memory starts at in the word just before them. The
- * fast paths never read it; block_free() hands it to the allocator current
- * at the time, as td_set_allocator() documents.
+ * fast paths never read it. A block goes back to the allocator current
+ * when it is released, as td_set_allocator() documents: to a caller's
+ * allocator when one is in use (td__free_small()), to the C library when
+ * the cache lets it go (a full cache, cache_release(): it was released
+ * into the cache while the C library's allocator was current).
  *
  * The C library's blocks of ALIGN_MIN bytes and more (dicts, lazy stacks,
  * iterators, small tensor buffers) are also aligned to a cache line: a
@@ -224,13 +227,19 @@ static void *block_new(size_t k)
 	return p;
 }
 
-/* Free a block of a cached class with the current allocator. */
-static void block_free(void *ptr)
+/* Where the memory of a block of a cached class starts. */
+static void *block_origin(void *ptr)
 {
 	void *raw;
 
 	memcpy(&raw, (unsigned char *)ptr - sizeof(raw), sizeof(raw));
-	td__free(raw);
+	return raw;
+}
+
+/* Give a block released into the cache (or meant for it) back to the C library. */
+static void block_free(void *ptr)
+{
+	free(block_origin(ptr));
 }
 
 /* Return every block of `c` to the C library. */
@@ -381,7 +390,7 @@ void td__free_small(void *ptr, size_t size)
 		return;
 	}
 	if (!using_default) {
-		block_free(ptr);
+		td__free(block_origin(ptr));
 		return;
 	}
 	k = (size - 1) / CACHE_STEP;
