@@ -1080,6 +1080,28 @@ static void forge64(const char *good, const char *work, off_t ix, off_t at, uint
 	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
 }
 
+/*
+ * A lazy stack record at `rec` given `n` children, its stack dim's size in
+ * its batch shape (rec + 48 + 8) made to agree: the open must still refuse
+ * it (the records present do not match).
+ */
+static void forge_child_count(const char *good, const char *work, off_t ix, off_t rec,
+	uint64_t n)
+{
+	td_store *st;
+	int rc;
+
+	copy_file(good, work);
+	put_le64(work, rec + 24, n);
+	put_le64(work, rec + 48 + 8, n);
+	reseal_index(work, ix);
+	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	if (rc == TD_OK)
+		td_store_close(st);
+	cr_assert_eq(rc, TD_ECORRUPT, "%llu children: got %d (%s)", (unsigned long long)n, rc,
+		td_error_last()->message);
+}
+
 static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
 	const void *bytes, size_t len, int want, const char *why)
 {
@@ -1439,27 +1461,11 @@ Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 
 	/* Child count against the records present, and against the stack dim's size. */
 	forge64(good, work, ix, rec + 24, 4, TD_ECORRUPT, "count 4, stack dim of 3");
-	copy_file(good, work);
-	put_le64(work, rec + 24, 4);
-	put_le64(work, rec + 48 + 8, 4);
-	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
-	copy_file(good, work);
-	put_le64(work, rec + 24, 2);
-	put_le64(work, rec + 48 + 8, 2);
-	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_child_count(good, work, ix, rec, 4);
+	forge_child_count(good, work, ix, rec, 2);
 	/* No children; more than 2^20; a count that would overflow. */
-	copy_file(good, work);
-	put_le64(work, rec + 24, 0);
-	put_le64(work, rec + 48 + 8, 0);
-	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
-	copy_file(good, work);
-	put_le64(work, rec + 24, ((uint64_t)1 << 20) + 1);
-	put_le64(work, rec + 48 + 8, ((uint64_t)1 << 20) + 1);
-	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	forge_child_count(good, work, ix, rec, 0);
+	forge_child_count(good, work, ix, rec, ((uint64_t)1 << 20) + 1);
 	forge64(good, work, ix, rec + 24, UINT64_MAX, TD_ECORRUPT, "count 2^64 - 1");
 	/* The stack dim: past the batch dims, or another dim (of size 2, not 3). */
 	forge64(good, work, ix, rec + 16, 2, TD_ECORRUPT, "stack dim 2 of 2 dims");
