@@ -13,7 +13,7 @@ dist_man_MANS += \
 	%D%/man/man3/td_buffer_data.3 \
 	%D%/man/man3/td_buffer_device.3 \
 	%D%/man/man3/td_buffer_flags.3 \
-	%D%/man/man3/td_buffer_get_kind.3 \
+	%D%/man/man3/td_buffer_memory.3 \
 	%D%/man/man3/td_buffer_new.3 \
 	%D%/man/man3/td_buffer_ref.3 \
 	%D%/man/man3/td_buffer_refcount.3 \
@@ -52,12 +52,15 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_get_dict_path.3 \
 	%D%/man/man3/td_dict_get_key.3 \
 	%D%/man/man3/td_dict_get_path.3 \
+	%D%/man/man3/td_dict_get_strings.3 \
+	%D%/man/man3/td_dict_get_strings_path.3 \
 	%D%/man/man3/td_dict_get_tensor.3 \
 	%D%/man/man3/td_dict_get_tensor_key.3 \
 	%D%/man/man3/td_dict_get_tensor_path.3 \
 	%D%/man/man3/td_dict_index.3 \
 	%D%/man/man3/td_dict_index_fill.3 \
 	%D%/man/man3/td_dict_index_put.3 \
+	%D%/man/man3/td_dict_is_lazy.3 \
 	%D%/man/man3/td_dict_is_locked.3 \
 	%D%/man/man3/td_dict_items.3 \
 	%D%/man/man3/td_dict_iter_free.3 \
@@ -85,9 +88,6 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_set_string_path.3 \
 	%D%/man/man3/td_dict_set_strings.3 \
 	%D%/man/man3/td_dict_set_strings_path.3 \
-	%D%/man/man3/td_dict_get_strings.3 \
-	%D%/man/man3/td_dict_get_strings_path.3 \
-	%D%/man/man3/td_strings_at.3 \
 	%D%/man/man3/td_dict_set_tensor.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace_key.3 \
@@ -108,24 +108,9 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_update_inplace.3 \
 	%D%/man/man3/td_dict_view.3 \
 	%D%/man/man3/td_dict_zero.3 \
-	%D%/man/man3/td_dict_is_lazy.3 \
-	%D%/man/man3/td_lazy_child.3 \
-	%D%/man/man3/td_lazy_count.3 \
-	%D%/man/man3/td_lazy_densify.3 \
-	%D%/man/man3/td_lazy_get_dict.3 \
-	%D%/man/man3/td_lazy_get_dict_key.3 \
-	%D%/man/man3/td_lazy_get_list.3 \
-	%D%/man/man3/td_lazy_get_nested.3 \
-	%D%/man/man3/td_lazy_get_padded.3 \
-	%D%/man/man3/td_lazy_get_tensor.3 \
-	%D%/man/man3/td_lazy_get_tensor_into.3 \
-	%D%/man/man3/td_lazy_get_tensor_key.3 \
-	%D%/man/man3/td_lazy_maybe_dense_stack.3 \
-	%D%/man/man3/td_lazy_stack.3 \
-	%D%/man/man3/td_lazy_stack_dim.3 \
+	%D%/man/man3/td_dtype_category.3 \
 	%D%/man/man3/td_dtype_from_dlpack.3 \
 	%D%/man/man3/td_dtype_from_name.3 \
-	%D%/man/man3/td_dtype_get_category.3 \
 	%D%/man/man3/td_dtype_is_valid.3 \
 	%D%/man/man3/td_dtype_name.3 \
 	%D%/man/man3/td_dtype_numpy_name.3 \
@@ -154,6 +139,20 @@ dist_man_MANS += \
 	%D%/man/man3/td_key_from_path.3 \
 	%D%/man/man3/td_key_new.3 \
 	%D%/man/man3/td_key_part.3 \
+	%D%/man/man3/td_lazy_child.3 \
+	%D%/man/man3/td_lazy_count.3 \
+	%D%/man/man3/td_lazy_densify.3 \
+	%D%/man/man3/td_lazy_get_dict.3 \
+	%D%/man/man3/td_lazy_get_dict_key.3 \
+	%D%/man/man3/td_lazy_get_list.3 \
+	%D%/man/man3/td_lazy_get_nested.3 \
+	%D%/man/man3/td_lazy_get_padded.3 \
+	%D%/man/man3/td_lazy_get_tensor.3 \
+	%D%/man/man3/td_lazy_get_tensor_into.3 \
+	%D%/man/man3/td_lazy_get_tensor_key.3 \
+	%D%/man/man3/td_lazy_maybe_dense_stack.3 \
+	%D%/man/man3/td_lazy_stack.3 \
+	%D%/man/man3/td_lazy_stack_dim.3 \
 	%D%/man/man3/td_mmap_tensor_empty.3 \
 	%D%/man/man3/td_mmap_tensor_from_file.3 \
 	%D%/man/man3/td_mmap_tensor_from_tensor.3 \
@@ -205,6 +204,7 @@ dist_man_MANS += \
 	%D%/man/man3/td_store_remove.3 \
 	%D%/man/man3/td_store_sync.3 \
 	%D%/man/man3/td_strerror.3 \
+	%D%/man/man3/td_strings_at.3 \
 	%D%/man/man3/td_tensor_allclose.3 \
 	%D%/man/man3/td_tensor_array_free.3 \
 	%D%/man/man3/td_tensor_binary.3 \

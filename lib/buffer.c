@@ -32,7 +32,7 @@ int td_buffer_new(td_buffer **out, size_t nbytes, unsigned flags)
 	if (!b)
 		return td__error_nomem(total);
 	atomic_init(&b->refs, 1);
-	b->kind = TD_BUFFER_HEAP;
+	b->kind = TD_MEMORY_HEAP;
 	b->flags = 0;
 	b->device = -1;
 	b->data = (void *)(((uintptr_t)(b + 1) + TD_BUFFER_ALIGNMENT - 1) &
@@ -61,20 +61,20 @@ int td_buffer_wrap(td_buffer **out, void *data, size_t nbytes, const td_buffer_w
 			opts->version, TD_BUFFER_WRAP_OPTS_VERSION);
 	if (!data && nbytes)
 		return td__error(TD_EINVAL, "td_buffer_wrap: NULL data with %zu bytes", nbytes);
-	if ((unsigned)opts->kind > TD_BUFFER_EXTERNAL || opts->kind == TD_BUFFER_HEAP)
-		return td__error(TD_EINVAL, "td_buffer_wrap: invalid kind %d", (int)opts->kind);
+	if ((unsigned)opts->memory > TD_MEMORY_EXTERNAL || opts->memory == TD_MEMORY_HEAP)
+		return td__error(TD_EINVAL, "td_buffer_wrap: invalid memory kind %d", (int)opts->memory);
 	if (opts->flags & ~(unsigned)TD_BUFFER_READONLY)
 		return td__error(TD_EINVAL, "td_buffer_wrap: unknown flags 0x%x", opts->flags);
 	if (opts->device < -1 || opts->device > INT16_MAX ||
-	    (opts->kind == TD_BUFFER_DEVICE) != (opts->device >= 0))
+	    (opts->memory == TD_MEMORY_DEVICE) != (opts->device >= 0))
 		return td__error(TD_EINVAL,
-			"td_buffer_wrap: device %d does not fit kind %d (device memory needs an "
-			"ordinal >= 0, host memory -1)", opts->device, (int)opts->kind);
+			"td_buffer_wrap: device %d does not fit memory kind %d (device memory needs an "
+			"ordinal >= 0, host memory -1)", opts->device, (int)opts->memory);
 	b = td__malloc(sizeof(*b));
 	if (!b)
 		return td__error_nomem(sizeof(*b));
 	atomic_init(&b->refs, 1);
-	b->kind = (uint8_t)opts->kind;
+	b->kind = (uint8_t)opts->memory;
 	b->flags = (uint8_t)opts->flags;
 	b->device = (int16_t)opts->device;
 	b->data = data;
@@ -100,7 +100,7 @@ void td_buffer_unref(td_buffer *buf)
 
 void td__buffer_destroy(td_buffer *buf)
 {
-	if (buf->kind == TD_BUFFER_HEAP) {
+	if (buf->kind == TD_MEMORY_HEAP) {
 		td__free_small(buf, buf->nbytes + HEAP_SLACK);
 		return;
 	}
@@ -119,9 +119,9 @@ size_t td_buffer_size(const td_buffer *buf)
 	return buf ? buf->nbytes : 0;
 }
 
-td_buffer_kind td_buffer_get_kind(const td_buffer *buf)
+td_memory td_buffer_memory(const td_buffer *buf)
 {
-	return buf ? (td_buffer_kind)buf->kind : TD_BUFFER_HEAP;
+	return buf ? (td_memory)buf->kind : TD_MEMORY_HEAP;
 }
 
 unsigned td_buffer_flags(const td_buffer *buf)

@@ -10,7 +10,7 @@
 
 struct td_buffer {
 	_Atomic uint32_t refs;
-	uint8_t kind;             /* td_buffer_kind */
+	uint8_t kind;             /* td_memory */
 	uint8_t flags;            /* TD_BUFFER_READONLY */
 	int16_t device;           /* device ordinal, -1 for host memory */
 	void *data;
@@ -43,7 +43,7 @@ static inline void td__buffer_unref(td_buffer *b)
 
 static inline bool td__buffer_host(const td_buffer *b)
 {
-	return b->kind != TD_BUFFER_DEVICE;
+	return b->kind != TD_MEMORY_DEVICE;
 }
 
 #endif /* TD_BUFFER_IMPL_H */

@@ -149,7 +149,7 @@ static void lazy_drop_current(lazy_iter *lz)
 		td_buffer *b = lz->cur.u.tensor.buffer;
 
 		/* acquire: a reference the caller took and dropped meanwhile is done with. */
-		if (!lz->spare && b->kind == TD_BUFFER_HEAP &&
+		if (!lz->spare && b->kind == TD_MEMORY_HEAP &&
 		    atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
 			lz->spare = b;
 		else

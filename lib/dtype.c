@@ -68,9 +68,9 @@ size_t td_dtype_size(td_dtype dtype)
 	return td_dtype_is_valid((int)dtype) ? dtypes[dtype].size : 0;
 }
 
-td_dtype_category td_dtype_get_category(td_dtype dtype)
+td_category td_dtype_category(td_dtype dtype)
 {
-	return td_dtype_is_valid((int)dtype) ? (td_dtype_category)dtypes[dtype].category
+	return td_dtype_is_valid((int)dtype) ? (td_category)dtypes[dtype].category
 					     : TD_CATEGORY_BOOL;
 }
 
@@ -143,12 +143,12 @@ int td_dtype_from_name(td_dtype *out, const char *name)
 	return td__error(TD_EINVAL, "unknown dtype '%s'", name);
 }
 
-int td_dtype_to_dlpack(td_dtype dtype, uint8_t *code, uint8_t *bits)
+int td_dtype_to_dlpack(uint8_t *code_out, uint8_t *bits_out, td_dtype dtype)
 {
-	if (!td_dtype_is_valid((int)dtype) || !code || !bits)
+	if (!td_dtype_is_valid((int)dtype) || !code_out || !bits_out)
 		return td__error(TD_EINVAL, "td_dtype_to_dlpack: invalid dtype or NULL output");
-	*code = dtypes[dtype].dl_code;
-	*bits = dtypes[dtype].dl_bits;
+	*code_out = dtypes[dtype].dl_code;
+	*bits_out = dtypes[dtype].dl_bits;
 	return TD_OK;
 }
 
@@ -187,20 +187,20 @@ static td_dtype int_of_size(size_t size)
 
 td_dtype td_dtype_promote(td_dtype a, td_dtype b)
 {
-	td_dtype_category ca, cb;
+	td_category ca, cb;
 
 	if (!td_dtype_is_valid((int)a) || !td_dtype_is_valid((int)b))
 		return a;
 	if (a == b)
 		return a;
-	ca = (td_dtype_category)dtypes[a].category;
-	cb = (td_dtype_category)dtypes[b].category;
+	ca = (td_category)dtypes[a].category;
+	cb = (td_category)dtypes[b].category;
 	if (ca < cb || (ca == cb && dtypes[a].size < dtypes[b].size)) {
 		td_dtype t = a;
 		a = b;
 		b = t;
-		ca = (td_dtype_category)dtypes[a].category;
-		cb = (td_dtype_category)dtypes[b].category;
+		ca = (td_category)dtypes[a].category;
+		cb = (td_category)dtypes[b].category;
 	}
 	/* Now a is the "higher" type. */
 	switch (ca) {

@@ -125,7 +125,7 @@ static int select_positions(lazy_index *li, const td_index *x, int64_t size, con
 			if (x->mask[k])
 				li->pos[j++] = k;
 		} else {
-			TD_TRY(td_tensor_get(x->tensor, &k, &s));
+			TD_TRY(td_tensor_get(&s, x->tensor, &k));
 			if (s.kind == TD_SCALAR_BOOL)
 				li->pos[j] = k, j += s.v.b;
 			else if (s.kind == TD_SCALAR_UINT)
@@ -243,7 +243,7 @@ static int plan(lazy_index *li, const td_dict *d, const td_index *idx, size_t n,
 		li->one = x->start;
 		if (x->kind == TD_INDEX_TENSOR) {
 			int64_t none = 0;
-			TD_TRY(td_tensor_get(x->tensor, &none, &s));
+			TD_TRY(td_tensor_get(&s, x->tensor, &none));
 			li->one = s.kind == TD_SCALAR_UINT ? (int64_t)s.v.u : s.v.i;
 		}
 		li->one = wrap(li->one, d->batch_shape[sd]);

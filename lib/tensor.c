@@ -460,7 +460,7 @@ static int element_ptr(const td_tensor *t, const int64_t *index, char **out, con
 	return TD_OK;
 }
 
-int td_tensor_get(const td_tensor *t, const int64_t *index, td_scalar *out)
+int td_tensor_get(td_scalar *out, const td_tensor *t, const int64_t *index)
 {
 	char *p;
 

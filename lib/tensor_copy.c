@@ -269,7 +269,7 @@ td_scalar td__scalar_load(const void *p, td_dtype dtype)
 	td_scalar s;
 	uint8_t b;
 
-	switch (td_dtype_get_category(dtype)) {
+	switch (td_dtype_category(dtype)) {
 	case TD_CATEGORY_BOOL:
 		td__convert((char *)&b, 0, TD_DTYPE_BOOL, p, 0, dtype, 1);
 		return td_scalar_bool(b != 0);

@@ -212,10 +212,10 @@ static void mask_positions(const td_index *x, int64_t nnz, int64_t *pos)
 
 static int tensor_element_check(const td_index *x, size_t i, int *consumed, const char *fn)
 {
-	td_dtype_category c;
+	td_category c;
 
 	TD_TRY(td__tensor_check_read(x->tensor, fn, "an index tensor"));
-	c = td_dtype_get_category(x->tensor->dtype);
+	c = td_dtype_category(x->tensor->dtype);
 	if (c == TD_CATEGORY_BOOL) {
 		*consumed += x->tensor->ndim;
 		return TD_OK;

@@ -348,7 +348,7 @@ static void run_binary(const td_tensor *dst, const operand *a, const operand *b,
 /* torch's categories: bool < integral (signed or not) < floating < complex. */
 static int torch_category(td_dtype d)
 {
-	switch (td_dtype_get_category(d)) {
+	switch (td_dtype_category(d)) {
 	case TD_CATEGORY_BOOL:
 		return 0;
 	case TD_CATEGORY_UINT:
@@ -756,7 +756,7 @@ int td_tensor_allclose(const td_tensor *a, const td_tensor *b, double rtol, doub
 		return td__error(TD_EINVAL, "%s: rtol %g and atol %g must be >= 0", fn, rtol, atol);
 	TD_TRY(td__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape, fn));
 	memset(&c, 0, sizeof(c));
-	if (td_dtype_get_category(td_dtype_promote(a->dtype, b->dtype)) == TD_CATEGORY_COMPLEX) {
+	if (td_dtype_category(td_dtype_promote(a->dtype, b->dtype)) == TD_CATEGORY_COMPLEX) {
 		c.test = test_close_complex;
 		c.ct = TD_DTYPE_C128;
 	} else {

@@ -47,7 +47,7 @@ int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char
 {
 	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
 
-	opts.kind = TD_BUFFER_FILE;
+	opts.memory = TD_MEMORY_FILE;
 	opts.release = td__unmap_release;
 	return td__map_fd_as(out, fd, nbytes, writable, &opts, what);
 }

@@ -2,8 +2,8 @@
 /*
  * mmap.c - memory-mapped tensors on their own (tensordict's
  * MemoryMappedTensor) and tensors and dicts in anonymous shared memory
- * (memfd). A file tensor's buffer (TD_BUFFER_FILE) owns its mapping. A
- * shared-memory buffer (TD_BUFFER_SHM) is either a block of the
+ * (memfd). A file tensor's buffer (TD_MEMORY_FILE) owns its mapping. A
+ * shared-memory buffer (TD_MEMORY_SHM) is either a block of the
  * shared-memory arena (shm_arena.c; small tensors) or owns its mapping and
  * its memfd, whose descriptor is the buffer's payload, closed by the
  * release hook.
@@ -39,7 +39,7 @@ static void shm_release(void *data, size_t nbytes, void *payload)
 }
 
 /*
- * Map the first `nbytes` of `fd` as a TD_BUFFER_SHM buffer that owns `fd`
+ * Map the first `nbytes` of `fd` as a TD_MEMORY_SHM buffer that owns `fd`
  * (closed here on failure). Zero bytes map nothing.
  */
 static int shm_buffer(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what)
@@ -47,7 +47,7 @@ static int shm_buffer(td_buffer **out, int fd, size_t nbytes, bool writable, con
 	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
 	int rc;
 
-	opts.kind = TD_BUFFER_SHM;
+	opts.memory = TD_MEMORY_SHM;
 	opts.release = shm_release;
 	opts.payload = (void *)(intptr_t)fd;
 	if (nbytes) {
@@ -97,11 +97,11 @@ static int shm_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const cha
 }
 
 /* A buffer of zero bytes of `kind` (nothing mapped). */
-static int empty_buffer(td_buffer **out, td_buffer_kind kind, bool writable)
+static int empty_buffer(td_buffer **out, td_memory kind, bool writable)
 {
 	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
 
-	opts.kind = kind;
+	opts.memory = kind;
 	opts.flags = writable ? 0u : TD_BUFFER_READONLY;
 	return td_buffer_wrap(out, no_bytes, 0, &opts);
 }
@@ -138,7 +138,7 @@ static int make_buffer(maker *m, size_t nbytes, td_buffer **out)
 	if (nbytes)
 		rc = td__map_fd(out, fd, nbytes, true, m->path);
 	else
-		rc = empty_buffer(out, TD_BUFFER_FILE, true);
+		rc = empty_buffer(out, TD_MEMORY_FILE, true);
 	close(fd);
 	return rc;
 }
@@ -283,7 +283,7 @@ int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, i
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
 	if (nbytes == 0) {
-		rc = empty_buffer(&buf, TD_BUFFER_FILE, rw);
+		rc = empty_buffer(&buf, TD_MEMORY_FILE, rw);
 	} else {
 		/* O_NONBLOCK: a FIFO at `path` must not block the open. */
 		fd = open(path, (rw ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

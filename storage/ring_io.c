@@ -96,7 +96,7 @@ static int check_leaf(const td__ring_leaf *l, const td_tensor *t, int64_t n, boo
 			batched ? "n, " : "", l->row_ndim);
 	if (dst && (!td_tensor_is_contiguous(t) ||
 		(td_buffer_flags(t->buffer) & TD_BUFFER_READONLY) ||
-		td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE))
+		td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE))
 		return td__error(TD_ETYPE, "%s: leaf '%s' of the destination is not a contiguous, "
 			"writable host tensor", fn, td_key_part(l->key, td_key_depth(l->key) - 1));
 	return TD_OK;
@@ -116,8 +116,8 @@ int td__ring_resolve(td_ring *r, const td_dict *d, int64_t n, bool batched, bool
 		TD_TRY(check_leaf(&r->leaves[i], t, n, batched, dst, fn));
 		r->tens[i] = t;
 		r->ptrs[i] = n > 0 && td_tensor_is_contiguous(t) &&
-			td_buffer_get_kind(t->buffer) != TD_BUFFER_DEVICE ? td_tensor_data(t) : NULL;
-		if (!dst && !r->ptrs[i] && n > 0 && td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE)
+			td_buffer_memory(t->buffer) != TD_MEMORY_DEVICE ? td_tensor_data(t) : NULL;
+		if (!dst && !r->ptrs[i] && n > 0 && td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE)
 			return td__error(TD_EINVAL, "%s: leaf '%s' is in device memory", fn,
 				td_key_part(r->leaves[i].key, td_key_depth(r->leaves[i].key) - 1));
 	}

@@ -337,7 +337,7 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
 	*zeroed_out = take_block(cls, c, &idx);
 	pthread_mutex_unlock(&cls->lock);
 	data = c->base + ((size_t)idx << shift);
-	opts.kind = TD_BUFFER_SHM;
+	opts.memory = TD_MEMORY_SHM;
 	opts.release = arena_release;
 	opts.payload = c;
 	rc = td_buffer_wrap(out, data, nbytes, &opts);

@@ -932,7 +932,7 @@ int td__check_writable(const td_dict *d, const char *fn)
 			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
 				"tensordict's layout stores only as a Python pickle", fn, keys[i]);
 		else if (v->kind == TD_VALUE_TENSOR &&
-			 td_buffer_get_kind(v->u.tensor.buffer) == TD_BUFFER_DEVICE)
+			 td_buffer_memory(v->u.tensor.buffer) == TD_MEMORY_DEVICE)
 			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn, keys[i]);
 		else if (v->kind == TD_VALUE_DICT)
 			rc = td__check_writable(v->u.dict, fn);
@@ -2083,7 +2083,7 @@ int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, con
 	TD_TRY(td__store_check_path(store, parts, n, fn));
 	if (!t || !t->buffer)
 		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
-	if (td_buffer_get_kind(t->buffer) == TD_BUFFER_DEVICE)
+	if (td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE)
 		return td__error(TD_EINVAL, "%s: the tensor is in device memory", fn);
 	if (store->packed)
 		return td__packed_add(store, parts, n, t, true, fn);

@@ -336,7 +336,7 @@ int td__holds_lazy(const td_dict *d);
 
 /**
  * Serve `nbytes` of anonymous shared memory from the arena as a writable
- * TD_BUFFER_SHM buffer whose last reference gives the block back.
+ * TD_MEMORY_SHM buffer whose last reference gives the block back.
  * @return 1 with `*out` set, and `*zeroed_out` true when the bytes read as
  *         zeros (a never-used block) and false when they may hold an
  *         earlier tensor's bytes; 0 when the arena does not serve this
@@ -454,7 +454,7 @@ void td__unmap_release(void *data, size_t nbytes, void *payload);
 
 /**
  * Map `nbytes` from offset 0 of `fd` shared, read-only or writable, as a
- * TD_BUFFER_FILE buffer whose last reference unmaps it. `what` names the
+ * TD_MEMORY_FILE buffer whose last reference unmaps it. `what` names the
  * file in messages.
  */
 int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char *what);

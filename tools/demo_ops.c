@@ -178,7 +178,7 @@ static int nudge(td_dict *x, const char *key, double delta)
 	if (rc < 0)
 		return rc;
 	td_tensor_ref(&own, t);
-	rc = td_tensor_get(&own, at, &v);
+	rc = td_tensor_get(&v, &own, at);
 	if (rc >= 0)
 		rc = td_tensor_set(&own, at, td_scalar_float(v.v.f + delta));
 	td_tensor_release(&own);
@@ -354,7 +354,7 @@ out:
 /* td_apply_fn: floating leaves converted to *(td_dtype *)payload, others shared. */
 static int to_dtype(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
 {
-	if (td_dtype_get_category(in->dtype) != TD_CATEGORY_FLOAT) {
+	if (td_dtype_category(in->dtype) != TD_CATEGORY_FLOAT) {
 		td_tensor_ref(out, in);
 		return TD_OK;
 	}

@@ -315,7 +315,7 @@ bool demo_shares(const td_dict *d, const td_dict *e, const char *key)
 int demo_tensor_at(const td_tensor *t, const int64_t *index, double *out)
 {
 	td_scalar s;
-	int rc = td_tensor_get(t, index, &s);
+	int rc = td_tensor_get(&s, t, index);
 
 	if (rc < 0)
 		return rc;

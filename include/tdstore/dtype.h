@@ -34,13 +34,13 @@ typedef enum td_dtype {
 } td_dtype;
 
 /** Broad families of element types, in promotion order. */
-typedef enum td_dtype_category {
+typedef enum td_category {
 	TD_CATEGORY_BOOL = 0,
 	TD_CATEGORY_UINT = 1,
 	TD_CATEGORY_INT = 2,
 	TD_CATEGORY_FLOAT = 3,
 	TD_CATEGORY_COMPLEX = 4
-} td_dtype_category;
+} td_category;
 
 /** @return true if `dtype` is one of the td_dtype values. */
 TD_API bool td_dtype_is_valid(int dtype);
@@ -49,7 +49,7 @@ TD_API bool td_dtype_is_valid(int dtype);
 TD_API size_t td_dtype_size(td_dtype dtype);
 
 /** @return the category of `dtype`; TD_CATEGORY_BOOL for an invalid one. */
-TD_API td_dtype_category td_dtype_get_category(td_dtype dtype);
+TD_API td_category td_dtype_category(td_dtype dtype);
 
 /** @return the short name ("float32", "bfloat16", "bool"); "invalid" for an invalid dtype. */
 TD_API const char *td_dtype_name(td_dtype dtype);
@@ -84,13 +84,13 @@ TD_API int td_dtype_from_name(td_dtype *out, const char *name);
  * The DLPack type of a dtype (code from DLDataTypeCode, bits per lane,
  * one lane).
  *
- * @param dtype      the dtype
- * @param[out] code  receives kDLInt (0), kDLUInt (1), kDLFloat (2),
- *                   kDLBfloat (4), kDLComplex (5) or kDLBool (6)
- * @param[out] bits  receives the number of bits (8 for bool)
+ * @param[out] code_out  receives kDLInt (0), kDLUInt (1), kDLFloat (2),
+ *                       kDLBfloat (4), kDLComplex (5) or kDLBool (6)
+ * @param[out] bits_out  receives the number of bits (8 for bool)
+ * @param dtype          the dtype
  * @return TD_OK; TD_EINVAL for an invalid dtype or NULL pointers
  */
-TD_API int td_dtype_to_dlpack(td_dtype dtype, uint8_t *code, uint8_t *bits);
+TD_API int td_dtype_to_dlpack(uint8_t *code_out, uint8_t *bits_out, td_dtype dtype);
 
 /**
  * The dtype of a DLPack type.

@@ -48,7 +48,7 @@
  * td_shm_arena_set_max() changes it at run time.
  *
  * Lifetimes: each tensor holds a reference to a buffer that owns the
- * mapping (kind TD_BUFFER_FILE for files, TD_BUFFER_SHM for memfds, which
+ * mapping (kind TD_MEMORY_FILE for files, TD_MEMORY_SHM for memfds, which
  * also keeps the memfd open). Views of the tensor (td_tensor_ref(),
  * indexing) hold the same buffer; the mapping is unmapped, and the memfd
  * closed, when the last of them is released. A file is never truncated by
@@ -92,7 +92,7 @@ TD_BEGIN_DECLS
  * without elements maps nothing, but its file is still created (empty).
  *
  * With `path` NULL, the tensor lives in anonymous shared memory and its
- * buffer has the kind TD_BUFFER_SHM: a block of the shared-memory arena
+ * buffer has the kind TD_MEMORY_SHM: a block of the shared-memory arena
  * when it is small enough (see the top of this header; a recycled block
  * keeps an earlier tensor's bytes), else a new zero-filled memfd.
  *
@@ -205,7 +205,7 @@ TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
  * Map shared memory received from another process (or any regular file
  * descriptor) as a C-contiguous tensor that starts `offset` bytes into it.
  * The descriptor is duplicated (the caller keeps and closes its own); the
- * tensor's buffer has the kind TD_BUFFER_SHM and td_shm_tensor_fd() works
+ * tensor's buffer has the kind TD_MEMORY_SHM and td_shm_tensor_fd() works
  * on it. The bytes [0, offset + nbytes) are mapped.
  *
  * @param[out] out  receives the tensor (read-only unless TD_MMAP_RDWR);

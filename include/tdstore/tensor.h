@@ -18,7 +18,7 @@
  *    that input's reference is then released and replaced by the result
  *    (so `td_tensor_select(&t, &t, 0, 1)` narrows `t` in place).
  *  - Negative dims count from the end (-1 is the last dimension).
- *  - Tensors in TD_BUFFER_DEVICE buffers cannot be read or written by the
+ *  - Tensors in TD_MEMORY_DEVICE buffers cannot be read or written by the
  *    CPU: element operations return TD_ENOTSUP. Writes into a buffer with
  *    TD_BUFFER_READONLY return TD_EREADONLY.
  *  - All size arithmetic is overflow-checked: shapes whose byte size does
@@ -339,15 +339,15 @@ TD_API void *td_tensor_data(const td_tensor *t);
 /**
  * Read one element.
  *
- * @param t          the tensor
- * @param index      t->ndim positions (negatives count from the end); may
- *                   be NULL for a 0-d tensor
  * @param[out] out   receives the value: BOOL for bool, INT for signed
  *                   integers, UINT for unsigned ones, FLOAT for floating
  *                   types, COMPLEX for complex types
+ * @param t          the tensor
+ * @param index      t->ndim positions (negatives count from the end); may
+ *                   be NULL for a 0-d tensor
  * @return TD_OK; TD_EINVAL; TD_EINDEX; TD_ENOTSUP for device memory
  */
-TD_API int td_tensor_get(const td_tensor *t, const int64_t *index, td_scalar *out);
+TD_API int td_tensor_get(td_scalar *out, const td_tensor *t, const int64_t *index);
 
 /**
  * Write one element, converting `value` to the tensor's dtype.

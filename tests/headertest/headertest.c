@@ -31,7 +31,7 @@ int main(void)
 	if (td_tensor_zeros(&t, TD_DTYPE_F32, 2, shape) != TD_OK ||
 	    td_tensor_fill(&t, td_scalar_float(2.5)) != TD_OK ||
 	    td_tensor_select(&row, &t, 0, 1) != TD_OK ||
-	    td_tensor_get(&row, at, &got) != TD_OK) {
+	    td_tensor_get(&got, &row, at) != TD_OK) {
 		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}

@@ -28,7 +28,7 @@ int main()
 	if (td_tensor_zeros(&t, TD_DTYPE_I64, 2, shape) != TD_OK ||
 	    td_tensor_fill(&t, td_scalar_int(7)) != TD_OK ||
 	    td_tensor_select(&row, &t, 0, 2) != TD_OK ||
-	    td_tensor_get(&row, at, &got) != TD_OK) {
+	    td_tensor_get(&got, &row, at) != TD_OK) {
 		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}

@@ -105,7 +105,7 @@ static int64_t flat_offset(const td_tensor *t, int64_t flat)
 void td_test_random_fill(td_tensor *t, uint64_t seed)
 {
 	int64_t i, n = td_tensor_numel(t);
-	td_dtype_category cat = td_dtype_get_category(t->dtype);
+	td_category cat = td_dtype_category(t->dtype);
 
 	for (i = 0; i < n; i++) {
 		int64_t idx[TD_MAX_DIMS], f = i;

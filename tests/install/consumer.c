@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 		return fail("td_tensor_select");
 	if (td_tensor_to_dtype(&as_int, &row, TD_DTYPE_I32) != TD_OK)
 		return fail("td_tensor_to_dtype");
-	if (td_tensor_get(&as_int, at, &got) != TD_OK)
+	if (td_tensor_get(&got, &as_int, at) != TD_OK)
 		return fail("td_tensor_get");
 	td_tensor_release(&as_int);
 	td_tensor_release(&row);

@@ -12,7 +12,7 @@ Test(buffer, heap_buffer_is_aligned_sized_and_zeroed_on_request)
 	td_cr_assert_ok(td_buffer_new(&b, 1000, TD_BUFFER_ZEROED));
 	cr_assert_eq(td_buffer_size(b), 1000);
 	cr_assert_eq((uintptr_t)td_buffer_data(b) % TD_BUFFER_ALIGNMENT, 0);
-	cr_assert_eq(td_buffer_get_kind(b), TD_BUFFER_HEAP);
+	cr_assert_eq(td_buffer_memory(b), TD_MEMORY_HEAP);
 	cr_assert_eq(td_buffer_flags(b), 0);
 	cr_assert_eq(td_buffer_device(b), -1);
 	cr_assert_eq(td_buffer_refcount(b), 1);
@@ -41,13 +41,13 @@ Test(buffer, bad_arguments_are_refused)
 	td_cr_assert_err(td_buffer_new(&b, SIZE_MAX - 8, 0), TD_EOVERFLOW);
 	td_cr_assert_err(td_buffer_wrap(NULL, data, 8, NULL), TD_EINVAL);
 	td_cr_assert_err(td_buffer_wrap(&b, NULL, 8, NULL), TD_EINVAL);
-	o.kind = TD_BUFFER_HEAP;
+	o.memory = TD_MEMORY_HEAP;
 	td_cr_assert_err(td_buffer_wrap(&b, data, 8, &o), TD_EINVAL);
-	o.kind = (td_buffer_kind)42;
+	o.memory = (td_memory)42;
 	td_cr_assert_err(td_buffer_wrap(&b, data, 8, &o), TD_EINVAL);
-	o.kind = TD_BUFFER_DEVICE; /* device memory needs an ordinal */
+	o.memory = TD_MEMORY_DEVICE; /* device memory needs an ordinal */
 	td_cr_assert_err(td_buffer_wrap(&b, data, 8, &o), TD_EINVAL);
-	o.kind = TD_BUFFER_EXTERNAL;
+	o.memory = TD_MEMORY_EXTERNAL;
 	o.device = 0; /* host memory with a device ordinal */
 	td_cr_assert_err(td_buffer_wrap(&b, data, 8, &o), TD_EINVAL);
 	o.device = -1;
@@ -75,14 +75,14 @@ Test(buffer, wrapped_buffer_runs_its_hook_on_last_unref)
 	td_buffer *b;
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
 
-	o.kind = TD_BUFFER_FILE;
+	o.memory = TD_MEMORY_FILE;
 	o.flags = TD_BUFFER_READONLY;
 	o.release = on_release;
 	o.payload = (void *)0x1234;
 	released = 0;
 	td_cr_assert_ok(td_buffer_wrap(&b, data, sizeof(data), &o));
 	cr_assert_eq(td_buffer_data(b), data);
-	cr_assert_eq(td_buffer_get_kind(b), TD_BUFFER_FILE);
+	cr_assert_eq(td_buffer_memory(b), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(b), TD_BUFFER_READONLY);
 	cr_assert_eq(td_buffer_ref(b), b);
 	cr_assert_eq(td_buffer_refcount(b), 2);
@@ -97,7 +97,7 @@ Test(buffer, device_buffer_keeps_its_ordinal)
 	td_buffer *b;
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
 
-	o.kind = TD_BUFFER_DEVICE;
+	o.memory = TD_MEMORY_DEVICE;
 	o.device = 3;
 	td_cr_assert_ok(td_buffer_wrap(&b, (void *)0x1000, 64, &o));
 	cr_assert_eq(td_buffer_device(b), 3);

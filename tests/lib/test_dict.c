@@ -270,7 +270,7 @@ Test(dict, set_inplace_copies_with_broadcast_and_conversion)
 	td_cr_assert_ok(td_dict_set_tensor_inplace(d, "x", &src));
 	td_cr_assert_ok(td_dict_get_tensor(d, "x", &got));
 	cr_assert_eq(got->buffer, t.buffer, "in place keeps the stored buffer");
-	td_cr_assert_ok(td_tensor_get(got, at, &v));
+	td_cr_assert_ok(td_tensor_get(&v, got, at));
 	cr_assert_float_eq(v.v.f, 7.0, 0);
 	td_cr_assert_err(td_dict_set_tensor_inplace(d, "missing", &src), TD_ENOTFOUND);
 	td_cr_assert_ok(td_dict_set_string(d, "s", "x"));
@@ -309,7 +309,7 @@ Test(dict, locked_dict_refuses_new_keys_and_deletions_but_writes_in_place)
 	td_cr_assert_ok(td_dict_set_tensor(d, "a.x", &t));
 	td_cr_assert_ok(td_dict_get_tensor(d, "a.x", &got));
 	cr_assert_eq(got->buffer, u.buffer);
-	td_cr_assert_ok(td_tensor_get(got, at, &v));
+	td_cr_assert_ok(td_tensor_get(&v, got, at));
 	cr_assert_float_eq(v.v.f, 3.0, 0);
 	td_cr_assert_err(td_dict_unlock(a), TD_ELOCKED);
 	td_cr_assert_ok(td_dict_unlock(d));
@@ -1308,7 +1308,7 @@ static int64_t first_f32(const td_dict *d, const char *key)
 	td_scalar s;
 
 	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
-	td_cr_assert_ok(td_tensor_get(t, zero, &s));
+	td_cr_assert_ok(td_tensor_get(&s, t, zero));
 	return (int64_t)s.v.f;
 }
 

@@ -214,9 +214,9 @@ Test(dict_batch, index_put_creates_missing_keys_and_checks_shapes)
 	td_cr_assert_ok(td_dict_set_tensor_take(v, "new.x", &t));
 	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
 	expect_shape(leaf(d, "new.x"), 3, s347);
-	td_cr_assert_ok(td_tensor_get(leaf(d, "new.x"), at, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "new.x"), at));
 	cr_assert_eq(s.v.i, 9);
-	td_cr_assert_ok(td_tensor_get(leaf(d, "new.x"), at0, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "new.x"), at0));
 	cr_assert_eq(s.v.i, 0);
 	td_dict_free(v);
 	td_cr_assert_ok(td_dict_new(&v, 1, b5));
@@ -244,11 +244,11 @@ Test(dict_batch, index_fill_sets_every_leaf_at_the_index)
 	int64_t a0[] = { 2, 0, 3 }, a1[] = { 2, 1, 3 }, t0[] = { 1, 0, 1, 1 };
 
 	td_cr_assert_ok(td_dict_index_fill(d, idx, 2, td_scalar_float(-1)));
-	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), a0, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "a"), a0));
 	cr_assert_eq(s.v.f, -1);
-	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), a1, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "a"), a1));
 	cr_assert_neq(s.v.f, -1);
-	td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), t0, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "b.c.t"), t0));
 	cr_assert_eq(s.v.f, -1);
 	td_cr_assert_err(td_dict_index_fill(d, idx, 2, (td_scalar){ .kind = 42 }), TD_EINVAL);
 	td_dict_free(d);
@@ -521,7 +521,7 @@ Test(dict_batch, index_put_with_masks_and_lists_reaches_nested_leaves)
 	{
 		td_scalar s;
 		int64_t at[] = { 2, 3, 1, 1 };
-		td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), at, &s));
+		td_cr_assert_ok(td_tensor_get(&s, leaf(d, "b.c.t"), at));
 		cr_assert_eq(s.v.f, -7);
 	}
 	td_cr_assert_err(td_dict_index_fill(NULL, by_mask, 1, td_scalar_int(0)), TD_EINVAL);
@@ -554,9 +554,9 @@ Test(dict_batch, index_put_creates_nested_dicts_and_non_tensor_values)
 	{
 		td_scalar s;
 		int64_t row0[] = { 0, 3, 1, 2 }, row1[] = { 1, 3, 1, 2 };
-		td_cr_assert_ok(td_tensor_get(leaf(d, "made.deep"), row0, &s));
+		td_cr_assert_ok(td_tensor_get(&s, leaf(d, "made.deep"), row0));
 		cr_assert_eq(s.v.i, 5);
-		td_cr_assert_ok(td_tensor_get(leaf(d, "made.deep"), row1, &s));
+		td_cr_assert_ok(td_tensor_get(&s, leaf(d, "made.deep"), row1));
 		cr_assert_eq(s.v.i, 0);
 	}
 	cr_assert_eq(td_dict_contains(d, "note", TD_LEAVES_ONLY), 1);
@@ -636,7 +636,7 @@ Test(dict_batch, index_put_checks_every_shape_before_writing)
 	{
 		td_scalar s;
 		int64_t at[] = { 0, 3, 1, 1 };
-		td_cr_assert_ok(td_tensor_get(leaf(d, "b.c.t"), at, &s));
+		td_cr_assert_ok(td_tensor_get(&s, leaf(d, "b.c.t"), at));
 		cr_assert_eq(s.v.f, 7);
 	}
 	td_dict_free(v);
@@ -1397,7 +1397,7 @@ Test(dict_batch, index_put_checks_every_leaf_before_writing)
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, s47));
 	td_cr_assert_ok(td_dict_set_tensor_take(v, "b.b1", &t));
 	td_cr_assert_err(td_dict_index_put(d, idx, 1, v), TD_ETYPE);
-	td_cr_assert_ok(td_tensor_get(leaf(d, "a"), at, &s));
+	td_cr_assert_ok(td_tensor_get(&s, leaf(d, "a"), at));
 	cr_assert_eq(s.v.f, 0, "the first leaf was not written");
 	td_dict_free(v);
 	td_dict_free(d);

@@ -24,7 +24,7 @@ static double val(const td_dict *d, const char *key)
 	int64_t zero[TD_MAX_DIMS] = { 0 };
 
 	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
-	td_cr_assert_ok(td_tensor_get(t, zero, &s));
+	td_cr_assert_ok(td_tensor_get(&s, t, zero));
 	switch (s.kind) {
 	case TD_SCALAR_BOOL:
 		return s.v.b;

@@ -109,20 +109,20 @@ Test(dtype, dlpack_codes_round_trip)
 	td_dtype d;
 
 	for (i = 0; i < TD_DTYPE_COUNT; i++) {
-		td_cr_assert_ok(td_dtype_to_dlpack((td_dtype)i, &code, &bits));
+		td_cr_assert_ok(td_dtype_to_dlpack(&code, &bits, (td_dtype)i));
 		td_cr_assert_ok(td_dtype_from_dlpack(&d, code, bits, 1));
 		cr_assert_eq(d, (td_dtype)i);
 	}
-	td_cr_assert_ok(td_dtype_to_dlpack(TD_DTYPE_BF16, &code, &bits));
+	td_cr_assert_ok(td_dtype_to_dlpack(&code, &bits, TD_DTYPE_BF16));
 	cr_assert_eq(code, 4);
 	cr_assert_eq(bits, 16);
-	td_cr_assert_ok(td_dtype_to_dlpack(TD_DTYPE_BOOL, &code, &bits));
+	td_cr_assert_ok(td_dtype_to_dlpack(&code, &bits, TD_DTYPE_BOOL));
 	cr_assert_eq(code, 6);
 	td_cr_assert_err(td_dtype_from_dlpack(&d, 2, 32, 4), TD_ENOTSUP);
 	td_cr_assert_err(td_dtype_from_dlpack(&d, 2, 24, 1), TD_ENOTSUP);
 	td_cr_assert_err(td_dtype_from_dlpack(NULL, 2, 32, 1), TD_EINVAL);
-	td_cr_assert_err(td_dtype_to_dlpack((td_dtype)77, &code, &bits), TD_EINVAL);
-	td_cr_assert_err(td_dtype_to_dlpack(TD_DTYPE_F32, NULL, &bits), TD_EINVAL);
+	td_cr_assert_err(td_dtype_to_dlpack(&code, &bits, (td_dtype)77), TD_EINVAL);
+	td_cr_assert_err(td_dtype_to_dlpack(NULL, &bits, TD_DTYPE_F32), TD_EINVAL);
 }
 
 Test(dtype, promotion_follows_torch)
@@ -143,8 +143,8 @@ Test(dtype, promotion_follows_torch)
 	cr_assert_eq(td_dtype_promote(TD_DTYPE_C64, TD_DTYPE_F32), TD_DTYPE_C64);
 	cr_assert_eq(td_dtype_promote(TD_DTYPE_C64, TD_DTYPE_F64), TD_DTYPE_C128);
 	cr_assert_eq(td_dtype_promote(TD_DTYPE_I64, TD_DTYPE_C64), TD_DTYPE_C64);
-	cr_assert_eq(td_dtype_get_category(TD_DTYPE_U16), TD_CATEGORY_UINT);
-	cr_assert_eq(td_dtype_get_category(TD_DTYPE_BF16), TD_CATEGORY_FLOAT);
+	cr_assert_eq(td_dtype_category(TD_DTYPE_U16), TD_CATEGORY_UINT);
+	cr_assert_eq(td_dtype_category(TD_DTYPE_BF16), TD_CATEGORY_FLOAT);
 }
 
 static uint32_t fbits(float f)

@@ -345,7 +345,7 @@ static double at(const td_tensor *t, int64_t i, int64_t j, int64_t k)
 	int64_t idx[3] = { i, j, k };
 	td_scalar s;
 
-	td_cr_assert_ok(td_tensor_get(t, idx, &s));
+	td_cr_assert_ok(td_tensor_get(&s, t, idx));
 	return s.v.f;
 }
 

@@ -33,7 +33,7 @@ static td_buffer *device_buffer(size_t nbytes)
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
 	td_buffer *b;
 
-	o.kind = TD_BUFFER_DEVICE;
+	o.memory = TD_MEMORY_DEVICE;
 	o.device = 0;
 	/* A fake device address: the library must never dereference it. */
 	td_cr_assert_ok(td_buffer_wrap(&b, (void *)(uintptr_t)0xdead0000u, nbytes, &o));
@@ -108,7 +108,7 @@ Test(tensor, empty_gives_a_contiguous_tensor_in_a_fresh_buffer)
 			cr_assert_eq(td_tensor_numel(&t), numel);
 			cr_assert_eq(td_tensor_nbytes(&t), (size_t)numel * td_dtype_size(t.dtype));
 			cr_assert(td_tensor_is_contiguous(&t));
-			cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_HEAP);
+			cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_HEAP);
 			cr_assert_eq(td_buffer_refcount(t.buffer), 1);
 			cr_assert_eq(td_buffer_size(t.buffer), td_tensor_nbytes(&t));
 			cr_assert_eq(td_tensor_data(&t), td_buffer_data(t.buffer));
@@ -151,8 +151,8 @@ Test(tensor, zeros_and_full_initialize_every_element)
 		for (idx[0] = 0; idx[0] < 3; idx[0]++) {
 			for (idx[1] = 0; idx[1] < 5; idx[1]++) {
 				td_scalar s;
-				td_cr_assert_ok(td_tensor_get(&f, idx, &s));
-				switch (td_dtype_get_category(d)) {
+				td_cr_assert_ok(td_tensor_get(&s, &f, idx));
+				switch (td_dtype_category(d)) {
 				case TD_CATEGORY_BOOL:
 					cr_assert(s.v.b);
 					break;
@@ -293,7 +293,7 @@ Test(tensor, from_buffer_makes_a_view_and_takes_a_reference)
 	for (idx[0] = 0; idx[0] < 2; idx[0]++) {
 		for (idx[1] = 0; idx[1] < 3; idx[1]++) {
 			td_scalar s;
-			td_cr_assert_ok(td_tensor_get(&t, idx, &s));
+			td_cr_assert_ok(td_tensor_get(&s, &t, idx));
 			cr_assert_eq(s.v.f, (double)(1 + 6 * idx[0] + 2 * idx[1]));
 		}
 	}
@@ -430,7 +430,7 @@ Test(tensor, like_constructors_copy_dtype_and_shape_but_not_strides)
 		cr_assert_eq(r->shape[1], 4);
 		cr_assert(td_tensor_is_contiguous(r));
 		cr_assert_neq(r->buffer, b);
-		cr_assert_eq(td_buffer_get_kind(r->buffer), TD_BUFFER_HEAP);
+		cr_assert_eq(td_buffer_memory(r->buffer), TD_MEMORY_HEAP);
 	}
 	for (i = 0; i < 12; i++)
 		cr_assert_eq(((int16_t *)td_tensor_data(&z))[i], 0);
@@ -475,7 +475,7 @@ Test(tensor, like_of_a_device_tensor_is_a_host_tensor)
 
 	td_cr_assert_ok(td_tensor_from_buffer(&d, b, TD_DTYPE_F32, 2, shape, NULL, 0));
 	td_cr_assert_ok(td_tensor_zeros_like(&z, &d));
-	cr_assert_eq(td_buffer_get_kind(z.buffer), TD_BUFFER_HEAP);
+	cr_assert_eq(td_buffer_memory(z.buffer), TD_MEMORY_HEAP);
 	cr_assert_eq(((float *)td_tensor_data(&z))[15], 0.0f);
 	td_tensor_release(&z);
 	td_tensor_release(&d);
@@ -629,7 +629,7 @@ Test(tensor, get_and_set_address_the_right_element)
 				int64_t pos = 5 + k0 * 1 + k1 * 8 + k2 * 3;
 				td_scalar s;
 
-				td_cr_assert_ok(td_tensor_get(&t, idx, &s));
+				td_cr_assert_ok(td_tensor_get(&s, &t, idx));
 				cr_assert_eq(s.kind, TD_SCALAR_INT);
 				cr_assert_eq(s.v.i, pos, "index (%lld, %lld, %lld)",
 					(long long)idx[0], (long long)idx[1], (long long)idx[2]);
@@ -657,8 +657,8 @@ Test(tensor, get_returns_the_scalar_kind_of_the_dtype_category)
 
 		td_cr_assert_ok(td_tensor_zeros(&t, d, 0, NULL));
 		td_cr_assert_ok(td_tensor_set(&t, NULL, td_scalar_uint(5)));
-		td_cr_assert_ok(td_tensor_get(&t, NULL, &s));
-		switch (td_dtype_get_category(d)) {
+		td_cr_assert_ok(td_tensor_get(&s, &t, NULL));
+		switch (td_dtype_category(d)) {
 		case TD_CATEGORY_BOOL:
 			cr_assert_eq(s.kind, TD_SCALAR_BOOL);
 			cr_assert(s.v.b);
@@ -694,16 +694,16 @@ Test(tensor, element_access_refuses_bad_arguments)
 
 	bad.kind = (td_scalar_kind)-1;
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, shape));
-	td_cr_assert_err(td_tensor_get(NULL, in, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, NULL, in), TD_EINVAL);
 	td_cr_assert_err(td_tensor_set(NULL, in, td_scalar_int(1)), TD_EINVAL);
-	td_cr_assert_err(td_tensor_get(&released, in, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &released, in), TD_EINVAL);
 	td_cr_assert_err(td_tensor_set(&released, in, td_scalar_int(1)), TD_EINVAL);
-	td_cr_assert_err(td_tensor_get(&t, in, NULL), TD_EINVAL);
-	td_cr_assert_err(td_tensor_get(&t, NULL, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(NULL, &t, in), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &t, NULL), TD_EINVAL);
 	td_cr_assert_err(td_tensor_set(&t, NULL, td_scalar_int(1)), TD_EINVAL);
-	td_cr_assert_err(td_tensor_get(&t, past, &s), TD_EINDEX);
+	td_cr_assert_err(td_tensor_get(&s, &t, past), TD_EINDEX);
 	td_cr_assert_err(td_tensor_set(&t, past, td_scalar_int(1)), TD_EINDEX);
-	td_cr_assert_err(td_tensor_get(&t, before, &s), TD_EINDEX);
+	td_cr_assert_err(td_tensor_get(&s, &t, before), TD_EINDEX);
 	td_cr_assert_err(td_tensor_set(&t, before, td_scalar_int(1)), TD_EINDEX);
 	td_cr_assert_err(td_tensor_set(&t, in, bad), TD_EINVAL);
 	cr_assert_eq(((float *)td_tensor_data(&t))[5], 0.0f);
@@ -720,31 +720,31 @@ Test(tensor, malformed_tensor_values_are_refused)
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I32, 2, shape));
 	bad = t;
 	bad.dtype = (td_dtype)TD_DTYPE_COUNT;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.ndim = -1;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad.ndim = TD_MAX_DIMS + 1;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.offset = -1;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.shape[1] = -2;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.strides[0] = -2;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINVAL);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.offset = 1; /* the last element now lies past the 24-byte buffer */
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINDEX);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINDEX);
 	td_cr_assert_err(td_tensor_set(&bad, idx, td_scalar_int(1)), TD_EINDEX);
 	bad = t;
 	bad.shape[0] = 4;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EINDEX);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINDEX);
 	bad = t;
 	bad.strides[0] = INT64_MAX;
-	td_cr_assert_err(td_tensor_get(&bad, idx, &s), TD_EOVERFLOW);
+	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EOVERFLOW);
 	td_tensor_release(&t);
 }
 
@@ -758,7 +758,7 @@ Test(tensor, read_only_buffer_refuses_writes)
 	td_scalar s;
 
 	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_U16, 1, shape, NULL, 0));
-	td_cr_assert_ok(td_tensor_get(&t, idx, &s));
+	td_cr_assert_ok(td_tensor_get(&s, &t, idx));
 	cr_assert_eq(s.v.u, 3);
 	td_cr_assert_err(td_tensor_set(&t, idx, td_scalar_int(9)), TD_EREADONLY);
 	cr_assert_eq(data[2], 3);
@@ -778,7 +778,7 @@ Test(tensor, device_buffer_refuses_element_access)
 	cr_assert_eq(td_tensor_numel(&t), 16);
 	cr_assert(td_tensor_is_contiguous(&t));
 	cr_assert_eq((uintptr_t)td_tensor_data(&t), (uintptr_t)0xdead0000u + 8 * sizeof(float));
-	td_cr_assert_err(td_tensor_get(&t, idx, &s), TD_ENOTSUP);
+	td_cr_assert_err(td_tensor_get(&s, &t, idx), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_set(&t, idx, td_scalar_float(1.0)), TD_ENOTSUP);
 	td_tensor_release(&t);
 	td_buffer_unref(b);

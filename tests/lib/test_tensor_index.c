@@ -94,7 +94,7 @@ static double get_f(const td_tensor *t, const int64_t *index)
 {
 	td_scalar s;
 
-	td_cr_assert_ok(td_tensor_get(t, index, &s));
+	td_cr_assert_ok(td_tensor_get(&s, t, index));
 	switch (s.kind) {
 	case TD_SCALAR_BOOL:
 		return s.v.b;
@@ -224,7 +224,7 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 		for (f = 0; f < n; f++) {
 			td_scalar s;
 			td_test_unravel(m->ndim, m->shape, f, idx);
-			td_cr_assert_ok(td_tensor_get(m, idx, &s));
+			td_cr_assert_ok(td_tensor_get(&s, m, idx));
 			a->v[f] = s.kind == TD_SCALAR_UINT ?
 				(s.v.u > INT64_MAX ? INT64_MAX : (int64_t)s.v.u) : s.v.i;
 		}
@@ -495,7 +495,7 @@ static void gen_int_tensor(gen *g, int64_t size, uint64_t *rng)
 	make_view(m, dt, nd, shape, rng, true);
 	for (f = 0; f < numel_of(nd, shape); f++) {
 		int64_t v = size > 0 ? rnd(rng, 2 * size) - size : 0;
-		if (td_dtype_get_category(dt) == TD_CATEGORY_UINT && v < 0)
+		if (td_dtype_category(dt) == TD_CATEGORY_UINT && v < 0)
 			v += size;
 		td_test_unravel(nd, shape, f, idx);
 		td_cr_assert_ok(td_tensor_set(m, idx, td_scalar_int(v)));
@@ -1090,7 +1090,7 @@ Test(tensor_index, index_tensors_of_every_integer_dtype)
 
 	td_test_arange(&t, TD_DTYPE_F64, 2, shape);
 	for (di = 0; di < sizeof(int_dtypes) / sizeof(int_dtypes[0]); di++) {
-		bool sign = td_dtype_get_category(int_dtypes[di]) == TD_CATEGORY_INT;
+		bool sign = td_dtype_category(int_dtypes[di]) == TD_CATEGORY_INT;
 		int64_t want[4] = { 5, 0, sign ? -1 : 1, 2 }, idx[2];
 		td_index x;
 		td_cr_assert_ok(td_tensor_empty(&it, int_dtypes[di], 2, ishape));
@@ -1551,7 +1551,7 @@ Test(tensor_index, device_memory_gives_views_only)
 	td_buffer *b;
 	td_tensor t, v, host;
 
-	o.kind = TD_BUFFER_DEVICE;
+	o.memory = TD_MEMORY_DEVICE;
 	o.device = 0;
 	td_cr_assert_ok(td_buffer_wrap(&b, fake_device, sizeof(fake_device), &o));
 	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, shape, NULL, 0));

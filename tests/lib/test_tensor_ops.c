@@ -42,7 +42,7 @@ static cval cv(double re, double im)
 /* torch's categories: bool 0, integers 1, floats 2, complex 3. */
 static int tcat(td_dtype d)
 {
-	switch (td_dtype_get_category(d)) {
+	switch (td_dtype_category(d)) {
 	case TD_CATEGORY_BOOL:
 		return 0;
 	case TD_CATEGORY_UINT:
@@ -260,7 +260,7 @@ static cval get_at(const td_tensor *t, int nd, const int64_t *shape, int64_t fla
 	td_scalar s;
 
 	unravel(t, nd, shape, flat, idx);
-	td_cr_assert_ok(td_tensor_get(t, idx, &s));
+	td_cr_assert_ok(td_tensor_get(&s, t, idx));
 	return scalar_value(s);
 }
 
@@ -274,7 +274,7 @@ static td_scalar small_value(td_dtype d, uint64_t *state)
 {
 	uint64_t r = td_test_rand(state);
 
-	switch (td_dtype_get_category(d)) {
+	switch (td_dtype_category(d)) {
 	case TD_CATEGORY_BOOL:
 		return td_scalar_bool(r & 1);
 	case TD_CATEGORY_UINT:
@@ -342,16 +342,16 @@ static void make_expanded(td_tensor *t, td_dtype d, uint64_t seed)
 	td_tensor_release(&base);
 }
 
-/* A host buffer of `kind` (TD_BUFFER_DEVICE or read-only external) viewed as float32 [4]. */
-static void make_wrapped(td_tensor *t, float *data, td_buffer_kind kind, unsigned flags)
+/* A host buffer of `kind` (TD_MEMORY_DEVICE or read-only external) viewed as float32 [4]. */
+static void make_wrapped(td_tensor *t, float *data, td_memory kind, unsigned flags)
 {
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
 	const int64_t shape[1] = { 4 };
 	td_buffer *buf;
 
-	o.kind = kind;
+	o.memory = kind;
 	o.flags = flags;
-	o.device = kind == TD_BUFFER_DEVICE ? 0 : -1;
+	o.device = kind == TD_MEMORY_DEVICE ? 0 : -1;
 	td_cr_assert_ok(td_buffer_wrap(&buf, data, 4 * sizeof(float), &o));
 	td_cr_assert_ok(td_tensor_from_buffer(t, buf, TD_DTYPE_F32, 1, shape, NULL, 0));
 	td_buffer_unref(buf);
@@ -779,12 +779,12 @@ Test(tensor_ops, half_precision_scalar_is_not_rounded_before_the_operation)
 	td_cr_assert_ok(td_tensor_from_data(&f, TD_DTYPE_F32, 1, s, &one));
 	td_cr_assert_ok(td_tensor_to_dtype(&h, &f, TD_DTYPE_F16));
 	td_cr_assert_ok(td_tensor_binary_scalar(&out, &h, td_scalar_float(2049.0), TD_OP_ADD));
-	td_cr_assert_ok(td_tensor_get(&out, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &out, &i0));
 	cr_assert_eq(out.dtype, TD_DTYPE_F16);
 	cr_assert_eq(v.v.f, 2050.0);
 	td_tensor_release(&out);
 	td_cr_assert_ok(td_tensor_binary_scalar_inplace(&h, td_scalar_int(2049), TD_OP_ADD));
-	td_cr_assert_ok(td_tensor_get(&h, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &h, &i0));
 	cr_assert_eq(v.v.f, 2050.0);
 	td_tensor_release(&h);
 	td_tensor_release(&f);
@@ -805,7 +805,7 @@ static void expect_int_op(td_dtype d, int64_t x, int64_t y, td_binop op, int64_t
 	td_cr_assert_ok(td_tensor_fill(&a, td_scalar_int(x)));
 	td_cr_assert_ok(td_tensor_fill(&b, td_scalar_int(y)));
 	td_cr_assert_ok(td_tensor_binary(&out, &a, &b, op));
-	td_cr_assert_ok(td_tensor_get(&out, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &out, &i0));
 	cr_assert_eq(v.v.i, r, "%s: %lld %s %lld gave %lld, expected %lld", td_dtype_name(d),
 		(long long)x, op_names[op], (long long)y, (long long)v.v.i, (long long)r);
 	td_tensor_release(&out);
@@ -824,7 +824,7 @@ static void expect_uint_op(td_dtype d, uint64_t x, uint64_t y, td_binop op, uint
 	td_cr_assert_ok(td_tensor_fill(&a, td_scalar_uint(x)));
 	td_cr_assert_ok(td_tensor_fill(&b, td_scalar_uint(y)));
 	td_cr_assert_ok(td_tensor_binary(&out, &a, &b, op));
-	td_cr_assert_ok(td_tensor_get(&out, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &out, &i0));
 	cr_assert_eq(v.v.u, r, "%s: %llu %s %llu gave %llu, expected %llu", td_dtype_name(d),
 		(unsigned long long)x, op_names[op], (unsigned long long)y,
 		(unsigned long long)v.v.u, (unsigned long long)r);
@@ -868,13 +868,13 @@ Test(tensor_ops, scalar_and_in_place_arithmetic_wraps_around)
 	td_cr_assert_ok(td_tensor_full(&a, TD_DTYPE_U8, 1, s, td_scalar_int(5)));
 	td_cr_assert_ok(td_tensor_binary_scalar(&out, &a, td_scalar_int(-6), TD_OP_ADD));
 	cr_assert_eq(out.dtype, TD_DTYPE_U8);
-	td_cr_assert_ok(td_tensor_get(&out, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &out, &i0));
 	cr_assert_eq(v.v.u, 255);
 	td_tensor_release(&out);
 	td_tensor_release(&a);
 	td_cr_assert_ok(td_tensor_full(&a, TD_DTYPE_I32, 1, s, td_scalar_int(INT32_MAX)));
 	td_cr_assert_ok(td_tensor_binary_scalar_inplace(&a, td_scalar_int(INT64_MAX), TD_OP_MUL));
-	td_cr_assert_ok(td_tensor_get(&a, &i0, &v));
+	td_cr_assert_ok(td_tensor_get(&v, &a, &i0));
 	/* The scalar wraps to int32 first: (int32)INT64_MAX is -1. */
 	cr_assert_eq(v.v.i, -INT32_MAX);
 	td_tensor_release(&a);
@@ -1366,7 +1366,7 @@ Test(tensor_ops, read_only_buffers_are_read_but_never_written)
 	float data[4] = { 1, 2, 3, 4 };
 	td_tensor ro, rw, out;
 
-	make_wrapped(&ro, data, TD_BUFFER_EXTERNAL, TD_BUFFER_READONLY);
+	make_wrapped(&ro, data, TD_MEMORY_EXTERNAL, TD_BUFFER_READONLY);
 	td_cr_assert_ok(td_tensor_clone(&rw, &ro));
 	td_cr_assert_err(td_tensor_binary_inplace(&ro, &rw, TD_OP_ADD), TD_EREADONLY);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&ro, td_scalar_int(1), TD_OP_MUL),
@@ -1391,8 +1391,8 @@ Test(tensor_ops, device_buffers_are_not_supported)
 	float data[4] = { 1, 2, 3, 4 };
 	td_tensor dev, host, out = TD_TENSOR_INIT;
 
-	make_wrapped(&dev, data, TD_BUFFER_DEVICE, 0);
-	make_wrapped(&host, data, TD_BUFFER_EXTERNAL, 0);
+	make_wrapped(&dev, data, TD_MEMORY_DEVICE, 0);
+	make_wrapped(&host, data, TD_MEMORY_EXTERNAL, 0);
 	td_cr_assert_err(td_tensor_binary(&out, &dev, &host, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary(&out, &host, &dev, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary_scalar(&out, &dev, td_scalar_int(1), TD_OP_ADD),

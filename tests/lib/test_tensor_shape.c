@@ -23,7 +23,7 @@ static td_buffer *device_buffer(size_t nbytes)
 	td_buffer_wrap_opts o = TD_BUFFER_WRAP_OPTS_INIT;
 	td_buffer *b;
 
-	o.kind = TD_BUFFER_DEVICE;
+	o.memory = TD_MEMORY_DEVICE;
 	o.device = 0;
 	/* A fake device address: the library must never dereference it. */
 	td_cr_assert_ok(td_buffer_wrap(&b, (void *)(uintptr_t)0xdead0000u, nbytes, &o));
@@ -185,7 +185,7 @@ static void assert_view_maps(const td_tensor *v, const map_ctx *c, map_fn map, c
 
 		td_test_unravel(v->ndim, v->shape, f, vidx);
 		map(c, vidx, tidx);
-		td_cr_assert_ok(td_tensor_get(v, vidx, &s));
+		td_cr_assert_ok(td_tensor_get(&s, v, vidx));
 		cr_assert_eq(s.v.i, td_test_elem_pos(c->t, tidx), "%s: element %lld is %lld, expected %lld",
 			what, (long long)f, (long long)s.v.i, (long long)td_test_elem_pos(c->t, tidx));
 	}
@@ -776,7 +776,7 @@ static void assert_same_c_order(const td_tensor *r, const td_tensor *t)
 
 		td_test_unravel(r->ndim, r->shape, f, ridx);
 		td_test_unravel(t->ndim, t->shape, f, tidx);
-		td_cr_assert_ok(td_tensor_get(r, ridx, &s));
+		td_cr_assert_ok(td_tensor_get(&s, r, ridx));
 		cr_assert_eq(s.v.i, td_test_elem_pos(t, tidx), "element %lld", (long long)f);
 	}
 }
@@ -1096,7 +1096,7 @@ Test(shape, views_of_read_only_memory_stay_read_only)
 	/* A copy made by reshape is a fresh, writable heap tensor. */
 	td_cr_assert_ok(td_tensor_transpose(&tt, &t, 0, 1));
 	td_cr_assert_ok(td_tensor_reshape(&v, &tt, 1, flat));
-	cr_assert_eq(td_buffer_get_kind(v.buffer), TD_BUFFER_HEAP);
+	cr_assert_eq(td_buffer_memory(v.buffer), TD_MEMORY_HEAP);
 	td_cr_assert_ok(td_tensor_set(&v, i0, td_scalar_int(9)));
 	cr_assert_eq(data[0], 0);
 	td_tensor_release(&v);

@@ -92,7 +92,7 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 		snprintf(name, sizeof(name), "z%zu", i);
 		td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path(name), dtypes[i], 2, shape, 0));
 		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)nbytes);
-		cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_FILE);
+		cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 		cr_assert_eq(td_buffer_flags(t.buffer), 0u);
 		cr_assert(td_tensor_is_contiguous(&t));
 		cr_assert_eq(t.ndim, 2);
@@ -258,7 +258,7 @@ Test(mmap, zero_element_tensors_map_nothing)
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, 0));
 	cr_assert_eq(td_test_file_size(td_test_path("z")), 0);
 	cr_assert_eq(td_tensor_numel(&t), 0);
-	cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_FILE);
+	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 	td_tensor_release(&t);
 	/* Again without existsok: the empty file exists. */
 	td_cr_assert_err(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, 0),
@@ -271,7 +271,7 @@ Test(mmap, zero_element_tensors_map_nothing)
 	/* Anonymous: a memfd of zero bytes, which can still be passed on. */
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 2, shape, td_scalar_int(1),
 		0));
-	cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_SHM);
+	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	cr_assert_geq(td_shm_tensor_fd(&t, &off), 0);
 	cr_assert_eq(off, 0);
 	td_tensor_release(&t);
@@ -310,7 +310,7 @@ Test(mmap, from_tensor_writes_strided_sources_in_c_order)
 	td_tensor_release(&t);
 	/* Anonymous shared memory, and `out` aliasing `src`. */
 	td_cr_assert_ok(td_mmap_tensor_from_tensor(&tr, NULL, &tr, 0));
-	cr_assert_eq(td_buffer_get_kind(tr.buffer), TD_BUFFER_SHM);
+	cr_assert_eq(td_buffer_memory(tr.buffer), TD_MEMORY_SHM);
 	cr_assert_eq(td_test_element(&tr, 1), 4.0);
 	td_tensor_release(&tr);
 	td_tensor_release(&src);
@@ -324,7 +324,7 @@ Test(mmap, from_tensor_refuses_device_memory_before_making_a_file)
 	td_buffer *buf;
 	td_tensor dev, t;
 
-	opts.kind = TD_BUFFER_DEVICE;
+	opts.memory = TD_MEMORY_DEVICE;
 	opts.device = 0;
 	td_cr_assert_ok(td_buffer_wrap(&buf, fake, sizeof(fake), &opts));
 	td_cr_assert_ok(td_tensor_from_buffer(&dev, buf, TD_DTYPE_F32, 1, shape, NULL, 0));
@@ -347,7 +347,7 @@ Test(mmap, from_file_maps_read_only_or_read_write)
 
 	write_bytes(p, data, sizeof(data)); /* longer than the tensor: fine */
 	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_F32, 2, shape, 0));
-	cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_FILE);
+	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(t.buffer), TD_BUFFER_READONLY);
 	cr_assert_eq(td_test_element(&t, 3), 4.0);
 	td_cr_assert_err(td_tensor_fill(&t, td_scalar_int(0)), TD_EREADONLY);
@@ -401,7 +401,7 @@ Test(mmap, anonymous_tensors_live_in_a_memfd)
 	int fd;
 
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F64, 1, shape, 0));
-	cr_assert_eq(td_buffer_get_kind(t.buffer), TD_BUFFER_SHM);
+	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	assert_all(&t, 0.0);
 	fd = td_shm_tensor_fd(&t, &base);
 	cr_assert_geq(fd, 0);
@@ -450,7 +450,7 @@ Test(mmap, from_fd_maps_the_same_memory)
 	fd = td_shm_tensor_fd(&t, &base);
 	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, two, base + 8,
 		TD_MMAP_RDWR));
-	cr_assert_eq(td_buffer_get_kind(u.buffer), TD_BUFFER_SHM);
+	cr_assert_eq(td_buffer_memory(u.buffer), TD_MEMORY_SHM);
 	cr_assert_neq(u.buffer, t.buffer);
 	td_cr_assert_ok(td_tensor_fill(&u, td_scalar_int(42)));
 	cr_assert_eq(td_test_element(&t, 1), 0.0);
@@ -582,7 +582,7 @@ Test(mmap, shm_dict_puts_every_tensor_in_one_memfd)
 		cr_assert(i == 0 || off >= prev);
 		prev = off;
 		cr_assert(td_tensor_is_contiguous(t));
-		cr_assert_eq(td_buffer_get_kind(t->buffer), TD_BUFFER_SHM);
+		cr_assert_eq(td_buffer_memory(t->buffer), TD_MEMORY_SHM);
 	}
 	/* The source is untouched: its leaves are not in shared memory. */
 	td_cr_assert_err(td_shm_tensor_fd(leaf(src, "f64"), NULL), TD_EINVAL);
@@ -620,7 +620,7 @@ Test(mmap, shm_dict_of_an_empty_dict_and_bad_arguments)
 	td_cr_assert_err(td_shm_dict(NULL, src), TD_EINVAL);
 	td_cr_assert_err(td_shm_dict(&d, NULL), TD_EINVAL);
 	cr_assert_null(d);
-	opts.kind = TD_BUFFER_DEVICE;
+	opts.memory = TD_MEMORY_DEVICE;
 	opts.device = 0;
 	td_cr_assert_ok(td_buffer_wrap(&buf, fake, sizeof(fake), &opts));
 	td_cr_assert_ok(td_tensor_from_buffer(&dev, buf, TD_DTYPE_F32, 1, shape, NULL, 0));

@@ -100,7 +100,7 @@ Test(shm_arena, small_tensors_are_aligned_blocks_of_one_chunk)
 	td_cr_assert_ok(td_mmap_tensor_full(&t[2], NULL, TD_DTYPE_F32, 3, s345,
 		td_scalar_float(2), 0));
 	for (i = 0; i < 3; i++) {
-		cr_assert_eq(td_buffer_get_kind(t[i].buffer), TD_BUFFER_SHM);
+		cr_assert_eq(td_buffer_memory(t[i].buffer), TD_MEMORY_SHM);
 		cr_assert_eq(td_buffer_size(t[i].buffer), 240);
 		cr_assert_eq((uintptr_t)td_tensor_data(&t[i]) % 64, 0);
 		off[i] = offset_of(&t[i], &fd[i]);
@@ -216,7 +216,7 @@ Test(shm_arena, tensors_above_the_maximum_get_a_memfd_of_their_own)
 	offset_of(&small, &fd_small);
 	cr_assert_eq(offset_of(&big, &fd_big), 0);
 	cr_assert_neq(fd_big, fd_small);
-	cr_assert_eq(td_buffer_get_kind(big.buffer), TD_BUFFER_SHM);
+	cr_assert_eq(td_buffer_memory(big.buffer), TD_MEMORY_SHM);
 	cr_assert_eq(td_buffer_size(big.buffer), TD_SHM_ARENA_MAX_DEFAULT + 1);
 	cr_assert(all_equal(&big, 0.0));
 	st = stats();

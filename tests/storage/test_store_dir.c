@@ -152,7 +152,7 @@ Test(store_dir, memmap_then_open_gives_the_same_dict)
 	cr_assert(td_dict_is_locked(td_store_dict(ro)));
 	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "float32", &v));
-	cr_assert_eq(td_buffer_get_kind(v->u.tensor.buffer), TD_BUFFER_FILE);
+	cr_assert_eq(td_buffer_memory(v->u.tensor.buffer), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(v->u.tensor.buffer), TD_BUFFER_READONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "sub.label", &v));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
