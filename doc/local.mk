@@ -176,6 +176,10 @@ dist_man_MANS += \
 	%D%/man/man3/td_ring_store.3 \
 	%D%/man/man3/td_ring_sync.3 \
 	%D%/man/man3/td_ring_update_priority.3 \
+	%D%/man/man3/td_scalar_as_bool.3 \
+	%D%/man/man3/td_scalar_as_double.3 \
+	%D%/man/man3/td_scalar_as_int64.3 \
+	%D%/man/man3/td_scalar_as_uint64.3 \
 	%D%/man/man3/td_scalar_bool.3 \
 	%D%/man/man3/td_scalar_complex.3 \
 	%D%/man/man3/td_scalar_float.3 \

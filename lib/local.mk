@@ -21,6 +21,7 @@ libtdcore_la_SOURCES = \
 	%D%/tensor_copy.c \
 	%D%/tensor_ops.c \
 	%D%/tensor_index.c \
+	%D%/scalar.c \
 	%D%/dict_impl.h \
 	%D%/dict.c \
 	%D%/dict_key.c \

@@ -87,6 +87,11 @@ TESTS += %D%/lib/test_tensor
 %C%_lib_test_tensor_CFLAGS = $(td_test_cflags)
 %C%_lib_test_tensor_LDADD = $(td_test_ldadd)
 
+check_PROGRAMS += %D%/lib/test_scalar
+TESTS += %D%/lib/test_scalar
+%C%_lib_test_scalar_CFLAGS = $(td_test_cflags)
+%C%_lib_test_scalar_LDADD = $(td_test_ldadd)
+
 check_PROGRAMS += %D%/lib/test_tensor_shape
 TESTS += %D%/lib/test_tensor_shape
 %C%_lib_test_tensor_shape_CFLAGS = $(td_test_cflags)

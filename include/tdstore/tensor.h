@@ -117,6 +117,29 @@ static inline td_scalar td_scalar_complex(double re, double im)
 	return s;
 }
 
+/*
+ * Typed readers: the value of a scalar of any kind as one C type, converted
+ * by the rules of td_tensor_to_dtype() (to bool, nonzero is true; a float
+ * to an integer truncates toward zero, NaN gives 0 and out-of-range values
+ * saturate; an integer to an integer of the other signedness wraps around,
+ * as a cast does; a complex value gives its real part). They cannot fail: a
+ * scalar of an unknown kind reads as 0 (false). Typical use, with the
+ * scalar td_tensor_get() gives:
+ *
+ *     td_scalar s;
+ *     if (td_tensor_get(&s, t, index) == TD_OK)
+ *             printf("%g\n", td_scalar_as_double(s));
+ */
+
+/** @return `s` as a boolean: nonzero (any kind) is true. */
+TD_API bool td_scalar_as_bool(td_scalar s);
+/** @return `s` as a signed 64-bit integer (floats truncated and saturated). */
+TD_API int64_t td_scalar_as_int64(td_scalar s);
+/** @return `s` as an unsigned 64-bit integer (floats truncated and saturated). */
+TD_API uint64_t td_scalar_as_uint64(td_scalar s);
+/** @return `s` as a double (a complex value's real part). */
+TD_API double td_scalar_as_double(td_scalar s);
+
 /* ------------------------------------------------------------------------ */
 /* Index expressions                                                         */
 /* ------------------------------------------------------------------------ */
@@ -341,7 +364,8 @@ TD_API void *td_tensor_data(const td_tensor *t);
  *
  * @param[out] out   receives the value: BOOL for bool, INT for signed
  *                   integers, UINT for unsigned ones, FLOAT for floating
- *                   types, COMPLEX for complex types
+ *                   types, COMPLEX for complex types (read it as one C type
+ *                   with td_scalar_as_double() and the other readers)
  * @param t          the tensor
  * @param index      t->ndim positions (negatives count from the end); may
  *                   be NULL for a 0-d tensor
