@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dirindex.c - the directory key index `.tdstore-index` of doc/format.md
- * section 8: parse (untrusted input: every count, length and record
+ * section 7: parse (untrusted input: every count, length and record
  * number is checked before use, and the tables are checked against the
  * key index they describe), encode, and the writer's model of what each
  * directory's meta.json holds.
@@ -42,7 +42,7 @@ static uint64_t raw_table_size(uint32_t nraw)
 	return ((uint64_t)nraw * 4 + 7) & ~(uint64_t)7;
 }
 
-/* The checksum of doc/format.md 8.2: XXH64 of the body, seeded with the header's. */
+/* The checksum of doc/format.md 7.2: XXH64 of the body, seeded with the header's. */
 static uint64_t file_checksum(const uint8_t *b, size_t len)
 {
 	return XXH64(b + TD_DIRINDEX_HEADER_SIZE, len - TD_DIRINDEX_HEADER_SIZE, XXH64(b, 56, 0));
@@ -115,7 +115,7 @@ static int check_raw(const td__irec *r, uint32_t i, const char *what)
 
 /*
  * The rules the tables and the key index obey together (doc/format.md
- * 8.6): the records in depth-first preorder (each one's parent is the
+ * 7.6): the records in depth-first preorder (each one's parent is the
  * previous record or one of its ancestors) and at most TD_KEY_MAX_DEPTH
  * dicts deep; keys UTF-8 and not the names meta.json keeps for the dict
  * itself; every directory entry and raw name belonging to a record, in
@@ -187,7 +187,7 @@ static int decode_tables(td__dirindex *dx, const uint8_t *p, const char *what)
 	return TD_OK;
 }
 
-/* The header (doc/format.md 8.2): everything but the key index and the tables. */
+/* The header (doc/format.md 7.2): everything but the key index and the tables. */
 static int check_header(const uint8_t *b, size_t len, const char *what)
 {
 	uint64_t ilen, need;

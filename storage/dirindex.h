@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dirindex.h - the directory key index `.tdstore-index` (doc/format.md
- * section 8) in memory: parsed from untrusted bytes and encoded
+ * section 7) in memory: parsed from untrusted bytes and encoded
  * (dirindex.c), and the model a writer keeps of what each directory's
  * meta.json held, from which it writes the next index (dirindex.c,
  * store_dirindex.c). Never installed.
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** One directory entry (doc/format.md 8.3), decoded. */
+/** One directory entry (doc/format.md 7.3), decoded. */
 typedef struct td__dirent {
 	uint32_t record;       /* the key index record it belongs to */
 	uint8_t role;          /* TD_DIRINDEX_HOME ... */
@@ -39,7 +39,7 @@ void td__dirindex_free(td__dirindex *dx);
 
 /**
  * Parse and check `len` bytes of a `.tdstore-index`: every rule of
- * doc/format.md 8.6, the key index's (section 3) included. `what` names
+ * doc/format.md 7.6, the key index's (section 3) included. `what` names
  * the file in messages. On failure `dx` is left empty.
  *
  * @return TD_OK; TD_ECORRUPT; TD_EVERSION; TD_ENOTSUP (reserved flags);

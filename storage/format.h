@@ -2,7 +2,7 @@
 /*
  * format.h - the binary on-disk structures of doc/format.md, field by
  * field: the key index (section 3), the packed file (section 4) and the
- * directory key index (section 8). Never installed.
+ * directory key index (section 7). Never installed.
  *
  * The structs describe the little-endian layout; code reads and writes the
  * fields with the explicit little-endian accessors below (td__le64() ...)
@@ -37,7 +37,7 @@ enum {
 /** Index flag: records of kind TD_INDEX_KIND_STRINGS (arrays of strings) may appear. */
 #define TD_INDEX_F_STRINGS 0x01u
 /**
- * Index flag: the directory placement (section 8): a tensor's bytes are its
+ * Index flag: the directory placement (section 7): a tensor's bytes are its
  * own leaf file (section 1), so tensor records carry no extent (offset and
  * capacity 0). Set in every index of a `.tdstore-index`, never in a packed
  * file.
@@ -127,7 +127,7 @@ typedef struct td__pack_header {
 	uint32_t version;       /* 1 */
 	uint32_t header_size;   /* 4096 */
 	uint32_t page_size;     /* 4096 */
-	uint32_t flags;         /* TD_INDEX_F_* */
+	uint32_t flags;         /* 0: no bit defined (doc/format.md 4.1) */
 	uint8_t reserved[32];   /* 0 */
 	uint64_t checksum;      /* XXH64(bytes 0..56) */
 } td__pack_header;
@@ -160,7 +160,7 @@ _Static_assert(offsetof(td__pack_slot, checksum) == 56, "slot checksum");
 _Static_assert(TD_PACK_SLOT_A + sizeof(td__pack_slot) <= TD_PACK_SLOT_B, "slots apart");
 _Static_assert(TD_PACK_SLOT_B + sizeof(td__pack_slot) <= TD_PACK_HEADER_SIZE, "slot B fits");
 
-/* ---- 8. directory key index (.tdstore-index) ---- */
+/* ---- 7. directory key index (.tdstore-index) ---- */
 
 #define TD_DIRINDEX_NAME ".tdstore-index"
 #define TD_DIRINDEX_MAGIC "TDSDIRIX"
@@ -175,7 +175,7 @@ _Static_assert(TD_PACK_SLOT_B + sizeof(td__pack_slot) <= TD_PACK_HEADER_SIZE, "s
 /** Largest file: header, key index and tables together. */
 #define TD_DIRINDEX_MAX_BYTES ((uint64_t)1 << 30)
 
-/** Roles of a directory entry (doc/format.md 8.3). */
+/** Roles of a directory entry (doc/format.md 7.3). */
 enum {
 	TD_DIRINDEX_HOME = 1,     /* a dict's keys: a TensorDict meta.json */
 	TD_DIRINDEX_SHELL = 2,    /* a tensorclass: its fields are in _tensordict/ */

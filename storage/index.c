@@ -166,7 +166,7 @@ static int check_strings(const td__irec *r, uint32_t i, const char *what)
 }
 
 /*
- * A lazy stack record (doc/format.md 3.2): its stack dim (`offset`) is one
+ * A lazy stack record (doc/format.md 3.4): its stack dim (`offset`) is one
  * of its batch dims, its child count (`length`) is that dim's size, 1 to
  * 2^20, and the fields a lazy record does not use are zero.
  */
@@ -327,7 +327,7 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_s
 		return TD_OK;
 	}
 	if (flags & TD_INDEX_F_DIRECTORY) {
-		/* The bytes are the leaf's own file (doc/format.md 8): no extent. */
+		/* The bytes are the leaf's own file (doc/format.md 7): no extent. */
 		if (r->offset || r->capacity)
 			return corrupt(what, i, "an extent in the index of a directory store");
 		return TD_OK;

@@ -372,7 +372,7 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-/* Validate the static header against the file's size (doc/format.md 5.5). */
+/* Validate the static header against the file's size (doc/format.md 5.7). */
 static int check_header(const td__ring_header *h, uint64_t fsize, const char *what)
 {
 	layout l;

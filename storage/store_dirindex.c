@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * store_dirindex.c - a directory store's key index `.tdstore-index` in use
- * (doc/format.md section 8): the open that builds the dict from it once
+ * (doc/format.md section 7): the open that builds the dict from it once
  * every meta.json it lists still holds the bytes it lists, and the writer
  * that rewrites it after every save and schema change, from the store's
  * dict and the model of what each meta.json holds. The index is derived

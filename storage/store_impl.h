@@ -243,7 +243,7 @@ struct td_store {
 	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
 };
 
-/* ---- directory key index (store_dirindex.c, dirindex.c; doc/format.md 8) ---- */
+/* ---- directory key index (store_dirindex.c, dirindex.c; doc/format.md 7) ---- */
 
 /** How the last load of a directory store used its `.tdstore-index`. */
 enum {

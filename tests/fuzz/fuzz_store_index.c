@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * fuzz_store_index.c - fuzz target for the directory key index reader:
- * the input is a store's `.tdstore-index` (doc/format.md section 8). Each
+ * the input is a store's `.tdstore-index` (doc/format.md section 7). Each
  * input is parsed as it is and, with its checksums (the file's and its key
  * index's) recomputed, parsed again, so that mutations reach the checks
  * behind the checksums; the resealed bytes are then the index of a store
@@ -147,7 +147,7 @@ static void setup(void)
 	write_seed();
 }
 
-/* Recompute the key index's checksum, then the file's (doc/format.md 3.1, 8.2). */
+/* Recompute the key index's checksum, then the file's (doc/format.md 3.1, 7.2). */
 static void reseal(uint8_t *b, size_t n)
 {
 	uint64_t ilen;

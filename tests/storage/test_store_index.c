@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_store_index.c - the directory key index `.tdstore-index`
- * (doc/format.md section 8): opens through it build the dict the meta.json
+ * (doc/format.md section 7): opens through it build the dict the meta.json
  * files describe, for every kind of entry and for tensordict's own
  * directories; every save and schema change rewrites it; a meta.json
  * edited behind tdstore's back, a journal, or an index that is missing,
@@ -1182,7 +1182,7 @@ Test(store_index, a_journal_left_by_a_crashed_commit_means_the_meta_json_files_a
 	assert_index_matches_json(path);
 }
 
-/* The smallest index, the worked example of doc/format.md 8.7, is what tdstore writes. */
+/* The smallest index, the worked example of doc/format.md 7.10, is what tdstore writes. */
 Test(store_index, the_worked_example_of_the_spec_is_what_tdstore_writes)
 {
 	char src[4400];
