@@ -437,6 +437,47 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 	}
 }
 
+/*
+ * The smallest packed file, the worked example of doc/format.md 4.6 (the fuzz
+ * corpus holds it), is what tdstore writes for an empty dict, and opens.
+ */
+Test(store_packed, the_worked_example_of_the_spec_is_what_tdstore_writes)
+{
+	const char *src = getenv("TD_SRCDIR"), *mine = td_test_path("example.tds");
+	char path[4200];
+	td_dict *d;
+	td_store *st, *ro;
+	size_t a_len, b_len;
+	uint8_t *a, *b;
+
+	cr_assert_not_null(src, "TD_SRCDIR is not set");
+	snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/store_packed/example", src);
+	b = read_file(path, &b_len);
+	cr_assert_eq(b_len, 8192);
+	/* The fields doc/format.md 4.6 reads out of it. */
+	cr_assert_eq(memcmp(b, "TDSPACKD", 8), 0);
+	cr_assert_eq(XXH64(b, 56, 0), 0x93a35f18d33509b6ull);
+	cr_assert_eq(XXH64(b + 512, 56, 0), 0xba74f8cabc9efb26ull);
+	for (size_t i = 1024; i < 1024 + 64; i++)
+		cr_assert_eq(b[i], 0, "slot B is not empty");
+	cr_assert_eq(memcmp(b + 4096, "TDSINDEX", 8), 0);
+	cr_assert_eq(XXH64(b + 4096 + 64, 48, XXH64(b + 4096, 56, 0)), 0x36c0c7937a2896f5ull);
+	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	cr_assert_eq(td_dict_len(td_store_dict(ro)), 0);
+	cr_assert_eq(td_dict_batch_ndim(td_store_dict(ro)), 0);
+	cr_assert_eq(td_store_generation(ro), 1);
+	td_cr_assert_ok(td_store_close(ro));
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+	a = read_file(mine, &a_len);
+	cr_assert(a_len == b_len && memcmp(a, b, a_len) == 0,
+		"the example is not what td_store_memmap writes");
+	free(a);
+	free(b);
+}
+
 /* ---- schema changes ---- */
 
 Test(store_packed, adds_and_removes_are_seen_by_other_handles)
