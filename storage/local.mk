@@ -13,7 +13,9 @@ libtdcore_la_SOURCES += \
 	%D%/fileio.c \
 	%D%/coord.c \
 	%D%/journal.c \
+	%D%/store_dir.h \
 	%D%/store_dir.c \
+	%D%/store_dir_meta.c \
 	%D%/mmap.c \
 	%D%/ring_impl.h \
 	%D%/ring.c \

@@ -8,74 +8,20 @@
  * before use; leaf files must be regular files at least as long as their
  * declared size; symbolic links are refused everywhere below the root.
  */
-#include "store_impl.h"
+#include "store_dir.h"
 #include "io.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TD_TYPE_TENSORDICT "<class 'tensordict._td.TensorDict'>"
-#define TD_TYPE_NONTENSORDATA "<class 'tensordict.tensorclass.NonTensorData'>"
-#define TD_TYPE_NONTENSORSTACK "<class 'tensordict.tensorclass.NonTensorStack'>"
-#define TD_TYPE_LAZYSTACK "<class 'tensordict._lazy.LazyStackedTensorDict'>"
-
-/* Longest relative path kept for messages ("a/b/c.memmap"). */
-#define REL_MAX TD_REL_MAX
-
 /* ------------------------------------------------------------------------ */
 /* Small helpers                                                             */
 /* ------------------------------------------------------------------------ */
-
-/* "rel/name" into buf, for messages (truncated if long). */
-static const char *join(char *buf, size_t len, const char *rel, const char *name)
-{
-	/* Truncation only shortens a message. */
-	if (snprintf(buf, len, "%s%s%s", rel, rel[0] ? "/" : "", name) >= (int)len)
-		buf[len - 1] = '\0';
-	return buf;
-}
-
-/* The encoded file name of a key plus `suffix`, in a new heap block. */
-int td__encoded_name(const char *key, const char *suffix, char **out)
-{
-	int n = td_store_encode_key(key, NULL, 0);
-	size_t len, slen = strlen(suffix);
-	char *s;
-
-	*out = NULL;
-	if (n < 0)
-		return n;
-	if (!td__add_size((size_t)n, slen + 1, &len))
-		return td__error(TD_EOVERFLOW, "store: key too long");
-	s = td__malloc(len);
-	if (!s)
-		return td__error_nomem(len);
-	td_store_encode_key(key, s, (size_t)n + 1);
-	memcpy(s + n, suffix, slen + 1);
-	*out = s;
-	return TD_OK;
-}
-
-/* Open directory `name` under dirfd, refusing symbolic links. */
-static int open_subdir(int dirfd, const char *name, const char *what, int *out)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	*out = -1;
-	if (fd < 0) {
-		if (errno == ENOTDIR)
-			return td__error(TD_ECORRUPT, "%s: not a directory", what);
-		return td__file_error(errno, what, "open");
-	}
-	*out = fd;
-	return TD_OK;
-}
 
 static int fail_json(const char *what, const char *msg)
 {
@@ -126,13 +72,13 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 static int read_meta(const loader *ld, int dirfd, const char *rel, json_t **out)
 {
 	const char *name = td__journal_view_meta(ld->jv, dirfd);
-	char what[REL_MAX], *text;
+	char what[TD_REL_MAX], *text;
 	json_error_t jerr;
 	size_t len;
 	json_t *root;
 
 	*out = NULL;
-	join(what, sizeof(what), rel, name);
+	td__dir_join(what, sizeof(what), rel, name);
 	TD_TRY(td__read_small_file(dirfd, name, TD_META_MAX_BYTES, &text, &len, what));
 	td__dirmodel_note_meta(ld->model, rel, text, len);
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -148,49 +94,11 @@ static int read_meta(const loader *ld, int dirfd, const char *rel, json_t **out)
 	return TD_OK;
 }
 
-int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int *err_out,
-	char **name_out)
-{
-	char *fname;
-	int fd;
-
-	*fd_out = -1;
-	*name_out = NULL;
-	TD_TRY(td__encoded_name(key, ".memmap", &fname));
-	fd = openat(dirfd, fname, oflags | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && td__key_legacy_safe(key, false)) {
-		size_t klen = strlen(key);
-		char *raw = td__malloc(klen + sizeof(".memmap"));
-
-		if (!raw) {
-			td__free(fname);
-			return td__error_nomem(klen + sizeof(".memmap"));
-		}
-		memcpy(raw, key, klen);
-		memcpy(raw + klen, ".memmap", sizeof(".memmap"));
-		fd = openat(dirfd, raw, oflags | O_NOFOLLOW | O_CLOEXEC);
-		if (fd >= 0 || errno != ENOENT) {
-			int err = errno;
-
-			td__free(fname);
-			fname = raw;
-			errno = err;
-		} else {
-			td__free(raw);
-			errno = ENOENT;
-		}
-	}
-	*err_out = fd < 0 ? errno : 0;
-	*fd_out = fd;
-	*name_out = fname;
-	return TD_OK;
-}
-
 /* Map one tensor leaf (or make an empty tensor for a leaf without elements). */
 static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, const json_t *e,
 	const td_dict *d, td_tensor *out)
 {
-	char what[REL_MAX], *fname = NULL;
+	char what[TD_REL_MAX], *fname = NULL;
 	const char *dts;
 	int64_t shape[TD_MAX_DIMS], numel = 1;
 	int ndim = 0, i, fd, rc, bndim, err;
@@ -200,7 +108,7 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 	td_buffer *map = NULL;
 	size_t nbytes;
 
-	join(what, sizeof(what), rel, key);
+	td__dir_join(what, sizeof(what), rel, key);
 	isn = json_object_get(e, "is_nested");
 	if (isn && !json_is_boolean(isn))
 		return fail_json(what, "is_nested is not a boolean");
@@ -230,7 +138,7 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 	TD_TRY(td__open_leaf_file(dirfd, key, ld->writable ? O_RDWR : O_RDONLY, &fd, &err, &fname));
 	if (fd >= 0)
 		td__dirmodel_note_leaf(ld->model, rel, key, fname);
-	join(what, sizeof(what), rel, fname);
+	td__dir_join(what, sizeof(what), rel, fname);
 	td__free(fname);
 	if (fd < 0 && err == ENOENT)
 		return td__error(TD_ECORRUPT, "%s: declared in meta.json but missing", what);
@@ -372,52 +280,20 @@ static int load_strings(const json_t *meta, const char *what, td_dict *d, const 
 	return rc;
 }
 
-/*
- * Open the sub-collection directory for `key` (encoded name, then the
- * legacy raw name). With `name_out`, the name that was opened goes there
- * (a heap block).
- */
-int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
-	int *out, char **name_out)
-{
-	char *name;
-	int rc;
-
-	if (name_out)
-		*name_out = NULL;
-	TD_TRY(td__encoded_name(key, "", &name));
-	join(crel, crel_len, rel, name);
-	rc = open_subdir(dirfd, name, crel, out);
-	if (rc == TD_ENOTFOUND && td__key_legacy_safe(key, true)) {
-		td__free(name);
-		name = td__strndup(key, strlen(key));
-		if (!name)
-			return td__error_nomem(strlen(key) + 1);
-		join(crel, crel_len, rel, key);
-		rc = open_subdir(dirfd, key, crel, out);
-	}
-	if (rc == TD_OK && name_out) {
-		*name_out = name;
-		name = NULL;
-	}
-	td__free(name);
-	return rc;
-}
-
 static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const json_t *meta,
 	td_dict **out);
 
 static int load_collection(loader *ld, int dirfd, const char *rel, const char *key, int depth,
 	td_dict *d)
 {
-	char crel[REL_MAX], what[REL_MAX];
+	char crel[TD_REL_MAX], what[TD_REL_MAX];
 	const char *type, *s = NULL;
 	json_t *meta = NULL;
 	td_dict *child = NULL;
 	int cfd, rc;
 
 	TD_TRY(td__open_child(dirfd, rel, key, crel, sizeof(crel), &cfd, NULL));
-	join(what, sizeof(what), crel, "meta.json");
+	td__dir_join(what, sizeof(what), crel, "meta.json");
 	rc = read_meta(ld, cfd, crel, &meta);
 	if (rc < 0)
 		goto out;
@@ -477,13 +353,13 @@ out:
 static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const json_t *meta,
 	td_dict **out)
 {
-	char what[REL_MAX], crel[REL_MAX], name[16];
+	char what[TD_REL_MAX], crel[TD_REL_MAX], name[16];
 	const json_t *js = json_object_get(meta, "stack_dim");
 	td_dict **kids = NULL;
 	size_t n = 0, cap = 0, i;
 	int rc = TD_OK;
 
-	join(what, sizeof(what), rel, "meta.json");
+	td__dir_join(what, sizeof(what), rel, "meta.json");
 	if (!json_is_integer(js) || json_integer_value(js) < -TD_MAX_DIMS - 1 ||
 	    json_integer_value(js) > TD_MAX_DIMS)
 		return fail_json(what, "stack_dim is not an integer in [-17, 16]");
@@ -494,8 +370,8 @@ static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const js
 		int cfd;
 
 		snprintf(name, sizeof(name), "%zu", n);
-		join(crel, sizeof(crel), rel, name);
-		rc = open_subdir(dirfd, name, crel, &cfd);
+		td__dir_join(crel, sizeof(crel), rel, name);
+		rc = td__open_subdir(dirfd, name, crel, &cfd);
 		if (rc == TD_ENOTFOUND) {
 			td_error_clear();
 			rc = TD_OK;
@@ -549,7 +425,7 @@ static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const js
 
 static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out)
 {
-	char what[REL_MAX];
+	char what[TD_REL_MAX];
 	int64_t batch[TD_MAX_DIMS];
 	int bndim = 0, rc;
 	const char *type, *key;
@@ -558,7 +434,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 
 	*out = NULL;
 	TD_TRY(read_meta(ld, dirfd, rel, &meta));
-	join(what, sizeof(what), rel, "meta.json");
+	td__dir_join(what, sizeof(what), rel, "meta.json");
 	js = json_object_get(meta, "_type");
 	if (js && !json_is_string(js)) {
 		rc = fail_json(what, "_type is not a string");
@@ -573,12 +449,12 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 			rc = load_lazy(ld, dirfd, rel, depth, meta, out);
 		else if (!strcmp(type, TD_TYPE_NONTENSORDATA) || !strcmp(type, TD_TYPE_NONTENSORSTACK))
 			rc = td__error(TD_ENOTSUP, "%s: a non-tensor value is not a dict", what);
-		else if (open_subdir(dirfd, "_tensordict", what, &sub) == TD_OK) {
-			char srel[REL_MAX];
+		else if (td__open_subdir(dirfd, "_tensordict", what, &sub) == TD_OK) {
+			char srel[TD_REL_MAX];
 
 			json_decref(meta);
 			td__dirmodel_note_shell(ld->model, rel);
-			join(srel, sizeof(srel), rel, "_tensordict");
+			td__dir_join(srel, sizeof(srel), rel, "_tensordict");
 			rc = load_dict(ld, sub, srel, depth, out);
 			close(sub);
 			return rc;
@@ -676,20 +552,6 @@ static int store_finish(td_store *st, int rc, td_store **out)
 	return TD_OK;
 }
 
-static int open_root(const char *path, const char *fn, int *out)
-{
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	*out = fd;
-	if (fd >= 0)
-		return TD_OK;
-	if (errno == ENOENT)
-		return td__error(TD_ENOTFOUND, "%s: %s: no such directory", fn, path);
-	if (errno == ENOTDIR)
-		return td__error(TD_EEXISTS, "%s: %s: not a directory", fn, path);
-	return td__error_os(td__status_from_errno(errno), errno, "%s: %s", fn, path);
-}
-
 /*
  * Load the store's committed dict from disk (under the coordination lock,
  * shared or exclusive): from the directory key index when it is valid,
@@ -772,7 +634,7 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 			return store_finish(st, td__packed_open(st), out);
 		}
 	}
-	TD_TRY(open_root(path, "td_store_open", &dirfd));
+	TD_TRY(td__open_root(path, "td_store_open", &dirfd));
 	rc = td__store_new(&st, path, flags);
 	if (rc < 0) {
 		close(dirfd);
@@ -873,7 +735,6 @@ typedef struct level {
 	bool was_new;         /* the writer's dir_new before it */
 } level;
 
-
 int td__holds_lazy(const td_dict *d)
 {
 	size_t n, i;
@@ -942,60 +803,6 @@ int td__check_writable(const td_dict *d, const char *fn)
 	return rc;
 }
 
-/* A shape as a JSON list; dim 0 replaced by `dim0` when that is >= 0 (growth). */
-static json_t *json_shape(int ndim, const int64_t *shape, int64_t dim0)
-{
-	json_t *a = json_array();
-	int i;
-
-	for (i = 0; a && i < ndim; i++)
-		if (json_array_append_new(a, json_integer(i == 0 && dim0 >= 0 ? dim0 : shape[i])) < 0) {
-			json_decref(a);
-			return NULL;
-		}
-	return a;
-}
-
-/*
- * jansson writes \u escapes with uppercase hex, Python's json.dumps with
- * lowercase: lower them so that meta.json is byte for byte what Python
- * writes. Escapes are scanned pairwise, so an escaped backslash followed by
- * a literal 'u' is left alone.
- */
-static void lower_unicode_escapes(char *s)
-{
-	int i;
-
-	for (; *s; s++) {
-		if (*s != '\\')
-			continue;
-		if (s[1] == 'u')
-			for (i = 2; i < 6 && s[i]; i++)
-				if (s[i] >= 'A' && s[i] <= 'F')
-					s[i] = (char)(s[i] - 'A' + 'a');
-		if (s[1])
-			s++;
-	}
-}
-
-/*
- * meta.json's bytes for `meta` (consumed; NULL reports TD_ENOMEM), in
- * Python's json.dumps spelling: ", " and ": " separators, ASCII only with
- * lowercase \u escapes. Release *out with free().
- */
-static int meta_text(json_t *meta, char **out)
-{
-	*out = NULL;
-	if (!meta)
-		return td__error_nomem(0);
-	*out = json_dumps(meta, JSON_ENSURE_ASCII);
-	json_decref(meta);
-	if (!*out)
-		return td__error_nomem(0);
-	lower_unicode_escapes(*out);
-	return TD_OK;
-}
-
 /*
  * Stage `text` as the directory's meta.json for the commit at the end of
  * the save. A directory this save made is named by no meta.json until its
@@ -1003,9 +810,9 @@ static int meta_text(json_t *meta, char **out)
  */
 static int stage_meta_text(writer *w, int dirfd, const char *rel, const char *text)
 {
-	char what[REL_MAX];
+	char what[TD_REL_MAX];
 
-	join(what, sizeof(what), rel, "meta.json");
+	td__dir_join(what, sizeof(what), rel, "meta.json");
 	return (w->dir_new ? td__commit_stage_new : td__commit_stage)(&w->commit, dirfd,
 		td__relpath_str(&w->path), text, strlen(text), what);
 }
@@ -1016,7 +823,7 @@ static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 	char *text;
 	int rc;
 
-	TD_TRY(meta_text(meta, &text));
+	TD_TRY(td__meta_dump(meta, &text));
 	rc = stage_meta_text(w, dirfd, rel, text);
 	free(text);
 	return rc;
@@ -1049,7 +856,7 @@ static int commit_meta(writer *w, int rootfd, bool ok)
 static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	const td_tensor *src, td_tensor *out)
 {
-	char what[REL_MAX], *fname;
+	char what[TD_REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
 	bool like = (w->flags & TD_STORE_LIKE) != 0, created = false;
 	td_buffer *map = NULL;
@@ -1058,7 +865,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	if (nbytes == 0)
 		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
-	join(what, sizeof(what), rel, fname);
+	td__dir_join(what, sizeof(what), rel, fname);
 	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
 		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, &created);
 	if (created) {
@@ -1094,39 +901,6 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	return rc;
 }
 
-/*
- * Create (or reuse) the directory of a sub-collection. With `name_out`,
- * its name goes there (a heap block). @return 1 when the directory was
- * made here, TD_OK when it existed, or a negative status.
- */
-static int make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
-	size_t crel_len, int *out, char **name_out)
-{
-	bool made = true;
-	char *name;
-	int rc;
-
-	if (name_out)
-		*name_out = NULL;
-	TD_TRY(td__encoded_name(key, "", &name));
-	join(crel, crel_len, rel, name);
-	if (mkdirat(dirfd, name, 0777) < 0) {
-		if (errno != EEXIST) {
-			rc = td__file_error(errno, crel, "mkdir");
-			td__free(name);
-			return rc;
-		}
-		made = false;
-	}
-	rc = open_subdir(dirfd, name, crel, out);
-	if (rc == TD_OK && name_out) {
-		*name_out = name;
-		name = NULL;
-	}
-	td__free(name);
-	return rc == TD_OK ? made : rc;
-}
-
 /* Create (or reuse) a sub-collection's directory and enter it in the writer's path. */
 static int enter_child_dir(writer *w, int dirfd, const char *rel, const char *key, char *crel,
 	level *lv)
@@ -1134,7 +908,7 @@ static int enter_child_dir(writer *w, int dirfd, const char *rel, const char *ke
 	char *name;
 	int made, rc;
 
-	made = make_child_dir(dirfd, rel, key, crel, REL_MAX, &lv->fd, &name);
+	made = td__make_child_dir(dirfd, rel, key, crel, TD_REL_MAX, &lv->fd, &name);
 	if (made < 0)
 		return made;
 	rc = made == 1 ? record_made(w, name, true) : TD_OK;
@@ -1160,7 +934,7 @@ static void leave_child_dir(writer *w, const level *lv)
 static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 	const td_value *v)
 {
-	char crel[REL_MAX];
+	char crel[TD_REL_MAX];
 	json_t *meta;
 	level lv;
 	int rc;
@@ -1178,72 +952,6 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 	rc = write_meta(w, lv.fd, crel, meta);
 	leave_child_dir(w, &lv);
 	return rc;
-}
-
-/*
- * Nested lists over the array's shape (its "data" in meta.json); dim 0
- * taken as `dim0` rows when that is >= 0 (growth: rows past the array's
- * are empty strings). `*next` counts the elements used.
- */
-static json_t *strings_lists(const td_strings *s, int dim, int64_t dim0, bool real,
-	int64_t *next)
-{
-	int64_t n = dim == 0 && dim0 >= 0 ? dim0 : s->shape[dim], i;
-	json_t *a = json_array();
-
-	for (i = 0; a && i < n; i++) {
-		bool in = real && (dim > 0 || i < s->shape[0]);
-		json_t *item;
-
-		if (dim + 1 < s->ndim) {
-			item = strings_lists(s, dim + 1, dim0, in, next);
-		} else if (in) {
-			size_t len;
-			const char *t = td_strings_at(s, (*next)++, &len);
-
-			item = json_stringn(t, len);
-		} else {
-			item = json_string("");
-		}
-		if (!item || json_array_append_new(a, item) < 0) {
-			json_decref(a);
-			a = NULL;
-		}
-	}
-	return a;
-}
-
-int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out)
-{
-	json_t *meta = json_object();
-	int64_t next = 0;
-
-	/* tensordict writes this file compact, with json.dumps(separators=(",", ":")). */
-	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORSTACK)) < 0 ||
-		     json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
-		     json_object_set_new(meta, "_class",
-			     json_string("tensordict:NonTensorStack")) < 0 ||
-		     json_object_set_new(meta, "stack_dim", json_integer(0)) < 0 ||
-		     json_object_set_new(meta, "device", json_null()) < 0 ||
-		     json_object_set_new(meta, "data", strings_lists(s, 0, dim0, true, &next)) < 0)) {
-		json_decref(meta);
-		meta = NULL;
-	}
-	*out = NULL;
-	if (!meta)
-		return td__error_nomem(0);
-	*out = json_dumps(meta, JSON_COMPACT | JSON_ENSURE_ASCII);
-	json_decref(meta);
-	if (!*out)
-		return td__error_nomem(0);
-	if (strlen(*out) > TD_META_MAX_BYTES) {
-		free(*out);
-		*out = NULL;
-		return td__error(TD_EOVERFLOW, "a NonTensorStack's meta.json would pass %zu bytes, "
-			"more than a reader accepts", TD_META_MAX_BYTES);
-	}
-	lower_unicode_escapes(*out);
-	return TD_OK;
 }
 
 int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
@@ -1265,7 +973,7 @@ int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
 static int write_strings(writer *w, int dirfd, const char *rel, const char *key,
 	const td_strings *s)
 {
-	char crel[REL_MAX], *text;
+	char crel[TD_REL_MAX], *text;
 	level lv;
 	int rc;
 
@@ -1302,7 +1010,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 		return rc;
 	}
 	case TD_VALUE_DICT: {
-		char crel[REL_MAX];
+		char crel[TD_REL_MAX];
 		td_dict *child = NULL;
 		level lv;
 
@@ -1332,68 +1040,6 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	}
 }
 
-/*
- * The meta.json of one dict, as tensordict writes it: its entries in order
- * (tensors with device/shape/dtype/is_nested, nested dicts and strings as
- * {"type": ...}), then the dict's own fields. With `dim0` >= 0 (and at
- * least one batch dim), dim 0 of the batch shape and of every tensor is
- * written as `dim0`: the dict grown. NULL when out of memory.
- */
-static json_t *build_meta(const td_dict *d, int64_t dim0)
-{
-	size_t n = td_dict_items(d, NULL, NULL, 0), i;
-	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
-	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
-	json_t *meta = json_object();
-	bool ok = keys && vals && meta;
-
-	if (td_dict_batch_ndim(d) == 0)
-		dim0 = -1; /* no batch dim: dim 0 of a leaf is its own */
-	if (ok)
-		td_dict_items(d, keys, vals, n);
-	for (i = 0; ok && i < n; i++) {
-		const td_value *v = vals[i];
-		json_t *e = json_object();
-
-		if (!e || json_object_set_new(meta, keys[i], e) < 0) {
-			ok = false;
-			break;
-		}
-		if (v->kind == TD_VALUE_TENSOR) {
-			const td_tensor *t = &v->u.tensor;
-
-			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
-			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape, dim0)) == 0 &&
-			     json_object_set_new(e, "dtype",
-				     json_string(td_dtype_torch_name(t->dtype))) == 0 &&
-			     json_object_set_new(e, "is_nested", json_false()) == 0;
-		} else {
-			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
-				(td_dict_is_lazy(v->u.dict) ? "LazyStackedTensorDict" : "TensorDict") :
-				v->kind == TD_VALUE_STRINGS ? "NonTensorStack" : "NonTensorData")) == 0;
-		}
-	}
-	ok = ok &&
-	     json_object_set_new(meta, "shape",
-		     json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d), dim0)) == 0 &&
-	     json_object_set_new(meta, "device", json_string("cpu")) == 0 &&
-	     json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) == 0 &&
-	     json_object_set_new(meta, "_format_version", json_integer(1)) == 0 &&
-	     json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) == 0;
-	td__free(keys);
-	td__free(vals);
-	if (!ok) {
-		json_decref(meta);
-		return NULL;
-	}
-	return meta;
-}
-
-int td__meta_text(const td_dict *d, int64_t dim0, char **out)
-{
-	return meta_text(build_meta(d, dim0), out);
-}
-
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out)
 {
@@ -1417,7 +1063,7 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 		if (rc < 0)
 			goto out;
 	}
-	rc = write_meta(w, dirfd, rel, build_meta(d, -1));
+	rc = write_meta(w, dirfd, rel, td__build_meta(d, -1));
 	if (rc < 0)
 		goto out;
 	*out = d;
@@ -1450,7 +1096,7 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out)
 {
 	size_t n = td_lazy_count(src), i, made = 0;
-	char name[24], crel[REL_MAX];
+	char name[24], crel[TD_REL_MAX];
 	td_dict **kids;
 	json_t *meta;
 	int rc = TD_OK;
@@ -1459,7 +1105,7 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 	/* A directory "n/" left by a larger stack would be read as one more child. */
 	snprintf(name, sizeof(name), "%zu", n);
 	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
-		join(crel, sizeof(crel), rel, name);
+		td__dir_join(crel, sizeof(crel), rel, name);
 		return td__error(TD_EEXISTS, "td_store_memmap: %s exists, left by a larger lazy "
 			"stack: it would be read as child %zu", crel, n);
 	}
@@ -1532,7 +1178,7 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	else if (errno != EEXIST)
 		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
 			path);
-	TD_TRY(open_root(path, "td_store_memmap", &dirfd));
+	TD_TRY(td__open_root(path, "td_store_memmap", &dirfd));
 	rc = td__store_new(&st, path, TD_STORE_RDWR);
 	if (rc < 0) {
 		close(dirfd);
@@ -1630,7 +1276,7 @@ int td_store_sync(td_store *store)
 		 */
 		int fd;
 
-		TD_TRY(open_root(store->path, "td_store_sync", &fd));
+		TD_TRY(td__open_root(store->path, "td_store_sync", &fd));
 		if (syncfs(fd) < 0)
 			rc = td__error_os(TD_EIO, errno, "td_store_sync: %s: syncfs", store->path);
 		close(fd);
@@ -1719,7 +1365,7 @@ int td_store_refresh(td_store *store, bool *changed)
 		return td__error(TD_EINVAL, "td_store_refresh: NULL store");
 	if (store->packed)
 		return td__packed_refresh(store, changed);
-	TD_TRY(open_root(store->path, "td_store_refresh", &dirfd));
+	TD_TRY(td__open_root(store->path, "td_store_refresh", &dirfd));
 	/* A writer may have created the coordination file since a read-only open. */
 	if (store->coord.fd < 0 && (rc = td__coord_open(&store->coord, dirfd, store->path,
 					   false)) < 0)
@@ -1776,32 +1422,6 @@ int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
  * Take the writer lock, finish a commit a crashed writer left (journal),
  * and bring the dict up to date with the committed schema.
  */
-int td__dict_home(int dirfd, const char *what, int *home, bool *sub)
-{
-	char *text;
-	size_t len;
-	json_t *meta;
-	const char *type;
-	bool plain;
-
-	*home = -1;
-	*sub = false;
-	TD_TRY(td__read_small_file(dirfd, "meta.json", TD_META_MAX_BYTES, &text, &len, what));
-	meta = json_loadb(text, len, 0, NULL);
-	td__free(text);
-	type = json_string_value(json_object_get(meta, "_type"));
-	plain = meta && (!type || !strcmp(type, TD_TYPE_TENSORDICT));
-	json_decref(meta);
-	if (plain) {
-		*home = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
-		return *home < 0 ? td__error_os(TD_EIO, errno, "%s: dup", what) : TD_OK;
-	}
-	*home = openat(dirfd, "_tensordict", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (*home < 0)
-		return td__error(TD_ECORRUPT, "%s: changed since it was loaded", what);
-	*sub = true;
-	return TD_OK;
-}
 
 /*
  * Make the change's deepest level the home of its dict (td__dict_home()):
@@ -1827,6 +1447,10 @@ static int enter_home(td__change *c, const char *what)
 	return TD_OK;
 }
 
+/*
+ * Take the writer lock, finish a commit a crashed writer left (journal),
+ * and bring the dict up to date with the committed schema.
+ */
 int td__change_begin(td__change *c, td_store *st, const char *fn)
 {
 	uint64_t gen;
@@ -1835,7 +1459,7 @@ int td__change_begin(td__change *c, td_store *st, const char *fn)
 	memset(c, 0, sizeof(*c));
 	c->st = st;
 	c->fds[0] = -1;
-	TD_TRY(open_root(st->path, fn, &c->rootfd));
+	TD_TRY(td__open_root(st->path, fn, &c->rootfd));
 	rc = td__coord_lock(&st->coord, true);
 	if (rc < 0) {
 		close(c->rootfd);
@@ -1905,7 +1529,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 	for (i = 0; i + 1 < n; i++) {
 		td_dict *cur = c->dicts[c->depth - 1], *child;
 		const td_value *v;
-		char crel[REL_MAX], *name;
+		char crel[TD_REL_MAX], *name;
 		int fd, rc = td_dict_get_path(cur, &parts[i], 1, &v);
 
 		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
@@ -1917,7 +1541,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 			TD_TRY(enter_home(c, crel));
 			continue;
 		} else if (rc == TD_ENOTFOUND && create) {
-			TD_TRY(make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
+			TD_TRY(td__make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
 				sizeof(crel), &fd, &name));
 			rc = td_dict_new(&child, td_dict_batch_ndim(cur), td_dict_batch_shape(cur));
 			if (rc == TD_OK) {
@@ -1954,12 +1578,12 @@ static int change_commit(td__change *c)
 	int rc = TD_OK;
 
 	for (i = c->depth; rc == TD_OK && i-- > c->first_dirty;) {
-		char what[REL_MAX];
+		char what[TD_REL_MAX];
 		char *text;
 
 		snprintf(what, sizeof(what), "%s: meta.json at depth %zu", c->st->path, i);
 		td__relpath_pop(&c->path, c->marks[i]);
-		rc = meta_text(build_meta(c->dicts[i], -1), &text);
+		rc = td__meta_dump(td__build_meta(c->dicts[i], -1), &text);
 		if (rc < 0)
 			break;
 		rc = td__commit_stage(&commit, c->fds[i], td__relpath_str(&c->path), text,

@@ -8,12 +8,10 @@
  * everything is synced before any meta.json names the new size; files are
  * never truncated, so a crash leaves at worst longer files than declared.
  */
-#include "store_impl.h"
+#include "store_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,10 +85,7 @@ static int extend_leaf_file(int dirfd, const char *rel, const char *key, size_t 
 	} else {
 		TD_TRY(td__open_leaf_file(dirfd, key, O_RDWR, &fd, &err, &name));
 	}
-	/* Truncation only shortens a message. */
-	if (snprintf(what, sizeof(what), "%s%s%s", rel, rel[0] ? "/" : "", name) >=
-	    (int)sizeof(what))
-		what[sizeof(what) - 1] = '\0';
+	td__dir_join(what, sizeof(what), rel, name);
 	td__free(name);
 	if (fd < 0)
 		return err == ENOENT ? td__error(TD_ECORRUPT, "%s: %s: declared but missing", fn,
@@ -134,8 +129,7 @@ static int grow_strings(grower *g, int dirfd, const char *rel, const td_strings 
 	char what[TD_REL_MAX], *text;
 	int rc;
 
-	if (snprintf(what, sizeof(what), "%s/meta.json", rel) >= (int)sizeof(what))
-		what[sizeof(what) - 1] = '\0';
+	td__dir_join(what, sizeof(what), rel, "meta.json");
 	TD_TRY(td__strings_meta_text(s, g->size, &text));
 	rc = td__commit_stage(&g->commit, dirfd, td__relpath_str(&g->path), text, strlen(text),
 		what);
@@ -186,9 +180,7 @@ static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d)
 	bool sub = false;
 	int home = -1, rc;
 
-	if (snprintf(what, sizeof(what), "%s%smeta.json", rel, rel[0] ? "/" : "") >=
-	    (int)sizeof(what))
-		what[sizeof(what) - 1] = '\0';
+	td__dir_join(what, sizeof(what), rel, "meta.json");
 	rc = keys && vals ? TD_OK : td__error_nomem(n * sizeof(*keys));
 	if (rc == TD_OK)
 		rc = td__dict_home(dirfd, what, &home, &sub);

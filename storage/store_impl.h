@@ -354,76 +354,19 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
  */
 bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_out);
 
-/* ---- the directory placement's schema changes (store_dir.c) ---- */
+/* ---- stores (store_dir.c) ---- */
 
 /** Longest relative path kept for messages (longer ones are cut). */
 #define TD_REL_MAX 512
 
-/**
- * A schema change in progress: the writer lock is held, and the levels of
- * a key path are open (fds[0] is the root), each with its dict in the
- * store's (unlocked) dict tree and the length of `path` at that level.
- */
-typedef struct td__change {
-	td_store *st;
-	int rootfd;
-	size_t depth;                      /* levels opened */
-	int fds[TD_KEY_MAX_DEPTH];
-	td_dict *dicts[TD_KEY_MAX_DEPTH];
-	size_t marks[TD_KEY_MAX_DEPTH];    /* path.len at each level */
-	td__relpath path;                  /* the deepest level, relative to the root */
-	char rel[TD_REL_MAX];              /* the same, for messages */
-	size_t first_dirty;                /* shallowest level to rewrite; SIZE_MAX: none */
-	bool committed;                    /* the caller committed its own files (growth) */
-	bool reload;                       /* reload the dict after the commit (new mappings) */
-	/*
-	 * Called once the change is committed, still under the writer lock and
-	 * with the levels open (removal deletes files no meta.json names any
-	 * more: under the lock, no other writer can have added them again).
-	 */
-	void (*on_commit)(struct td__change *c, void *arg);
-	void *on_commit_arg;
-} td__change;
-
 /** Check a key path and that the store is read-write; `fn` names the caller. */
 int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	const char *fn);
-/**
- * Begin a change: take the exclusive lock, recover a crashed commit, load
- * what other processes committed; the store's dict is unlocked for editing.
- */
-int td__change_begin(td__change *c, td_store *st, const char *fn);
-/** Descend to the dict holding the path's last component (creating dicts with `create`). */
-int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create,
-	const char *fn);
-/**
- * End a change with status `rc`: commit the levels from first_dirty down
- * (journaled when several); after that commit, or one the caller made
- * (c->committed), bump the generation and with c->reload load the dict
- * again; on failure reload what is committed. Releases the lock; returns
- * the status.
- */
-int td__change_end(td__change *c, int rc);
-/** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
-int td__store_recover(td_store *st, int rootfd);
-/** Under the lock: load the dict again (new mappings); on failure the old one stays. */
-int td__store_reload(td_store *st, int rootfd);
-/**
- * The directory that holds the meta.json and leaves of the dict whose
- * directory is `dirfd`: itself, or for a tensorclass (a `_type` other than
- * TensorDict) its `_tensordict/` sub-directory, as the loader reads it.
- * `*home` is a new descriptor; `*sub` tells whether it is `_tensordict/`.
- */
-int td__dict_home(int dirfd, const char *what, int *home, bool *sub);
-/** meta.json's text for dict `d`, dim 0 written as `dim0` when >= 0; free() it. */
-int td__meta_text(const td_dict *d, int64_t dim0, char **out);
-/**
- * The meta.json text of a NonTensorStack holding array `s`, dim 0 written as
- * `dim0` rows when >= 0 (rows past the array's are empty strings); free() it.
- */
-int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out);
 /** Store a copy of array `s` in `dst` under the single key `key`. */
 int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s);
+
+/* ---- files (fileio.c) ---- */
+
 /**
  * tensordict's legacy fallback (doc/format.md 1.4): a raw key name is tried
  * when the encoded name is absent and the key is "safe": no `/` or `\`,
@@ -432,22 +375,6 @@ int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s);
 bool td__key_legacy_safe(const char *key, bool is_dir);
 /** Names meta.json uses for the dict itself (tensordict 0.15 added the last two). */
 bool td__key_reserved(const char *key);
-/** The file name of `key` plus `suffix`, encoded as tensordict does (heap). */
-int td__encoded_name(const char *key, const char *suffix, char **out);
-/**
- * Open the sub-directory of `key` under `dirfd` (encoded name, else the
- * legacy raw name), without following links. `crel` receives "rel/name"
- * for messages; with `name_out` the name opened (heap).
- */
-int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
-	int *out, char **name_out);
-/**
- * Open the leaf file of `key` under `dirfd` with `oflags` (O_NOFOLLOW is
- * added): the encoded name, else the legacy raw name. *fd_out is -1 with
- * *err_out the errno when neither opens; *name_out the name (heap).
- */
-int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int *err_out,
-	char **name_out);
 
 /** Mapping hook for td_buffer_wrap(): munmap(data, nbytes). */
 void td__unmap_release(void *data, size_t nbytes, void *payload);
