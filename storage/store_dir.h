@@ -78,6 +78,19 @@ int td__meta_text(const td_dict *d, int64_t dim0, char **out);
  */
 int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out);
 
+/* ---- reading (store_dir_read.c) ---- */
+
+/**
+ * Load the store's committed dict from disk, under the coordination lock:
+ * through the directory key index when it is valid, else from the
+ * meta.json files (a crashed writer's sealed journal read, not redone). A
+ * read-write load tracks its mappings and gives the model of what it read
+ * for the next index (`*model_out`; NULL when it could not be made).
+ */
+int td__dir_load(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_out);
+/** Under the lock: load the dict again (new mappings); on failure the old one stays. */
+int td__store_reload(td_store *st, int rootfd);
+
 /* ---- schema changes ---- */
 
 /**
@@ -124,7 +137,5 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 int td__change_end(td__change *c, int rc);
 /** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
 int td__store_recover(td_store *st, int rootfd);
-/** Under the lock: load the dict again (new mappings); on failure the old one stays. */
-int td__store_reload(td_store *st, int rootfd);
 
 #endif /* TD_STORE_DIR_H */
