@@ -220,74 +220,6 @@ typedef struct level {
 	bool was_new;         /* the writer's dir_new before it */
 } level;
 
-int td__holds_lazy(const td_dict *d)
-{
-	size_t n, i;
-	const td_value **vals;
-	int rc = 0;
-
-	if (td_dict_is_lazy(d))
-		return 1;
-	n = td_dict_items(d, NULL, NULL, 0);
-	if (n == 0)
-		return 0;
-	vals = td__calloc(n, sizeof(*vals));
-	if (!vals)
-		return td__error_nomem(n * sizeof(*vals));
-	td_dict_items(d, NULL, vals, n);
-	for (i = 0; rc == 0 && i < n; i++)
-		if (vals[i]->kind == TD_VALUE_DICT)
-			rc = td__holds_lazy(vals[i]->u.dict);
-	td__free(vals);
-	return rc;
-}
-
-/*
- * Everything that would make the write fail half-way is refused before any
- * file is touched. A lazy stack is checked child by child (its leaves are
- * not stacked: a ragged one is written as it is).
- */
-int td__check_writable(const td_dict *d, const char *fn)
-{
-	const char **keys = NULL;
-	const td_value **vals = NULL;
-	size_t n, i;
-	int rc = TD_OK;
-
-	if (td_dict_is_lazy(d)) {
-		for (i = 0; rc == TD_OK && i < td_lazy_count(d); i++)
-			rc = td__check_writable(td_lazy_child(d, i), fn);
-		return rc;
-	}
-	n = td_dict_items(d, NULL, NULL, 0);
-	if (n == 0)
-		return TD_OK;
-	keys = td__calloc(n, sizeof(*keys));
-	vals = td__calloc(n, sizeof(*vals));
-	if (!keys || !vals)
-		rc = td__error_nomem(n * sizeof(*keys));
-	else
-		td_dict_items(d, keys, vals, n);
-	for (i = 0; rc == TD_OK && i < n; i++) {
-		const td_value *v = vals[i];
-
-		if (td__key_reserved(keys[i]))
-			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
-				keys[i]);
-		else if (v->kind == TD_VALUE_BYTES)
-			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
-				"tensordict's layout stores only as a Python pickle", fn, keys[i]);
-		else if (v->kind == TD_VALUE_TENSOR &&
-			 td_buffer_memory(v->u.tensor.buffer) == TD_MEMORY_DEVICE)
-			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn, keys[i]);
-		else if (v->kind == TD_VALUE_DICT)
-			rc = td__check_writable(v->u.dict, fn);
-	}
-	td__free(keys);
-	td__free(vals);
-	return rc;
-}
-
 /*
  * Stage `text` as the directory's meta.json for the commit at the end of
  * the save. A directory this save made is named by no meta.json until its
@@ -560,18 +492,6 @@ out:
 	return rc;
 }
 
-/* The checks of td__check_writable() on every child of a lazy stack. */
-static int check_tree(const td_dict *d)
-{
-	size_t i;
-
-	if (!td_dict_is_lazy(d))
-		return td__check_writable(d, "td_store_memmap");
-	for (i = 0; i < td_lazy_count(d); i++)
-		TD_TRY(check_tree(td_lazy_child(d, i)));
-	return TD_OK;
-}
-
 /*
  * A lazy stack in tensordict's layout: its children in "0/", "1/", ...
  * and a meta.json with the class and stack_dim; `*out` becomes a lazy
@@ -657,7 +577,7 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
 	if (flags & TD_STORE_PACKED)
 		return td__packed_memmap(out, src, path, flags);
-	TD_TRY(check_tree(src));
+	TD_TRY(td__check_writable(src, "td_store_memmap"));
 	if (mkdir(path, 0777) == 0)
 		root_made = true;
 	else if (errno != EEXIST)

@@ -324,6 +324,8 @@ void td__packed_free(td_store *st);
  */
 int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const char *what);
 
+/* ---- what stores accept (store_rules.c) ---- */
+
 /** The checks td_store_memmap() makes before touching a file (reserved keys, bytes, devices). */
 int td__check_writable(const td_dict *d, const char *fn);
 /**
