@@ -17,6 +17,7 @@ libtdcore_la_SOURCES += \
 	%D%/store_dir.c \
 	%D%/store_dir_meta.c \
 	%D%/store_dir_read.c \
+	%D%/store_dir_write.c \
 	%D%/store_rules.c \
 	%D%/mmap.c \
 	%D%/ring_impl.h \

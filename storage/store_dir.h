@@ -91,6 +91,24 @@ int td__dir_load(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_ou
 /** Under the lock: load the dict again (new mappings); on failure the old one stays. */
 int td__store_reload(td_store *st, int rootfd);
 
+/* ---- writing (store_dir_write.c) ---- */
+
+/**
+ * td_store_memmap() into the directory st->path (st new, read-write, no
+ * dict yet): on success st->dict maps the written leaves.
+ */
+int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags);
+/**
+ * Create (or reuse, as an add that crashed before its commit left it) the
+ * leaf file of `key` under `dirfd` for a schema change, holding a copy of
+ * `t` (or, without `copy`, reserved only), and map it into `out`. A file
+ * this call made is removed again on failure. `rel` names `dirfd`.
+ */
+int td__dir_write_leaf(td_store *st, int dirfd, const char *rel, const char *key,
+	const td_tensor *t, bool copy, td_tensor *out);
+/** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
+int td__store_recover(td_store *st, int rootfd);
+
 /* ---- schema changes ---- */
 
 /**
@@ -135,7 +153,5 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
  * the status.
  */
 int td__change_end(td__change *c, int rc);
-/** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
-int td__store_recover(td_store *st, int rootfd);
 
 #endif /* TD_STORE_DIR_H */

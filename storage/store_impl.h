@@ -364,8 +364,6 @@ bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_ou
 /** Check a key path and that the store is read-write; `fn` names the caller. */
 int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
 	const char *fn);
-/** Store a copy of array `s` in `dst` under the single key `key`. */
-int td__set_strings_copy(td_dict *dst, const char *key, const td_strings *s);
 
 /* ---- files (fileio.c) ---- */
 
