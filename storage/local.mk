@@ -18,6 +18,7 @@ libtdcore_la_SOURCES += \
 	%D%/store_dir_meta.c \
 	%D%/store_dir_read.c \
 	%D%/store_dir_write.c \
+	%D%/store_dir_change.c \
 	%D%/store_rules.c \
 	%D%/mmap.c \
 	%D%/ring_impl.h \

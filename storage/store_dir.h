@@ -109,7 +109,7 @@ int td__dir_write_leaf(td_store *st, int dirfd, const char *rel, const char *key
 /** Under the exclusive lock: finish a crashed commit (journal.c), bumping the generation. */
 int td__store_recover(td_store *st, int rootfd);
 
-/* ---- schema changes ---- */
+/* ---- schema changes (store_dir_change.c) ---- */
 
 /**
  * A schema change in progress: the writer lock is held, and the levels of
@@ -153,5 +153,10 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
  * the status.
  */
 int td__change_end(td__change *c, int rc);
+/** td_store_add_tensor() (`copy`) and td_store_add_empty() on a checked key path. */
+int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
+	bool copy, const char *fn);
+/** td_store_remove() on a checked key path. */
+int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
 
 #endif /* TD_STORE_DIR_H */
