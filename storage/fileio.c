@@ -111,24 +111,6 @@ fail:
 	return rc;
 }
 
-int td__store_track(td_store *st, td_buffer *map)
-{
-	if (st->nmaps == st->cap_maps) {
-		size_t cap = st->cap_maps ? st->cap_maps * 2 : 16, bytes;
-		td_buffer **m;
-
-		if (!td__mul_size(cap, sizeof(*m), &bytes))
-			return td__error(TD_EOVERFLOW, "store: too many mappings");
-		m = td__realloc(st->maps, bytes);
-		if (!m)
-			return td__error_nomem(bytes);
-		st->maps = m;
-		st->cap_maps = cap;
-	}
-	st->maps[st->nmaps++] = td_buffer_ref(map);
-	return TD_OK;
-}
-
 int td__read_small_file(int dirfd, const char *name, size_t max, char **out, size_t *len,
 	const char *what)
 {

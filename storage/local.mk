@@ -13,6 +13,7 @@ libtdcore_la_SOURCES += \
 	%D%/fileio.c \
 	%D%/coord.c \
 	%D%/journal.c \
+	%D%/store.c \
 	%D%/store_dir.h \
 	%D%/store_dir.c \
 	%D%/store_dir_meta.c \
@@ -26,7 +27,7 @@ libtdcore_la_SOURCES += \
 	%D%/ring_io.c \
 	%D%/ring_prio.c \
 	%D%/shm_arena.c \
-	%D%/store_grow.c \
+	%D%/store_dir_grow.c \
 	%D%/dirindex.h \
 	%D%/dirindex.c \
 	%D%/store_dirindex.c

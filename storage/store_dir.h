@@ -56,6 +56,9 @@ int td__open_leaf_file(int dirfd, const char *key, int oflags, int *fd_out, int 
  */
 int td__dict_home(int dirfd, const char *what, int *home, bool *sub);
 
+/** Remember a writable mapping for td_store_sync() (takes a new reference). */
+int td__store_track(td_store *st, td_buffer *map);
+
 /* ---- meta.json text (store_dir_meta.c) ---- */
 
 /**
@@ -90,6 +93,28 @@ int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out);
 int td__dir_load(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_out);
 /** Under the lock: load the dict again (new mappings); on failure the old one stays. */
 int td__store_reload(td_store *st, int rootfd);
+
+/* ---- the directory key index in use (store_dirindex.c; doc/format.md 7) ---- */
+
+/**
+ * Build the dict of the directory store at `rootfd` from its index, when
+ * the index is valid and every meta.json it lists has the bytes it lists
+ * (the maps of a read-write store are tracked as td__dir_load() does). For
+ * a read-write store `*model_out` receives the model of the loaded state.
+ * Records st->dir.dix_state. On failure nothing is left behind and no
+ * error is recorded: the caller parses the meta.json files.
+ *
+ * @return TD_OK; a negative status when the index was not used
+ */
+int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **model_out);
+/**
+ * After a committed save or schema change (under the exclusive lock):
+ * write the index of st->dict from st->dir.dix (temporary name, rename, no
+ * sync: it is derived data). When that cannot be done (no model, a lazy
+ * stack, a failure) the index file is removed instead and the model
+ * dropped. Never fails; records no error.
+ */
+void td__dirindex_update(td_store *st, int rootfd);
 
 /* ---- writing (store_dir_write.c) ---- */
 
@@ -158,5 +183,13 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 	bool copy, const char *fn);
 /** td_store_remove() on a checked key path. */
 int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
+
+/* ---- growth (store_dir_grow.c) ---- */
+
+/** td_store_grow() on a read-write store without lazy stacks. */
+int td__dir_grow(td_store *st, int64_t new_size, const char *fn);
+/** td_store_grow_leaf() on a checked key path. */
+int td__dir_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+	const char *fn);
 
 #endif /* TD_STORE_DIR_H */

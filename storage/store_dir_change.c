@@ -52,13 +52,13 @@ int td__change_begin(td__change *c, td_store *st, const char *fn)
 	c->st = st;
 	c->fds[0] = -1;
 	TD_TRY(td__open_root(st->path, fn, &c->rootfd));
-	rc = td__coord_lock(&st->coord, true);
+	rc = td__coord_lock(&st->dir.coord, true);
 	if (rc < 0) {
 		close(c->rootfd);
 		return rc;
 	}
 	rc = td__store_recover(st, c->rootfd);
-	gen = td__coord_generation(&st->coord);
+	gen = td__coord_generation(&st->dir.coord);
 	if (rc == TD_OK && gen != st->generation) {
 		rc = td__store_reload(st, c->rootfd);
 		if (rc == TD_OK)
@@ -70,7 +70,7 @@ int td__change_begin(td__change *c, td_store *st, const char *fn)
 			rc = td__error_os(TD_EIO, errno, "%s: dup", fn);
 	}
 	if (rc < 0) {
-		td__coord_unlock(&st->coord);
+		td__coord_unlock(&st->dir.coord);
 		close(c->rootfd);
 		return rc;
 	}
@@ -165,7 +165,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
  */
 static int change_commit(td__change *c)
 {
-	td__commit commit = { .model = c->st->dix };
+	td__commit commit = { .model = c->st->dir.dix };
 	size_t i;
 	int rc = TD_OK;
 
@@ -197,7 +197,7 @@ static void change_release(td__change *c)
 	for (i = 0; i < c->depth; i++)
 		close(c->fds[i]);
 	td__relpath_free(&c->path);
-	td__coord_unlock(&c->st->coord);
+	td__coord_unlock(&c->st->dir.coord);
 	close(c->rootfd);
 }
 
@@ -215,7 +215,7 @@ int td__change_end(td__change *c, int rc)
 	if (rc == TD_OK && c->first_dirty != SIZE_MAX)
 		rc = change_commit(c);
 	if (rc == TD_OK && (c->first_dirty != SIZE_MAX || c->committed)) {
-		uint64_t gen = td__coord_bump(&st->coord);
+		uint64_t gen = td__coord_bump(&st->dir.coord);
 
 		if (c->on_commit)
 			c->on_commit(c, c->on_commit_arg);

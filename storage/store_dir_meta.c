@@ -4,7 +4,8 @@
  * placement's reader, writer, schema changes and growth all see it: the
  * names of files and directories (encoded keys, tensordict's legacy raw
  * names, a tensorclass's `_tensordict/` home) opened without following
- * links, and the text of meta.json as Python's json.dumps writes it.
+ * links, and the text of meta.json as Python's json.dumps writes it; and
+ * the mappings a read-write store keeps for td_store_sync().
  */
 #include "store_dir.h"
 
@@ -175,6 +176,24 @@ int td__make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
 	}
 	td__free(name);
 	return rc == TD_OK ? made : rc;
+}
+
+int td__store_track(td_store *st, td_buffer *map)
+{
+	if (st->dir.nmaps == st->dir.cap_maps) {
+		size_t cap = st->dir.cap_maps ? st->dir.cap_maps * 2 : 16, bytes;
+		td_buffer **m;
+
+		if (!td__mul_size(cap, sizeof(*m), &bytes))
+			return td__error(TD_EOVERFLOW, "store: too many mappings");
+		m = td__realloc(st->dir.maps, bytes);
+		if (!m)
+			return td__error_nomem(bytes);
+		st->dir.maps = m;
+		st->dir.cap_maps = cap;
+	}
+	st->dir.maps[st->dir.nmaps++] = td_buffer_ref(map);
+	return TD_OK;
 }
 
 /* A shape as a JSON list; dim 0 replaced by `dim0` when that is >= 0 (growth). */

@@ -533,32 +533,32 @@ int td__dir_load(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_ou
  */
 int td__store_reload(td_store *st, int dirfd)
 {
-	td_buffer **old_maps = st->maps;
-	size_t old_n = st->nmaps, old_cap = st->cap_maps, i;
+	td_buffer **old_maps = st->dir.maps;
+	size_t old_n = st->dir.nmaps, old_cap = st->dir.cap_maps, i;
 	td__dirmodel *model = NULL;
 	td_dict *d = NULL;
 	int rc;
 
-	st->maps = NULL;
-	st->nmaps = st->cap_maps = 0;
+	st->dir.maps = NULL;
+	st->dir.nmaps = st->dir.cap_maps = 0;
 	rc = td__dir_load(st, dirfd, &d, &model);
 	if (rc == TD_OK)
 		rc = td_dict_lock(d);
 	if (rc < 0) {
 		td_dict_free(d);
 		td__dirmodel_free(model);
-		for (i = 0; i < st->nmaps; i++)
-			td_buffer_unref(st->maps[i]);
-		td__free(st->maps);
-		st->maps = old_maps;
-		st->nmaps = old_n;
-		st->cap_maps = old_cap;
+		for (i = 0; i < st->dir.nmaps; i++)
+			td_buffer_unref(st->dir.maps[i]);
+		td__free(st->dir.maps);
+		st->dir.maps = old_maps;
+		st->dir.nmaps = old_n;
+		st->dir.cap_maps = old_cap;
 		return rc;
 	}
 	td_dict_free(st->dict);
 	st->dict = d;
-	td__dirmodel_free(st->dix);
-	st->dix = model;
+	td__dirmodel_free(st->dir.dix);
+	st->dir.dix = model;
 	for (i = 0; i < old_n; i++)
 		td_buffer_unref(old_maps[i]);
 	td__free(old_maps);

@@ -27,7 +27,7 @@ int td__store_recover(td_store *st, int rootfd)
 
 	TD_TRY(td__journal_recover(rootfd, st->path, &redone));
 	if (redone)
-		td__coord_bump(&st->coord);
+		td__coord_bump(&st->dir.coord);
 	return TD_OK;
 }
 
@@ -489,12 +489,12 @@ int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags)
 	rc = td__writer_init(&w.io, -1, 0, path);
 	/* The whole save is one schema change for processes that have the directory open. */
 	if (rc == TD_OK)
-		rc = td__coord_open(&st->coord, dirfd, path, true);
+		rc = td__coord_open(&st->dir.coord, dirfd, path, true);
 	if (rc == TD_OK)
-		rc = td__dirmodel_new(&st->dix);
-	w.commit.model = st->dix; /* told each meta.json, for the directory key index */
+		rc = td__dirmodel_new(&st->dir.dix);
+	w.commit.model = st->dir.dix; /* told each meta.json, for the directory key index */
 	if (rc == TD_OK)
-		rc = td__coord_lock(&st->coord, true);
+		rc = td__coord_lock(&st->dir.coord, true);
 	if (rc == TD_OK) {
 		int crc;
 
@@ -513,10 +513,10 @@ int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags)
 		if (rc == TD_OK)
 			rc = crc;
 		if (rc == TD_OK)
-			st->generation = td__coord_bump(&st->coord);
+			st->generation = td__coord_bump(&st->dir.coord);
 		if (rc == TD_OK)
 			td__dirindex_update(st, dirfd);
-		td__coord_unlock(&st->coord);
+		td__coord_unlock(&st->dir.coord);
 	}
 	release_made(&w, dirfd, false);
 	td__writer_free(&w.io);

@@ -8,6 +8,7 @@
  * data: whatever goes wrong with it, the meta.json files are read instead.
  */
 #include "dirindex.h"
+#include "store_dir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -277,8 +278,8 @@ static int visit(const td__index *ix, uint32_t i, td_tensor *t, void *payload)
 /* Drop the mappings tracked after the first `n` (an open that did not finish). */
 static void untrack_from(td_store *st, size_t n)
 {
-	while (st->nmaps > n)
-		td_buffer_unref(st->maps[--st->nmaps]);
+	while (st->dir.nmaps > n)
+		td_buffer_unref(st->dir.maps[--st->dir.nmaps]);
 }
 
 /* Read and parse the index file; TD_ENOTFOUND when there is none. */
@@ -298,8 +299,8 @@ static int read_index(int rootfd, td__dirindex *dx, const char *what)
 /* Record why the index was not used, forget the message, and pass the status on. */
 static int not_used(td_store *st, int state, int rc)
 {
-	st->dix_state = state;
-	st->dix_code = rc;
+	st->dir.dix_state = state;
+	st->dir.dix_code = rc;
 	td_error_clear();
 	return rc;
 }
@@ -307,7 +308,7 @@ static int not_used(td_store *st, int state, int rc)
 int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **model_out)
 {
 	char what[512];
-	size_t nmaps = st->nmaps;
+	size_t nmaps = st->dir.nmaps;
 	td__dirindex dx;
 	reader rd;
 	int rc;
@@ -342,8 +343,8 @@ int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **mo
 		return not_used(st, TD_DIX_STALE, rc);
 	}
 	*model_out = rd.model;
-	st->dix_state = TD_DIX_USED;
-	st->dix_code = TD_OK;
+	st->dir.dix_state = TD_DIX_USED;
+	st->dir.dix_code = TD_OK;
 	return TD_OK;
 }
 
@@ -481,7 +482,7 @@ static int build_index(td_store *st, td__dirindex *dx)
 	uint32_t i;
 	int rc;
 
-	if (!st->dix || st->dix->poisoned)
+	if (!st->dir.dix || st->dir.dix->poisoned)
 		return td__error(TD_ENOTSUP, "store index: no model of the store's meta.json files");
 	rc = td__holds_lazy(st->dict);
 	if (rc < 0)
@@ -489,11 +490,11 @@ static int build_index(td_store *st, td__dirindex *dx)
 	if (rc)
 		return td__error(TD_ENOTSUP, "store index: lazy stacks are read from their meta.json "
 			"files");
-	dx->generation = dx->ix.generation = td__coord_generation(&st->coord);
+	dx->generation = dx->ix.generation = td__coord_generation(&st->dir.coord);
 	dx->ix.flags = TD_INDEX_F_DIRECTORY;
 	TD_TRY(td__index_add_dict(&dx->ix, st->dict, TD_INDEX_NO_PARENT, ""));
 	memset(&b, 0, sizeof(b));
-	b.m = st->dix;
+	b.m = st->dir.dix;
 	b.dx = dx;
 	for (i = 0, rc = TD_OK; rc == TD_OK && i < dx->ix.n; i++)
 		rc = describe(&b, i);
@@ -524,12 +525,12 @@ void td__dirindex_update(td_store *st, int rootfd)
 		rc = td__write_file_atomic(rootfd, TD_DIRINDEX_NAME, buf, len, true, what);
 	}
 	if (rc == TD_OK)
-		rc = td__dirmodel_prune(st->dix);
+		rc = td__dirmodel_prune(st->dir.dix);
 	if (rc < 0) {
 		/* An index that may not match would only be checked and refused: remove it. */
 		unlinkat(rootfd, TD_DIRINDEX_NAME, 0);
-		td__dirmodel_free(st->dix);
-		st->dix = NULL;
+		td__dirmodel_free(st->dir.dix);
+		st->dir.dix = NULL;
 	}
 	td__free(buf);
 	td__dirindex_free(&dx);

@@ -226,24 +226,7 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what);
 /** Remove the staged files and empty the commit. */
 void td__commit_abort(td__commit *c);
 
-/** An open store. */
-struct td_store {
-	char *path;           /* as given to open / memmap */
-	unsigned flags;       /* TD_STORE_RDONLY or TD_STORE_RDWR */
-	td_dict *dict;        /* the root dict (owned) */
-	td_buffer **maps;     /* writable mappings (one reference each), for sync */
-	size_t nmaps;
-	size_t cap_maps;
-	td__coord coord;      /* the coordination file */
-	uint64_t generation;  /* the schema generation the dict was loaded at */
-	bool packed;          /* the packed placement: one file (pk), no directory */
-	td__packed pk;
-	td__dirmodel *dix;    /* read-write directory stores: what the next index will say */
-	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
-	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
-};
-
-/* ---- directory key index (store_dirindex.c, dirindex.c; doc/format.md 7) ---- */
+/* ---- stores (store.c) and their placements ---- */
 
 /** How the last load of a directory store used its `.tdstore-index`. */
 enum {
@@ -255,26 +238,77 @@ enum {
 	TD_DIX_STALE          /* a meta.json or a file it names is not what it says */
 };
 
-/**
- * Build the dict of the directory store at `rootfd` from its index, when
- * the index is valid and every meta.json it lists has the bytes it lists
- * (the maps of a read-write store are tracked as load_root does). For a
- * read-write store `*model_out` receives the model of the loaded state.
- * Records st->dix_state. On failure nothing is left behind and no error
- * is recorded: the caller parses the meta.json files.
- *
- * @return TD_OK; a negative status when the index was not used
- */
-int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **model_out);
+/** Longest path (relative to a directory store's root) kept for messages; longer ones are cut. */
+#define TD_REL_MAX 512
+
+/** The directory placement's part of a store (store_dir*.c). */
+typedef struct td__dirstore {
+	td__coord coord;      /* the coordination file */
+	td_buffer **maps;     /* writable mappings (one reference each), for sync */
+	size_t nmaps;
+	size_t cap_maps;
+	td__dirmodel *dix;    /* read-write stores: what the next index will say */
+	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
+	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
+} td__dirstore;
+
+typedef struct td__placement_ops td__placement_ops;
+
+/** An open store: what every placement has, then the placement's own state. */
+struct td_store {
+	const td__placement_ops *ops; /* its placement */
+	char *path;           /* as given to open / memmap */
+	unsigned flags;       /* TD_STORE_RDONLY or TD_STORE_RDWR */
+	td_dict *dict;        /* the root dict (owned) */
+	uint64_t generation;  /* the schema generation the dict was loaded at */
+	union {               /* the state of the placement `ops` is */
+		td__dirstore dir;
+		td__packed pk;
+	};
+};
 
 /**
- * After a committed save or schema change (under the exclusive lock):
- * write the index of st->dict from st->dix (temporary name, rename, no
- * sync: it is derived data). When that cannot be done (no model, a lazy
- * stack, a failure) the index file is removed instead and the model
- * dropped. Never fails; records no error.
+ * A placement: how a store keeps its files. store.c checks the arguments
+ * of every public call and goes to the store's placement through this
+ * table; every operation but init and release records what failed. A
+ * placement is added by one more table, listed in store.c's `placements`
+ * with the probe that tells its stores from the others', and its state in
+ * td_store's union.
  */
-void td__dirindex_update(td_store *st, int rootfd);
+struct td__placement_ops {
+	/** The td_store_memmap() flag that asks for it, which td_store_flags() reports (0: none). */
+	unsigned flag;
+	/** Whether `path` is a store of this placement; NULL for the last, which takes any path. */
+	bool (*probe)(const char *path);
+	/** Make the placement's state empty (nothing to release), in a zeroed handle. */
+	void (*init)(td_store *st);
+	/** Release what the placement's state holds. */
+	void (*release)(td_store *st);
+	/** td_store_open(): load the store at st->path (opened as st->flags say) into st->dict. */
+	int (*open)(td_store *st);
+	/** td_store_memmap(): write `src` (checked) as a new store at st->path and load it. */
+	int (*memmap)(td_store *st, const td_dict *src, unsigned flags);
+	int (*sync)(td_store *st);
+	uint64_t (*generation)(const td_store *st);
+	int (*refresh)(td_store *st, bool *changed);
+	/*
+	 * Schema changes, on a read-write store without lazy stacks and a
+	 * checked key path; `fn` names the public call in messages.
+	 * td_store_add_tensor() adds a copy of `t`; td_store_add_empty() a
+	 * zero-strided `t` of the leaf's shape, without `copy`.
+	 */
+	int (*add)(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
+		bool copy, const char *fn);
+	int (*remove)(td_store *st, const char *const *parts, size_t n, const char *fn);
+	int (*grow)(td_store *st, int64_t new_size, const char *fn);
+	int (*grow_leaf)(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+		const char *fn);
+};
+
+extern const td__placement_ops td__dir_ops;    /* store_dir.c */
+extern const td__placement_ops td__packed_ops; /* store_packed.c */
+
+/* ---- the directory key index's model (dirindex.c; doc/format.md 7) ---- */
 
 int td__dirmodel_new(td__dirmodel **out);
 void td__dirmodel_free(td__dirmodel *m);
@@ -294,35 +328,6 @@ void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key,
 	const char *fname);
 /** A committed commit: each of its directories now holds the staged file. */
 void td__dirmodel_note_commit(td__dirmodel *m, const td__commit *c);
-
-/** A new, empty store handle (no dict yet) for `path`. */
-int td__store_new(td_store **out, const char *path, unsigned flags);
-
-/* ---- packed placement (store_packed.c) ---- */
-
-/** Open the packed file `path` into a new store (`st` has path and flags set). */
-int td__packed_open(td_store *st);
-/** td_store_memmap() with TD_STORE_PACKED. */
-int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags);
-/** Add a leaf (a copy of `t`, or zeros when !copy) to a packed store. */
-int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
-	bool copy, const char *fn);
-int td__packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
-/** td_store_grow() and td_store_grow_leaf() on a packed store. */
-int td__packed_grow(td_store *st, int64_t new_size, const char *fn);
-int td__packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
-	const char *fn);
-int td__packed_refresh(td_store *st, bool *changed);
-uint64_t td__packed_generation(const td_store *st);
-int td__packed_sync(td_store *st);
-/** Release the packed state (mapping, descriptor, index). */
-void td__packed_free(td_store *st);
-
-/**
- * Create a new temporary file `.tdstore-tmp.<pid>.<n>` under `dirfd`,
- * open read-write; its name goes to `tmp` (64 bytes are enough).
- */
-int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const char *what);
 
 /* ---- what stores accept (store_rules.c) ---- */
 
@@ -356,16 +361,13 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
  */
 bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_out);
 
-/* ---- stores (store_dir.c) ---- */
-
-/** Longest relative path kept for messages (longer ones are cut). */
-#define TD_REL_MAX 512
-
-/** Check a key path and that the store is read-write; `fn` names the caller. */
-int td__store_check_path(const td_store *st, const char *const *parts, size_t n,
-	const char *fn);
-
 /* ---- files (fileio.c) ---- */
+
+/**
+ * Create a new temporary file `.tdstore-tmp.<pid>.<n>` under `dirfd`,
+ * open read-write; its name goes to `tmp` (64 bytes are enough).
+ */
+int td__create_temp(int dirfd, char *tmp, size_t tmp_len, int *fd_out, const char *what);
 
 /**
  * tensordict's legacy fallback (doc/format.md 1.4): a raw key name is tried
@@ -394,9 +396,6 @@ int td__map_fd(td_buffer **out, int fd, size_t nbytes, bool writable, const char
  */
 int td__map_fd_as(td_buffer **out, int fd, size_t nbytes, bool writable,
 	const td_buffer_wrap_opts *opts, const char *what);
-
-/** Remember a writable mapping for td_store_sync() (takes a new reference). */
-int td__store_track(td_store *st, td_buffer *map);
 
 /**
  * Report a failed open/mkdir/... of `what` for errno `err`: ELOOP (a

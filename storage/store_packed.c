@@ -293,12 +293,24 @@ static int load(td_store *st)
 	return TD_OK;
 }
 
-int td__packed_open(td_store *st)
+/* A regular file is a packed store (a directory, or anything else, is not). */
+static bool packed_probe(const char *path)
+{
+	struct stat sb;
+
+	return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+static void packed_init(td_store *st)
+{
+	st->pk.fd = -1;
+}
+
+static int packed_open(td_store *st)
 {
 	bool rw = (st->flags & TD_STORE_RDWR) != 0;
 	int rc;
 
-	st->packed = true;
 	st->pk.fd = open(st->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
 	if (st->pk.fd < 0)
 		return td__file_error(errno, st->path, "open");
@@ -310,7 +322,7 @@ int td__packed_open(td_store *st)
 	return rc;
 }
 
-void td__packed_free(td_store *st)
+static void packed_release(td_store *st)
 {
 	td__packed *pk = &st->pk;
 
@@ -322,7 +334,7 @@ void td__packed_free(td_store *st)
 	pk->fd = -1;
 }
 
-uint64_t td__packed_generation(const td_store *st)
+static uint64_t packed_generation(const td_store *st)
 {
 	const uint8_t *page;
 	uint64_t best = 0;
@@ -347,12 +359,12 @@ uint64_t td__packed_generation(const td_store *st)
 	return best ? best : st->generation;
 }
 
-int td__packed_refresh(td_store *st, bool *changed)
+static int packed_refresh(td_store *st, bool *changed)
 {
 	uint64_t gen = st->generation;
 	int rc;
 
-	if (td__packed_generation(st) == st->generation)
+	if (packed_generation(st) == st->generation)
 		return TD_OK;
 	TD_TRY(lock_fd(st->pk.fd, false, st->path));
 	rc = load(st);
@@ -362,7 +374,7 @@ int td__packed_refresh(td_store *st, bool *changed)
 	return rc;
 }
 
-int td__packed_sync(td_store *st)
+static int packed_sync(td_store *st)
 {
 	if (!(st->flags & TD_STORE_RDWR) || !st->pk.map)
 		return TD_OK;
@@ -511,14 +523,14 @@ static int open_parent(const char *path, int *dirfd, const char **base)
 	return TD_OK;
 }
 
-int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
+static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 {
 	static const char fn[] = "td_store_memmap";
+	const char *path = st->path;
 	bool nosync = (flags & TD_STORE_NOSYNC) != 0;
 	td__index ix = { 0 };
 	td__slot slot[2];
 	td_buffer *map = NULL;
-	td_store *st = NULL;
 	const char *base;
 	uint8_t page[TD_PACK_HEADER_SIZE];
 	uint64_t end = PAGE, index_off, index_cap;
@@ -528,7 +540,6 @@ int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsi
 	int dirfd = -1, fd = -1, rc;
 	bool linked = false;
 
-	TD_TRY(td__check_writable(src, fn));
 	{
 		struct stat sb;
 
@@ -593,10 +604,6 @@ int td__packed_memmap(td_store **out, const td_dict *src, const char *path, unsi
 		rc = td__error_os(TD_EIO, errno, "%s: fsync of its directory", path);
 		goto out;
 	}
-	rc = td__store_new(&st, path, TD_STORE_RDWR);
-	if (rc < 0)
-		goto out;
-	st->packed = true;
 	st->pk.fd = fd;
 	fd = -1;
 	rc = adopt(st, &ix, map, slot, 0);
@@ -609,13 +616,7 @@ out:
 	td__free(ibuf);
 	td__index_free(&ix);
 	close(dirfd);
-	if (rc < 0) {
-		if (st)
-			td_store_close(st);
-		return rc;
-	}
-	*out = st;
-	return TD_OK;
+	return rc;
 }
 
 /*
@@ -692,7 +693,7 @@ static int change_begin(td_store *st, const char *fn)
 	uint32_t i;
 
 	TD_TRY(lock_fd(st->pk.fd, true, st->path));
-	if (td__packed_generation(st) != st->generation) {
+	if (packed_generation(st) != st->generation) {
 		int rc = load(st);
 
 		if (rc < 0) {
@@ -727,7 +728,7 @@ static int index_copy(td__index *dst, const td__index *src)
 	return TD_OK;
 }
 
-int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
+static int packed_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
 	bool copy, const char *fn)
 {
 	td__packed *pk = &st->pk;
@@ -802,7 +803,7 @@ int td__packed_add(td_store *st, const char *const *parts, size_t n, const td_te
 	return rc;
 }
 
-int td__packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn)
+static int packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn)
 {
 	td__packed *pk = &st->pk;
 	td__index ix = { 0 };
@@ -905,7 +906,7 @@ static int grow_strings(td__irec *r, int64_t new_size, const char *fn)
 	return TD_OK;
 }
 
-int td__packed_grow(td_store *st, int64_t new_size, const char *fn)
+static int packed_grow(td_store *st, int64_t new_size, const char *fn)
 {
 	td__packed *pk = &st->pk;
 	td__index ix = { 0 };
@@ -944,7 +945,7 @@ out:
 	return rc;
 }
 
-int td__packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+static int packed_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
 	const char *fn)
 {
 	td__packed *pk = &st->pk;
@@ -990,3 +991,19 @@ out:
 	unlock_fd(pk->fd);
 	return rc;
 }
+
+const td__placement_ops td__packed_ops = {
+	.flag = TD_STORE_PACKED,
+	.probe = packed_probe,
+	.init = packed_init,
+	.release = packed_release,
+	.open = packed_open,
+	.memmap = packed_memmap,
+	.sync = packed_sync,
+	.generation = packed_generation,
+	.refresh = packed_refresh,
+	.add = packed_add,
+	.remove = packed_remove,
+	.grow = packed_grow,
+	.grow_leaf = packed_grow_leaf,
+};

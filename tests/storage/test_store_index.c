@@ -8,7 +8,7 @@
  * damaged or inconsistent makes the open read the meta.json files; writers
  * killed at random points leave an index that is either right or not
  * used; allocation failures. Linked against the library's convenience
- * archive, to see how each open used the index (st->dix_state).
+ * archive, to see how each open used the index (st->dir.dix_state).
  */
 #include "td_test.h"
 #include "dirindex.h"
@@ -117,8 +117,8 @@ static td_store *open_as(const char *path, unsigned flags, int state)
 	td_store *st = NULL;
 
 	td_cr_assert_ok(td_store_open(&st, path, flags));
-	cr_assert_eq(st->dix_state, state, "%s: index state %d, expected %d (status %d)", path,
-		st->dix_state, state, st->dix_code);
+	cr_assert_eq(st->dir.dix_state, state, "%s: index state %d, expected %d (status %d)", path,
+		st->dir.dix_state, state, st->dir.dix_code);
 	return st;
 }
 
@@ -149,7 +149,7 @@ static void assert_falls_back(const char *path, int state, int code)
 	td_store *a = open_as(path, TD_STORE_RDONLY, state), *b = open_json(path);
 
 	if (code)
-		cr_assert_eq(a->dix_code, code, "%s: status %d, expected %d", path, a->dix_code,
+		cr_assert_eq(a->dir.dix_code, code, "%s: status %d, expected %d", path, a->dir.dix_code,
 			code);
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
 	td_cr_assert_ok(td_store_close(a));
@@ -638,11 +638,11 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_refresh(r, &changed));
 	cr_assert(changed);
-	cr_assert_eq(r->dix_state, TD_DIX_USED);
+	cr_assert_eq(r->dir.dix_state, TD_DIX_USED);
 	assert_same_dict(td_store_dict(r), td_store_dict(w), "refreshed");
 	/* The second writer reloads through the index before its own change. */
 	td_cr_assert_ok(td_store_remove(w2, k, 1));
-	cr_assert_eq(w2->dix_state, TD_DIX_USED);
+	cr_assert_eq(w2->dir.dix_state, TD_DIX_USED);
 	assert_current(w2);
 	td_cr_assert_ok(td_store_close(w));
 	td_cr_assert_ok(td_store_close(w2));
@@ -1231,7 +1231,7 @@ static int assert_reopens_as_json(const char *path, unsigned flags)
 	int state;
 
 	td_cr_assert_ok(td_store_open(&a, path, flags));
-	state = a->dix_state;
+	state = a->dir.dix_state;
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
 	td_cr_assert_ok(td_store_close(a));
 	td_cr_assert_ok(td_store_close(b));
@@ -1329,7 +1329,7 @@ static void open_cleanup(void *arg)
 {
 	sweep_ctx *c = arg;
 
-	cr_assert_eq(c->st->dix_state, TD_DIX_USED, "the open that succeeded used the index");
+	cr_assert_eq(c->st->dir.dix_state, TD_DIX_USED, "the open that succeeded used the index");
 	td_store_close(c->st);
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store_grow.c - growing an open directory store along dim 0:
+ * store_dir_grow.c - growing an open directory store along dim 0:
  * td_store_grow (batch dim 0 of every dict and leaf, committed as one
  * journaled change of every meta.json) and td_store_grow_leaf (dim 0 of
  * one leaf of a dict without batch dims). Crash ordering: leaf files are
@@ -238,23 +238,11 @@ static int grow_store(td__change *c, int64_t new_size, const char *fn)
 	return rc;
 }
 
-int td_store_grow(td_store *store, int64_t new_size)
+int td__dir_grow(td_store *st, int64_t new_size, const char *fn)
 {
-	static const char fn[] = "td_store_grow";
 	td__change c;
 
-	if (!store)
-		return td__error(TD_EINVAL, "%s: NULL store", fn);
-	if (!(td_store_flags(store) & TD_STORE_RDWR))
-		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
-	if (new_size < 0)
-		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
-	if (td__holds_lazy(store->dict) != 0)
-		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema tdstore "
-			"does not change in place", fn);
-	if (store->packed)
-		return td__packed_grow(store, new_size, fn);
-	TD_TRY(td__change_begin(&c, store, fn));
+	TD_TRY(td__change_begin(&c, st, fn));
 	return td__change_end(&c, grow_store(&c, new_size, fn));
 }
 
@@ -309,18 +297,13 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	return TD_OK;
 }
 
-int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n, int64_t new_size)
+int td__dir_grow_leaf(td_store *st, const char *const *parts, size_t n, int64_t new_size,
+	const char *fn)
 {
-	static const char fn[] = "td_store_grow_leaf";
 	td__change c;
 	int rc;
 
-	TD_TRY(td__store_check_path(store, parts, n, fn));
-	if (new_size < 0)
-		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
-	if (store->packed)
-		return td__packed_grow_leaf(store, parts, n, new_size, fn);
-	TD_TRY(td__change_begin(&c, store, fn));
+	TD_TRY(td__change_begin(&c, st, fn));
 	rc = td__change_walk(&c, parts, n, false, fn);
 	if (rc == TD_OK)
 		rc = grow_one_leaf(&c, parts[n - 1], new_size, fn);

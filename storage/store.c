@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store.c - the store handle, whatever its placement: td_store_open finds
+ * the placement of a path (each placement's probe, in order), td_store_memmap
+ * takes the one its flags ask for, and every call checks its arguments
+ * here and goes to the store's placement through its table of operations
+ * (td__placement_ops). Nothing here knows how a placement keeps its files.
+ */
+#include "store_impl.h"
+
+/*
+ * The placements, in the order td_store_open() probes them. The last one,
+ * the directory placement, takes any path no other claims (its open says
+ * what is wrong with one that is no store), and any td_store_memmap() that
+ * asks for no other.
+ */
+static const td__placement_ops *const placements[] = { &td__packed_ops, &td__dir_ops };
+
+#define NPLACEMENTS TD_ARRAY_SIZE(placements)
+
+/* The placement of the store at `path`. */
+static const td__placement_ops *placement_of(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < NPLACEMENTS; i++)
+		if (placements[i]->probe(path))
+			break;
+	return placements[i];
+}
+
+/* The placement td_store_memmap() `flags` ask for. */
+static const td__placement_ops *placement_for(unsigned flags)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < NPLACEMENTS; i++)
+		if (flags & placements[i]->flag)
+			break;
+	return placements[i];
+}
+
+/* Every td_store_memmap() flag that chooses a placement. */
+static unsigned placement_flags(void)
+{
+	unsigned flags = 0;
+	size_t i;
+
+	for (i = 0; i < NPLACEMENTS; i++)
+		flags |= placements[i]->flag;
+	return flags;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The handle                                                                */
+/* ------------------------------------------------------------------------ */
+
+static void store_free(td_store *st)
+{
+	td_dict_free(st->dict);
+	st->ops->release(st);
+	td__free(st->path);
+	td__free(st);
+}
+
+/* A new store handle of placement `ops` for `path`, its state empty and no dict yet. */
+static int store_new(td_store **out, const td__placement_ops *ops, const char *path,
+	unsigned flags)
+{
+	td_store *st = td__calloc(1, sizeof(*st));
+
+	*out = NULL;
+	if (!st)
+		return td__error_nomem(sizeof(*st));
+	st->path = td__strndup(path, strlen(path));
+	if (!st->path) {
+		td__free(st);
+		return td__error_nomem(strlen(path) + 1);
+	}
+	st->ops = ops;
+	st->flags = flags;
+	ops->init(st);
+	*out = st;
+	return TD_OK;
+}
+
+/* Hand over a store whose dict was loaded or written (locked), or free it on failure. */
+static int store_finish(td_store *st, int rc, td_store **out)
+{
+	if (rc == TD_OK && !td_dict_is_locked(st->dict))
+		rc = td_dict_lock(st->dict);
+	if (rc < 0) {
+		store_free(st);
+		return rc;
+	}
+	*out = st;
+	return TD_OK;
+}
+
+int td_store_open(td_store **out, const char *path, unsigned flags)
+{
+	td_store *st;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_store_open: NULL out");
+	*out = NULL;
+	if (!path)
+		return td__error(TD_EINVAL, "td_store_open: NULL path");
+	if (flags & ~TD_STORE_RDWR)
+		return td__error(TD_EINVAL, "td_store_open: unknown flags 0x%x", flags);
+	TD_TRY(store_new(&st, placement_of(path), path, flags));
+	return store_finish(st, st->ops->open(st), out);
+}
+
+int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
+{
+	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC |
+		placement_flags();
+	td_store *st;
+
+	if (!out)
+		return td__error(TD_EINVAL, "td_store_memmap: NULL out");
+	*out = NULL;
+	if (!src || !path)
+		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
+	if (flags & ~known)
+		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
+	TD_TRY(td__check_writable(src, "td_store_memmap"));
+	TD_TRY(store_new(&st, placement_for(flags), path, TD_STORE_RDWR));
+	return store_finish(st, st->ops->memmap(st, src, flags), out);
+}
+
+td_dict *td_store_dict(td_store *store)
+{
+	return store ? store->dict : NULL;
+}
+
+const char *td_store_path(const td_store *store)
+{
+	return store ? store->path : NULL;
+}
+
+unsigned td_store_flags(const td_store *store)
+{
+	if (!store)
+		return TD_STORE_RDONLY;
+	return store->flags | store->ops->flag;
+}
+
+int td_store_sync(td_store *store)
+{
+	if (!store)
+		return td__error(TD_EINVAL, "td_store_sync: NULL store");
+	return store->ops->sync(store);
+}
+
+int td_store_close(td_store *store)
+{
+	int rc = TD_OK;
+
+	if (!store)
+		return TD_OK;
+	if (store->flags & TD_STORE_RDWR)
+		rc = td_store_sync(store);
+	store_free(store);
+	return rc;
+}
+
+uint64_t td_store_generation(const td_store *store)
+{
+	return store ? store->ops->generation(store) : 0;
+}
+
+int td_store_refresh(td_store *store, bool *changed)
+{
+	if (changed)
+		*changed = false;
+	if (!store)
+		return td__error(TD_EINVAL, "td_store_refresh: NULL store");
+	return store->ops->refresh(store, changed);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Schema changes                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Check a key path and that the store is read-write; `fn` names the caller. */
+static int check_path(const td_store *st, const char *const *parts, size_t n, const char *fn)
+{
+	size_t i;
+	int rc;
+
+	if (!st || !parts)
+		return td__error(TD_EINVAL, "%s: NULL %s", fn, st ? "path" : "store");
+	if (n < 1 || n > TD_KEY_MAX_DEPTH - 1)
+		return td__error(TD_EINVAL, "%s: a key path of %zu components", fn, n);
+	for (i = 0; i < n; i++) {
+		if (!parts[i])
+			return td__error(TD_EINVAL, "%s: NULL key component %zu", fn, i);
+		if (td__key_reserved(parts[i]))
+			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
+				parts[i]);
+	}
+	if (!(st->flags & TD_STORE_RDWR))
+		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
+	rc = td__holds_lazy(st->dict);
+	if (rc < 0)
+		return rc;
+	if (rc)
+		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
+			"tdstore does not change in place (as tensordict's make_memmap)", fn);
+	return TD_OK;
+}
+
+int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, const td_tensor *t)
+{
+	static const char fn[] = "td_store_add_tensor";
+
+	TD_TRY(check_path(store, parts, n, fn));
+	if (!t || !t->buffer)
+		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
+	if (td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE)
+		return td__error(TD_EINVAL, "%s: the tensor is in device memory", fn);
+	return store->ops->add(store, parts, n, t, true, fn);
+}
+
+int td_store_add_empty(td_store *store, const char *const *parts, size_t n, td_dtype dtype,
+	int ndim, const int64_t *shape)
+{
+	static const char fn[] = "td_store_add_empty";
+	td_tensor t, e;
+	int rc;
+
+	TD_TRY(check_path(store, parts, n, fn));
+	/* A zero-strided view describes the leaf without allocating its size. */
+	TD_TRY(td_tensor_zeros(&t, dtype, 0, NULL));
+	rc = td_tensor_expand(&e, &t, ndim, shape);
+	td_tensor_release(&t);
+	if (rc < 0)
+		return rc;
+	rc = store->ops->add(store, parts, n, &e, false, fn);
+	td_tensor_release(&e);
+	return rc;
+}
+
+int td_store_remove(td_store *store, const char *const *parts, size_t n)
+{
+	static const char fn[] = "td_store_remove";
+
+	TD_TRY(check_path(store, parts, n, fn));
+	return store->ops->remove(store, parts, n, fn);
+}
+
+int td_store_grow(td_store *store, int64_t new_size)
+{
+	static const char fn[] = "td_store_grow";
+
+	if (!store)
+		return td__error(TD_EINVAL, "%s: NULL store", fn);
+	if (!(store->flags & TD_STORE_RDWR))
+		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
+	if (new_size < 0)
+		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
+	if (td__holds_lazy(store->dict) != 0)
+		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema tdstore "
+			"does not change in place", fn);
+	return store->ops->grow(store, new_size, fn);
+}
+
+int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n, int64_t new_size)
+{
+	static const char fn[] = "td_store_grow_leaf";
+
+	TD_TRY(check_path(store, parts, n, fn));
+	if (new_size < 0)
+		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
+	return store->ops->grow_leaf(store, parts, n, new_size, fn);
+}
