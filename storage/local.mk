@@ -26,6 +26,7 @@ libtdcore_la_SOURCES += \
 	%D%/ring.c \
 	%D%/ring_io.c \
 	%D%/ring_prio.c \
+	%D%/ring_handle.c \
 	%D%/shm_arena.c \
 	%D%/store_dir_grow.c \
 	%D%/dirindex.h \

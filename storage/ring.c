@@ -2,20 +2,18 @@
 /*
  * ring.c - ring buffers over a store: creating and opening one (the store
  * directory plus its ring file `.tdstore-ring`, doc/format.md section 5),
- * validating the ring file as untrusted input, the writer slots that tell
- * live writers from killed ones, clear, reclaim and the figures. Writing
- * and reading rows are in ring_io.c, the sum-tree in ring_prio.c.
+ * validating the ring file as untrusted input, clear, reclaim and the
+ * figures. Writing and reading rows are in ring_io.c, the sum-tree in
+ * ring_prio.c, what every call does with its handle (writer slots, fork,
+ * the generator) in ring_handle.c.
  */
 #include "ring_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -186,179 +184,6 @@ static int load_leaves(td_ring *r, uint64_t capacity, uint64_t *hash, uint64_t *
 }
 
 /* ------------------------------------------------------------------------ */
-/* Writer slots                                                              */
-/* ------------------------------------------------------------------------ */
-
-static bool pid_alive(uint64_t owner)
-{
-	pid_t pid = (pid_t)(uint32_t)owner;
-
-	if (pid <= 0)
-		return false;
-	return kill(pid, 0) == 0 || errno != ESRCH;
-}
-
-bool td__ring_owner_alive(const td_ring *r, uint64_t t)
-{
-	uint32_t i;
-
-	for (i = 0; i < TD_RING_WRITER_SLOTS; i++) {
-		const td__ring_writer *w = &r->writers[i];
-		uint64_t owner = atomic_load_explicit(&w->owner, memory_order_acquire);
-		uint64_t lo, hi;
-
-		if (owner == 0)
-			continue;
-		/* lo is read first: a writer stores hi before lo (ring_io.c). */
-		lo = atomic_load_explicit(&w->lo, memory_order_acquire);
-		hi = atomic_load_explicit(&w->hi, memory_order_acquire);
-		if (t >= lo && t < hi && pid_alive(owner))
-			return true;
-	}
-	return false;
-}
-
-/* Free the slots of writers whose process is gone. @return how many. */
-static int free_dead_slots(td_ring *r)
-{
-	uint32_t i;
-	int n = 0;
-
-	for (i = 0; i < TD_RING_WRITER_SLOTS; i++) {
-		uint64_t owner = atomic_load_explicit(&r->writers[i].owner, memory_order_acquire);
-
-		if (owner != 0 && owner != r->owner && !pid_alive(owner) &&
-			atomic_compare_exchange_strong(&r->writers[i].owner, &owner, 0))
-			n++;
-	}
-	return n;
-}
-
-/*
- * A writer slot's nonce: from the time, the process and the handle, not
- * from the handle's generator, whose draws only sampling consumes (the same
- * seed draws the same rows whether or not a slot was claimed meanwhile).
- */
-static uint64_t slot_nonce(const td_ring *r)
-{
-	static _Atomic uint64_t counter;
-	struct timespec ts;
-	uint64_t z;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	z = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 40) ^
-		(uint64_t)(uintptr_t)r ^ atomic_fetch_add(&counter, 0x9E3779B97F4A7C15ull);
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	return (z ^ (z >> 31)) >> 32;
-}
-
-static int claim_writer_slot(td_ring *r, const char *what)
-{
-	uint64_t nonce = slot_nonce(r), want;
-	uint32_t i;
-	int round;
-
-	want = (nonce ? nonce : 1) << 32 | (uint32_t)getpid();
-	for (round = 0; round < 2; round++) {
-		for (i = 0; i < TD_RING_WRITER_SLOTS; i++) {
-			uint64_t zero = 0;
-			td__ring_writer *w = &r->writers[i];
-
-			if (atomic_load_explicit(&w->owner, memory_order_relaxed) != 0)
-				continue;
-			atomic_store_explicit(&w->lo, 0, memory_order_relaxed);
-			atomic_store_explicit(&w->hi, 0, memory_order_relaxed);
-			if (atomic_compare_exchange_strong(&w->owner, &zero, want)) {
-				r->wslot = (int)i;
-				r->owner = want;
-				return TD_OK;
-			}
-		}
-		if (free_dead_slots(r) == 0)
-			break;
-	}
-	return td__error(TD_EBUSY, "%s: all %u writer slots are held by live processes", what,
-		TD_RING_WRITER_SLOTS);
-}
-
-/* ------------------------------------------------------------------------ */
-/* fork(): handles copied into a child                                       */
-/* ------------------------------------------------------------------------ */
-
-static _Atomic uint64_t fork_epoch;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-static bool fork_handler;
-
-static void on_fork_child(void)
-{
-	atomic_fetch_add_explicit(&fork_epoch, 1, memory_order_relaxed);
-}
-
-static void register_fork_handler(void)
-{
-	fork_handler = pthread_atfork(NULL, NULL, on_fork_child) == 0;
-}
-
-uint64_t td__ring_epoch(void)
-{
-	return atomic_load_explicit(&fork_epoch, memory_order_relaxed);
-}
-
-static void seed_default(td_ring *r);
-
-int td__ring_own(td_ring *r, const char *fn)
-{
-	uint64_t now = td__ring_epoch();
-
-	if (r->epoch == now)
-		return TD_OK;
-	/* The writer slot is the parent's (its pid): never used nor freed here. */
-	r->wslot = -1;
-	r->owner = 0;
-	if (r->seed_epoch != now)
-		seed_default(r);
-	if (r->writable && r->tree) {
-		/* The sum-tree's flock belongs to the open file description, which the
-		 * copied descriptor shares with the parent's: take one of our own. */
-		char self[64];
-		int fd;
-
-		snprintf(self, sizeof(self), "/proc/self/fd/%d", r->fd);
-		fd = open(self, O_RDWR | O_CLOEXEC);
-		if (fd < 0)
-			return td__error_os(td__status_from_errno(errno), errno,
-				"%s: reopening %s after fork()", fn, TD_RING_NAME);
-		if (dup3(fd, r->fd, O_CLOEXEC) < 0) {
-			int e = errno;
-
-			close(fd);
-			return td__error_os(TD_EIO, e, "%s: reopening %s after fork()", fn,
-				TD_RING_NAME);
-		}
-		close(fd);
-	}
-	if (r->writable)
-		TD_TRY(claim_writer_slot(r, fn));
-	r->epoch = now;
-	return TD_OK;
-}
-
-static void release_writer_slot(td_ring *r)
-{
-	td__ring_writer *w;
-	uint64_t mine = r->owner;
-
-	if (r->wslot < 0)
-		return;
-	w = &r->writers[r->wslot];
-	atomic_store_explicit(&w->lo, 0, memory_order_relaxed);
-	atomic_store_explicit(&w->hi, 0, memory_order_relaxed);
-	atomic_compare_exchange_strong(&w->owner, &mine, 0);
-	r->wslot = -1;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Open                                                                      */
 /* ------------------------------------------------------------------------ */
 
@@ -409,7 +234,7 @@ static void ring_free(td_ring *r)
 {
 	if (!r)
 		return;
-	release_writer_slot(r);
+	td__ring_release_slot(r);
 	leaves_free(r);
 	if (r->map)
 		munmap(r->map, r->map_len);
@@ -458,26 +283,6 @@ static int map_ring_file(td_ring *r, int dirfd, const char *what)
 	return TD_OK;
 }
 
-static void seed_default(td_ring *r)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	td_ring_seed(r, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^
-		(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)r);
-}
-
-/* Set up `r` for this process: its fork epoch and a default seed. */
-static int own_from_open(td_ring *r)
-{
-	pthread_once(&fork_once, register_fork_handler);
-	if (!fork_handler)
-		return td__error(TD_ENOMEM, "ring: cannot register the fork handler");
-	r->epoch = td__ring_epoch();
-	seed_default(r);
-	return TD_OK;
-}
-
 static int open_impl(td_ring **out, const char *path, unsigned flags, const char *fn)
 {
 	char what[4096];
@@ -492,7 +297,7 @@ static int open_impl(td_ring **out, const char *path, unsigned flags, const char
 	r->fd = -1;
 	r->wslot = -1;
 	r->writable = (flags & TD_STORE_RDWR) != 0;
-	rc = own_from_open(r);
+	rc = td__ring_own_init(r);
 	if (rc < 0) {
 		td__free(r);
 		return rc;
@@ -519,7 +324,7 @@ static int open_impl(td_ring **out, const char *path, unsigned flags, const char
 		goto fail;
 	}
 	if (r->writable) {
-		rc = claim_writer_slot(r, what);
+		rc = td__ring_claim_slot(r, what);
 		if (rc < 0)
 			goto fail;
 	}
@@ -781,7 +586,7 @@ int td_ring_close(td_ring *ring)
 	/* A copy inherited through fork() and never used here holds no slot of its own. */
 	if (ring->epoch != td__ring_epoch())
 		ring->wslot = -1;
-	release_writer_slot(ring);
+	td__ring_release_slot(ring);
 	leaves_free(ring);
 	rc = td_store_close(ring->store);
 	ring->store = NULL;
@@ -954,7 +759,7 @@ int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out)
 			td__seq_make(tf - 1, TD_SEQ_EMPTY)))
 			n++;
 	}
-	free_dead_slots(ring);
+	td__ring_free_dead_slots(ring);
 	atomic_fetch_add_explicit(&ring->live->reclaimed, (uint64_t)n, memory_order_relaxed);
 	if (reclaimed_out)
 		*reclaimed_out = n;

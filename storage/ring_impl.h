@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring_impl.h - internals of ring buffers (ring.c, ring_io.c, ring_prio.c):
- * the layout of the ring file `.tdstore-ring` (doc/format.md, section 5
- * "Ring file"), mirrored field by field with static asserts, the sequence
- * word encoding and the handle. Never installed.
+ * ring_impl.h - internals of ring buffers (ring.c, ring_io.c, ring_prio.c,
+ * ring_handle.c): the layout of the ring file `.tdstore-ring`
+ * (doc/format.md, section 5 "Ring file"), mirrored field by field with
+ * static asserts, the sequence word encoding and the handle. Never
+ * installed.
  */
 #ifndef TD_RING_IMPL_H
 #define TD_RING_IMPL_H
@@ -141,7 +142,30 @@ struct td_ring {
 	size_t set_cap;
 };
 
-/* ring_io.c */
+/* ---- ring_handle.c ---- */
+
+/** Set up a new handle for this process: its fork epoch and a default seed. */
+int td__ring_own_init(td_ring *r);
+/** Claim a free writer slot for this handle (TD_EBUSY when every slot is live). */
+int td__ring_claim_slot(td_ring *r, const char *what);
+/** Free the slots of writers whose process is gone. @return how many. */
+int td__ring_free_dead_slots(td_ring *r);
+/** Give this handle's writer slot back (none: nothing to do). */
+void td__ring_release_slot(td_ring *r);
+/** Is a live writer registered for ticket `t` (its range covers it)? */
+bool td__ring_owner_alive(const td_ring *r, uint64_t t);
+/** How many fork()s led to this process (a child adds one); see td__ring_own(). */
+uint64_t td__ring_epoch(void);
+/**
+ * Make a handle inherited through fork() this process's own, at the first
+ * call in the child: a read-write handle claims a writer slot for this
+ * process (the parent's stays the parent's), and the generator is reseeded
+ * unless td_ring_seed() was called in this process. A no-op otherwise (one
+ * atomic load). `fn` names the caller in messages.
+ * @return TD_OK; TD_EBUSY (no free writer slot); the errors of reopening
+ *         the ring file (a prioritized read-write ring)
+ */
+int td__ring_own(td_ring *r, const char *fn);
 uint64_t td__ring_next(td_ring *r);
 /** A uniform integer in [0, n), n >= 1 (Lemire's method, unbiased). */
 uint64_t td__ring_below(td_ring *r, uint64_t n);
@@ -159,23 +183,8 @@ void td__ring_copy_out(td_ring *r, uint64_t slot, int64_t j);
 /** Is the sequence word of a row that may be sampled (published, not cleared)? */
 bool td__ring_sampleable(const td_ring *r, uint64_t w);
 
-/* ring.c */
-/** Is a live writer registered for ticket `t` (its range covers it)? */
-bool td__ring_owner_alive(const td_ring *r, uint64_t t);
-/** How many fork()s led to this process (a child adds one); see td__ring_own(). */
-uint64_t td__ring_epoch(void);
-/**
- * Make a handle inherited through fork() this process's own, at the first
- * call in the child: a read-write handle claims a writer slot for this
- * process (the parent's stays the parent's), and the generator is reseeded
- * unless td_ring_seed() was called in this process. A no-op otherwise (one
- * atomic load). `fn` names the caller in messages.
- * @return TD_OK; TD_EBUSY (no free writer slot); the errors of reopening
- *         the ring file (a prioritized read-write ring)
- */
-int td__ring_own(td_ring *r, const char *fn);
+/* ---- ring_prio.c ---- */
 
-/* ring_prio.c */
 int td__ring_tree_lock(td_ring *r);
 void td__ring_tree_unlock(td_ring *r);
 /** Set slot priorities to the largest one ever set; under the tree lock. */
