@@ -138,3 +138,11 @@ uint32_t td_buffer_refcount(const td_buffer *buf)
 {
 	return buf ? atomic_load_explicit(&buf->refs, memory_order_relaxed) : 0;
 }
+
+bool td__buffer_hooked(const td_buffer *buf, td_buffer_release_fn release, void **payload_out)
+{
+	if (buf->release != release)
+		return false;
+	*payload_out = buf->payload;
+	return true;
+}

@@ -501,9 +501,6 @@ int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *
 
 /* ---- strings, bytes and arrays of strings (strings.c) ---- */
 
-/** Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
-bool td__utf8_valid(const unsigned char *s, size_t len);
-
 /** A TD_VALUE_STRING (`string`) or TD_VALUE_BYTES value holding a copy of data[0..length). */
 int td__blob_make(td_value *v, const void *data, size_t length, bool string, const char *fn);
 

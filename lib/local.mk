@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: MIT
-# libtdstore: the in-memory core (lib/) - later issues add storage/ and gpu/.
-# All objects go into a convenience library, compiled once: libtdstore.la
-# (which exports only TD_API symbols) is made from it, and tests of internal
-# td__ functions link it directly.
+# libtdstore: the in-memory core (lib/) and storage/ (storage/local.mk).
+# Each folder is a convenience library compiled once with its own include
+# path (Makefile.am: td_lib_cppflags, td_storage_cppflags): libtdstore.la
+# (which exports only TD_API symbols) is made from them, and tests of
+# internal td__ functions link them directly.
 noinst_LTLIBRARIES += libtdcore.la
 lib_LTLIBRARIES += libtdstore.la
 
 libtdcore_la_SOURCES = \
-	%D%/td_internal.h \
+	%D%/include/td_internal.h \
 	%D%/buffer_impl.h \
 	%D%/tensor_impl.h \
 	%D%/error.c \
@@ -37,6 +38,7 @@ libtdcore_la_SOURCES = \
 	%D%/lazy_batch.c \
 	%D%/lazy_schema.c
 
+libtdcore_la_CPPFLAGS = $(AM_CPPFLAGS) $(td_lib_cppflags)
 libtdcore_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS)
 libtdcore_la_LIBADD = $(XXHASH_LIBS) $(PTHREAD_LIBS) $(LIBS)
 

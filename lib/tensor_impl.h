@@ -102,24 +102,14 @@ typedef struct td__cf64 {
 /* Validation                                                                */
 /* ------------------------------------------------------------------------ */
 
-/**
- * Check that `t` is a usable tensor (non-NULL, holds a buffer, valid
- * dtype/ndim/shape, extent inside its buffer). `what` names it in messages.
+/*
+ * td__tensor_check(), td__tensor_check_read(), td__shape_check(),
+ * td__contiguous_strides() and td__copy_unchecked() are in td_internal.h,
+ * which storage/ uses too.
  */
-int td__tensor_check(const td_tensor *t, const char *fn, const char *what);
-
-/** td__tensor_check() plus: the CPU may read it (not device memory). */
-int td__tensor_check_read(const td_tensor *t, const char *fn, const char *what);
 
 /** td__tensor_check_read() plus: it may be written (not read-only). */
 int td__tensor_check_write(const td_tensor *t, const char *fn, const char *what);
-
-/**
- * Validate a shape given by the caller and compute its element count and
- * byte size for `dtype` (TD_EINVAL, TD_EOVERFLOW).
- */
-int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *numel_out,
-	size_t *nbytes_out, const char *fn);
 
 /** Normalize a possibly negative dim against `ndim` dims (TD_EINVAL when out of range). */
 int td__wrap_dim(int dim, int ndim, int *out, const char *fn);
@@ -137,9 +127,6 @@ static inline int64_t td__numel(int ndim, const int64_t *shape)
 		n *= shape[i];
 	return n;
 }
-
-/** C-order strides (elements) of a shape. */
-void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
 /** Whether a shape/strides pair is C-contiguous (size-1 dims ignored; empty shapes are). */
 static inline bool td__is_contiguous(int ndim, const int64_t *shape, const int64_t *strides)
@@ -286,12 +273,6 @@ int td__coalesce_dims(int nd, int64_t *shape, int64_t *ss, int64_t *ds);
  */
 void td__copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss,
 	const int64_t *shape, int nd, size_t isz);
-/**
- * Copy `src` into `dst` (same shape after broadcasting `src`), converting
- * dtypes. No argument checks and no overlap handling: internal callers use
- * it on validated, non-overlapping tensors.
- */
-int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn);
 
 /**
  * Every check td_tensor_binary_inplace() (b non-NULL) or

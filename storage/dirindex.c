@@ -7,7 +7,6 @@
  * directory's meta.json holds.
  */
 #include "dirindex.h"
-#include "dict_impl.h"
 
 #include <xxhash.h>
 

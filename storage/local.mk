@@ -1,8 +1,12 @@
 # SPDX-License-Identifier: MIT
 # storage/: everything that touches files (stores, their formats, tensordict
-# compatibility). Compiled into the same convenience library as lib/, so that
-# libtdstore.la stays one library; storage/ depends on lib/, never the reverse.
-libtdcore_la_SOURCES += \
+# compatibility). A convenience library of its own, built into libtdstore.la
+# with lib/'s (lib/local.mk). storage/ depends on lib/, never the reverse, and
+# sees of lib/ only td_internal.h (td_storage_cppflags).
+noinst_LTLIBRARIES += libtdstorage.la
+libtdstore_la_LIBADD += libtdstorage.la
+
+libtdstorage_la_SOURCES = \
 	%D%/store_impl.h \
 	%D%/format.h \
 	%D%/index.h \
@@ -33,5 +37,6 @@ libtdcore_la_SOURCES += \
 	%D%/dirindex.c \
 	%D%/store_dirindex.c
 
-libtdcore_la_CFLAGS += -I$(top_srcdir)/storage $(JANSSON_CFLAGS)
-libtdcore_la_LIBADD += $(JANSSON_LIBS)
+libtdstorage_la_CPPFLAGS = $(AM_CPPFLAGS) $(td_storage_cppflags)
+libtdstorage_la_CFLAGS = $(AM_CFLAGS) $(XXHASH_CFLAGS) $(JANSSON_CFLAGS)
+libtdstorage_la_LIBADD = $(JANSSON_LIBS) $(XXHASH_LIBS) $(PTHREAD_LIBS)

@@ -9,8 +9,6 @@
  * release hook.
  */
 #include "store_impl.h"
-#include "buffer_impl.h"
-#include "tensor_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -304,15 +302,16 @@ int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out)
 {
 	static const char fn[] = "td_shm_tensor_fd";
 	uint64_t base = 0;
+	void *payload;
 	int fd;
 
 	TD_TRY(td__tensor_check(t, fn, "t"));
-	if (t->buffer->release == shm_release)
-		fd = (int)(intptr_t)t->buffer->payload;
+	if (td__buffer_hooked(t->buffer, shm_release, &payload))
+		fd = (int)(intptr_t)payload;
 	else if (!td__shm_arena_export(t->buffer, &fd, &base))
 		return td__error(TD_EINVAL, "%s: the tensor is not in tdstore's shared memory", fn);
 	if (offset_out)
-		*offset_out = base + (uint64_t)t->offset * td__itemsize(t->dtype);
+		*offset_out = base + (uint64_t)t->offset * td_dtype_size(t->dtype);
 	return fd;
 }
 
@@ -325,9 +324,9 @@ static int check_fd_range(int fd, td_dtype dtype, size_t nbytes, uint64_t offset
 
 	if (fd < 0)
 		return td__error(TD_EINVAL, "%s: negative descriptor %d", fn, fd);
-	if (offset % td__itemsize(dtype))
+	if (offset % td_dtype_size(dtype))
 		return td__error(TD_EINVAL, "%s: offset %llu is not a multiple of %zu", fn,
-			(unsigned long long)offset, td__itemsize(dtype));
+			(unsigned long long)offset, td_dtype_size(dtype));
 	if (offset > (uint64_t)PTRDIFF_MAX || !td__add_size((size_t)offset, nbytes, end_out) ||
 	    *end_out > (size_t)PTRDIFF_MAX)
 		return td__error(TD_EOVERFLOW, "%s: offset %llu + %zu bytes overflows", fn,
@@ -362,7 +361,7 @@ int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
 		return td__error_os(td__status_from_errno(errno), errno, "%s: dup", fn);
 	TD_TRY(shm_buffer(&buf, own, end, rw, fn));
 	rc = td_tensor_from_buffer(out, buf, dtype, ndim, shape, NULL,
-		nbytes ? (int64_t)(offset / td__itemsize(dtype)) : 0);
+		nbytes ? (int64_t)(offset / td_dtype_size(dtype)) : 0);
 	td_buffer_unref(buf);
 	return rc;
 }
@@ -426,7 +425,7 @@ static int shm_place(td_tensor *out, const td_tensor *in, const td_item *item, v
 		return td__error(TD_ERROR, "td_shm_dict: %s: the dict changed while copied",
 			item->key);
 	rc = td_tensor_from_buffer(&t, l->buf, in->dtype, in->ndim, in->shape, NULL,
-		(int64_t)(l->pos / td__itemsize(in->dtype)));
+		(int64_t)(l->pos / td_dtype_size(in->dtype)));
 	if (rc == TD_OK)
 		rc = td_tensor_copy(&t, in);
 	if (rc < 0) {

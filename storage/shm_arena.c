@@ -22,7 +22,6 @@
  *   receiver may still use it.
  */
 #include "store_impl.h"
-#include "buffer_impl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -348,18 +347,21 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
 
 bool td__shm_arena_export(const td_buffer *buf, int *fd_out, uint64_t *offset_out)
 {
+	void *payload;
 	chunk *c;
+	size_t off;
 	uint32_t idx;
 
-	if (buf->release != arena_release)
+	if (!td__buffer_hooked(buf, arena_release, &payload))
 		return false;
-	c = buf->payload;
-	idx = (uint32_t)(((char *)buf->data - c->base) >> c->shift);
+	c = payload;
+	off = (size_t)((char *)td_buffer_data(buf) - c->base);
+	idx = (uint32_t)(off >> c->shift);
 	pthread_mutex_lock(&c->cls->lock);
 	c->exported[idx / 64] |= (uint64_t)1 << (idx % 64);
 	pthread_mutex_unlock(&c->cls->lock);
 	*fd_out = c->fd;
-	*offset_out = (uint64_t)((char *)buf->data - c->base);
+	*offset_out = (uint64_t)off;
 	return true;
 }
 

@@ -12,8 +12,9 @@ td_test_cflags = $(AM_CFLAGS) $(CRITERION_CFLAGS) -I$(top_srcdir)/tests/helpers
 td_test_ldadd = tests/helpers/libtdtest.la libtdstore.la $(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 
 # The shared library exports only td_ symbols. Programs that test internal
-# td__ functions link the library's convenience archive instead.
-td_test_internal_ldadd = tests/helpers/libtdtest.la libtdcore.la \
+# td__ functions link the library's convenience archives instead, and see the
+# internal headers through td_lib_cppflags or td_storage_cppflags.
+td_test_internal_ldadd = tests/helpers/libtdtest.la libtdstorage.la libtdcore.la \
 	$(CRITERION_LIBS) $(PTHREAD_LIBS) -lm
 
 # --- lib/ ---
@@ -44,12 +45,12 @@ TESTS += %D%/lib/test_tensor_index
 
 check_PROGRAMS += %D%/lib/test_tensor_index_internal
 TESTS += %D%/lib/test_tensor_index_internal
-%C%_lib_test_tensor_index_internal_CFLAGS = $(td_test_cflags)
+%C%_lib_test_tensor_index_internal_CFLAGS = $(td_test_cflags) $(td_lib_cppflags)
 %C%_lib_test_tensor_index_internal_LDADD = $(td_test_internal_ldadd)
 
 check_PROGRAMS += %D%/lib/test_core_internal
 TESTS += %D%/lib/test_core_internal
-%C%_lib_test_core_internal_CFLAGS = $(td_test_cflags)
+%C%_lib_test_core_internal_CFLAGS = $(td_test_cflags) $(td_lib_cppflags)
 %C%_lib_test_core_internal_LDADD = $(td_test_internal_ldadd)
 
 check_PROGRAMS += %D%/lib/test_dict
@@ -150,12 +151,12 @@ TESTS += %D%/storage/test_store_full
 
 check_PROGRAMS += %D%/storage/test_io
 TESTS += %D%/storage/test_io
-%C%_storage_test_io_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage
+%C%_storage_test_io_CFLAGS = $(td_test_cflags) $(td_storage_cppflags)
 %C%_storage_test_io_LDADD = $(td_test_internal_ldadd)
 
 check_PROGRAMS += %D%/storage/test_store_index
 TESTS += %D%/storage/test_store_index
-%C%_storage_test_store_index_CFLAGS = $(td_test_cflags) -I$(top_srcdir)/storage \
+%C%_storage_test_store_index_CFLAGS = $(td_test_cflags) $(td_storage_cppflags) \
 	$(XXHASH_CFLAGS) $(JANSSON_CFLAGS)
 %C%_storage_test_store_index_LDADD = $(td_test_internal_ldadd)
 

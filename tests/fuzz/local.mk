@@ -32,13 +32,13 @@ TESTS += %D%/replay-store_journal
 %C%_replay_store_journal_CPPFLAGS = $(AM_CPPFLAGS) -DTD_FUZZ_TARGET='"store_journal"'
 %C%_replay_store_journal_LDADD = libtdstore.la
 
-# The index parser is internal: its replay links the library's convenience archive.
+# The index parser is internal: its replay links the library's convenience archives.
 check_PROGRAMS += %D%/replay-store_index
 TESTS += %D%/replay-store_index
 %C%_replay_store_index_SOURCES = %D%/replay.c %D%/fuzz_store_index.c
-%C%_replay_store_index_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/storage $(XXHASH_CFLAGS) \
+%C%_replay_store_index_CPPFLAGS = $(AM_CPPFLAGS) $(td_storage_cppflags) $(XXHASH_CFLAGS) \
 	$(JANSSON_CFLAGS) -DTD_FUZZ_TARGET='"store_index"'
-%C%_replay_store_index_LDADD = libtdcore.la
+%C%_replay_store_index_LDADD = libtdstorage.la libtdcore.la
 
 fuzz_targets = store_meta store_packed store_journal store_index
 
@@ -47,10 +47,11 @@ fuzz_targets = store_meta store_packed store_journal store_index
 fuzz: $(top_builddir)/config.h include/tdstore/version.h
 	@for t in $(fuzz_targets); do \
 		echo "  FUZZ     tests/fuzz/fuzz-$$t"; \
-		$(CC) -g -O1 -fsanitize=fuzzer,address,undefined -I$(top_srcdir)/storage \
+		$(CC) -g -O1 -fsanitize=fuzzer,address,undefined \
+			$(td_lib_cppflags) $(td_storage_cppflags) \
 			$(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(CPPFLAGS) $(XXHASH_CFLAGS) $(JANSSON_CFLAGS) \
 			-o tests/fuzz/fuzz-$$t $(srcdir)/tests/fuzz/fuzz_$$t.c \
-			$(addprefix $(srcdir)/,$(filter %.c,$(libtdcore_la_SOURCES))) \
+			$(addprefix $(srcdir)/,$(filter %.c,$(libtdcore_la_SOURCES) $(libtdstorage_la_SOURCES))) \
 			$(XXHASH_LIBS) $(JANSSON_LIBS) $(PTHREAD_LIBS) $(LIBS) || exit 1; \
 	done
 CLEANFILES += tests/fuzz/fuzz-store_meta tests/fuzz/fuzz-store_packed \

@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * td_internal.h - what every library source includes first: config.h, the
- * public API, error and allocation helpers, overflow-checked arithmetic.
- * Never installed; td__ names are never exported.
+ * public API, error and allocation helpers, overflow-checked arithmetic,
+ * and the few lib/ internals the layers above use. Never installed; td__
+ * names are never exported.
+ *
+ * It is alone in lib/include/, the only lib/ directory on the include path
+ * of storage/ (lib/local.mk, storage/local.mk): lib/'s private headers
+ * (*_impl.h), with the layouts of td_buffer and td_dict, stay out of reach.
  */
 #ifndef TD_INTERNAL_H
 #define TD_INTERNAL_H
@@ -117,5 +122,47 @@ char *td__format_shape(char *buf, size_t len, int ndim, const int64_t *shape);
 
 /** Size of a buffer that td__format_shape() never truncates. */
 #define TD_SHAPE_STR_LEN (TD_MAX_DIMS * 22 + 4)
+
+/* ------------------------------------------------------------------------ */
+/* lib/ internals the layers above use (storage/)                            */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Check that `t` is a usable tensor (non-NULL, holds a buffer, valid
+ * dtype/ndim/shape, extent inside its buffer). `what` names it in messages.
+ * (tensor.c)
+ */
+int td__tensor_check(const td_tensor *t, const char *fn, const char *what);
+
+/** td__tensor_check() plus: the CPU may read it (not device memory). */
+int td__tensor_check_read(const td_tensor *t, const char *fn, const char *what);
+
+/**
+ * Validate a shape given by the caller and compute its element count and
+ * byte size for `dtype` (TD_EINVAL, TD_EOVERFLOW). (tensor.c)
+ */
+int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *numel_out,
+	size_t *nbytes_out, const char *fn);
+
+/** C-order strides (elements) of a shape. (tensor.c) */
+void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
+
+/**
+ * Copy `src` into `dst` (same shape after broadcasting `src`), converting
+ * dtypes. No argument checks and no overlap handling: internal callers use
+ * it on validated, non-overlapping tensors. (tensor_copy.c)
+ */
+int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn);
+
+/** Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). (strings.c) */
+bool td__utf8_valid(const unsigned char *s, size_t len);
+
+/**
+ * Whether `buf` was made by td_buffer_wrap() with the release hook
+ * `release`; if so, its payload goes to `*payload_out`. The code that made
+ * a kind of buffer recognizes its own this way (shared memory: storage/).
+ * (buffer.c)
+ */
+bool td__buffer_hooked(const td_buffer *buf, td_buffer_release_fn release, void **payload_out);
 
 #endif /* TD_INTERNAL_H */
