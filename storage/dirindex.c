@@ -14,7 +14,7 @@ void td__dirindex_free(td__dirindex *dx)
 {
 	if (!dx)
 		return;
-	td__index_free(&dx->ix);
+	td__keyindex_free(&dx->ix);
 	td__free(dx->dirs);
 	td__free(dx->raw);
 	memset(dx, 0, sizeof(*dx));
@@ -53,7 +53,7 @@ static int corrupt(const char *what, const char *msg, uint32_t i)
 }
 
 /* enc(key) is the key itself: a raw name would be the same name. */
-static bool encodes_to_itself(const td__irec *r)
+static bool encodes_to_itself(const td__keyrec *r)
 {
 	int n = td_store_encode_key(r->key, NULL, 0);
 
@@ -68,10 +68,10 @@ static bool encodes_to_itself(const td__irec *r)
  */
 static int check_dirs(const td__dirindex *dx, uint32_t i, uint32_t *next, const char *what)
 {
-	const td__irec *r = &dx->ix.recs[i];
+	const td__keyrec *r = &dx->ix.recs[i];
 	uint32_t first = *next, k = first, shells = 0;
-	uint8_t want = r->kind == TD_INDEX_KIND_STRING ? TD_DIRINDEX_STRING :
-		r->kind == TD_INDEX_KIND_STRINGS ? TD_DIRINDEX_STRINGS : TD_DIRINDEX_HOME;
+	uint8_t want = r->kind == TD_KEYINDEX_KIND_STRING ? TD_DIRINDEX_STRING :
+		r->kind == TD_KEYINDEX_KIND_STRINGS ? TD_DIRINDEX_STRINGS : TD_DIRINDEX_HOME;
 
 	if (k < dx->ndirs && dx->dirs[k].record < i)
 		return corrupt(what, "directory entries out of record order", dx->dirs[k].record);
@@ -86,26 +86,26 @@ static int check_dirs(const td__dirindex *dx, uint32_t i, uint32_t *next, const 
 			return corrupt(what, "a raw directory name where a loader opens enc(key)", i);
 		if (e->meta_length == 0 || e->meta_length > TD_META_MAX_BYTES)
 			return corrupt(what, "a meta.json length out of range", i);
-		if (e->role == TD_DIRINDEX_SHELL && r->kind == TD_INDEX_KIND_DICT &&
+		if (e->role == TD_DIRINDEX_SHELL && r->kind == TD_KEYINDEX_KIND_DICT &&
 		    shells < TD_DIRINDEX_MAX_SHELLS) {
 			shells++;
 			continue;
 		}
-		if (e->role != want || r->kind == TD_INDEX_KIND_TENSOR)
+		if (e->role != want || r->kind == TD_KEYINDEX_KIND_TENSOR)
 			return corrupt(what, "a directory entry of the wrong role", i);
 		k++;
 		break;
 	}
-	if (r->kind != TD_INDEX_KIND_TENSOR && (k == first || dx->dirs[k - 1].role != want))
+	if (r->kind != TD_KEYINDEX_KIND_TENSOR && (k == first || dx->dirs[k - 1].role != want))
 		return corrupt(what, "an entry without its directory", i);
 	*next = k;
 	return TD_OK;
 }
 
 /* A leaf stored under its raw key name: a tensor with a file, a key a loader tries raw. */
-static int check_raw(const td__irec *r, uint32_t i, const char *what)
+static int check_raw(const td__keyrec *r, uint32_t i, const char *what)
 {
-	if (r->kind != TD_INDEX_KIND_TENSOR || r->length == 0)
+	if (r->kind != TD_KEYINDEX_KIND_TENSOR || r->length == 0)
 		return corrupt(what, "a raw file name for an entry without a file", i);
 	if (!td__key_legacy_safe(r->key, false) || encodes_to_itself(r))
 		return corrupt(what, "a raw file name where a loader opens enc(key)", i);
@@ -125,7 +125,7 @@ static int check_tables(const td__dirindex *dx, const char *what)
 	uint32_t stack[TD_KEY_MAX_DEPTH], depth = 0, next_dir = 0, next_raw = 0, i;
 
 	for (i = 0; i < dx->ix.n; i++) {
-		const td__irec *r = &dx->ix.recs[i];
+		const td__keyrec *r = &dx->ix.recs[i];
 
 		if (i > 0) {
 			while (depth > 0 && stack[depth - 1] != r->parent)
@@ -136,7 +136,7 @@ static int check_tables(const td__dirindex *dx, const char *what)
 			    td__key_reserved(r->key))
 				return corrupt(what, "a key that no meta.json can hold", i);
 		}
-		if (r->kind == TD_INDEX_KIND_DICT) {
+		if (r->kind == TD_KEYINDEX_KIND_DICT) {
 			if (depth >= TD_KEY_MAX_DEPTH)
 				return corrupt(what, "dicts nested too deep", i);
 			stack[depth++] = i;
@@ -219,7 +219,7 @@ static int check_header(const uint8_t *b, size_t len, const char *what)
 	/* Each term is below 2^31, and len below 2^30: no overflow. */
 	need = TD_DIRINDEX_HEADER_SIZE + (ilen > len ? (uint64_t)len + 1 : ilen) +
 		(uint64_t)ndirs * TD_DIRINDEX_DIR_SIZE + raw_table_size(nraw);
-	if (ilen % 8 || ilen < TD_INDEX_HEADER_SIZE || need != (uint64_t)len)
+	if (ilen % 8 || ilen < TD_KEYINDEX_HEADER_SIZE || need != (uint64_t)len)
 		return td__error(TD_ECORRUPT, "%s: %zu bytes, not the %llu its header and index "
 			"length say", what, len, (unsigned long long)need);
 	return TD_OK;
@@ -237,7 +237,7 @@ int td__dirindex_parse(td__dirindex *dx, const void *buf, size_t len, const char
 	dx->generation = td__le64(b + 40);
 	dx->ndirs = td__le32(b + 20);
 	dx->nraw = td__le32(b + 24);
-	rc = td__index_parse(&dx->ix, b + TD_DIRINDEX_HEADER_SIZE, ilen, true, what);
+	rc = td__keyindex_parse(&dx->ix, b + TD_DIRINDEX_HEADER_SIZE, ilen, true, what);
 	if (rc == TD_OK && dx->ix.generation != dx->generation)
 		rc = td__error(TD_ECORRUPT, "%s: the key index is of another generation", what);
 	if (rc == TD_OK)
@@ -292,7 +292,7 @@ int td__dirindex_size(const td__dirindex *dx, size_t *out)
 	size_t ilen;
 	uint64_t total;
 
-	TD_TRY(td__index_size(&dx->ix, &ilen));
+	TD_TRY(td__keyindex_size(&dx->ix, &ilen));
 	total = TD_DIRINDEX_HEADER_SIZE + (uint64_t)ilen +
 		(uint64_t)dx->ndirs * TD_DIRINDEX_DIR_SIZE + raw_table_size(dx->nraw);
 	if (total > TD_DIRINDEX_MAX_BYTES)
@@ -317,7 +317,7 @@ void td__dirindex_encode(const td__dirindex *dx, void *buf, size_t len)
 	td__put_le32(b + 24, dx->nraw);
 	td__put_le64(b + 32, ilen);
 	td__put_le64(b + 40, dx->generation);
-	td__index_encode(&dx->ix, b + TD_DIRINDEX_HEADER_SIZE, ilen);
+	td__keyindex_encode(&dx->ix, b + TD_DIRINDEX_HEADER_SIZE, ilen);
 	p = b + TD_DIRINDEX_HEADER_SIZE + ilen;
 	for (k = 0; k < dx->ndirs; k++, p += TD_DIRINDEX_DIR_SIZE) {
 		const td__dirent *e = &dx->dirs[k];

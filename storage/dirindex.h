@@ -26,7 +26,7 @@ typedef struct td__dirent {
 
 /** A whole `.tdstore-index`, parsed (or being built by a writer). */
 typedef struct td__dirindex {
-	td__index ix;          /* the key index, TD_INDEX_F_DIRECTORY */
+	td__keyindex ix;       /* the key index, TD_KEYINDEX_F_DIRECTORY */
 	uint64_t generation;   /* informative: the generation it was written at */
 	uint32_t ndirs, cap_dirs;
 	td__dirent *dirs;      /* ordered by record; a record's shells before its home */

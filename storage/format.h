@@ -19,73 +19,73 @@
 
 /* ---- 3. key index ---- */
 
-#define TD_INDEX_MAGIC "TDSINDEX"
-#define TD_INDEX_VERSION 1u
-#define TD_INDEX_HEADER_SIZE 64u
-#define TD_INDEX_MAX_RECORDS ((uint32_t)1 << 24)
-#define TD_INDEX_MAX_BYTES ((uint64_t)1 << 30)
-#define TD_INDEX_NO_PARENT 0xFFFFFFFFu
+#define TD_KEYINDEX_MAGIC "TDSINDEX"
+#define TD_KEYINDEX_VERSION 1u
+#define TD_KEYINDEX_HEADER_SIZE 64u
+#define TD_KEYINDEX_MAX_RECORDS ((uint32_t)1 << 24)
+#define TD_KEYINDEX_MAX_BYTES ((uint64_t)1 << 30)
+#define TD_KEYINDEX_NO_PARENT 0xFFFFFFFFu
 
 enum {
-	TD_INDEX_KIND_DICT = 1,
-	TD_INDEX_KIND_TENSOR = 2,
-	TD_INDEX_KIND_STRING = 3,
-	TD_INDEX_KIND_STRINGS = 4, /* needs TD_INDEX_F_STRINGS */
-	TD_INDEX_KIND_LAZY = 5     /* a lazy stack; needs TD_INDEX_F_LAZY */
+	TD_KEYINDEX_KIND_DICT = 1,
+	TD_KEYINDEX_KIND_TENSOR = 2,
+	TD_KEYINDEX_KIND_STRING = 3,
+	TD_KEYINDEX_KIND_STRINGS = 4, /* needs TD_KEYINDEX_F_STRINGS */
+	TD_KEYINDEX_KIND_LAZY = 5     /* a lazy stack; needs TD_KEYINDEX_F_LAZY */
 };
 
-/** Index flag: records of kind TD_INDEX_KIND_STRINGS (arrays of strings) may appear. */
-#define TD_INDEX_F_STRINGS 0x01u
+/** Index flag: records of kind TD_KEYINDEX_KIND_STRINGS (arrays of strings) may appear. */
+#define TD_KEYINDEX_F_STRINGS 0x01u
 /**
  * Index flag: the directory placement (section 7): a tensor's bytes are its
  * own leaf file (section 1), so tensor records carry no extent (offset and
  * capacity 0). Set in every index of a `.tdstore-index`, never in a packed
  * file.
  */
-#define TD_INDEX_F_DIRECTORY 0x02u
+#define TD_KEYINDEX_F_DIRECTORY 0x02u
 /**
- * Index flag: records of kind TD_INDEX_KIND_LAZY (lazy stacks) may appear.
- * Set only when one does; never with TD_INDEX_F_DIRECTORY.
+ * Index flag: records of kind TD_KEYINDEX_KIND_LAZY (lazy stacks) may appear.
+ * Set only when one does; never with TD_KEYINDEX_F_DIRECTORY.
  */
-#define TD_INDEX_F_LAZY 0x04u
+#define TD_KEYINDEX_F_LAZY 0x04u
 /** Every index flag this build reads; another set bit is TD_ENOTSUP. */
-#define TD_INDEX_F_KNOWN (TD_INDEX_F_STRINGS | TD_INDEX_F_DIRECTORY | TD_INDEX_F_LAZY)
+#define TD_KEYINDEX_F_KNOWN (TD_KEYINDEX_F_STRINGS | TD_KEYINDEX_F_DIRECTORY | TD_KEYINDEX_F_LAZY)
 /** Most children of one lazy stack record (as for the directory placement). */
-#define TD_INDEX_MAX_LAZY_CHILDREN ((uint64_t)1 << 20)
+#define TD_KEYINDEX_MAX_LAZY_CHILDREN ((uint64_t)1 << 20)
 
-_Static_assert(TD_INDEX_F_STRINGS == 1u << 0 && TD_INDEX_F_DIRECTORY == 1u << 1 &&
-	TD_INDEX_F_LAZY == 1u << 2, "index flag bits of doc/format.md 3.1");
-_Static_assert(TD_INDEX_KIND_DICT == 1 && TD_INDEX_KIND_TENSOR == 2 &&
-	TD_INDEX_KIND_STRING == 3 && TD_INDEX_KIND_STRINGS == 4 && TD_INDEX_KIND_LAZY == 5,
+_Static_assert(TD_KEYINDEX_F_STRINGS == 1u << 0 && TD_KEYINDEX_F_DIRECTORY == 1u << 1 &&
+	TD_KEYINDEX_F_LAZY == 1u << 2, "index flag bits of doc/format.md 3.1");
+_Static_assert(TD_KEYINDEX_KIND_DICT == 1 && TD_KEYINDEX_KIND_TENSOR == 2 &&
+	TD_KEYINDEX_KIND_STRING == 3 && TD_KEYINDEX_KIND_STRINGS == 4 && TD_KEYINDEX_KIND_LAZY == 5,
 	"record kinds of doc/format.md 3.2");
 
 /** Record flag: `checksum` holds the XXH64 of the tensor's bytes. */
-#define TD_INDEX_REC_CHECKSUM 0x01u
+#define TD_KEYINDEX_REC_CHECKSUM 0x01u
 
-typedef struct td__index_header {
+typedef struct td__keyindex_header {
 	char magic[8];          /* "TDSINDEX" */
 	uint32_t version;       /* 1 */
 	uint32_t header_size;   /* 64 */
 	uint32_t record_count;
-	uint32_t flags;         /* TD_INDEX_F_* */
+	uint32_t flags;         /* TD_KEYINDEX_F_* */
 	uint64_t body_length;   /* multiple of 8 */
 	uint64_t generation;
 	uint8_t reserved[16];   /* 0 */
 	uint64_t checksum;      /* XXH64(body, seed XXH64(header[0..56), 0)) */
-} td__index_header;
+} td__keyindex_header;
 
-_Static_assert(sizeof(td__index_header) == TD_INDEX_HEADER_SIZE, "index header size");
-_Static_assert(offsetof(td__index_header, version) == 8, "index version");
-_Static_assert(offsetof(td__index_header, header_size) == 12, "index header_size");
-_Static_assert(offsetof(td__index_header, record_count) == 16, "index record_count");
-_Static_assert(offsetof(td__index_header, flags) == 20, "index flags");
-_Static_assert(offsetof(td__index_header, body_length) == 24, "index body_length");
-_Static_assert(offsetof(td__index_header, generation) == 32, "index generation");
-_Static_assert(offsetof(td__index_header, reserved) == 40, "index reserved");
-_Static_assert(offsetof(td__index_header, checksum) == 56, "index checksum");
+_Static_assert(sizeof(td__keyindex_header) == TD_KEYINDEX_HEADER_SIZE, "index header size");
+_Static_assert(offsetof(td__keyindex_header, version) == 8, "index version");
+_Static_assert(offsetof(td__keyindex_header, header_size) == 12, "index header_size");
+_Static_assert(offsetof(td__keyindex_header, record_count) == 16, "index record_count");
+_Static_assert(offsetof(td__keyindex_header, flags) == 20, "index flags");
+_Static_assert(offsetof(td__keyindex_header, body_length) == 24, "index body_length");
+_Static_assert(offsetof(td__keyindex_header, generation) == 32, "index generation");
+_Static_assert(offsetof(td__keyindex_header, reserved) == 40, "index reserved");
+_Static_assert(offsetof(td__keyindex_header, checksum) == 56, "index checksum");
 
 /** The fixed part of a record; shape, key, inline text and padding follow. */
-typedef struct td__index_record {
+typedef struct td__keyindex_record {
 	uint8_t kind;
 	uint8_t dtype;
 	uint8_t ndim;
@@ -98,20 +98,20 @@ typedef struct td__index_record {
 	uint64_t capacity;
 	uint64_t checksum;
 	/* int64_t shape[ndim]; key; inline; padding to 8 */
-} td__index_record;
+} td__keyindex_record;
 
-#define TD_INDEX_RECORD_FIXED 48u
-_Static_assert(sizeof(td__index_record) == TD_INDEX_RECORD_FIXED, "index record size");
-_Static_assert(offsetof(td__index_record, dtype) == 1, "record dtype");
-_Static_assert(offsetof(td__index_record, ndim) == 2, "record ndim");
-_Static_assert(offsetof(td__index_record, flags) == 3, "record flags");
-_Static_assert(offsetof(td__index_record, parent) == 4, "record parent");
-_Static_assert(offsetof(td__index_record, key_length) == 8, "record key_length");
-_Static_assert(offsetof(td__index_record, inline_length) == 12, "record inline_length");
-_Static_assert(offsetof(td__index_record, offset) == 16, "record offset");
-_Static_assert(offsetof(td__index_record, length) == 24, "record length");
-_Static_assert(offsetof(td__index_record, capacity) == 32, "record capacity");
-_Static_assert(offsetof(td__index_record, checksum) == 40, "record checksum");
+#define TD_KEYINDEX_RECORD_FIXED 48u
+_Static_assert(sizeof(td__keyindex_record) == TD_KEYINDEX_RECORD_FIXED, "index record size");
+_Static_assert(offsetof(td__keyindex_record, dtype) == 1, "record dtype");
+_Static_assert(offsetof(td__keyindex_record, ndim) == 2, "record ndim");
+_Static_assert(offsetof(td__keyindex_record, flags) == 3, "record flags");
+_Static_assert(offsetof(td__keyindex_record, parent) == 4, "record parent");
+_Static_assert(offsetof(td__keyindex_record, key_length) == 8, "record key_length");
+_Static_assert(offsetof(td__keyindex_record, inline_length) == 12, "record inline_length");
+_Static_assert(offsetof(td__keyindex_record, offset) == 16, "record offset");
+_Static_assert(offsetof(td__keyindex_record, length) == 24, "record length");
+_Static_assert(offsetof(td__keyindex_record, capacity) == 32, "record capacity");
+_Static_assert(offsetof(td__keyindex_record, checksum) == 40, "record checksum");
 
 /* ---- 4. packed file ---- */
 

@@ -9,8 +9,8 @@ libtdstore_la_LIBADD += libtdstorage.la
 libtdstorage_la_SOURCES = \
 	%D%/store_impl.h \
 	%D%/format.h \
-	%D%/index.h \
-	%D%/index.c \
+	%D%/keyindex.h \
+	%D%/keyindex.c \
 	%D%/io.h \
 	%D%/io.c \
 	%D%/store_packed.c \

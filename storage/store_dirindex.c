@@ -40,7 +40,7 @@ typedef struct frame {
 	size_t mark;       /* the path's length before the dict's own name */
 } frame;
 
-/* The state of an open through the index (the payload of td__index_build). */
+/* The state of an open through the index (the payload of td__keyindex_build). */
 typedef struct reader {
 	td_store *st;
 	const td__dirindex *dx;
@@ -85,7 +85,7 @@ static void pop_to(reader *rd, uint32_t parent)
  * enc(key) + suffix, or with `raw` the key itself + suffix, which a loader
  * opens only when the encoded name does not exist.
  */
-static int child_name(const reader *rd, int parentfd, const td__irec *r, const char *suffix,
+static int child_name(const reader *rd, int parentfd, const td__keyrec *r, const char *suffix,
 	bool raw, char *name)
 {
 	if (!td__dirindex_name(r->key, suffix, name, NAME_BUF))
@@ -145,7 +145,7 @@ static int check_meta(reader *rd, int dirfd, const td__dirent *e, const char *na
  * of its entries checked, through its tensorclass shells to its home,
  * which stays open for its entries.
  */
-static int visit_dict(reader *rd, uint32_t i, const td__irec *r)
+static int visit_dict(reader *rd, uint32_t i, const td__keyrec *r)
 {
 	const td__dirent *e = &rd->dx->dirs[rd->next_dir];
 	char name[NAME_BUF];
@@ -199,7 +199,7 @@ static int visit_dict(reader *rd, uint32_t i, const td__irec *r)
 }
 
 /* A string or an array of strings: its directory's meta.json checked. */
-static int visit_named(reader *rd, const td__irec *r)
+static int visit_named(reader *rd, const td__keyrec *r)
 {
 	const td__dirent *e = &rd->dx->dirs[rd->next_dir++];
 	char name[NAME_BUF];
@@ -221,7 +221,7 @@ static int visit_named(reader *rd, const td__irec *r)
 }
 
 /* A tensor with elements: its leaf file checked (regular, long enough) and mapped. */
-static int visit_tensor(reader *rd, uint32_t i, const td__irec *r, td_tensor *t)
+static int visit_tensor(reader *rd, uint32_t i, const td__keyrec *r, td_tensor *t)
 {
 	const td__dirindex *dx = rd->dx;
 	bool raw = rd->next_raw < dx->nraw && dx->raw[rd->next_raw] == i;
@@ -257,18 +257,18 @@ static int visit_tensor(reader *rd, uint32_t i, const td__irec *r, td_tensor *t)
 	return rc;
 }
 
-/* td__index_build's visitor: every record checked against the files before it is added. */
-static int visit(const td__index *ix, uint32_t i, td_tensor *t, void *payload)
+/* td__keyindex_build's visitor: every record checked against the files before it is added. */
+static int visit(const td__keyindex *ix, uint32_t i, td_tensor *t, void *payload)
 {
 	reader *rd = payload;
-	const td__irec *r = &ix->recs[i];
+	const td__keyrec *r = &ix->recs[i];
 
 	if (i > 0)
 		pop_to(rd, r->parent); /* the records are in preorder (td__dirindex_parse) */
 	switch (r->kind) {
-	case TD_INDEX_KIND_DICT:
+	case TD_KEYINDEX_KIND_DICT:
 		return visit_dict(rd, i, r);
-	case TD_INDEX_KIND_TENSOR:
+	case TD_KEYINDEX_KIND_TENSOR:
 		return visit_tensor(rd, i, r, t);
 	default:
 		return visit_named(rd, r);
@@ -332,8 +332,8 @@ int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **mo
 	rd.what = what;
 	rc = rd.writable ? td__dirmodel_new(&rd.model) : TD_OK;
 	if (rc == TD_OK)
-		rc = td__index_build(&dx.ix, visit, &rd, out, what);
-	pop_to(&rd, TD_INDEX_NO_PARENT);
+		rc = td__keyindex_build(&dx.ix, visit, &rd, out, what);
+	pop_to(&rd, TD_KEYINDEX_NO_PARENT);
 	td__relpath_free(&rd.path);
 	td__free(rd.buf);
 	td__dirindex_free(&dx);
@@ -390,7 +390,7 @@ static int emit(builder *b, uint32_t i, uint8_t role, bool raw, const td__dirmod
  * loader finds it: enc(key) when the model knows that directory, else
  * the raw key where a loader would try it.
  */
-static int enter_named(builder *b, const td__irec *r, bool *raw, td__dirmodel_ent **out)
+static int enter_named(builder *b, const td__keyrec *r, bool *raw, td__dirmodel_ent **out)
 {
 	char name[NAME_BUF];
 	size_t mark;
@@ -412,7 +412,7 @@ static int enter_named(builder *b, const td__irec *r, bool *raw, td__dirmodel_en
 }
 
 /* A dict's directory entries: its shells, then its home, which becomes the current dict. */
-static int describe_dict(builder *b, uint32_t i, const td__irec *r)
+static int describe_dict(builder *b, uint32_t i, const td__keyrec *r)
 {
 	td__dirmodel_ent *e;
 	bool raw = false;
@@ -444,7 +444,7 @@ static int describe_dict(builder *b, uint32_t i, const td__irec *r)
 /* Record `i` of the index: its directory entries, or for a tensor its file's name. */
 static int describe(builder *b, uint32_t i)
 {
-	const td__irec *r = &b->dx->ix.recs[i];
+	const td__keyrec *r = &b->dx->ix.recs[i];
 	td__dirmodel_ent *e;
 	bool raw;
 
@@ -454,9 +454,9 @@ static int describe(builder *b, uint32_t i)
 		td__relpath_pop(&b->path, b->homes[b->depth - 1]);
 	}
 	switch (r->kind) {
-	case TD_INDEX_KIND_DICT:
+	case TD_KEYINDEX_KIND_DICT:
 		return describe_dict(b, i, r);
-	case TD_INDEX_KIND_TENSOR: {
+	case TD_KEYINDEX_KIND_TENSOR: {
 		char name[NAME_BUF];
 		size_t mark;
 
@@ -470,7 +470,7 @@ static int describe(builder *b, uint32_t i)
 		TD_TRY(enter_named(b, r, &raw, &e));
 		if (e->shell)
 			return unknown(td__relpath_str(&b->path), "a string's directory");
-		return emit(b, i, r->kind == TD_INDEX_KIND_STRING ? TD_DIRINDEX_STRING :
+		return emit(b, i, r->kind == TD_KEYINDEX_KIND_STRING ? TD_DIRINDEX_STRING :
 			TD_DIRINDEX_STRINGS, raw, e);
 	}
 }
@@ -491,8 +491,8 @@ static int build_index(td_store *st, td__dirindex *dx)
 		return td__error(TD_ENOTSUP, "store index: lazy stacks are read from their meta.json "
 			"files");
 	dx->generation = dx->ix.generation = td__coord_generation(&st->dir.coord);
-	dx->ix.flags = TD_INDEX_F_DIRECTORY;
-	TD_TRY(td__index_add_dict(&dx->ix, st->dict, TD_INDEX_NO_PARENT, ""));
+	dx->ix.flags = TD_KEYINDEX_F_DIRECTORY;
+	TD_TRY(td__keyindex_add_dict(&dx->ix, st->dict, TD_KEYINDEX_NO_PARENT, ""));
 	memset(&b, 0, sizeof(b));
 	b.m = st->dir.dix;
 	b.dx = dx;

@@ -6,7 +6,7 @@
 #define TD_STORE_IMPL_H
 
 #include "td_internal.h"
-#include "index.h"
+#include "keyindex.h"
 
 #include <stddef.h>
 
@@ -62,7 +62,7 @@ typedef struct td__slot {
 typedef struct td__packed {
 	int fd;                /* the file; -1 when closed */
 	td_buffer *map;        /* [0, file_length) mapped shared (one reference) */
-	td__index ix;          /* the committed index the dict was built from */
+	td__keyindex ix;       /* the committed index the dict was built from */
 	td__slot slot[2];      /* A and B as last read */
 	int cur;               /* the slot in use (the newer): 0 or 1 */
 } td__packed;

@@ -174,9 +174,10 @@ static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2]
 		s->sealed = XXH64(p, 56, 0) == td__le64(p + 56) && s->generation != 0;
 		s->ok = s->sealed && td__all_zero(p + 40, 16) &&
 			s->index_offset % PAGE == 0 && s->index_offset >= PAGE &&
-			s->index_capacity % PAGE == 0 && s->index_length >= TD_INDEX_HEADER_SIZE &&
+			s->index_capacity % PAGE == 0 &&
+			s->index_length >= TD_KEYINDEX_HEADER_SIZE &&
 			s->index_length <= s->index_capacity &&
-			s->index_length <= TD_INDEX_HEADER_SIZE + TD_INDEX_MAX_BYTES &&
+			s->index_length <= TD_KEYINDEX_HEADER_SIZE + TD_KEYINDEX_MAX_BYTES &&
 			s->file_length % PAGE == 0 && s->file_length <= file_size &&
 			s->index_offset <= s->file_length &&
 			s->index_capacity <= s->file_length - s->index_offset;
@@ -185,7 +186,7 @@ static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2]
 }
 
 /* Read and check the index a slot names. */
-static int read_index(int fd, const td__slot *s, td__index *ix, const char *what)
+static int read_index(int fd, const td__slot *s, td__keyindex *ix, const char *what)
 {
 	void *buf = td__malloc((size_t)s->index_length);
 	int rc;
@@ -194,10 +195,10 @@ static int read_index(int fd, const td__slot *s, td__index *ix, const char *what
 		return td__error_nomem((size_t)s->index_length);
 	rc = pread_all(fd, buf, (size_t)s->index_length, s->index_offset, what);
 	if (rc == TD_OK)
-		rc = td__index_parse(ix, buf, (size_t)s->index_length, false, what);
+		rc = td__keyindex_parse(ix, buf, (size_t)s->index_length, false, what);
 	td__free(buf);
 	if (rc == TD_OK && ix->generation != s->generation) {
-		td__index_free(ix);
+		td__keyindex_free(ix);
 		rc = td__error(TD_ECORRUPT, "%s: the index is of generation %llu, its slot of %llu",
 			what, (unsigned long long)ix->generation,
 			(unsigned long long)s->generation);
@@ -217,7 +218,7 @@ static int load(td_store *st)
 	const char *what = st->path;
 	uint8_t page[TD_PACK_HEADER_SIZE];
 	td__slot slot[2];
-	td__index ix = { 0 };
+	td__keyindex ix = { 0 };
 	td_buffer *map = NULL;
 	td_dict *d = NULL;
 	uint64_t fsize, extra[1][2];
@@ -244,17 +245,17 @@ static int load(td_store *st)
 	/* The newer slot's index must be intact; the older one's may be half rewritten. */
 	TD_TRY(read_index(pk->fd, &slot[cur], &ix, what));
 	if (slot[!cur].ok) {
-		td__index old = { 0 };
+		td__keyindex old = { 0 };
 
 		if (read_index(pk->fd, &slot[!cur], &old, what) == TD_OK)
-			td__index_free(&old);
+			td__keyindex_free(&old);
 		else
 			slot[!cur].ok = false;
 		td_error_clear();
 	}
 	extra[0][0] = slot[cur].index_offset;
 	extra[0][1] = slot[cur].index_capacity;
-	rc = td__index_check_extents(&ix, PAGE, slot[cur].file_length, extra, 1, what);
+	rc = td__keyindex_check_extents(&ix, PAGE, slot[cur].file_length, extra, 1, what);
 	/* An older area overlapping the newer state is not ours to reuse. */
 	if (rc == TD_OK && slot[!cur].ok) {
 		uint64_t both[2][2] = {
@@ -263,7 +264,7 @@ static int load(td_store *st)
 		};
 
 		if (slot[!cur].index_offset + slot[!cur].index_capacity > slot[cur].file_length ||
-		    td__index_check_extents(&ix, PAGE, slot[cur].file_length, both, 2, what) < 0)
+		    td__keyindex_check_extents(&ix, PAGE, slot[cur].file_length, both, 2, what) < 0)
 			slot[!cur].ok = false;
 		td_error_clear();
 	}
@@ -271,20 +272,20 @@ static int load(td_store *st)
 		rc = td__map_fd(&map, pk->fd, (size_t)slot[cur].file_length,
 			(st->flags & TD_STORE_RDWR) != 0, what);
 	if (rc == TD_OK)
-		rc = td__index_to_dict(&ix, map, &d, what);
+		rc = td__keyindex_to_dict(&ix, map, &d, what);
 	if (rc == TD_OK)
 		rc = td_dict_lock(d);
 	if (rc < 0) {
 		td_dict_free(d);
 		td_buffer_unref(map);
-		td__index_free(&ix);
+		td__keyindex_free(&ix);
 		return rc;
 	}
 	td_dict_free(st->dict);
 	st->dict = d;
 	td_buffer_unref(pk->map);
 	pk->map = map;
-	td__index_free(&pk->ix);
+	td__keyindex_free(&pk->ix);
 	pk->ix = ix;
 	pk->slot[0] = slot[0];
 	pk->slot[1] = slot[1];
@@ -328,7 +329,7 @@ static void packed_release(td_store *st)
 
 	td_buffer_unref(pk->map);
 	pk->map = NULL;
-	td__index_free(&pk->ix);
+	td__keyindex_free(&pk->ix);
 	if (pk->fd >= 0)
 		close(pk->fd);
 	pk->fd = -1;
@@ -388,15 +389,15 @@ static int packed_sync(td_store *st)
 /* ------------------------------------------------------------------------ */
 
 /* Give every tensor record without an extent one at *end (appended). */
-static int place_new_extents(td__index *ix, uint64_t *end, const char *what)
+static int place_new_extents(td__keyindex *ix, uint64_t *end, const char *what)
 {
 	uint32_t i;
 
 	for (i = 0; i < ix->n; i++) {
-		td__irec *r = &ix->recs[i];
+		td__keyrec *r = &ix->recs[i];
 		uint64_t cap;
 
-		if (r->kind != TD_INDEX_KIND_TENSOR || r->length == 0 || r->capacity)
+		if (r->kind != TD_KEYINDEX_KIND_TENSOR || r->length == 0 || r->capacity)
 			continue;
 		cap = round_page(r->length);
 		if (cap < r->length || cap > UINT64_MAX - *end)
@@ -417,13 +418,13 @@ static int place_new_extents(td__index *ix, uint64_t *end, const char *what)
  * bytes of a change that never committed (below `old_size`), and the
  * caller reserves them.
  */
-static int write_sources(td__index *ix, td__writer *w, uint64_t old_size, bool zero)
+static int write_sources(td__keyindex *ix, td__writer *w, uint64_t old_size, bool zero)
 {
 	uint32_t i;
 	int rc = TD_OK;
 
 	for (i = 0; i < ix->n; i++) {
-		td__irec *r = &ix->recs[i];
+		td__keyrec *r = &ix->recs[i];
 		const td_tensor *src = r->src;
 
 		r->src = NULL;
@@ -447,7 +448,7 @@ static int write_sources(td__index *ix, td__writer *w, uint64_t old_size, bool z
  * (unless `like`: the caller reserved them), index area. Every byte
  * written is a byte reserved.
  */
-static int write_file(td__index *ix, int fd, const uint8_t *page, const void *ibuf,
+static int write_file(td__keyindex *ix, int fd, const uint8_t *page, const void *ibuf,
 	size_t ilen, uint64_t index_off, uint64_t end, bool like, const char *what)
 {
 	td__writer w;
@@ -470,10 +471,10 @@ static int write_file(td__index *ix, int fd, const uint8_t *page, const void *ib
 }
 
 /* A store handle over a new packed file (or the rebuilt state after a commit). */
-static int adopt(td_store *st, td__index *ix, td_buffer *map, const td__slot slot[2], int cur)
+static int adopt(td_store *st, td__keyindex *ix, td_buffer *map, const td__slot slot[2], int cur)
 {
 	td_dict *d = NULL;
-	int rc = td__index_to_dict(ix, map, &d, st->path);
+	int rc = td__keyindex_to_dict(ix, map, &d, st->path);
 
 	if (rc == TD_OK)
 		rc = td_dict_lock(d);
@@ -486,7 +487,7 @@ static int adopt(td_store *st, td__index *ix, td_buffer *map, const td__slot slo
 	td_buffer_ref(map); /* first: `map` may be the current mapping */
 	td_buffer_unref(st->pk.map);
 	st->pk.map = map;
-	td__index_free(&st->pk.ix);
+	td__keyindex_free(&st->pk.ix);
 	st->pk.ix = *ix;
 	memset(ix, 0, sizeof(*ix));
 	st->pk.slot[0] = slot[0];
@@ -528,7 +529,7 @@ static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 	static const char fn[] = "td_store_memmap";
 	const char *path = st->path;
 	bool nosync = (flags & TD_STORE_NOSYNC) != 0;
-	td__index ix = { 0 };
+	td__keyindex ix = { 0 };
 	td__slot slot[2];
 	td_buffer *map = NULL;
 	const char *base;
@@ -548,12 +549,12 @@ static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 				path);
 	}
 	TD_TRY(open_parent(path, &dirfd, &base));
-	rc = td__index_add_dict(&ix, src, TD_INDEX_NO_PARENT, "");
+	rc = td__keyindex_add_dict(&ix, src, TD_KEYINDEX_NO_PARENT, "");
 	if (rc == TD_OK)
 		rc = place_new_extents(&ix, &end, path);
 	ix.generation = 1;
 	if (rc == TD_OK)
-		rc = td__index_size(&ix, &ilen);
+		rc = td__keyindex_size(&ix, &ilen);
 	if (rc < 0)
 		goto out;
 	index_off = end;
@@ -564,7 +565,7 @@ static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 		rc = td__error_nomem(ilen);
 		goto out;
 	}
-	td__index_encode(&ix, ibuf, ilen);
+	td__keyindex_encode(&ix, ibuf, ilen);
 	memset(slot, 0, sizeof(slot));
 	slot[0] = (td__slot){ 1, index_off, ilen, index_cap, end, true, true };
 	encode_header(page);
@@ -614,7 +615,7 @@ out:
 		close(fd);
 	td_buffer_unref(map);
 	td__free(ibuf);
-	td__index_free(&ix);
+	td__keyindex_free(&ix);
 	close(dirfd);
 	return rc;
 }
@@ -627,7 +628,7 @@ out:
  * after the new extents; `map` maps [0, end) (or NULL: mapped here).
  * Under the exclusive lock.
  */
-static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
+static int commit(td_store *st, td__keyindex *ix, uint64_t end, td_buffer *map)
 {
 	td__packed *pk = &st->pk;
 	const char *what = st->path;
@@ -641,7 +642,7 @@ static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
 	int rc;
 
 	ix->generation = pk->slot[pk->cur].generation + 1;
-	TD_TRY(td__index_size(ix, &ilen));
+	TD_TRY(td__keyindex_size(ix, &ilen));
 	if (pk->slot[old].ok && pk->slot[old].index_capacity >= ilen) {
 		index_off = pk->slot[old].index_offset;
 		index_cap = pk->slot[old].index_capacity;
@@ -656,7 +657,7 @@ static int commit(td_store *st, td__index *ix, uint64_t end, td_buffer *map)
 	ibuf = td__malloc(ilen);
 	if (!ibuf)
 		return td__error_nomem(ilen);
-	td__index_encode(ix, ibuf, ilen);
+	td__keyindex_encode(ix, ibuf, ilen);
 	rc = td__pwrite_all(pk->fd, ibuf, ilen, index_off, what);
 	td__free(ibuf);
 	if (rc == TD_OK)
@@ -702,7 +703,7 @@ static int change_begin(td_store *st, const char *fn)
 		}
 	}
 	for (i = 0; i < st->pk.ix.n; i++)
-		if (st->pk.ix.recs[i].kind == TD_INDEX_KIND_LAZY) {
+		if (st->pk.ix.recs[i].kind == TD_KEYINDEX_KIND_LAZY) {
 			unlock_fd(st->pk.fd);
 			return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
 				"tdstore does not change in place", fn);
@@ -711,17 +712,17 @@ static int change_begin(td_store *st, const char *fn)
 }
 
 /* A copy of the committed index to edit. */
-static int index_copy(td__index *dst, const td__index *src)
+static int index_copy(td__keyindex *dst, const td__keyindex *src)
 {
 	uint32_t i;
 
 	memset(dst, 0, sizeof(*dst));
 	dst->generation = src->generation;
 	for (i = 0; i < src->n; i++) {
-		int rc = td__index_push(dst, &src->recs[i], NULL);
+		int rc = td__keyindex_push(dst, &src->recs[i], NULL);
 
 		if (rc < 0) {
-			td__index_free(dst);
+			td__keyindex_free(dst);
 			return rc;
 		}
 	}
@@ -732,8 +733,8 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 	bool copy, const char *fn)
 {
 	td__packed *pk = &st->pk;
-	td__index ix = { 0 };
-	td__irec r;
+	td__keyindex ix = { 0 };
+	td__keyrec r;
 	td__writer w = { 0 };
 	uint64_t end, old_size;
 	uint32_t cur = 0, at;
@@ -744,23 +745,23 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 	rc = index_copy(&ix, &pk->ix);
 	/* Walk (and create) the dicts above the leaf. */
 	for (k = 0; rc == TD_OK && k + 1 < n; k++) {
-		uint32_t next = td__index_child(&ix, cur, parts[k]);
+		uint32_t next = td__keyindex_child(&ix, cur, parts[k]);
 
-		if (next == TD_INDEX_NO_PARENT) {
+		if (next == TD_KEYINDEX_NO_PARENT) {
 			memset(&r, 0, sizeof(r));
-			r.kind = TD_INDEX_KIND_DICT;
+			r.kind = TD_KEYINDEX_KIND_DICT;
 			r.parent = cur;
 			r.key = (char *)parts[k];
 			r.key_len = strlen(parts[k]);
 			r.ndim = ix.recs[cur].ndim;
 			memcpy(r.shape, ix.recs[cur].shape, sizeof(r.shape));
-			rc = td__index_push(&ix, &r, &next);
-		} else if (ix.recs[next].kind != TD_INDEX_KIND_DICT) {
+			rc = td__keyindex_push(&ix, &r, &next);
+		} else if (ix.recs[next].kind != TD_KEYINDEX_KIND_DICT) {
 			rc = td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[k]);
 		}
 		cur = next;
 	}
-	if (rc == TD_OK && td__index_child(&ix, cur, parts[n - 1]) != TD_INDEX_NO_PARENT)
+	if (rc == TD_OK && td__keyindex_child(&ix, cur, parts[n - 1]) != TD_KEYINDEX_NO_PARENT)
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, parts[n - 1]);
 	if (rc == TD_OK && (t->ndim < ix.recs[cur].ndim ||
 			    memcmp(t->shape, ix.recs[cur].shape,
@@ -769,7 +770,7 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 			"shape", fn, parts[n - 1]);
 	if (rc == TD_OK) {
 		memset(&r, 0, sizeof(r));
-		r.kind = TD_INDEX_KIND_TENSOR;
+		r.kind = TD_KEYINDEX_KIND_TENSOR;
 		r.dtype = (uint8_t)t->dtype;
 		r.ndim = (uint8_t)t->ndim;
 		memcpy(r.shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
@@ -778,7 +779,7 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 		r.key = (char *)parts[n - 1];
 		r.key_len = strlen(parts[n - 1]);
 		r.src = t;
-		rc = td__index_push(&ix, &r, &at);
+		rc = td__keyindex_push(&ix, &r, &at);
 	}
 	end = pk->slot[pk->cur].file_length;
 	if (rc == TD_OK)
@@ -798,7 +799,7 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 	td__writer_free(&w);
 	if (rc == TD_OK)
 		rc = commit(st, &ix, end, NULL);
-	td__index_free(&ix);
+	td__keyindex_free(&ix);
 	unlock_fd(pk->fd);
 	return rc;
 }
@@ -806,24 +807,24 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 static int packed_remove(td_store *st, const char *const *parts, size_t n, const char *fn)
 {
 	td__packed *pk = &st->pk;
-	td__index ix = { 0 };
+	td__keyindex ix = { 0 };
 	uint32_t at = 0;
 	int rc;
 
 	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	if (rc == TD_OK) {
-		rc = td__index_find(&ix, parts, n, &at);
+		rc = td__keyindex_find(&ix, parts, n, &at);
 		if (rc == TD_ENOTFOUND)
 			rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[n - 1]);
 		else if (rc == TD_ETYPE)
 			rc = td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, ix.recs[at].key);
 	}
 	if (rc == TD_OK)
-		rc = td__index_remove(&ix, at);
+		rc = td__keyindex_remove(&ix, at);
 	if (rc == TD_OK)
 		rc = commit(st, &ix, pk->slot[pk->cur].file_length, pk->map);
-	td__index_free(&ix);
+	td__keyindex_free(&ix);
 	unlock_fd(pk->fd);
 	return rc;
 }
@@ -839,7 +840,7 @@ static int packed_remove(td_store *st, const char *const *parts, size_t n, const
  * `old_size` is the file's size before this change (bytes past it read as
  * zeros already).
  */
-static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
+static int grow_record(td_store *st, td__keyrec *r, int64_t new0, uint64_t *end,
 	uint64_t old_size, const char *fn)
 {
 	td__packed *pk = &st->pk;
@@ -857,7 +858,7 @@ static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
 		return td__error(TD_EOVERFLOW, "%s: the byte size of \"%s\" overflows", fn, r->key);
 	new_len = nb;
 	/* The data changes: a checksum of the old bytes no longer holds. */
-	r->flags &= (uint8_t)~TD_INDEX_REC_CHECKSUM;
+	r->flags &= (uint8_t)~TD_KEYINDEX_REC_CHECKSUM;
 	r->checksum = 0;
 	if (new_len <= r->capacity) {
 		if (new_len > old_len)
@@ -882,7 +883,7 @@ static int grow_record(td_store *st, td__irec *r, int64_t new0, uint64_t *end,
 }
 
 /* Grow an array of strings to `new_size` rows: the new elements are empty strings. */
-static int grow_strings(td__irec *r, int64_t new_size, const char *fn)
+static int grow_strings(td__keyrec *r, int64_t new_size, const char *fn)
 {
 	int64_t row = 1, extra;
 	size_t len;
@@ -909,7 +910,7 @@ static int grow_strings(td__irec *r, int64_t new_size, const char *fn)
 static int packed_grow(td_store *st, int64_t new_size, const char *fn)
 {
 	td__packed *pk = &st->pk;
-	td__index ix = { 0 };
+	td__keyindex ix = { 0 };
 	uint64_t end, old_size;
 	uint32_t i;
 	int rc;
@@ -928,19 +929,19 @@ static int packed_grow(td_store *st, int64_t new_size, const char *fn)
 	rc = td__fstat_regular(pk->fd, st->path, &old_size);
 	/* Every dict and every tensor has the root's dim 0 as its own dim 0. */
 	for (i = 0; rc == TD_OK && i < ix.n; i++) {
-		td__irec *r = &ix.recs[i];
+		td__keyrec *r = &ix.recs[i];
 
-		if (r->kind == TD_INDEX_KIND_DICT)
+		if (r->kind == TD_KEYINDEX_KIND_DICT)
 			r->shape[0] = new_size;
-		else if (r->kind == TD_INDEX_KIND_TENSOR)
+		else if (r->kind == TD_KEYINDEX_KIND_TENSOR)
 			rc = grow_record(st, r, new_size, &end, old_size, fn);
-		else if (r->kind == TD_INDEX_KIND_STRINGS)
+		else if (r->kind == TD_KEYINDEX_KIND_STRINGS)
 			rc = grow_strings(r, new_size, fn);
 	}
 	if (rc == TD_OK)
 		rc = commit(st, &ix, end, NULL);
 out:
-	td__index_free(&ix);
+	td__keyindex_free(&ix);
 	unlock_fd(pk->fd);
 	return rc;
 }
@@ -949,16 +950,16 @@ static int packed_grow_leaf(td_store *st, const char *const *parts, size_t n, in
 	const char *fn)
 {
 	td__packed *pk = &st->pk;
-	td__index ix = { 0 };
+	td__keyindex ix = { 0 };
 	uint64_t end, old_size;
 	uint32_t at = 0;
-	td__irec *r;
+	td__keyrec *r;
 	int rc;
 
 	TD_TRY(change_begin(st, fn));
 	rc = index_copy(&ix, &pk->ix);
 	if (rc == TD_OK) {
-		rc = td__index_find(&ix, parts, n, &at);
+		rc = td__keyindex_find(&ix, parts, n, &at);
 		if (rc == TD_ENOTFOUND)
 			rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[n - 1]);
 		else if (rc == TD_ETYPE)
@@ -967,9 +968,9 @@ static int packed_grow_leaf(td_store *st, const char *const *parts, size_t n, in
 	if (rc < 0)
 		goto out;
 	r = &ix.recs[at];
-	if (r->kind != TD_INDEX_KIND_TENSOR)
+	if (r->kind != TD_KEYINDEX_KIND_TENSOR)
 		rc = td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, r->key,
-			r->kind == TD_INDEX_KIND_DICT ? "dict" : "non-tensor value");
+			r->kind == TD_KEYINDEX_KIND_DICT ? "dict" : "non-tensor value");
 	else if (ix.recs[r->parent].ndim > 0)
 		rc = td__error(TD_EINVAL, "%s: dim 0 of \"%s\" is a batch dim of its dict: grow the "
 			"store with td_store_grow", fn, r->key);
@@ -987,7 +988,7 @@ static int packed_grow_leaf(td_store *st, const char *const *parts, size_t n, in
 	if (rc == TD_OK)
 		rc = commit(st, &ix, end, NULL);
 out:
-	td__index_free(&ix);
+	td__keyindex_free(&ix);
 	unlock_fd(pk->fd);
 	return rc;
 }

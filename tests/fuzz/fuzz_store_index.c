@@ -155,7 +155,7 @@ static void reseal(uint8_t *b, size_t n)
 	if (n < TD_DIRINDEX_HEADER_SIZE)
 		return;
 	ilen = td__le64(b + 32);
-	if (ilen >= TD_INDEX_HEADER_SIZE && ilen <= n - TD_DIRINDEX_HEADER_SIZE) {
+	if (ilen >= TD_KEYINDEX_HEADER_SIZE && ilen <= n - TD_DIRINDEX_HEADER_SIZE) {
 		uint8_t *ix = b + TD_DIRINDEX_HEADER_SIZE;
 
 		td__put_le64(ix + 56, XXH64(ix + 64, (size_t)ilen - 64, XXH64(ix, 56, 0)));

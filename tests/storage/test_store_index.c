@@ -1015,7 +1015,7 @@ static td__dirent *dir_of(td__dirindex *dx, uint32_t r)
 
 static void set_key(td__dirindex *dx, uint32_t r, const char *key)
 {
-	td__irec *rec = &dx->ix.recs[r];
+	td__keyrec *rec = &dx->ix.recs[r];
 
 	td__free(rec->key);
 	rec->key = td__strndup(key, strlen(key));
@@ -1062,7 +1062,7 @@ static void m_not_preorder(td__dirindex *dx)
 {
 	/* The string after the nested dict's leaf moves before it: parent order breaks. */
 	uint32_t s = rec_of(dx, "s"), c = rec_of(dx, "c");
-	td__irec t = dx->ix.recs[s];
+	td__keyrec t = dx->ix.recs[s];
 
 	cr_assert(s == c + 1, "the fixture's order");
 	dx->ix.recs[s] = dx->ix.recs[c];
@@ -1071,7 +1071,7 @@ static void m_not_preorder(td__dirindex *dx)
 }
 static void m_extent(td__dirindex *dx)
 {
-	td__irec *r = &dx->ix.recs[rec_of(dx, "a")];
+	td__keyrec *r = &dx->ix.recs[rec_of(dx, "a")];
 
 	r->offset = 4096;
 	r->capacity = 4096;
@@ -1138,7 +1138,7 @@ Test(store_index, well_sealed_but_inconsistent_indexes_are_refused)
 Test(store_index, dicts_nested_deeper_than_a_loader_reads_are_refused)
 {
 	td__dirindex dx;
-	td__irec r;
+	td__keyrec r;
 	const char *path = small_store("deep");
 	uint32_t i, parent = 0;
 
@@ -1148,13 +1148,13 @@ Test(store_index, dicts_nested_deeper_than_a_loader_reads_are_refused)
 		td__dirent e = { 0, TD_DIRINDEX_HOME, 0, 10, 0 };
 
 		memset(&r, 0, sizeof(r));
-		r.kind = TD_INDEX_KIND_DICT;
+		r.kind = TD_KEYINDEX_KIND_DICT;
 		r.ndim = 1;
 		r.shape[0] = 3;
 		r.parent = parent;
 		r.key = (char *)"n";
 		r.key_len = 1;
-		td_cr_assert_ok(td__index_push(&dx.ix, &r, &parent));
+		td_cr_assert_ok(td__keyindex_push(&dx.ix, &r, &parent));
 		e.record = parent;
 		td_cr_assert_ok(td__dirindex_push_dir(&dx, &e));
 	}
@@ -1199,7 +1199,7 @@ Test(store_index, the_worked_example_of_the_spec_is_what_tdstore_writes)
 	td_cr_assert_ok(td__dirindex_parse(&dx, example, len, "example"));
 	cr_assert_eq(dx.generation, 1);
 	cr_assert_eq(dx.ix.n, 1);
-	cr_assert_eq(dx.ix.recs[0].kind, TD_INDEX_KIND_DICT);
+	cr_assert_eq(dx.ix.recs[0].kind, TD_KEYINDEX_KIND_DICT);
 	cr_assert_eq(dx.ndirs, 1);
 	cr_assert_eq(dx.nraw, 0);
 	cr_assert_eq(dx.dirs[0].role, TD_DIRINDEX_HOME);

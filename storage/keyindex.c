@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * index.c - the key index of doc/format.md section 3: parse (untrusted
+ * keyindex.c - the key index of doc/format.md section 3: parse (untrusted
  * input: every count, length and offset is checked before use), edit,
  * encode, and build the td_dict it describes.
  */
-#include "index.h"
+#include "keyindex.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,14 +20,14 @@ _Static_assert(TD_MAX_DIMS == 16, "the index stores at most 16 dims");
 
 #define PAGE ((uint64_t)TD_PACK_PAGE)
 
-static void rec_free(td__irec *r)
+static void rec_free(td__keyrec *r)
 {
 	td__free(r->key);
 	td__free(r->text);
 	r->key = r->text = NULL;
 }
 
-void td__index_free(td__index *ix)
+void td__keyindex_free(td__keyindex *ix)
 {
 	uint32_t i;
 
@@ -52,16 +52,16 @@ static char *dup_bytes(const char *s, size_t len)
 	return p;
 }
 
-int td__index_push(td__index *ix, const td__irec *r, uint32_t *at)
+int td__keyindex_push(td__keyindex *ix, const td__keyrec *r, uint32_t *at)
 {
-	td__irec *dst;
+	td__keyrec *dst;
 
-	if (ix->n >= TD_INDEX_MAX_RECORDS)
+	if (ix->n >= TD_KEYINDEX_MAX_RECORDS)
 		return td__error(TD_EOVERFLOW, "store index: more than %u entries",
-			(unsigned)TD_INDEX_MAX_RECORDS);
+			(unsigned)TD_KEYINDEX_MAX_RECORDS);
 	if (ix->n == ix->cap) {
 		uint32_t cap = ix->cap ? 2 * ix->cap : 16;
-		td__irec *p = td__realloc(ix->recs, (size_t)cap * sizeof(*p));
+		td__keyrec *p = td__realloc(ix->recs, (size_t)cap * sizeof(*p));
 
 		if (!p)
 			return td__error_nomem((size_t)cap * sizeof(*p));
@@ -111,13 +111,13 @@ static int keyset_init(keyset *ks, uint32_t n)
 }
 
 /* @return false if an equal key under the same parent is already in. */
-static bool keyset_add(keyset *ks, const td__index *ix, uint32_t i)
+static bool keyset_add(keyset *ks, const td__keyindex *ix, uint32_t i)
 {
-	const td__irec *r = &ix->recs[i];
+	const td__keyrec *r = &ix->recs[i];
 	size_t h = (size_t)key_hash(r->parent, r->key, r->key_len) & ks->mask;
 
 	for (;; h = (h + 1) & ks->mask) {
-		const td__irec *o;
+		const td__keyrec *o;
 
 		if (!ks->slots[h]) {
 			ks->slots[h] = i + 1;
@@ -136,7 +136,7 @@ static bool keyset_add(keyset *ks, const td__index *ix, uint32_t i)
  */
 static uint64_t index_checksum(const uint8_t *b, size_t len)
 {
-	return XXH64(b + TD_INDEX_HEADER_SIZE, len - TD_INDEX_HEADER_SIZE, XXH64(b, 56, 0));
+	return XXH64(b + TD_KEYINDEX_HEADER_SIZE, len - TD_KEYINDEX_HEADER_SIZE, XXH64(b, 56, 0));
 }
 
 static int corrupt(const char *what, uint32_t i, const char *msg)
@@ -148,7 +148,7 @@ static int corrupt(const char *what, uint32_t i, const char *msg)
  * An array of strings: prod(shape) texts, each followed by a NUL, fill the
  * inline bytes exactly (so the count of NUL bytes is the element count).
  */
-static int check_strings(const td__irec *r, uint32_t i, const char *what)
+static int check_strings(const td__keyrec *r, uint32_t i, const char *what)
 {
 	int64_t numel = 1;
 	size_t nuls = 0, k;
@@ -170,9 +170,9 @@ static int check_strings(const td__irec *r, uint32_t i, const char *what)
  * of its batch dims, its child count (`length`) is that dim's size, 1 to
  * 2^20, and the fields a lazy record does not use are zero.
  */
-static int check_lazy(const td__irec *r, uint32_t i, uint32_t flags, const char *what)
+static int check_lazy(const td__keyrec *r, uint32_t i, uint32_t flags, const char *what)
 {
-	if (!(flags & TD_INDEX_F_LAZY))
+	if (!(flags & TD_KEYINDEX_F_LAZY))
 		return corrupt(what, i, "a lazy stack in an index without its flag");
 	if (r->dtype || r->flags || r->capacity || r->checksum || r->text_len)
 		return corrupt(what, i, "non-zero unused fields on a lazy stack");
@@ -182,7 +182,7 @@ static int check_lazy(const td__irec *r, uint32_t i, uint32_t flags, const char 
 		return corrupt(what, i, "the stack dim is not one of the stack's batch dims");
 	if (r->length == 0)
 		return corrupt(what, i, "a lazy stack of no children");
-	if (r->length > TD_INDEX_MAX_LAZY_CHILDREN)
+	if (r->length > TD_KEYINDEX_MAX_LAZY_CHILDREN)
 		return corrupt(what, i, "a lazy stack of more than 2^20 children");
 	if ((uint64_t)r->shape[r->offset] != r->length)
 		return corrupt(what, i, "the size of the stack dim is not the number of children");
@@ -193,12 +193,12 @@ static int check_lazy(const td__irec *r, uint32_t i, uint32_t flags, const char 
  * A record whose parent is the lazy stack `p`: a dict or a lazy stack with
  * an empty key and the stack's batch shape without the stack dim.
  */
-static int check_lazy_child(const td__irec *r, const td__irec *p, uint32_t i,
+static int check_lazy_child(const td__keyrec *r, const td__keyrec *p, uint32_t i,
 	const char *what)
 {
 	uint8_t dim = (uint8_t)p->offset;
 
-	if (r->kind != TD_INDEX_KIND_DICT && r->kind != TD_INDEX_KIND_LAZY)
+	if (r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY)
 		return corrupt(what, i, "a child of a lazy stack is not a dict");
 	if (r->key_len)
 		return corrupt(what, i, "a child of a lazy stack has a key");
@@ -218,27 +218,27 @@ typedef struct parse_state {
 } parse_state;
 
 /* Check a record's fields against its parent (already parsed). */
-static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_state *ps,
+static int check_record(const td__keyindex *ix, uint32_t i, uint32_t flags, parse_state *ps,
 	const char *what)
 {
-	const td__irec *r = &ix->recs[i];
-	const td__irec *p;
+	const td__keyrec *r = &ix->recs[i];
+	const td__keyrec *p;
 	int rc;
 
 	if (i == 0) {
-		if ((r->kind != TD_INDEX_KIND_DICT && r->kind != TD_INDEX_KIND_LAZY) ||
-		    r->parent != TD_INDEX_NO_PARENT || r->key_len != 0)
+		if ((r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY) ||
+		    r->parent != TD_KEYINDEX_NO_PARENT || r->key_len != 0)
 			return corrupt(what, i, "the first record is not the root dict");
 		ps->depth[0] = 0;
 	} else {
 		if (r->parent >= i)
 			return corrupt(what, i, "its parent does not come before it");
-		if (ix->recs[r->parent].kind != TD_INDEX_KIND_DICT &&
-		    ix->recs[r->parent].kind != TD_INDEX_KIND_LAZY)
+		if (ix->recs[r->parent].kind != TD_KEYINDEX_KIND_DICT &&
+		    ix->recs[r->parent].kind != TD_KEYINDEX_KIND_LAZY)
 			return corrupt(what, i, "its parent is not a dict");
 		/* Dicts and stacks nest below TD_KEY_MAX_DEPTH, so every key path fits. */
-		if (ps->depth[r->parent] + 1 >= TD_KEY_MAX_DEPTH + (r->kind != TD_INDEX_KIND_DICT &&
-								   r->kind != TD_INDEX_KIND_LAZY))
+		if (ps->depth[r->parent] + 1 >= TD_KEY_MAX_DEPTH +
+		    (r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY))
 			return corrupt(what, i, "too deep: nested past 64 levels");
 		ps->depth[i] = (uint8_t)(ps->depth[r->parent] + 1);
 	}
@@ -249,38 +249,38 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_s
 	for (uint8_t d = 0; d < r->ndim; d++)
 		if (r->shape[d] < 0)
 			return corrupt(what, i, "a negative size");
-	if (r->flags & ~(uint8_t)TD_INDEX_REC_CHECKSUM)
+	if (r->flags & ~(uint8_t)TD_KEYINDEX_REC_CHECKSUM)
 		return corrupt(what, i, "unknown record flags");
-	if (!(r->flags & TD_INDEX_REC_CHECKSUM) && r->checksum)
+	if (!(r->flags & TD_KEYINDEX_REC_CHECKSUM) && r->checksum)
 		return corrupt(what, i, "a checksum without its flag");
 	p = i ? &ix->recs[r->parent] : NULL;
-	if (r->kind == TD_INDEX_KIND_LAZY) {
+	if (r->kind == TD_KEYINDEX_KIND_LAZY) {
 		rc = check_lazy(r, i, flags, what);
 		if (rc < 0)
 			return rc;
 	}
-	if (p && p->kind == TD_INDEX_KIND_LAZY) {
+	if (p && p->kind == TD_KEYINDEX_KIND_LAZY) {
 		/* Its children, in record order: exactly as many as the stack says. */
 		if (++ps->kids[r->parent] > p->length)
 			return corrupt(what, r->parent, "more children than the lazy stack's count");
 		rc = check_lazy_child(r, p, i, what);
-		if (rc < 0 || r->kind == TD_INDEX_KIND_LAZY)
+		if (rc < 0 || r->kind == TD_KEYINDEX_KIND_LAZY)
 			return rc;
 		/* A dict: the rules of any non-tensor, below. */
 	} else switch (r->kind) {
-	case TD_INDEX_KIND_DICT:
-	case TD_INDEX_KIND_TENSOR:
-	case TD_INDEX_KIND_LAZY:
+	case TD_KEYINDEX_KIND_DICT:
+	case TD_KEYINDEX_KIND_TENSOR:
+	case TD_KEYINDEX_KIND_LAZY:
 		if (p && (r->ndim < p->ndim ||
 			  memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0))
 			return corrupt(what, i, "the shape does not start with the batch shape");
-		if (r->kind == TD_INDEX_KIND_LAZY)
+		if (r->kind == TD_KEYINDEX_KIND_LAZY)
 			return TD_OK;
 		break;
-	case TD_INDEX_KIND_STRING:
+	case TD_KEYINDEX_KIND_STRING:
 		break;
-	case TD_INDEX_KIND_STRINGS:
-		if (!(flags & TD_INDEX_F_STRINGS))
+	case TD_KEYINDEX_KIND_STRINGS:
+		if (!(flags & TD_KEYINDEX_F_STRINGS))
 			return corrupt(what, i, "an array of strings in an index without its flag");
 		if (r->ndim < 1 || r->ndim < p->ndim ||
 		    memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)
@@ -289,14 +289,14 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_s
 	default:
 		return corrupt(what, i, "unknown kind");
 	}
-	if (r->kind != TD_INDEX_KIND_TENSOR) {
+	if (r->kind != TD_KEYINDEX_KIND_TENSOR) {
 		if (r->dtype || r->flags || r->offset || r->length || r->capacity)
 			return corrupt(what, i, "non-zero tensor fields on a non-tensor");
-		if (r->kind == TD_INDEX_KIND_STRING && r->ndim)
+		if (r->kind == TD_KEYINDEX_KIND_STRING && r->ndim)
 			return corrupt(what, i, "a string with dims");
-		if (r->kind == TD_INDEX_KIND_DICT && r->text_len)
+		if (r->kind == TD_KEYINDEX_KIND_DICT && r->text_len)
 			return corrupt(what, i, "a dict with inline bytes");
-		if (r->kind == TD_INDEX_KIND_STRINGS)
+		if (r->kind == TD_KEYINDEX_KIND_STRINGS)
 			return check_strings(r, i, what);
 		if (r->text && memchr(r->text, '\0', r->text_len))
 			return corrupt(what, i, "the text holds a NUL byte");
@@ -326,7 +326,7 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_s
 			return corrupt(what, i, "an extent for a tensor without elements");
 		return TD_OK;
 	}
-	if (flags & TD_INDEX_F_DIRECTORY) {
+	if (flags & TD_KEYINDEX_F_DIRECTORY) {
 		/* The bytes are the leaf's own file (doc/format.md 7): no extent. */
 		if (r->offset || r->capacity)
 			return corrupt(what, i, "an extent in the index of a directory store");
@@ -339,7 +339,7 @@ static int check_record(const td__index *ix, uint32_t i, uint32_t flags, parse_s
 	return TD_OK;
 }
 
-int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
+int td__keyindex_parse(td__keyindex *ix, const void *buf, size_t len, bool directory,
 	const char *what)
 {
 	const uint8_t *b = buf;
@@ -350,40 +350,40 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 	int rc = TD_OK;
 
 	memset(ix, 0, sizeof(*ix));
-	if (len < TD_INDEX_HEADER_SIZE)
+	if (len < TD_KEYINDEX_HEADER_SIZE)
 		return td__error(TD_ECORRUPT, "%s: index of %zu bytes, shorter than its header",
 			what, len);
-	if (memcmp(b, TD_INDEX_MAGIC, 8) != 0)
+	if (memcmp(b, TD_KEYINDEX_MAGIC, 8) != 0)
 		return td__error(TD_ECORRUPT, "%s: bad index magic", what);
-	if (td__le32(b + 8) != TD_INDEX_VERSION)
+	if (td__le32(b + 8) != TD_KEYINDEX_VERSION)
 		return td__error(TD_EVERSION, "%s: index version %u (this build reads %u)", what,
-			(unsigned)td__le32(b + 8), TD_INDEX_VERSION);
-	if (td__le32(b + 12) != TD_INDEX_HEADER_SIZE)
+			(unsigned)td__le32(b + 8), TD_KEYINDEX_VERSION);
+	if (td__le32(b + 12) != TD_KEYINDEX_HEADER_SIZE)
 		return td__error(TD_ECORRUPT, "%s: index header size %u", what,
 			(unsigned)td__le32(b + 12));
 	count = td__le32(b + 16);
 	body_len = td__le64(b + 24);
-	if (body_len % 8 || body_len > TD_INDEX_MAX_BYTES ||
-	    body_len != (uint64_t)len - TD_INDEX_HEADER_SIZE)
+	if (body_len % 8 || body_len > TD_KEYINDEX_MAX_BYTES ||
+	    body_len != (uint64_t)len - TD_KEYINDEX_HEADER_SIZE)
 		return td__error(TD_ECORRUPT, "%s: index body of %llu bytes in %zu", what,
 			(unsigned long long)body_len, len);
 	if (index_checksum(b, len) != td__le64(b + 56))
 		return td__error(TD_ECORRUPT, "%s: index checksum mismatch", what);
 	flags = td__le32(b + 20);
-	if (flags & ~TD_INDEX_F_KNOWN)
+	if (flags & ~TD_KEYINDEX_F_KNOWN)
 		return td__error(TD_ENOTSUP, "%s: index flags 0x%x are not supported", what,
-			(unsigned)(flags & ~TD_INDEX_F_KNOWN));
-	if (!(flags & TD_INDEX_F_DIRECTORY) != !directory)
+			(unsigned)(flags & ~TD_KEYINDEX_F_KNOWN));
+	if (!(flags & TD_KEYINDEX_F_DIRECTORY) != !directory)
 		return td__error(TD_ECORRUPT, "%s: the key index of a %s store", what,
 			directory ? "packed" : "directory");
-	if ((flags & TD_INDEX_F_LAZY) && (flags & TD_INDEX_F_DIRECTORY))
+	if ((flags & TD_KEYINDEX_F_LAZY) && (flags & TD_KEYINDEX_F_DIRECTORY))
 		return td__error(TD_ECORRUPT, "%s: lazy stacks in the key index of a directory "
 			"store", what);
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
-	if (count == 0 || count > TD_INDEX_MAX_RECORDS ||
-	    (uint64_t)count > body_len / TD_INDEX_RECORD_FIXED)
+	if (count == 0 || count > TD_KEYINDEX_MAX_RECORDS ||
+	    (uint64_t)count > body_len / TD_KEYINDEX_RECORD_FIXED)
 		return td__error(TD_ECORRUPT, "%s: %u index records in %llu bytes", what,
 			(unsigned)count, (unsigned long long)body_len);
 	ix->generation = td__le64(b + 32);
@@ -397,13 +397,13 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 	ps.kids = td__calloc(count, sizeof(*ps.kids));
 	if (rc == TD_OK && (!ps.depth || !ps.kids))
 		rc = td__error_nomem((size_t)count * sizeof(*ps.kids));
-	pos = TD_INDEX_HEADER_SIZE;
+	pos = TD_KEYINDEX_HEADER_SIZE;
 	for (i = 0; rc == TD_OK && i < count; i++) {
 		const uint8_t *p = b + pos;
-		td__irec *r = &ix->recs[i];
+		td__keyrec *r = &ix->recs[i];
 		uint64_t left = (uint64_t)len - pos, need, end;
 
-		if (left < TD_INDEX_RECORD_FIXED) {
+		if (left < TD_KEYINDEX_RECORD_FIXED) {
 			rc = corrupt(what, i, "runs past the end of the index");
 			break;
 		}
@@ -423,21 +423,21 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 			break;
 		}
 		/* 48 + 8*16 + 2 * (2^32 - 1) cannot overflow 64 bits. */
-		need = TD_INDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len + r->text_len;
+		need = TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len + r->text_len;
 		end = (need + 7) & ~(uint64_t)7;
 		if (end > left) {
 			rc = corrupt(what, i, "runs past the end of the index");
 			break;
 		}
 		for (uint8_t d = 0; d < r->ndim; d++)
-			r->shape[d] = (int64_t)td__le64(p + TD_INDEX_RECORD_FIXED + 8u * d);
-		r->key = dup_bytes((const char *)p + TD_INDEX_RECORD_FIXED + 8u * r->ndim,
+			r->shape[d] = (int64_t)td__le64(p + TD_KEYINDEX_RECORD_FIXED + 8u * d);
+		r->key = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim,
 			r->key_len);
-		if (r->kind == TD_INDEX_KIND_STRING || r->kind == TD_INDEX_KIND_STRINGS ||
+		if (r->kind == TD_KEYINDEX_KIND_STRING || r->kind == TD_KEYINDEX_KIND_STRINGS ||
 		    r->text_len)
-			r->text = dup_bytes((const char *)p + TD_INDEX_RECORD_FIXED + 8u * r->ndim +
-				r->key_len, r->text_len);
-		ix->n = i + 1; /* owns what was allocated, for td__index_free() */
+			r->text = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED +
+				8u * r->ndim + r->key_len, r->text_len);
+		ix->n = i + 1; /* owns what was allocated, for td__keyindex_free() */
 		if (!r->key || (r->text_len && !r->text)) {
 			rc = td__error_nomem(r->key_len + r->text_len + 2);
 			break;
@@ -448,7 +448,7 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 		}
 		rc = check_record(ix, i, flags, &ps, what);
 		/* The children of a lazy stack have no keys: their order tells them apart. */
-		if (rc == TD_OK && i > 0 && ix->recs[r->parent].kind != TD_INDEX_KIND_LAZY &&
+		if (rc == TD_OK && i > 0 && ix->recs[r->parent].kind != TD_KEYINDEX_KIND_LAZY &&
 		    !keyset_add(&ks, ix, i))
 			rc = corrupt(what, i, "a duplicate key in its dict");
 		pos += end;
@@ -457,13 +457,13 @@ int td__index_parse(td__index *ix, const void *buf, size_t len, bool directory,
 		rc = td__error(TD_ECORRUPT, "%s: %llu bytes after the last index record", what,
 			(unsigned long long)(len - pos));
 	for (i = 0; rc == TD_OK && i < count; i++)
-		if (ix->recs[i].kind == TD_INDEX_KIND_LAZY && ps.kids[i] != ix->recs[i].length)
+		if (ix->recs[i].kind == TD_KEYINDEX_KIND_LAZY && ps.kids[i] != ix->recs[i].length)
 			rc = corrupt(what, i, "fewer children than the lazy stack's count");
 	td__free(ps.depth);
 	td__free(ps.kids);
 	td__free(ks.slots);
 	if (rc < 0)
-		td__index_free(ix);
+		td__keyindex_free(ix);
 	return rc;
 }
 
@@ -474,7 +474,7 @@ static int cmp_extent(const void *a, const void *b)
 	return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
-int td__index_check_extents(const td__index *ix, uint64_t lo, uint64_t hi,
+int td__keyindex_check_extents(const td__keyindex *ix, uint64_t lo, uint64_t hi,
 	const uint64_t (*extra)[2], size_t nextra, const char *what)
 {
 	uint64_t (*ext)[2];
@@ -485,7 +485,7 @@ int td__index_check_extents(const td__index *ix, uint64_t lo, uint64_t hi,
 	if (!ext)
 		return td__error_nomem(((size_t)ix->n + nextra) * sizeof(*ext));
 	for (i = 0; i < ix->n; i++)
-		if (ix->recs[i].kind == TD_INDEX_KIND_TENSOR && ix->recs[i].length) {
+		if (ix->recs[i].kind == TD_KEYINDEX_KIND_TENSOR && ix->recs[i].length) {
 			ext[n][0] = ix->recs[i].offset;
 			ext[n][1] = ix->recs[i].capacity;
 			n++;
@@ -518,57 +518,58 @@ int td__index_check_extents(const td__index *ix, uint64_t lo, uint64_t hi,
 /* Encoding                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static uint64_t rec_size(const td__irec *r)
+static uint64_t rec_size(const td__keyrec *r)
 {
-	uint64_t need = TD_INDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len + r->text_len;
+	uint64_t need = TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len +
+		r->text_len;
 
 	return (need + 7) & ~(uint64_t)7;
 }
 
-int td__index_size(const td__index *ix, size_t *out)
+int td__keyindex_size(const td__keyindex *ix, size_t *out)
 {
-	uint64_t total = TD_INDEX_HEADER_SIZE;
+	uint64_t total = TD_KEYINDEX_HEADER_SIZE;
 	uint32_t i;
 
 	for (i = 0; i < ix->n; i++) {
 		if (ix->recs[i].key_len > UINT32_MAX || ix->recs[i].text_len > UINT32_MAX)
 			return td__error(TD_EOVERFLOW, "store index: a key or string over 4 GiB");
 		total += rec_size(&ix->recs[i]);
-		if (total - TD_INDEX_HEADER_SIZE > TD_INDEX_MAX_BYTES)
+		if (total - TD_KEYINDEX_HEADER_SIZE > TD_KEYINDEX_MAX_BYTES)
 			return td__error(TD_EOVERFLOW, "store index: over 1 GiB of keys and strings");
 	}
 	*out = (size_t)total;
 	return TD_OK;
 }
 
-void td__index_encode(const td__index *ix, void *buf, size_t len)
+void td__keyindex_encode(const td__keyindex *ix, void *buf, size_t len)
 {
 	uint8_t *b = buf;
-	uint64_t pos = TD_INDEX_HEADER_SIZE;
+	uint64_t pos = TD_KEYINDEX_HEADER_SIZE;
 	uint32_t i;
 
 	memset(b, 0, len);
-	memcpy(b, TD_INDEX_MAGIC, 8);
-	td__put_le32(b + 8, TD_INDEX_VERSION);
-	td__put_le32(b + 12, TD_INDEX_HEADER_SIZE);
+	memcpy(b, TD_KEYINDEX_MAGIC, 8);
+	td__put_le32(b + 8, TD_KEYINDEX_VERSION);
+	td__put_le32(b + 12, TD_KEYINDEX_HEADER_SIZE);
 	td__put_le32(b + 16, ix->n);
 	for (i = 0; i < ix->n; i++)
-		if (ix->recs[i].kind == TD_INDEX_KIND_STRINGS) {
+		if (ix->recs[i].kind == TD_KEYINDEX_KIND_STRINGS) {
 			/* Set only when needed: other indexes stay readable by older builds. */
-			td__put_le32(b + 20, TD_INDEX_F_STRINGS);
+			td__put_le32(b + 20, TD_KEYINDEX_F_STRINGS);
 			break;
 		}
 	for (i = 0; i < ix->n; i++)
-		if (ix->recs[i].kind == TD_INDEX_KIND_LAZY) {
-			td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_LAZY);
+		if (ix->recs[i].kind == TD_KEYINDEX_KIND_LAZY) {
+			td__put_le32(b + 20, td__le32(b + 20) | TD_KEYINDEX_F_LAZY);
 			break;
 		}
-	if (ix->flags & TD_INDEX_F_DIRECTORY)
-		td__put_le32(b + 20, td__le32(b + 20) | TD_INDEX_F_DIRECTORY);
-	td__put_le64(b + 24, (uint64_t)len - TD_INDEX_HEADER_SIZE);
+	if (ix->flags & TD_KEYINDEX_F_DIRECTORY)
+		td__put_le32(b + 20, td__le32(b + 20) | TD_KEYINDEX_F_DIRECTORY);
+	td__put_le64(b + 24, (uint64_t)len - TD_KEYINDEX_HEADER_SIZE);
 	td__put_le64(b + 32, ix->generation);
 	for (i = 0; i < ix->n; i++) {
-		const td__irec *r = &ix->recs[i];
+		const td__keyrec *r = &ix->recs[i];
 		uint8_t *p = b + pos;
 
 		p[0] = r->kind;
@@ -583,8 +584,8 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 		td__put_le64(p + 32, r->capacity);
 		td__put_le64(p + 40, r->checksum);
 		for (uint8_t d = 0; d < r->ndim; d++)
-			td__put_le64(p + TD_INDEX_RECORD_FIXED + 8u * d, (uint64_t)r->shape[d]);
-		p += TD_INDEX_RECORD_FIXED + 8u * r->ndim;
+			td__put_le64(p + TD_KEYINDEX_RECORD_FIXED + 8u * d, (uint64_t)r->shape[d]);
+		p += TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim;
 		if (r->key_len)
 			memcpy(p, r->key, r->key_len);
 		if (r->text_len)
@@ -598,12 +599,12 @@ void td__index_encode(const td__index *ix, void *buf, size_t len)
 /* Editing                                                                   */
 /* ------------------------------------------------------------------------ */
 
-int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const char *key)
+int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, const char *key)
 {
 	size_t n = td_dict_items(d, NULL, NULL, 0), i;
 	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
-	td__irec r;
+	td__keyrec r;
 	uint32_t self;
 	int rc;
 
@@ -612,7 +613,7 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 		size_t count = td_lazy_count(d);
 
 		memset(&r, 0, sizeof(r));
-		r.kind = TD_INDEX_KIND_LAZY;
+		r.kind = TD_KEYINDEX_KIND_LAZY;
 		r.ndim = (uint8_t)td_dict_batch_ndim(d);
 		memcpy(r.shape, td_dict_batch_shape(d), (size_t)r.ndim * sizeof(int64_t));
 		r.offset = (uint64_t)td_lazy_stack_dim(d);
@@ -620,13 +621,13 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 		r.parent = parent;
 		r.key = (char *)key;
 		r.key_len = strlen(key);
-		if (count > TD_INDEX_MAX_LAZY_CHILDREN)
+		if (count > TD_KEYINDEX_MAX_LAZY_CHILDREN)
 			rc = td__error(TD_EOVERFLOW, "store index: a lazy stack of %zu children (at "
 				"most 2^20)", count);
 		else
-			rc = td__index_push(ix, &r, &self);
+			rc = td__keyindex_push(ix, &r, &self);
 		for (i = 0; rc == TD_OK && i < count; i++)
-			rc = td__index_add_dict(ix, td_lazy_child(d, i), self, "");
+			rc = td__keyindex_add_dict(ix, td_lazy_child(d, i), self, "");
 		goto out;
 	}
 	if (!keys || !vals) {
@@ -635,13 +636,13 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 	}
 	td_dict_items(d, keys, vals, n);
 	memset(&r, 0, sizeof(r));
-	r.kind = TD_INDEX_KIND_DICT;
+	r.kind = TD_KEYINDEX_KIND_DICT;
 	r.ndim = (uint8_t)td_dict_batch_ndim(d);
 	memcpy(r.shape, td_dict_batch_shape(d), (size_t)r.ndim * sizeof(int64_t));
 	r.parent = parent;
 	r.key = (char *)key;
 	r.key_len = strlen(key);
-	rc = td__index_push(ix, &r, &self);
+	rc = td__keyindex_push(ix, &r, &self);
 	for (i = 0; rc == TD_OK && i < n; i++) {
 		const td_value *v = vals[i];
 
@@ -651,33 +652,33 @@ int td__index_add_dict(td__index *ix, const td_dict *d, uint32_t parent, const c
 		r.key_len = strlen(keys[i]);
 		switch (v->kind) {
 		case TD_VALUE_DICT:
-			rc = td__index_add_dict(ix, v->u.dict, self, keys[i]);
+			rc = td__keyindex_add_dict(ix, v->u.dict, self, keys[i]);
 			break;
 		case TD_VALUE_TENSOR:
-			r.kind = TD_INDEX_KIND_TENSOR;
+			r.kind = TD_KEYINDEX_KIND_TENSOR;
 			r.dtype = (uint8_t)v->u.tensor.dtype;
 			r.ndim = (uint8_t)v->u.tensor.ndim;
 			memcpy(r.shape, v->u.tensor.shape, (size_t)r.ndim * sizeof(int64_t));
 			r.length = td_tensor_nbytes(&v->u.tensor);
 			r.src = &v->u.tensor;
-			rc = td__index_push(ix, &r, NULL);
+			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		case TD_VALUE_STRING:
-			r.kind = TD_INDEX_KIND_STRING;
+			r.kind = TD_KEYINDEX_KIND_STRING;
 			r.text = (char *)v->u.blob.data;
 			r.text_len = v->u.blob.length;
-			rc = td__index_push(ix, &r, NULL);
+			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		case TD_VALUE_STRINGS: {
 			const td_strings *s = &v->u.strings;
 
 			/* The texts with their NULs are the inline bytes, as they lie in memory. */
-			r.kind = TD_INDEX_KIND_STRINGS;
+			r.kind = TD_KEYINDEX_KIND_STRINGS;
 			r.ndim = (uint8_t)s->ndim;
 			memcpy(r.shape, s->shape, (size_t)r.ndim * sizeof(int64_t));
 			r.text = (char *)s->bytes;
 			r.text_len = (size_t)s->offsets[s->numel];
-			rc = td__index_push(ix, &r, NULL);
+			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		}
 		default:
@@ -692,7 +693,7 @@ out:
 	return rc;
 }
 
-int td__index_remove(td__index *ix, uint32_t victim)
+int td__keyindex_remove(td__keyindex *ix, uint32_t victim)
 {
 	uint32_t *map, i, j;
 	bool *gone;
@@ -707,7 +708,7 @@ int td__index_remove(td__index *ix, uint32_t victim)
 	}
 	gone[victim] = true;
 	for (i = victim + 1; i < ix->n; i++)
-		if (ix->recs[i].parent != TD_INDEX_NO_PARENT && gone[ix->recs[i].parent])
+		if (ix->recs[i].parent != TD_KEYINDEX_NO_PARENT && gone[ix->recs[i].parent])
 			gone[i] = true;
 	for (i = j = 0; i < ix->n; i++) {
 		if (gone[i]) {
@@ -716,7 +717,7 @@ int td__index_remove(td__index *ix, uint32_t victim)
 		}
 		map[i] = j;
 		ix->recs[j] = ix->recs[i];
-		if (ix->recs[j].parent != TD_INDEX_NO_PARENT)
+		if (ix->recs[j].parent != TD_KEYINDEX_NO_PARENT)
 			ix->recs[j].parent = map[ix->recs[j].parent];
 		j++;
 	}
@@ -726,7 +727,7 @@ int td__index_remove(td__index *ix, uint32_t victim)
 	return TD_OK;
 }
 
-uint32_t td__index_child(const td__index *ix, uint32_t parent, const char *key)
+uint32_t td__keyindex_child(const td__keyindex *ix, uint32_t parent, const char *key)
 {
 	size_t len = strlen(key);
 	uint32_t i;
@@ -735,21 +736,21 @@ uint32_t td__index_child(const td__index *ix, uint32_t parent, const char *key)
 		if (ix->recs[i].parent == parent && ix->recs[i].key_len == len &&
 		    memcmp(ix->recs[i].key, key, len) == 0)
 			return i;
-	return TD_INDEX_NO_PARENT;
+	return TD_KEYINDEX_NO_PARENT;
 }
 
-int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint32_t *out)
+int td__keyindex_find(const td__keyindex *ix, const char *const *parts, size_t n, uint32_t *out)
 {
 	uint32_t cur = 0;
 	size_t k;
 
 	for (k = 0; k < n; k++) {
-		if (ix->recs[cur].kind != TD_INDEX_KIND_DICT) {
+		if (ix->recs[cur].kind != TD_KEYINDEX_KIND_DICT) {
 			*out = cur;
 			return TD_ETYPE;
 		}
-		cur = td__index_child(ix, cur, parts[k]);
-		if (cur == TD_INDEX_NO_PARENT)
+		cur = td__keyindex_child(ix, cur, parts[k]);
+		if (cur == TD_KEYINDEX_NO_PARENT)
 			return TD_ENOTFOUND;
 	}
 	*out = cur;
@@ -761,7 +762,7 @@ int td__index_find(const td__index *ix, const char *const *parts, size_t n, uint
 /* ------------------------------------------------------------------------ */
 
 /* Store the array of strings of record `i` (checked: one text per element) in `parent`. */
-static int set_strings(td_dict *parent, const char *key, const td__irec *r, uint32_t i,
+static int set_strings(td_dict *parent, const char *key, const td__keyrec *r, uint32_t i,
 	const char *what)
 {
 	size_t count = 0, k, pos = 0;
@@ -804,7 +805,7 @@ static int restate(int rc, const char *what, uint32_t i, const char *msg)
  * stack until placed). A stack under a dict replaces the empty placeholder
  * put under its key in index order, so the dict keeps its key order.
  */
-static int build_stacks(const td__index *ix, td_dict **dicts, bool *own, const char *what)
+static int build_stacks(const td__keyindex *ix, td_dict **dicts, bool *own, const char *what)
 {
 	uint32_t *head, *next, *tail, i;
 	td_dict **kids = NULL;
@@ -821,7 +822,7 @@ static int build_stacks(const td__index *ix, td_dict **dicts, bool *own, const c
 	for (i = 1; i < ix->n; i++) {
 		uint32_t p = ix->recs[i].parent;
 
-		if (ix->recs[p].kind != TD_INDEX_KIND_LAZY)
+		if (ix->recs[p].kind != TD_KEYINDEX_KIND_LAZY)
 			continue;
 		if (!head[p])
 			head[p] = i;
@@ -830,12 +831,12 @@ static int build_stacks(const td__index *ix, td_dict **dicts, bool *own, const c
 		tail[p] = i;
 	}
 	for (i = ix->n; rc == TD_OK && i-- > 0;) {
-		const td__irec *r = &ix->recs[i];
+		const td__keyrec *r = &ix->recs[i];
 		td_dict **k;
 		size_t n = 0;
 		uint32_t c;
 
-		if (r->kind != TD_INDEX_KIND_LAZY)
+		if (r->kind != TD_KEYINDEX_KIND_LAZY)
 			continue;
 		k = td__realloc(kids, (size_t)r->length * sizeof(*kids));
 		if (!k) {
@@ -857,7 +858,7 @@ static int build_stacks(const td__index *ix, td_dict **dicts, bool *own, const c
 		own[i] = true;
 		for (c = head[i]; c; c = next[c])
 			own[c] = false;
-		if (i == 0 || ix->recs[r->parent].kind == TD_INDEX_KIND_LAZY)
+		if (i == 0 || ix->recs[r->parent].kind == TD_KEYINDEX_KIND_LAZY)
 			continue;
 		{
 			const char *key = r->key;
@@ -878,27 +879,27 @@ out:
 }
 
 /* Add record `i` (not the root) to the tree: into its dict, or held for its stack. */
-static int build_record(const td__index *ix, uint32_t i, td_dict **dicts, bool *own,
+static int build_record(const td__keyindex *ix, uint32_t i, td_dict **dicts, bool *own,
 	td_tensor *t, const char *what)
 {
-	const td__irec *r = &ix->recs[i];
+	const td__keyrec *r = &ix->recs[i];
 	td_dict *parent = dicts[r->parent];
 	const char *key = r->key;
 	td_dict *ph = NULL;
 	int rc = TD_OK;
 
-	if (ix->recs[r->parent].kind == TD_INDEX_KIND_LAZY) {
+	if (ix->recs[r->parent].kind == TD_KEYINDEX_KIND_LAZY) {
 		/* A child of a stack: a root until build_stacks() stacks it. */
-		if (r->kind == TD_INDEX_KIND_DICT) {
+		if (r->kind == TD_KEYINDEX_KIND_DICT) {
 			rc = td_dict_new(&dicts[i], r->ndim, r->shape);
 			own[i] = rc == TD_OK;
-		} else if (r->kind != TD_INDEX_KIND_LAZY) {
+		} else if (r->kind != TD_KEYINDEX_KIND_LAZY) {
 			rc = corrupt(what, i, "a child of a lazy stack is not a dict");
 		}
 		return rc;
 	}
 	switch (r->kind) {
-	case TD_INDEX_KIND_DICT:
+	case TD_KEYINDEX_KIND_DICT:
 		rc = td_dict_new(&dicts[i], r->ndim, r->shape);
 		if (rc == TD_OK) {
 			rc = td_dict_set_dict_take_path(parent, &key, 1, dicts[i]);
@@ -908,7 +909,7 @@ static int build_record(const td__index *ix, uint32_t i, td_dict **dicts, bool *
 			}
 		}
 		break;
-	case TD_INDEX_KIND_LAZY:
+	case TD_KEYINDEX_KIND_LAZY:
 		/* Keeps the key's place until build_stacks() puts the stack there. */
 		rc = td_dict_new(&ph, r->ndim, r->shape);
 		if (rc == TD_OK) {
@@ -917,18 +918,18 @@ static int build_record(const td__index *ix, uint32_t i, td_dict **dicts, bool *
 				td_dict_free(ph);
 		}
 		break;
-	case TD_INDEX_KIND_TENSOR:
+	case TD_KEYINDEX_KIND_TENSOR:
 		if (r->length == 0)
 			rc = td_tensor_empty(t, r->dtype, r->ndim, r->shape);
 		if (rc == TD_OK)
 			rc = td_dict_set_tensor_take_path(parent, &key, 1, t);
 		break;
-	case TD_INDEX_KIND_STRING:
+	case TD_KEYINDEX_KIND_STRING:
 		rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
 		if (rc == TD_EINVAL)
 			rc = corrupt(what, i, "the string is not valid UTF-8");
 		break;
-	case TD_INDEX_KIND_STRINGS:
+	case TD_KEYINDEX_KIND_STRINGS:
 		rc = set_strings(parent, key, r, i, what);
 		break;
 	default:
@@ -938,7 +939,7 @@ static int build_record(const td__index *ix, uint32_t i, td_dict **dicts, bool *
 	return rc;
 }
 
-int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload,
+int td__keyindex_build(const td__keyindex *ix, td__keyindex_visit_fn visit, void *payload,
 	td_dict **out, const char *what)
 {
 	td_dict **dicts;
@@ -947,8 +948,8 @@ int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload
 	int rc = TD_OK;
 
 	*out = NULL;
-	if (ix->n == 0 || (ix->recs[0].kind != TD_INDEX_KIND_DICT &&
-			   ix->recs[0].kind != TD_INDEX_KIND_LAZY))
+	if (ix->n == 0 || (ix->recs[0].kind != TD_KEYINDEX_KIND_DICT &&
+			   ix->recs[0].kind != TD_KEYINDEX_KIND_LAZY))
 		return td__error(TD_ECORRUPT, "%s: the index has no root dict", what);
 	dicts = td__calloc(ix->n, sizeof(*dicts));
 	own = td__calloc(ix->n, sizeof(*own));
@@ -958,22 +959,22 @@ int td__index_build(const td__index *ix, td__index_visit_fn visit, void *payload
 		return td__error_nomem((size_t)ix->n * sizeof(*dicts));
 	}
 	rc = visit(ix, 0, NULL, payload);
-	if (rc == TD_OK && ix->recs[0].kind == TD_INDEX_KIND_DICT) {
+	if (rc == TD_OK && ix->recs[0].kind == TD_KEYINDEX_KIND_DICT) {
 		rc = td_dict_new(&dicts[0], ix->recs[0].ndim, ix->recs[0].shape);
 		own[0] = rc == TD_OK;
 	}
 	for (i = 1; rc == TD_OK && i < ix->n; i++) {
-		const td__irec *r = &ix->recs[i];
+		const td__keyrec *r = &ix->recs[i];
 		td_tensor t = TD_TENSOR_INIT;
 
-		if (r->kind != TD_INDEX_KIND_TENSOR || r->length > 0)
+		if (r->kind != TD_KEYINDEX_KIND_TENSOR || r->length > 0)
 			rc = visit(ix, i, &t, payload);
 		if (rc == TD_OK)
 			rc = build_record(ix, i, dicts, own, &t, what);
 		td_tensor_release(&t);
-		lazy |= r->kind == TD_INDEX_KIND_LAZY;
+		lazy |= r->kind == TD_KEYINDEX_KIND_LAZY;
 	}
-	if (rc == TD_OK && (lazy || ix->recs[0].kind == TD_INDEX_KIND_LAZY))
+	if (rc == TD_OK && (lazy || ix->recs[0].kind == TD_KEYINDEX_KIND_LAZY))
 		rc = build_stacks(ix, dicts, own, what);
 	if (rc == TD_OK) {
 		*out = dicts[0];
@@ -995,12 +996,12 @@ typedef struct extent_map {
 } extent_map;
 
 /* A tensor of a packed store: a view of its extent in the mapping. */
-static int view_extent(const td__index *ix, uint32_t i, td_tensor *t, void *payload)
+static int view_extent(const td__keyindex *ix, uint32_t i, td_tensor *t, void *payload)
 {
-	const td__irec *r = &ix->recs[i];
+	const td__keyrec *r = &ix->recs[i];
 	const extent_map *m = payload;
 
-	if (r->kind != TD_INDEX_KIND_TENSOR)
+	if (r->kind != TD_KEYINDEX_KIND_TENSOR)
 		return TD_OK;
 	if (!m->map || r->offset > td_buffer_size(m->map) ||
 	    r->length > td_buffer_size(m->map) - r->offset)
@@ -1009,9 +1010,9 @@ static int view_extent(const td__index *ix, uint32_t i, td_tensor *t, void *payl
 		(int64_t)(r->offset / td_dtype_size(r->dtype)));
 }
 
-int td__index_to_dict(const td__index *ix, td_buffer *map, td_dict **out, const char *what)
+int td__keyindex_to_dict(const td__keyindex *ix, td_buffer *map, td_dict **out, const char *what)
 {
 	extent_map m = { map, what };
 
-	return td__index_build(ix, view_extent, &m, out, what);
+	return td__keyindex_build(ix, view_extent, &m, out, what);
 }
