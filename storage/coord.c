@@ -17,10 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(td__coord_header) == TD_COORD_HEADER_SIZE, "coordination header size");
-_Static_assert(offsetof(td__coord_header, generation) == 16, "generation offset");
-_Static_assert(sizeof(_Atomic uint64_t) == 8, "64-bit atomics");
-
 static int check_header(const td__coord_header *h, const char *what)
 {
 	if (memcmp(h->magic, TD_COORD_MAGIC, sizeof(h->magic)) != 0)

@@ -28,41 +28,6 @@
 /* Directory levels the sweep of temporary files descends (tensorclasses add one per dict). */
 #define SWEEP_MAX_DEPTH (2 * TD_KEY_MAX_DEPTH + 2)
 
-/* ---- little-endian fields ---- */
-
-static uint32_t get_u16(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8;
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-	return (uint64_t)get_u32(p) | (uint64_t)get_u32(p + 4) << 32;
-}
-
-static void put_u16(unsigned char *p, uint32_t v)
-{
-	p[0] = (unsigned char)v;
-	p[1] = (unsigned char)(v >> 8);
-}
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-	put_u16(p, v & 0xffffu);
-	put_u16(p + 2, v >> 16);
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-	put_u32(p, (uint32_t)v);
-	put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
 /* ---- relative paths ---- */
 
 int td__relpath_push(td__relpath *p, const char *name, size_t *mark)
@@ -169,18 +134,18 @@ int td__journal_parse(const void *data, size_t len, td__journal *j, const char *
 	if (len < fixed || memcmp(p, TD_JOURNAL_MAGIC, 8) != 0)
 		return TD_OK;
 	/* A newer writer's journal is neither applied nor ignored. */
-	version = get_u32(p + 8);
+	version = td__le32(p + 8);
 	if (version != TD_JOURNAL_VERSION)
 		return td__error(TD_EVERSION, "%s: journal version %u, this library reads %u", what,
 			(unsigned)version, TD_JOURNAL_VERSION);
-	body = get_u64(p + 24);
-	if (get_u32(p + 12) != TD_JOURNAL_HEADER_SIZE || body != (uint64_t)(len - fixed) ||
+	body = td__le64(p + 24);
+	if (td__le32(p + 12) != TD_JOURNAL_HEADER_SIZE || body != (uint64_t)(len - fixed) ||
 	    XXH64(p, TD_JOURNAL_HEADER_SIZE + (size_t)body, 0) !=
-		    get_u64(p + TD_JOURNAL_HEADER_SIZE + (size_t)body))
+		    td__le64(p + TD_JOURNAL_HEADER_SIZE + (size_t)body))
 		return TD_OK; /* torn or truncated: the commit never happened */
 	j->sealed = true;
-	count = get_u32(p + 16);
-	flags = get_u32(p + 20);
+	count = td__le32(p + 16);
+	flags = td__le32(p + 20);
 	if (flags != 0)
 		return td__error(TD_ECORRUPT, "%s: reserved flags 0x%x are set", what,
 			(unsigned)flags);
@@ -198,8 +163,8 @@ int td__journal_parse(const void *data, size_t len, td__journal *j, const char *
 
 		if (end - off < TD_JOURNAL_ENTRY_SIZE)
 			return td__error(TD_ECORRUPT, "%s: entry %zu is cut short", what, i);
-		e->path_len = get_u16(p + off);
-		e->name_len = get_u16(p + off + 2);
+		e->path_len = td__le16(p + off);
+		e->name_len = td__le16(p + off + offsetof(td__journal_entry, name_len));
 		off += TD_JOURNAL_ENTRY_SIZE;
 		if (end - off < e->path_len + e->name_len)
 			return td__error(TD_ECORRUPT, "%s: entry %zu is cut short", what, i);
@@ -645,24 +610,24 @@ static int journal_write(const td__commit *c, size_t staged, int rootfd, bool sy
 	if (!buf)
 		return td__error_nomem(total);
 	memcpy(buf, TD_JOURNAL_MAGIC, 8);
-	put_u32(buf + 8, TD_JOURNAL_VERSION);
-	put_u32(buf + 12, TD_JOURNAL_HEADER_SIZE);
-	put_u32(buf + 16, (uint32_t)staged);
-	put_u32(buf + 20, 0);
-	put_u64(buf + 24, body);
+	td__put_le32(buf + 8, TD_JOURNAL_VERSION);
+	td__put_le32(buf + 12, TD_JOURNAL_HEADER_SIZE);
+	td__put_le32(buf + 16, (uint32_t)staged);
+	td__put_le32(buf + 20, 0);
+	td__put_le64(buf + 24, body);
 	off = TD_JOURNAL_HEADER_SIZE;
 	for (i = 0; i < c->n; i++) {
 		size_t plen = strlen(c->e[i].path), nlen = strlen(c->e[i].tmp);
 
 		if (c->e[i].in_place)
 			continue;
-		put_u16(buf + off, (uint32_t)plen);
-		put_u16(buf + off + 2, (uint32_t)nlen);
+		td__put_le16(buf + off, (uint16_t)plen);
+		td__put_le16(buf + off + offsetof(td__journal_entry, name_len), (uint16_t)nlen);
 		memcpy(buf + off + TD_JOURNAL_ENTRY_SIZE, c->e[i].path, plen);
 		memcpy(buf + off + TD_JOURNAL_ENTRY_SIZE + plen, c->e[i].tmp, nlen);
 		off += TD_JOURNAL_ENTRY_SIZE + plen + nlen;
 	}
-	put_u64(buf + off, XXH64(buf, off, 0));
+	td__put_le64(buf + off, XXH64(buf, off, 0));
 	fd = openat(rootfd, TD_JOURNAL_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		0666);
 	if (fd < 0) {

@@ -187,16 +187,6 @@ static int load_leaves(td_ring *r, uint64_t capacity, uint64_t *hash, uint64_t *
 /* Open                                                                      */
 /* ------------------------------------------------------------------------ */
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* Validate the static header against the file's size (doc/format.md 5.7). */
 static int check_header(const td__ring_header *h, uint64_t fsize, const char *what)
 {
@@ -210,7 +200,7 @@ static int check_header(const td__ring_header *h, uint64_t fsize, const char *wh
 	if (h->checksum != XXH64(h, offsetof(td__ring_header, checksum), 0))
 		return td__error(TD_ECORRUPT, "%s: header checksum mismatch", what);
 	if (h->header_size != TD_RING_HEADER_SIZE || (h->flags & ~TD_RING_F_PRIORITIZED) ||
-		h->reserved0 || !all_zero(h->reserved, sizeof(h->reserved)))
+		h->reserved0 || !td__all_zero(h->reserved, sizeof(h->reserved)))
 		return td__error(TD_ECORRUPT, "%s: bad header size, flags or reserved field", what);
 	if (h->capacity < 1 || h->capacity > TD_RING_MAX_CAPACITY)
 		return td__error(TD_ECORRUPT, "%s: capacity %llu out of range", what,

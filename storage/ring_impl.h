@@ -1,109 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ring_impl.h - internals of ring buffers (ring.c, ring_io.c, ring_prio.c,
- * ring_handle.c): the layout of the ring file `.tdstore-ring`
- * (doc/format.md, section 5 "Ring file"), mirrored field by field with
- * static asserts, the sequence word encoding and the handle. Never
+ * ring_handle.c): the handle. The layout of the ring file `.tdstore-ring`
+ * and its sequence words (doc/format.md section 5) are in format.h. Never
  * installed.
  */
 #ifndef TD_RING_IMPL_H
 #define TD_RING_IMPL_H
 
 #include "store_impl.h"
-
-#include <stdatomic.h>
-
-#define TD_RING_NAME ".tdstore-ring"
-#define TD_RING_MAGIC "TDSRING\0"
-#define TD_RING_VERSION 1u
-#define TD_RING_HEADER_SIZE 128u
-#define TD_RING_WRITERS_OFFSET 4096u
-#define TD_RING_WRITER_SLOTS 256u
-#define TD_RING_WRITER_SIZE 64u
-#define TD_RING_SEQ_OFFSET (TD_RING_WRITERS_OFFSET + TD_RING_WRITER_SLOTS * TD_RING_WRITER_SIZE)
-/** Header flag bit 0: the file has a sum-tree. The other bits are reserved (0). */
-#define TD_RING_F_PRIORITIZED 0x1u
-/** Largest capacity (2^40 rows): every offset computed from it fits 64 bits. */
-#define TD_RING_MAX_CAPACITY ((uint64_t)1 << 40)
-/** Largest ticket: (ticket + 1) << 2 must fit a sequence word. */
-#define TD_RING_MAX_TICKET (((uint64_t)1 << 62) - 2)
-
-/*
- * Sequence words (one per slot, doc/format.md 5.4): bits 0-1 the state,
- * bits 2-63 the ticket + 1 of the row the state is about (0: none yet).
- */
-#define TD_SEQ_EMPTY 0u
-#define TD_SEQ_WRITING 1u
-#define TD_SEQ_PUBLISHED 2u
-
-static inline uint64_t td__seq_make(uint64_t ticket, unsigned state)
-{
-	return ((ticket + 1) << 2) | state;
-}
-
-static inline unsigned td__seq_state(uint64_t w)
-{
-	return (unsigned)(w & 3u);
-}
-
-/** The ticket + 1 a word is about (0 for a slot never written). */
-static inline uint64_t td__seq_tf(uint64_t w)
-{
-	return w >> 2;
-}
-
-/** Static header at offset 0, written once at creation (little-endian). */
-typedef struct td__ring_header {
-	char magic[8];           /* "TDSRING\0" */
-	uint32_t version;        /* TD_RING_VERSION */
-	uint32_t header_size;    /* TD_RING_HEADER_SIZE */
-	uint32_t flags;          /* TD_RING_F_*; other bits 0 */
-	uint32_t nleaves;        /* tensor leaves of a row */
-	uint64_t capacity;       /* rows, 1 .. TD_RING_MAX_CAPACITY */
-	uint64_t row_bytes;      /* sum of the leaves' row sizes */
-	uint64_t schema_hash;    /* doc/format.md 5.2 */
-	uint32_t writer_slots;   /* TD_RING_WRITER_SLOTS */
-	uint32_t reserved0;      /* 0 */
-	uint64_t writers_offset; /* TD_RING_WRITERS_OFFSET */
-	uint64_t seq_offset;     /* TD_RING_SEQ_OFFSET */
-	uint64_t tree_offset;    /* 0 without a sum-tree */
-	uint64_t tree_leaves;    /* P, a power of two >= capacity; 0 without a sum-tree */
-	uint64_t file_size;      /* bytes */
-	uint8_t reserved[24];    /* 0 */
-	uint64_t checksum;       /* XXH64 of bytes 0..119, seed 0 */
-} td__ring_header;
-
-/** Live counters, each 64-bit word atomic, on their own cache lines. */
-typedef struct td__ring_live {
-	_Atomic uint64_t cursor;    /* offset 128: next ticket to reserve */
-	uint8_t pad0[56];
-	_Atomic uint64_t cleared;   /* offset 192: tickets below are cleared */
-	_Atomic uint64_t reclaimed; /* offset 200: rows taken back from dead writers */
-	_Atomic uint64_t dropped;   /* offset 208: rows writers could not store */
-	uint8_t pad1[40];
-} td__ring_live;
-
-/** One writer slot (doc/format.md 5.3). */
-typedef struct td__ring_writer {
-	_Atomic uint64_t owner; /* 0: free; else pid (bits 0-31) | nonce << 32 */
-	_Atomic uint64_t lo;    /* tickets [lo, hi) the writer may hold */
-	_Atomic uint64_t hi;
-	uint8_t reserved[40];
-} td__ring_writer;
-
-_Static_assert(sizeof(td__ring_header) == TD_RING_HEADER_SIZE, "ring header size");
-_Static_assert(offsetof(td__ring_header, capacity) == 24, "capacity offset");
-_Static_assert(offsetof(td__ring_header, schema_hash) == 40, "schema_hash offset");
-_Static_assert(offsetof(td__ring_header, writer_slots) == 48, "writer_slots offset");
-_Static_assert(offsetof(td__ring_header, writers_offset) == 56, "writers_offset offset");
-_Static_assert(offsetof(td__ring_header, tree_offset) == 72, "tree_offset offset");
-_Static_assert(offsetof(td__ring_header, file_size) == 88, "file_size offset");
-_Static_assert(offsetof(td__ring_header, checksum) == 120, "checksum offset");
-_Static_assert(sizeof(td__ring_live) == 128, "live part size");
-_Static_assert(offsetof(td__ring_live, cleared) == 64, "cleared at file offset 192");
-_Static_assert(offsetof(td__ring_live, dropped) == 80, "dropped at file offset 208");
-_Static_assert(sizeof(td__ring_writer) == TD_RING_WRITER_SIZE, "writer slot size");
-_Static_assert(sizeof(_Atomic uint64_t) == 8, "64-bit atomics");
 
 /** One tensor leaf of a row. */
 typedef struct td__ring_leaf {

@@ -6,6 +6,7 @@
 #define TD_STORE_IMPL_H
 
 #include "td_internal.h"
+#include "format.h"
 #include "keyindex.h"
 
 #include <stddef.h>
@@ -13,22 +14,7 @@
 /** Largest meta.json read (bigger ones are refused as corrupt). */
 #define TD_META_MAX_BYTES ((size_t)64 << 20)
 
-/* ---- coordination file (coord.c; doc/format.md) ---- */
-
-#define TD_COORD_NAME ".tdstore-coord"
-#define TD_COORD_MAGIC "TDSCOORD"
-#define TD_COORD_VERSION 1u
-#define TD_COORD_HEADER_SIZE 64u
-#define TD_COORD_FILE_SIZE 4096
-
-/** The coordination file's header, little-endian, at offset 0. */
-typedef struct td__coord_header {
-	char magic[8];                 /* "TDSCOORD" */
-	uint32_t version;              /* TD_COORD_VERSION */
-	uint32_t header_size;          /* TD_COORD_HEADER_SIZE */
-	_Atomic uint64_t generation;   /* bumped after every committed schema change */
-	uint8_t reserved[40];          /* zero */
-} td__coord_header;
+/* ---- coordination file (coord.c; format.h, doc/format.md 2) ---- */
 
 /** A store's handle on its coordination file. */
 typedef struct td__coord {
@@ -67,47 +53,7 @@ typedef struct td__packed {
 	int cur;               /* the slot in use (the newer): 0 or 1 */
 } td__packed;
 
-/* ---- redo journal (journal.c; doc/format.md section 6) ---- */
-
-#define TD_JOURNAL_NAME ".tdstore-journal"
-#define TD_JOURNAL_MAGIC "TDSJOURN"
-#define TD_JOURNAL_VERSION 1u
-#define TD_JOURNAL_HEADER_SIZE 32u
-/** Bytes of an entry's fixed part (path_len, name_len). */
-#define TD_JOURNAL_ENTRY_SIZE 4u
-/** Bytes of the checksum that ends the file. */
-#define TD_JOURNAL_TRAILER_SIZE 8u
-/** Largest journal file; a bigger one is garbled (never written). */
-#define TD_JOURNAL_MAX_BYTES ((size_t)64 << 20)
-/** Most entries in one journal. */
-#define TD_JOURNAL_MAX_ENTRIES (1u << 20)
-/** Longest relative directory path in an entry (its length is a uint16). */
-#define TD_JOURNAL_PATH_MAX 65535u
-/** Prefix of the temporary names of uncommitted files (fileio.c's td__write_temp). */
-#define TD_TMP_PREFIX ".tdstore-tmp."
-/** Longest temporary name (without its NUL). */
-#define TD_TMP_NAME_MAX 63u
-
-/**
- * The journal's header, at offset 0 of `.tdstore-journal`. Every field is
- * little-endian; journal.c encodes and decodes them byte by byte, this
- * struct mirrors the layout of doc/format.md 6.2.
- */
-typedef struct td__journal_header {
-	char magic[8];        /* "TDSJOURN" */
-	uint32_t version;     /* TD_JOURNAL_VERSION */
-	uint32_t header_size; /* TD_JOURNAL_HEADER_SIZE */
-	uint32_t count;       /* entries, 1..TD_JOURNAL_MAX_ENTRIES */
-	uint32_t flags;       /* reserved, 0 */
-	uint64_t body_size;   /* bytes of entries after the header */
-} td__journal_header;
-
-_Static_assert(sizeof(td__journal_header) == TD_JOURNAL_HEADER_SIZE, "journal header size");
-_Static_assert(offsetof(td__journal_header, version) == 8, "journal version offset");
-_Static_assert(offsetof(td__journal_header, header_size) == 12, "journal header_size offset");
-_Static_assert(offsetof(td__journal_header, count) == 16, "journal count offset");
-_Static_assert(offsetof(td__journal_header, flags) == 20, "journal flags offset");
-_Static_assert(offsetof(td__journal_header, body_size) == 24, "journal body_size offset");
+/* ---- redo journal (journal.c; format.h, doc/format.md 6) ---- */
 
 /** One entry of a parsed journal: pointers into the parsed bytes (not NUL-terminated). */
 typedef struct td__journal_ent {
