@@ -167,7 +167,9 @@ TESTS += %D%/storage/test_store_journal
 
 endif
 
-# --- tools/ and bench/ (script tests: TAP, run through SH_LOG_DRIVER) ---
+# --- script tests (TAP, run through SH_LOG_DRIVER) ---
+TESTS += %D%/storage/test_layering.sh
+EXTRA_DIST += %D%/storage/test_layering.sh
 TESTS += %D%/tools/test_cli.sh
 EXTRA_DIST += %D%/tools/test_cli.sh
 TESTS += %D%/bench/test_bench.sh
