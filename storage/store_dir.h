@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * store_dir.h - internals of the directory placement (store_dir*.c):
- * tensordict's directory layout (store_dir_meta.c) and the schema changes
- * its writers share. Never installed.
+ * store_dir.h - internals of the directory placement, one section per file
+ * (store_dir*.c, store_dirindex.c), lowest first: tensordict's directory
+ * layout (names, meta.json text), the reader, the key index in use, the
+ * writer, schema changes and growth. store_dir.c puts them in the
+ * placement's table (td__dir_ops). Never installed.
  */
 #ifndef TD_STORE_DIR_H
 #define TD_STORE_DIR_H

@@ -37,22 +37,6 @@ uint64_t td__coord_bump(td__coord *c);
 int td__coord_lock(td__coord *c, bool exclusive);
 void td__coord_unlock(td__coord *c);
 
-/** A commit slot of a packed file, decoded (doc/format.md 4.2). */
-typedef struct td__slot {
-	uint64_t generation, index_offset, index_length, index_capacity, file_length;
-	bool sealed;           /* checksum valid and generation not 0: a commit happened */
-	bool ok;               /* sealed and fields valid (its index may still be damaged) */
-} td__slot;
-
-/** The packed placement's part of a store (store_packed.c). */
-typedef struct td__packed {
-	int fd;                /* the file; -1 when closed */
-	td_buffer *map;        /* [0, file_length) mapped shared (one reference) */
-	td__keyindex ix;       /* the committed index the dict was built from */
-	td__slot slot[2];      /* A and B as last read */
-	int cur;               /* the slot in use (the newer): 0 or 1 */
-} td__packed;
-
 /* ---- redo journal (journal.c; format.h, doc/format.md 6) ---- */
 
 /** One entry of a parsed journal: pointers into the parsed bytes (not NUL-terminated). */
@@ -197,6 +181,22 @@ typedef struct td__dirstore {
 	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
 	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
 } td__dirstore;
+
+/** A commit slot of a packed file, decoded (doc/format.md 4.2). */
+typedef struct td__slot {
+	uint64_t generation, index_offset, index_length, index_capacity, file_length;
+	bool sealed;           /* checksum valid and generation not 0: a commit happened */
+	bool ok;               /* sealed and fields valid (its index may still be damaged) */
+} td__slot;
+
+/** The packed placement's part of a store (store_packed.c). */
+typedef struct td__packed {
+	int fd;                /* the file; -1 when closed */
+	td_buffer *map;        /* [0, file_length) mapped shared (one reference) */
+	td__keyindex ix;       /* the committed index the dict was built from */
+	td__slot slot[2];      /* A and B as last read */
+	int cur;               /* the slot in use (the newer): 0 or 1 */
+} td__packed;
 
 typedef struct td__placement_ops td__placement_ops;
 
