@@ -562,7 +562,7 @@ static inline bool td__is_text(const td_value *v)
 int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *lengths, size_t n,
 	const char *fn);
 
-/* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
+/* ---- lazy stacks (lazy*.c) ---- */
 
 /*
  * The schema of a lazy stack of dense children: its keys (those every

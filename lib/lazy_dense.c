@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lazy_dense.c - the dense forms of lazy stacks: td_lazy_densify() (every
+ * leaf stacked, every sub-dict densified, non-tensor values that agree)
+ * and td_lazy_maybe_dense_stack().
+ */
+#include "td_internal.h"
+#include "dict_impl.h"
+#include "lazy_impl.h"
+
+/* A non-tensor leaf that every child holds with the same bytes. */
+static int common_blob(const td_value **out, const td_dict *d, const td__kref *k,
+	const char *fn)
+{
+	const td__lazy *z = d->lazy;
+	const td_value *first = NULL;
+	size_t i;
+
+	if (!z) {
+		const td__entry *e = td__dict_find(d, k->s, k->len, k->hash);
+		if (!e || (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES))
+			return td__error(TD_ETYPE, "%s: '%.*s' is not a string or bytes in every child",
+				fn, (int)k->len, k->s);
+		*out = &e->value;
+		return TD_OK;
+	}
+	for (i = 0; i < z->n; i++) {
+		const td_value *v;
+
+		TD_TRY(common_blob(&v, z->child[i], k, fn));
+		if (first && (v->kind != first->kind || v->u.blob.length != first->u.blob.length ||
+				     memcmp(v->u.blob.data, first->u.blob.data, v->u.blob.length) != 0))
+			return td__error(TD_ETYPE, "%s: '%.*s' differs between the children: a dense "
+				"dict holds one non-tensor value per key", fn, (int)k->len, k->s);
+		if (!first)
+			first = v;
+	}
+	if (!first)
+		return td__error(TD_ENOTFOUND, "%s: '%.*s': the stack has no children", fn,
+			(int)k->len, k->s);
+	*out = first;
+	return TD_OK;
+}
+
+static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int kind,
+	const char *fn);
+
+static int densify(td_dict **out, const td_dict *d, const char *fn)
+{
+	const td_dict *src = td__lazy_key_source(d);
+	td_dict *nd;
+	uint32_t i;
+
+	TD_TRY(td__dict_alloc(&nd, d->batch_ndim, d->batch_shape, src ? src->count : 0, fn));
+	for (i = 0; src && i < src->used; i++) {
+		const td__entry *e = &src->entries[i];
+		td__kref k;
+		td_value v;
+		int kind, rc;
+
+		if (!td__entry_live(e))
+			continue;
+		k = td__entry_kref(e);
+		kind = td__lazy_kind(d, &k, 1, NULL);
+		if (!kind)
+			continue;
+		rc = densify_value(&v, d, &k, kind, fn);
+		if (rc == TD_OK) {
+			rc = td__dict_append(nd, &k, &v, fn);
+			if (rc < 0)
+				td__value_release(&v);
+			else if (v.kind == TD_VALUE_DICT)
+				v.u.dict->parent = nd;
+		}
+		if (rc < 0) {
+			td_dict_free(nd);
+			return rc;
+		}
+	}
+	*out = nd;
+	return TD_OK;
+}
+
+/* The dense value of the stack key `k` (one component) with its own references. */
+static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int kind,
+	const char *fn)
+{
+	const td_value *blob;
+	td_dict *sub;
+	int rc;
+
+	v->kind = (td_value_kind)kind;
+	if (kind == TD_VALUE_TENSOR)
+		return td__lazy_get_tensor(&v->u.tensor, d, k, 1, fn);
+	if (kind == TD_VALUE_DICT) {
+		TD_TRY(td__lazy_get_dict(&sub, d, k, 1, NULL, fn));
+		rc = densify(&v->u.dict, sub, fn);
+		td_dict_free(sub);
+		return rc;
+	}
+	TD_TRY(common_blob(&blob, d, k, fn));
+	*v = *blob;
+	td_buffer_ref(v->u.blob.buffer);
+	return TD_OK;
+}
+
+int td_lazy_densify(td_dict **out, const td_dict *d)
+{
+	static const char fn[] = "td_lazy_densify";
+
+	if (out)
+		*out = NULL;
+	if (!out || !d)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	if (!d->lazy)
+		return td__error(TD_EINVAL, "%s: the dict is not a lazy stack", fn);
+	return densify(out, d, fn);
+}
+
+int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t n, int dim)
+{
+	static const char fn[] = "td_lazy_maybe_dense_stack";
+	td_dict **copies;
+	bool lazy = false;
+	size_t i, made;
+	int rc;
+
+	if (out)
+		*out = NULL;
+	if (!out || !dicts)
+		return td__error(TD_EINVAL, "%s: NULL argument", fn);
+	if (n == 0)
+		return td__error(TD_EINVAL, "%s: no dicts to stack", fn);
+	for (i = 0; i < n; i++) {
+		if (!dicts[i])
+			return td__error(TD_EINVAL, "%s: dict %zu is NULL", fn, i);
+		lazy = lazy || dicts[i]->lazy;
+	}
+	if (!lazy) {
+		rc = td_dict_stack(out, dicts, n, dim);
+		/* TD_ENOTSUP: a lazy stack nested in an input, which stacks lazily. */
+		if (rc != TD_ETYPE && rc != TD_ENOTSUP)
+			return rc;
+	}
+	/* Keys or leaf shapes differ (or an input is lazy): stack copies lazily. */
+	copies = td__calloc(n, sizeof(*copies));
+	if (!copies)
+		return td__error_nomem(n * sizeof(*copies));
+	rc = TD_OK;
+	for (made = 0; made < n && rc == TD_OK; made++)
+		rc = td_dict_copy(&copies[made], dicts[made]);
+	if (rc == TD_OK)
+		rc = td_lazy_stack(out, copies, n, dim, TD_LAZY_TAKE);
+	if (rc < 0) {
+		for (i = 0; i < made; i++)
+			td_dict_free(copies[i]);
+	} else {
+		td_error_clear();
+	}
+	td__free(copies);
+	return rc;
+}
