@@ -92,6 +92,18 @@ struct td_dict {
 _Static_assert(sizeof(struct td_dict) == 64 + TD_MAX_DIMS * sizeof(int64_t),
 	"td_dict's header stays one cache line: inline entries start line-aligned");
 
+/** Whether `d` is a lazy stack: the kind of a dict (see the top of this file). */
+static inline bool td__dict_is_lazy(const td_dict *d)
+{
+	return d->lazy != NULL;
+}
+
+/** Whether `v` is a lazy stack nested as a value in a dense dict (a walker meeting one). */
+static inline bool td__value_is_stack(const td_value *v)
+{
+	return v->kind == TD_VALUE_DICT && td__dict_is_lazy(v->u.dict);
+}
+
 /*
  * A lazy stack: `n` children of identical batch shape, stacked along the
  * new batch dim `dim` of the stack (0 <= dim <= the children's batch ndim).
@@ -690,6 +702,18 @@ void td__lazy_set_locked(td_dict *d, bool locked);
  * handle whose components `parts` are, or NULL (td__lz_find_key()).
  */
 int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle);
+/**
+ * td_dict_contains() of the path in the lazy stack `d`: whether its kind in
+ * every child (td__lazy_kind()) answers a test with `flags`. Inline: the
+ * membership rows are a few dozen instructions.
+ */
+static inline int td__lazy_contains(const td_dict *d, const td__kref *parts, size_t n,
+	const td_key *handle, unsigned flags)
+{
+	int kind = td__lazy_kind(d, parts, n, handle);
+
+	return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
+}
 /** The number of keys a lazy stack shares over all its children. */
 size_t td__lazy_len(const td_dict *d);
 /** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
@@ -707,6 +731,13 @@ int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts,
 /** A new lazy stack of the children's sub-dicts at the path. */
 int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
 	const td_key *handle, const char *fn);
+/**
+ * td_dict_set_*() on the lazy stack `d`: a tensor is sliced along the stack
+ * dim into every child, an array of strings cut the same way, a string or
+ * bytes stored in every child; a dict is refused (TD_ENOTSUP).
+ */
+int td__lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_value *v, const char *fn);
 /** Plain set through a lazy stack: slice `t` along the stack dim into every child. */
 int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
 	const td_tensor *t, const char *fn);

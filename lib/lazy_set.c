@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazy_set.c - writes through a lazy stack into its children: a tensor
- * sliced along the stack dim (plain and in place), a non-tensor value
- * stored in every child, and deletions, checked in every child first.
+ * sliced along the stack dim (plain and in place), an array of strings
+ * cut the same way, a string or bytes stored in every child, and
+ * deletions, checked in every child first.
  */
 #include "td_internal.h"
 #include "dict_impl.h"
@@ -235,4 +236,71 @@ int td__lazy_del(td_dict *d, const td__kref *parts, size_t n, const char *fn)
 {
 	TD_TRY(del_rec(d, parts, n, false, fn));
 	return del_rec(d, parts, n, true, fn);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Any value (td_dict_set_*() on a stack)                                    */
+/* ------------------------------------------------------------------------ */
+
+static int select_leaf(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	const int64_t *at = ctx; /* { dim, index } */
+
+	return td_tensor_select(out, in, (int)at[0], at[1]);
+}
+
+/*
+ * An array of strings stored in a lazy stack: each child gets its part, the
+ * array indexed at the stack dim (a single string where no dim is left), as
+ * a tensor is sliced into the children.
+ */
+static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
+	const char *fn)
+{
+	const td__lazy *z = d->lazy;
+	const td_strings *s = &v->u.strings;
+	char key[512];
+	int64_t at[2];
+	size_t i;
+
+	if (s->ndim < d->batch_ndim || !td__shape_eq(s->shape, d->batch_shape, d->batch_ndim)) {
+		td__kpath_format(key, sizeof(key), parts, n);
+		return td__dict_check_batch(d, s->ndim, s->shape, key, fn);
+	}
+	if (d->locked && !td__lazy_kind(d, parts, n, NULL)) {
+		td__kpath_format(key, sizeof(key), parts, n);
+		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn,
+			key);
+	}
+	at[0] = z->dim;
+	for (i = 0; i < z->n; i++) {
+		td_dict *c = z->child[i];
+		td_value part;
+		int rc;
+
+		at[1] = (int64_t)i;
+		TD_TRY(td__strings_transform(&part, v, select_leaf, at, fn));
+		if (c->lazy && part.kind == TD_VALUE_STRINGS)
+			rc = lazy_set_strings(c, parts, n, &part, fn);
+		else if (c->lazy)
+			rc = td__lazy_set_blob(c, parts, n, &part, fn);
+		else
+			rc = td__dict_set_value(c, parts, n, &part, fn);
+		td__value_release(&part);
+		TD_TRY(rc);
+	}
+	return TD_OK;
+}
+
+int td__lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_value *v, const char *fn)
+{
+	if (v->kind == TD_VALUE_TENSOR)
+		return td__lazy_set_tensor(d, parts, n, handle, &v->u.tensor, fn);
+	if (v->kind == TD_VALUE_DICT)
+		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
+			"store its leaves", fn);
+	if (v->kind == TD_VALUE_STRINGS)
+		return lazy_set_strings(d, parts, n, v, fn);
+	return td__lazy_set_blob(d, parts, n, v, fn);
 }
