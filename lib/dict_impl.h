@@ -485,6 +485,14 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 /** Shallow copy: new dict nodes, tensors and blobs shared. The copy is an unlocked root. */
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn);
 
+/**
+ * Merge `o` into `d` (td_dict_update()), or with `inplace` check (`write`
+ * false) or copy (`write` true) its leaves into d's (td_dict_update_inplace()):
+ * the dispatch, on the kinds of both, that nested dicts and the children of
+ * lazy stacks go through too.
+ */
+int td__dict_update_any(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn);
+
 /** Per-leaf function of td__dict_transform(): compute `out` from `in`. */
 typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
 
@@ -778,5 +786,23 @@ typedef int (*td__child_fn)(td_dict **out, const td_dict *child, void *ctx);
  */
 int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, void *ctx,
 	const char *name);
+/** What td__lazy_each_child() does to each child (dense or lazy) in place. */
+typedef int (*td__child_do_fn)(td_dict *child, void *ctx);
+/** fn(child) for every child of `stack` in order, up to the first error (returned). */
+int td__lazy_each_child(td_dict *stack, td__child_do_fn fn, void *ctx);
+/**
+ * td__dict_update_any() where `d` or `o` is a lazy stack, as tensordict
+ * does it: a stack on the right is read in its dense form (td_lazy_densify():
+ * TD_ETYPE for ragged leaves), a stack on the left has each child updated
+ * with its piece of the right side along the stack dim (whose leaves must
+ * start with the stack's batch shape: TD_ETYPE).
+ */
+int td__lazy_update(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn);
+/**
+ * The dense form of *d: for a lazy stack, td_lazy_densify() into *tmp (owned
+ * by the caller, td_dict_free()), which *d then points to; for a dense dict,
+ * *d itself (*tmp NULL).
+ */
+int td__lazy_dense_form(td_dict **tmp, const td_dict **d);
 
 #endif /* TD_DICT_IMPL_H */

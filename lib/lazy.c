@@ -376,6 +376,16 @@ int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, 
 	return TD_OK;
 }
 
+int td__lazy_each_child(td_dict *stack, td__child_do_fn fn, void *ctx)
+{
+	const td__lazy *z = stack->lazy;
+	size_t i;
+
+	for (i = 0; i < z->n; i++)
+		TD_TRY(fn(z->child[i], ctx));
+	return TD_OK;
+}
+
 int td__lazy_copy(td_dict **out, const td_dict *d, bool deep, const char *fn)
 {
 	const td__lazy *z = d->lazy;

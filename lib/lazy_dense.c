@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lazy_dense.c - the dense forms of lazy stacks: td_lazy_densify() (every
- * leaf stacked, every sub-dict densified, non-tensor values that agree)
- * and td_lazy_maybe_dense_stack().
+ * leaf stacked, every sub-dict densified, non-tensor values that agree),
+ * td_lazy_maybe_dense_stack(), and update with a lazy stack on either side
+ * (a stack on the right is read in its dense form; one on the left has each
+ * child updated with its piece of the right side).
  */
 #include "td_internal.h"
 #include "dict_impl.h"
@@ -117,6 +119,16 @@ int td_lazy_densify(td_dict **out, const td_dict *d)
 	return densify(out, d, fn);
 }
 
+int td__lazy_dense_form(td_dict **tmp, const td_dict **d)
+{
+	*tmp = NULL;
+	if (!(*d)->lazy)
+		return TD_OK;
+	TD_TRY(td_lazy_densify(tmp, *d));
+	*d = *tmp;
+	return TD_OK;
+}
+
 int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t n, int dim)
 {
 	static const char fn[] = "td_lazy_maybe_dense_stack";
@@ -158,5 +170,85 @@ int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t
 		td_error_clear();
 	}
 	td__free(copies);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Update                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Which piece of the right side of an update goes to child `i` of `stack`. */
+typedef struct piece_ctx {
+	const td_dict *stack;
+	int64_t i;
+	const char *fn;
+} piece_ctx;
+
+static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
+{
+	const piece_ctx *p = ctx;
+	const td_dict *d = p->stack;
+
+	if (in->ndim < d->batch_ndim || !td__shape_eq(in->shape, d->batch_shape, d->batch_ndim))
+		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
+			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
+	td__view_select(out, in, d->lazy->dim, p->i);
+	return TD_OK;
+}
+
+/*
+ * `o` cut into the n pieces that go to the children of the lazy stack d:
+ * piece i holds o's structure at the children's batch shape, each leaf
+ * its view at index i of the stack dim (every leaf must start with d's
+ * batch shape: TD_ETYPE). o's own batch shape may be shorter than d's, as
+ * for a dense update. The pieces share o's buffers.
+ */
+static int stack_pieces(td_dict ***pieces, size_t *np, const td_dict *d, const td_dict *o,
+	const char *fn)
+{
+	const td__lazy *z = d->lazy;
+	int64_t cshape[TD_MAX_DIMS];
+	td_dict **arr;
+	piece_ctx p;
+	size_t i;
+	int k, j, rc = TD_OK;
+
+	for (k = 0, j = 0; k < d->batch_ndim; k++)
+		if (k != z->dim)
+			cshape[j++] = d->batch_shape[k];
+	arr = td__calloc(z->n, sizeof(*arr));
+	if (!arr)
+		return td__error_nomem(z->n * sizeof(*arr));
+	p.stack = d;
+	p.fn = fn;
+	for (i = 0; rc == TD_OK && i < z->n; i++) {
+		p.i = (int64_t)i;
+		rc = td__dict_transform(&arr[i], o, j, cshape, select_piece, &p, NULL, fn);
+	}
+	if (rc < 0) {
+		td_dict_array_free(arr, z->n);
+		return rc;
+	}
+	*pieces = arr;
+	*np = z->n;
+	return TD_OK;
+}
+
+int td__lazy_update(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn)
+{
+	td_dict *dense, **pieces = NULL;
+	size_t np = 0, i;
+	int rc;
+
+	TD_TRY(td__lazy_dense_form(&dense, &o));
+	if (!d->lazy) {
+		rc = td__dict_update_any(d, o, inplace, write, fn);
+	} else {
+		rc = stack_pieces(&pieces, &np, d, o, fn);
+		for (i = 0; rc == TD_OK && i < np; i++)
+			rc = td__dict_update_any(d->lazy->child[i], pieces[i], inplace, write, fn);
+		td_dict_array_free(pieces, np);
+	}
+	td_dict_free(dense);
 	return rc;
 }
