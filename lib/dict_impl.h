@@ -764,6 +764,14 @@ int td__lazy_index(td_dict **out, const td_dict *d, const td_index *idx, size_t 
 /** td_dict_index_put() / td_dict_index_fill() (value == NULL) of a lazy stack. */
 int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *value,
 	const td_scalar *fill, const char *fn);
+/**
+ * td__dict_cut() of the lazy stack `z` (the dict cut, or a stack nested in
+ * it), into out[0..n-1]: shallow copies (dim -1), or the stack indexed at
+ * the cut dim (an int for unbind, a slice of the piece's rows for split).
+ * On failure nothing is left.
+ */
+int td__lazy_cut(td_dict **out, const td_dict *z, int dim, const int64_t *lengths, size_t n,
+	const char *fn);
 /** td_dict_unbind() of a lazy stack. */
 int td__lazy_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int dim);
 /**
