@@ -519,6 +519,40 @@ int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t 
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name);
 
+/* ---- iteration (dict_iter.c; a lazy stack's walk: lazy_iter.c) ---- */
+
+struct td__lazy_iter;
+
+struct td_dict_iter {
+	const td_dict *root;
+	unsigned flags;
+	/* The walk, chosen by td_dict_iter_new() from the dict's kind: dense or lazy_iter.c's. */
+	int (*next)(td_dict_iter *it, td_item *item);
+	struct td__lazy_iter *lz;               /* a lazy stack's walk; NULL for a dense dict */
+	/*
+	 * A nested walk of a dense dict that meets a lazy stack nested in it
+	 * walks the stack with an iterator of its own (made then, freed when
+	 * done), whose items get the path to the stack as prefix; the stack's
+	 * entry itself comes after them (post-order), as a dict's does.
+	 */
+	td_dict_iter *sub;
+	int sub_depth;                          /* the level of the stack's entry */
+	int depth;                              /* index of the current level */
+	const td_dict *dict[TD_KEY_MAX_DEPTH];  /* the dict iterated at each level */
+	uint32_t pos[TD_KEY_MAX_DEPTH];         /* next slot at each level */
+	const char *path[TD_KEY_MAX_DEPTH];
+};
+
+/* Yield the live entry `e` at level `depth`: its key and path, and its value unless keys only. */
+static inline void td__iter_emit(td_dict_iter *it, td_item *item, const td__entry *e, int depth)
+{
+	it->path[depth] = td__entry_key(e);
+	item->path = it->path;
+	item->depth = (size_t)depth + 1;
+	item->key = td__entry_key(e);
+	item->value = (it->flags & TD_ITER_KEYS_ONLY) ? NULL : &e->value;
+}
+
 /* ---- strings, bytes and arrays of strings (strings.c) ---- */
 
 /** Whether s[0..len) is well-formed UTF-8 (no overlongs, surrogates or > U+10FFFF). */
@@ -724,6 +758,14 @@ static inline int td__lazy_contains(const td_dict *d, const td__kref *parts, siz
 }
 /** The number of keys a lazy stack shares over all its children. */
 size_t td__lazy_len(const td_dict *d);
+/** td_dict_iter_new() of a lazy stack (flags checked). */
+int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags);
+/** td_dict_iter_next() of an iterator made by td__lazy_iter_new() (its `next`). */
+int td__lazy_iter_next(td_dict_iter *it, td_item *item);
+/** What td_dict_iter_reset() does for such an iterator besides the common fields. */
+void td__lazy_iter_reset(td_dict_iter *it);
+/** td_dict_iter_free() of such an iterator (its walk into a nested stack freed already). */
+void td__lazy_iter_free(td_dict_iter *it);
 /** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
 size_t td__lazy_items(const td_dict *d, const char **keys_out, const td_value **values_out,
 	size_t cap);

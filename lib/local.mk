@@ -38,6 +38,7 @@ libtdcore_la_SOURCES = \
 	%D%/lazy_get.c \
 	%D%/lazy_set.c \
 	%D%/lazy_dense.c \
+	%D%/lazy_iter.c \
 	%D%/lazy_batch.c \
 	%D%/lazy_schema.c
 
