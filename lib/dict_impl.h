@@ -735,6 +735,12 @@ void td__lazy_destroy(td_dict *d);
  * takes the children into its next level.
  */
 void td__lazy_release(td_dict *d, td_dict **kids, size_t *m, size_t room);
+/**
+ * td__dict_height() of a lazy stack: one level above its highest child.
+ * Pure, as td__dict_height() is: its loop keeps d's fields in registers
+ * across the recursive calls.
+ */
+size_t td__lazy_height(const td_dict *d) __attribute__((pure));
 /** Set the lock flag of a lazy stack and of every child. */
 void td__lazy_set_locked(td_dict *d, bool locked);
 /**

@@ -126,6 +126,20 @@ void td__lazy_set_locked(td_dict *d, bool locked)
 	td__dict_set_locked_many(z->child, z->n, locked);
 }
 
+size_t td__lazy_height(const td_dict *d)
+{
+	const td__lazy *z = d->lazy;
+	size_t h = 0, i;
+
+	/* A lazy stack is a level above its children (whose keys it shares). */
+	for (i = 0; i < z->n; i++) {
+		size_t c = td__dict_height(z->child[i]);
+		if (c > h)
+			h = c;
+	}
+	return h + 1;
+}
+
 static int cmp_ptr(const void *a, const void *b)
 {
 	uintptr_t x = (uintptr_t)*(td_dict *const *)a, y = (uintptr_t)*(td_dict *const *)b;
