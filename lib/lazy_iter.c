@@ -36,6 +36,18 @@ typedef struct td__lazy_iter {
 /* The iterator's block: the iterator, then its lazy_iter. */
 #define LAZY_ITER_BYTES (sizeof(td_dict_iter) + sizeof(lazy_iter))
 
+/* Start the walk at the stack's first key: its key source and schema, level 0. */
+static void lazy_iter_start(td_dict_iter *it)
+{
+	it->lz->src[0] = td__lazy_key_source(it->root);
+	it->lz->schema = td__lz_get(it->root);
+	if (it->lz->schema)
+		it->lz->node[0] = &it->lz->schema->root;
+	it->depth = 0;
+	it->dict[0] = it->root;
+	it->pos[0] = 0;
+}
+
 int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 {
 	td_dict_iter *it;
@@ -55,7 +67,8 @@ int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 	it->lz->cur_tensor = false;
 	it->lz->dead = NULL;
 	it->lz->spare = NULL;
-	td_dict_iter_reset(it);
+	/* td_dict_iter_reset() of a new walk: nothing to free, the first level to find. */
+	lazy_iter_start(it);
 	*out = it;
 	return TD_OK;
 }
@@ -78,22 +91,26 @@ static void lazy_drop_current(lazy_iter *lz)
 	lz->dead = NULL;
 }
 
-void td__lazy_iter_reset(td_dict_iter *it)
+/* Free what the walk holds: the value yielded last and the sub-stacks it is in. */
+static void lazy_iter_clear(td_dict_iter *it)
 {
 	lazy_drop_current(it->lz);
 	for (; it->depth > 0; it->depth--) {
 		td_dict_free(it->lz->own[it->depth]);
 		it->lz->own[it->depth] = NULL;
 	}
-	it->lz->src[0] = td__lazy_key_source(it->root);
-	it->lz->schema = td__lz_get(it->root);
-	if (it->lz->schema)
-		it->lz->node[0] = &it->lz->schema->root;
+}
+
+void td__lazy_iter_reset(td_dict_iter *it)
+{
+	lazy_iter_clear(it);
+	lazy_iter_start(it);
 }
 
 void td__lazy_iter_free(td_dict_iter *it)
 {
-	td_dict_iter_reset(it);
+	/* Not a reset: the schema need not be looked up again for a walk that ends. */
+	lazy_iter_clear(it);
 	td_buffer_unref(it->lz->spare);
 	td__free_small(it, LAZY_ITER_BYTES);
 }
