@@ -192,7 +192,7 @@ static inline __attribute__((always_inline)) void walk_levels(td_dict *const *fi
 static inline __attribute__((always_inline)) void destroy_one(td_dict *d, td_dict **next,
 	size_t *m)
 {
-	if (TD_UNLIKELY(d->lazy != NULL)) {
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 		td__lazy_release(d, next, m, LEVEL_BATCH);
 		return;
 	}
@@ -209,7 +209,7 @@ static void destroy_levels(td_dict *const *first, size_t n)
 static void dict_destroy(td_dict *d)
 {
 	/* A lazy stack straight away: the stacks gets make borrow their children. */
-	if (d->lazy)
+	if (td__dict_is_lazy(d))
 		td__lazy_destroy(d);
 	else
 		destroy_levels(&d, 1);
@@ -500,15 +500,8 @@ size_t td__dict_height(const td_dict *d)
 {
 	size_t h = 0, i;
 
-	if (TD_UNLIKELY(d->lazy != NULL)) {
-		/* A lazy stack is a level above its children (whose keys it shares). */
-		for (i = 0; i < d->lazy->n; i++) {
-			size_t c = td__dict_height(d->lazy->child[i]);
-			if (c > h)
-				h = c;
-		}
-		return h + 1;
-	}
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
+		return td__lazy_height(d);
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
 		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
@@ -536,7 +529,7 @@ static inline void lock_one(td_dict *d, td_dict **next, size_t *m, bool locked)
 {
 	uint32_t j;
 
-	if (TD_UNLIKELY(d->lazy != NULL)) {
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 		td__lazy_set_locked(d, locked);
 		return;
 	}
@@ -626,7 +619,7 @@ td_dict *td_dict_parent(const td_dict *d)
 
 size_t td_dict_len(const td_dict *d)
 {
-	if (d && TD_UNLIKELY(d->lazy != NULL))
+	if (d && TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__lazy_len(d);
 	return d ? d->count : 0;
 }
@@ -734,14 +727,14 @@ const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, siz
 	for (i = 0; i + 1 < n; i++) {
 		const td__entry *e;
 
-		if (d->lazy)
+		if (td__dict_is_lazy(d))
 			break;
 		e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
 		if (!e || e->value.kind != TD_VALUE_DICT)
 			return NULL;
 		d = e->value.u.dict;
 	}
-	if (!d->lazy || i == 0 || i >= n)
+	if (!td__dict_is_lazy(d) || i == 0 || i >= n)
 		return NULL;
 	*used = i;
 	return d;
@@ -760,6 +753,9 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
 	for (i = 0; i < n; i++) {
 		const td__entry *e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
 		if (!e) {
+			/* A lazy stack has no entries: the path went on into one. */
+			if (TD_UNLIKELY(i > 0 && td__dict_is_lazy(d)))
+				return lazy_on_path(parts, n, i - 1, fn);
 			td__kpath_format(path, sizeof(path), parts, n);
 			if (n == 1)
 				return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, path);
@@ -772,8 +768,6 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
 				(int)parts[i].len, parts[i].s);
 		}
 		d = e->value.u.dict;
-		if (TD_UNLIKELY(d->lazy != NULL) && i + 1 < n)
-			return lazy_on_path(parts, n, i, fn);
 	}
 	return td__error(TD_ERROR, "%s: lookup failed", fn);
 }
@@ -822,7 +816,8 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 
 		if (e && e->value.kind == TD_VALUE_DICT) {
 			d = e->value.u.dict;
-			if (TD_UNLIKELY(d->lazy != NULL)) {
+			/* A walk entering a lazy stack (nothing is stored in one). */
+			if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 				if (undo)
 					td__dict_undo(undo);
 				return lazy_on_path(parts, n, i, fn);

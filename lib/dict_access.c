@@ -34,40 +34,31 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 	size_t n, const td_key *key, unsigned flags, const char *fn)
 {
 	const td__entry *e;
+	const td__kref *kp;
 	td__kpath p;
+	size_t kn, used;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (flags & ~(unsigned)TD_LEAVES_ONLY)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
-	if (TD_UNLIKELY(d->lazy != NULL)) {
-		int kind;
-		/* A key handle is already split and hashed: no copy of its parts. */
-		if (key) {
-			kind = td__lazy_kind(d, key->part, key->n, key);
-		} else {
-			TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-			kind = td__lazy_kind(d, p.part, p.n, NULL);
-		}
-		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
-	}
+	/* A key handle is already split and hashed: no copy of its parts. */
 	if (key) {
-		e = td__dict_lookup_quiet(d, key->part, key->n, NULL);
+		kp = key->part;
+		kn = key->n;
 	} else {
 		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		e = td__dict_lookup_quiet(d, p.part, p.n, NULL);
+		kp = p.part;
+		kn = p.n;
 	}
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
+		return td__lazy_contains(d, kp, kn, key, flags);
+	e = td__dict_lookup_quiet(d, kp, kn, NULL);
 	if (!e) {
 		/* A miss may be a path into a nested lazy stack: ask the stack. */
-		const td__kref *kp = key ? key->part : p.part;
-		size_t kn = key ? key->n : p.n, used;
 		const td_dict *z = td__dict_lazy_prefix(d, kp, kn, &used);
-		int kind;
 
-		if (!z)
-			return 0;
-		kind = td__lazy_kind(z, kp + used, kn - used, NULL);
-		return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
+		return z ? td__lazy_contains(z, kp + used, kn - used, NULL, flags) : 0;
 	}
 	return !(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT;
 }
@@ -76,8 +67,14 @@ int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 {
 	td__kref k;
 
-	/* Fast path: a single-component key needs no path. */
-	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY) && !d->lazy) &&
+	/*
+	 * Fast path: a single-component key of a dense dict needs no path. The
+	 * kind is part of its guard (asked after a miss instead, the key's
+	 * parts would have to live across the probe: ~4 instructions a call);
+	 * a lazy stack takes the general path, which dispatches it.
+	 */
+	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY) &&
+		      !td__dict_is_lazy(d)) &&
 	    !*td__kref_scan(key, &k) && k.len > 0) {
 		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
 		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
@@ -108,7 +105,7 @@ static int get_impl(const td_dict *d, const char *dotted, const char *const *par
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	if (TD_UNLIKELY(d->lazy != NULL))
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__error(TD_ENOTSUP, "%s: a lazy stack lends no values (its leaves are made "
 			"by stacking): use td_lazy_get_tensor() or td_lazy_get_dict()", fn);
 	if (key)
@@ -267,70 +264,6 @@ int td_dict_get_strings_path(const td_dict *d, const char *const *parts, size_t 
 /* Setting                                                                   */
 /* ------------------------------------------------------------------------ */
 
-static int select_leaf(td_tensor *out, const td_tensor *in, void *ctx)
-{
-	const int64_t *at = ctx; /* { dim, index } */
-
-	return td_tensor_select(out, in, (int)at[0], at[1]);
-}
-
-/*
- * An array of strings stored in a lazy stack: each child gets its part, the
- * array indexed at the stack dim (a single string where no dim is left), as
- * a tensor is sliced into the children.
- */
-static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
-	const char *fn)
-{
-	const td__lazy *z = d->lazy;
-	const td_strings *s = &v->u.strings;
-	char key[512];
-	int64_t at[2];
-	size_t i;
-
-	if (s->ndim < d->batch_ndim || !td__shape_eq(s->shape, d->batch_shape, d->batch_ndim)) {
-		td__kpath_format(key, sizeof(key), parts, n);
-		return td__dict_check_batch(d, s->ndim, s->shape, key, fn);
-	}
-	if (d->locked && !td__lazy_kind(d, parts, n, NULL)) {
-		td__kpath_format(key, sizeof(key), parts, n);
-		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn,
-			key);
-	}
-	at[0] = z->dim;
-	for (i = 0; i < z->n; i++) {
-		td_dict *c = z->child[i];
-		td_value part;
-		int rc;
-
-		at[1] = (int64_t)i;
-		TD_TRY(td__strings_transform(&part, v, select_leaf, at, fn));
-		if (c->lazy && part.kind == TD_VALUE_STRINGS)
-			rc = lazy_set_strings(c, parts, n, &part, fn);
-		else if (c->lazy)
-			rc = td__lazy_set_blob(c, parts, n, &part, fn);
-		else
-			rc = td__dict_set_value(c, parts, n, &part, fn);
-		td__value_release(&part);
-		TD_TRY(rc);
-	}
-	return TD_OK;
-}
-
-/* Store `v` under the path in the lazy stack d (a tensor is sliced into the children). */
-static int lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
-	const td_value *v, const char *fn)
-{
-	if (v->kind == TD_VALUE_TENSOR)
-		return td__lazy_set_tensor(d, parts, n, handle, &v->u.tensor, fn);
-	if (v->kind == TD_VALUE_DICT)
-		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
-			"store its leaves", fn);
-	if (v->kind == TD_VALUE_STRINGS)
-		return lazy_set_strings(d, parts, n, v, fn);
-	return td__lazy_set_blob(d, parts, n, v, fn);
-}
-
 /*
  * td__dict_set_value() on the dense dict d; a path that goes on into a
  * nested lazy stack (refused by the walk with TD_ENOTSUP) is set through
@@ -349,24 +282,29 @@ static int dense_set_value(td_dict *d, const td__kref *parts, size_t n, const td
 	if (!z)
 		return rc;
 	/* The stack belongs to d's tree: d is writable, so is it. */
-	return lazy_set_value((td_dict *)z, parts + used, n - used, NULL, v, fn);
+	return td__lazy_set_value((td_dict *)z, parts + used, n - used, NULL, v, fn);
 }
 
 static int set_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_value *v, const char *fn)
 {
+	const td__kref *kp;
 	td__kpath p;
+	size_t kn;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	if (key && TD_LIKELY(!d->lazy))
-		return dense_set_value(d, key->part, key->n, v, fn);
-	if (key && v->kind == TD_VALUE_TENSOR)
-		return td__lazy_set_tensor(d, key->part, key->n, key, &v->u.tensor, fn);
-	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-	if (TD_UNLIKELY(d->lazy != NULL))
-		return lazy_set_value(d, p.part, p.n, NULL, v, fn);
-	return dense_set_value(d, p.part, p.n, v, fn);
+	if (key) {
+		kp = key->part;
+		kn = key->n;
+	} else {
+		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
+		kp = p.part;
+		kn = p.n;
+	}
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
+		return td__lazy_set_value(d, kp, kn, key, v, fn);
+	return dense_set_value(d, kp, kn, v, fn);
 }
 
 static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, size_t n,
@@ -379,8 +317,11 @@ static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, 
 	v.kind = TD_VALUE_TENSOR;
 	td__tensor_copy_meta(&v.u.tensor, t);
 	/* Fast path: a single-component dotted key needs no path. */
-	if (d && dotted && !d->lazy && !*td__kref_scan(dotted, &k) && k.len > 0)
-		return td__dict_set_value(d, &k, 1, &v, fn);
+	if (d && dotted && !*td__kref_scan(dotted, &k) && k.len > 0) {
+		if (TD_LIKELY(!td__dict_is_lazy(d)))
+			return td__dict_set_value(d, &k, 1, &v, fn);
+		return td__lazy_set_value(d, &k, 1, NULL, &v, fn);
+	}
 	return set_impl(d, dotted, parts, n, key, &v, fn);
 }
 
@@ -418,34 +359,33 @@ int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, size_t n,
 static int set_inplace(td_dict *d, const char *dotted, const char *const *parts, size_t n,
 	const td_key *key, const td_tensor *t, const char *fn)
 {
+	const td__kref *kp;
+	td__kpath p;
 	td__entry *e;
+	size_t kn;
 	int rc;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	if (TD_UNLIKELY(d && d->lazy)) {
-		td__kpath p;
-		if (key)
-			return td__lazy_set_inplace(d, key->part, key->n, key, t, fn);
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	if (key) {
+		kp = key->part;
+		kn = key->n;
+	} else {
 		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		return td__lazy_set_inplace(d, p.part, p.n, NULL, t, fn);
+		kp = p.part;
+		kn = p.n;
 	}
-	rc = get_impl(d, dotted, parts, n, key, &e, fn);
-	if (TD_UNLIKELY(rc == TD_ENOTSUP) && d) {
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
+		return td__lazy_set_inplace(d, kp, kn, key, t, fn);
+	rc = td__dict_lookup(d, kp, kn, &e, NULL, fn);
+	if (TD_UNLIKELY(rc == TD_ENOTSUP)) {
 		/* A path into a nested lazy stack: written through the stack. */
-		const td_dict *z;
-		td__kpath p;
 		size_t used;
+		const td_dict *z = td__dict_lazy_prefix(d, kp, kn, &used);
 
-		if (key) {
-			p.n = key->n;
-			memcpy(p.part, key->part, key->n * sizeof(p.part[0]));
-		} else {
-			TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		}
-		z = td__dict_lazy_prefix(d, p.part, p.n, &used);
 		if (z)
-			return td__lazy_set_inplace((td_dict *)z, p.part + used, p.n - used, NULL, t,
-				fn);
+			return td__lazy_set_inplace((td_dict *)z, kp + used, kn - used, NULL, t, fn);
 	}
 	TD_TRY(rc);
 	if (e->value.kind != TD_VALUE_TENSOR)
@@ -480,7 +420,7 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 
 	if (!child)
 		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
-	if (d && d->lazy)
+	if (d && td__dict_is_lazy(d))
 		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; store "
 			"its leaves", fn);
 	for (p = d; p; p = p->parent)
@@ -618,7 +558,7 @@ static int del_impl(td_dict *d, const char *dotted, const char *const *parts, si
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	TD_TRY(resolve(&p, dotted, parts, n, NULL, fn));
-	if (TD_UNLIKELY(d->lazy != NULL))
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__lazy_del(d, p.part, p.n, fn);
 	rc = td__dict_lookup(d, p.part, p.n, &e, &parent, fn);
 	if (TD_UNLIKELY(rc == TD_ENOTSUP)) {

@@ -54,6 +54,22 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 }
 
 static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t depth);
+static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth);
+
+/* The callback's state and the depth at which the children of a lazy stack are applied. */
+typedef struct apply_at {
+	apply_state *st;
+	size_t depth;
+} apply_at;
+
+static int apply_any(td_dict **out, const td_dict *d, apply_state *st, size_t depth);
+
+static int apply_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	apply_at *a = ctx;
+
+	return apply_any(out, child, a->st, a->depth);
+}
 
 /*
  * apply_rec() of a dense dict, or of a lazy stack child by child (as
@@ -63,24 +79,12 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
  */
 static int apply_any(td_dict **out, const td_dict *d, apply_state *st, size_t depth)
 {
-	const td__lazy *z = d->lazy;
-	td_dict *s, *c;
-	size_t i;
-	int rc;
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
+		apply_at a = { st, depth };
 
-	if (!z)
-		return apply_rec(out, d, st, depth);
-	TD_TRY(td__lazy_alloc_like(&s, d, st->name));
-	for (i = 0; i < z->n; i++) {
-		rc = apply_any(&c, z->child[i], st, depth);
-		if (rc < 0) {
-			td__lazy_destroy(s);
-			return rc;
-		}
-		td__lazy_adopt(s, i, c);
+		return td__lazy_map_children(out, d, apply_child, &a, st->name);
 	}
-	*out = s;
-	return TD_OK;
+	return apply_rec(out, d, st, depth);
 }
 
 static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t depth)
@@ -156,18 +160,24 @@ int td_dict_apply(td_dict **out, const td_dict *d, td_apply_fn fn, void *payload
 	return apply_any(out, d, &st, 0);
 }
 
-static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth);
+static int apply_inplace_any(td_dict *d, apply_state *st, size_t depth);
+
+static int apply_inplace_child(td_dict *child, void *ctx)
+{
+	apply_at *a = ctx;
+
+	return apply_inplace_any(child, a->st, a->depth);
+}
 
 /* apply_inplace_rec() of a dense dict or of every child of a lazy stack, in order. */
 static int apply_inplace_any(td_dict *d, apply_state *st, size_t depth)
 {
-	size_t i;
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
+		apply_at a = { st, depth };
 
-	if (!d->lazy)
-		return apply_inplace_rec(d, st, depth);
-	for (i = 0; i < d->lazy->n; i++)
-		TD_TRY(apply_inplace_any(d->lazy->child[i], st, depth));
-	return TD_OK;
+		return td__lazy_each_child(d, apply_inplace_child, &a);
+	}
+	return apply_inplace_rec(d, st, depth);
 }
 
 static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
@@ -236,11 +246,13 @@ static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
 		    (ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
 			return td__error(TD_ETYPE, "%s: '%s' holds different kinds of values", fn,
 				td__entry_key(ea));
-		if (ea->value.kind == TD_VALUE_DICT &&
-		    TD_UNLIKELY(ea->value.u.dict->lazy || eb->value.u.dict->lazy))
-			return lazy_refused(ea, fn, "operations on two dicts");
-		if (ea->value.kind == TD_VALUE_DICT)
+		if (ea->value.kind == TD_VALUE_DICT) {
+			/* Two dicts (the kinds agree): a lazy stack on either side is refused. */
+			if (TD_UNLIKELY(td__dict_is_lazy(ea->value.u.dict) ||
+					td__dict_is_lazy(eb->value.u.dict)))
+				return lazy_refused(ea, fn, "operations on two dicts");
 			TD_TRY(same_structure(ea->value.u.dict, eb->value.u.dict, fn));
+		}
 	}
 	if (a->count != b->count)
 		return td__error(TD_ENOTFOUND, "%s: the second dict has keys the first lacks", fn);
@@ -343,16 +355,32 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
 	bool write, const char *fn);
 
+/* The arguments of `a <op>= s`, for each child of a lazy stack. */
+typedef struct scalar_inplace {
+	td_scalar s;
+	td_binop op;
+	bool write;
+	const char *fn;
+} scalar_inplace;
+
+static int binary_inplace_any(td_dict *a, td_scalar s, td_binop op, bool write, const char *fn);
+
+static int binary_inplace_child(td_dict *child, void *ctx)
+{
+	const scalar_inplace *c = ctx;
+
+	return binary_inplace_any(child, c->s, c->op, c->write, c->fn);
+}
+
 /* binary_inplace_rec() with a scalar of a dense dict or of every child of a lazy stack. */
 static int binary_inplace_any(td_dict *a, td_scalar s, td_binop op, bool write, const char *fn)
 {
-	size_t k;
+	if (TD_UNLIKELY(td__dict_is_lazy(a))) {
+		scalar_inplace c = { s, op, write, fn };
 
-	if (!a->lazy)
-		return binary_inplace_rec(a, NULL, s, op, write, fn);
-	for (k = 0; k < a->lazy->n; k++)
-		TD_TRY(binary_inplace_any(a->lazy->child[k], s, op, write, fn));
-	return TD_OK;
+		return td__lazy_each_child(a, binary_inplace_child, &c);
+	}
+	return binary_inplace_rec(a, NULL, s, op, write, fn);
 }
 
 /* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
@@ -370,21 +398,17 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 			continue;
 		if (b)
 			eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
-		if (ea->value.kind == TD_VALUE_DICT && TD_UNLIKELY(ea->value.u.dict->lazy)) {
-			/* With a scalar, each child of the stack on its own (same_structure()
-			 * refuses a nested stack paired with another dict). */
-			const td__lazy *z = ea->value.u.dict->lazy;
-			size_t k;
-
-			if (b)
-				return lazy_refused(ea, fn, "operations on two dicts");
-			for (k = 0; k < z->n; k++)
-				TD_TRY(binary_inplace_any(z->child[k], s, op, write, fn));
-			continue;
-		}
 		if (ea->value.kind == TD_VALUE_DICT) {
-			TD_TRY(binary_inplace_rec(ea->value.u.dict, eb ? eb->value.u.dict : NULL, s, op,
-				write, fn));
+			/*
+			 * Paired with the dict of `b` (same_structure() has refused a
+			 * lazy stack on either side), or with a scalar through the
+			 * dispatch: a nested stack child by child.
+			 */
+			if (eb)
+				TD_TRY(binary_inplace_rec(ea->value.u.dict, eb->value.u.dict, s, op, write,
+					fn));
+			else
+				TD_TRY(binary_inplace_any(ea->value.u.dict, s, op, write, fn));
 			continue;
 		}
 		if (ea->value.kind != TD_VALUE_TENSOR)
@@ -443,16 +467,30 @@ int td_dict_binary_scalar_inplace(td_dict *a, td_scalar s, td_binop op)
 
 static int zero_rec(td_dict *d, bool write, const char *fn);
 
+/* The pass of td_dict_zero() (checking or writing), for each child of a lazy stack. */
+typedef struct zero_pass {
+	bool write;
+	const char *fn;
+} zero_pass;
+
+static int zero_any(td_dict *d, bool write, const char *fn);
+
+static int zero_child(td_dict *child, void *ctx)
+{
+	const zero_pass *z = ctx;
+
+	return zero_any(child, z->write, z->fn);
+}
+
 /* zero_rec() of a dense dict or of every child of a lazy stack. */
 static int zero_any(td_dict *d, bool write, const char *fn)
 {
-	size_t k;
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
+		zero_pass z = { write, fn };
 
-	if (!d->lazy)
-		return zero_rec(d, write, fn);
-	for (k = 0; k < d->lazy->n; k++)
-		TD_TRY(zero_any(d->lazy->child[k], write, fn));
-	return TD_OK;
+		return td__lazy_each_child(d, zero_child, &z);
+	}
+	return zero_rec(d, write, fn);
 }
 
 static int zero_rec(td_dict *d, bool write, const char *fn)
@@ -491,21 +529,24 @@ typedef struct cmp_opts {
 static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o);
 
 /*
- * Compare sub-dicts of which one at least is a lazy stack (nested in the
- * dicts compared): by value, as tensordict compares them, through the dense
- * form of each stack (td_lazy_densify(): its errors, such as TD_ETYPE for
- * ragged leaves, are returned).
+ * Compare two dicts of any kind: the dispatch of equal and allclose, which
+ * nested dicts go through too. A lazy stack on either side is compared by
+ * value, as tensordict compares them, through its dense form
+ * (td__lazy_dense_form(): its errors, such as TD_ETYPE for ragged leaves,
+ * are returned).
  */
-static int equal_lazy(const td_dict *a, const td_dict *b, const cmp_opts *o)
+static int equal_any(const td_dict *a, const td_dict *b, const cmp_opts *o)
 {
-	td_dict *da = NULL, *db = NULL;
+	td_dict *da, *db = NULL;
 	int r;
 
-	r = a->lazy ? td_lazy_densify(&da, a) : TD_OK;
-	if (r == TD_OK && b->lazy)
-		r = td_lazy_densify(&db, b);
+	if (TD_LIKELY(!td__dict_is_lazy(a) && !td__dict_is_lazy(b)))
+		return equal_rec(a, b, o);
+	r = td__lazy_dense_form(&da, &a);
 	if (r == TD_OK)
-		r = equal_rec(da ? da : a, db ? db : b, o);
+		r = td__lazy_dense_form(&db, &b);
+	if (r == TD_OK)
+		r = equal_rec(a, b, o);
 	td_dict_free(da);
 	td_dict_free(db);
 	return r;
@@ -530,10 +571,8 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 			return 0;
 		va = &ea->value;
 		vb = &eb->value;
-		if (va->kind == TD_VALUE_DICT && TD_UNLIKELY(va->u.dict->lazy || vb->u.dict->lazy))
-			r = equal_lazy(va->u.dict, vb->u.dict, o);
-		else if (va->kind == TD_VALUE_DICT)
-			r = equal_rec(va->u.dict, vb->u.dict, o);
+		if (va->kind == TD_VALUE_DICT)
+			r = equal_any(va->u.dict, vb->u.dict, o);
 		else if (va->kind != TD_VALUE_TENSOR)
 			r = td__text_values_equal(va, vb);
 		else if (!o->close)
@@ -557,9 +596,7 @@ int td_dict_equal(const td_dict *a, const td_dict *b)
 
 	if (!a || !b)
 		return td__error(TD_EINVAL, "td_dict_equal: NULL argument");
-	if (TD_UNLIKELY(a->lazy || b->lazy))
-		return equal_lazy(a, b, &o);
-	return equal_rec(a, b, &o);
+	return equal_any(a, b, &o);
 }
 
 int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double atol,
@@ -571,7 +608,5 @@ int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double ato
 		return td__error(TD_EINVAL, "td_dict_allclose: NULL argument");
 	if (!(rtol >= 0) || !(atol >= 0))
 		return td__error(TD_EINVAL, "td_dict_allclose: tolerances must be >= 0");
-	if (TD_UNLIKELY(a->lazy || b->lazy))
-		return equal_lazy(a, b, &o);
-	return equal_rec(a, b, &o);
+	return equal_any(a, b, &o);
 }

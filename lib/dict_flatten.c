@@ -36,7 +36,7 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 		memcpy(buf + klen, td__entry_key(e), e->klen);
 		klen += e->klen;
 		buf[klen] = '\0';
-		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+		if (TD_UNLIKELY(td__value_is_stack(&e->value))) {
 			return lazy_refused(buf, fn);
 		} else if (e->value.kind == TD_VALUE_DICT) {
 			TD_TRY(flatten_rec(out, e->value.u.dict, buf, klen, cap, sep, seplen, fn));
@@ -110,7 +110,7 @@ int td_dict_flatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	*out = NULL;
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
-	if (TD_UNLIKELY(d->lazy != NULL)) /* each child flattened, into a new stack */
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) /* each child flattened, into a new stack */
 		return td__lazy_map_children(out, d, flatten_child, (void *)sep, fn);
 	seplen = strlen(sep);
 	/* Keys are at most 64 levels of strings each < 4 GiB: no overflow. */
@@ -167,7 +167,10 @@ static int split_key(td__kpath *p, const td__entry *e, const char *sep, size_t s
 static int unflatten_rec(td_dict **out, const td_dict *d, const char *sep, size_t seplen,
 	const char *fn);
 
-/* Merge the already unflattened dict `src` into `dst`; leaves must not collide. */
+/*
+ * Merge the already unflattened dict `src` into `dst`; leaves must not
+ * collide. Neither holds a lazy stack: unflatten_entry() refuses them.
+ */
 static int merge(td_dict *dst, const td_dict *src, const char *fn)
 {
 	uint32_t i;
@@ -182,8 +185,6 @@ static int merge(td_dict *dst, const td_dict *src, const char *fn)
 		if (!td__entry_live(e))
 			continue;
 		hit = td__dict_find(dst, td__entry_key(e), e->klen, e->hash);
-		if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
-			return lazy_refused(td__entry_key(e), fn);
 		if (hit) {
 			if (hit->value.kind != TD_VALUE_DICT || e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
@@ -214,7 +215,7 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 	td_value v;
 	int rc;
 
-	if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+	if (TD_UNLIKELY(td__value_is_stack(&e->value)))
 		return lazy_refused(td__entry_key(e), fn);
 	TD_TRY(split_key(&p, e, sep, seplen, fn));
 	rc = td__dict_walk(nd, p.part, p.n, &undo, &parent, fn);
@@ -286,7 +287,7 @@ int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *sep)
 	*out = NULL;
 	if (!*sep)
 		return td__error(TD_EINVAL, "%s: the separator is empty", fn);
-	if (TD_UNLIKELY(d->lazy != NULL))
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__lazy_map_children(out, d, unflatten_child, (void *)sep, fn);
 	return unflatten_rec(out, d, sep, strlen(sep), fn);
 }

@@ -2,8 +2,10 @@
 /*
  * dict_impl.h - the layout of td_dict and the internal API shared by the
  * dict sources (dict.c: the map; dict_key.c: key paths and handles;
- * dict_iter.c: iteration; dict_ops.c: whole-dict operations; dict_batch.c:
- * batch operations). Never installed.
+ * dict_access.c: get / set / delete; dict_iter.c: iteration; dict_ops.c,
+ * dict_apply.c, dict_flatten.c: whole-dict operations; dict_batch.c,
+ * dict_join.c: batch operations) and the lazy stack sources (lazy*.c).
+ * Never installed.
  *
  * A dict keeps its entries in an array in insertion order. Deleting leaves
  * a hole (key == NULL) that compaction removes later, as CPython's dict
@@ -11,6 +13,36 @@
  * index of entry positions for larger ones. Keys are immutable,
  * reference-counted strings with their hash, so copies of a dict (views,
  * batch indexing, shallow copies) share them without allocating.
+ *
+ * Two kinds, one dispatch. A td_dict is dense (the map above) or a lazy
+ * stack (lazy*.c: N children stacked along a new batch dim, no entries of
+ * its own; `lazy` non-NULL, td__dict_is_lazy()). The dense sources ask
+ * the kind in three places only, so that the dense code below them never
+ * asks again:
+ *  - at the top of each public function that can meet a lazy stack, once:
+ *    a stack goes to its lazy implementation, a td__lazy_* function
+ *    declared at the end of this file and defined in lazy*.c, or is
+ *    refused there with TD_ENOTSUP (TD_DENSE_ONLY() and a few refusals
+ *    with their own message). Where an operation recurses into nested
+ *    dicts, the entry point and the recursion share one dispatch function
+ *    (apply_any(), zero_any(), equal_any(), td__dict_update_any(),
+ *    td__dict_map_tensors(), td__dict_cut(), td__dict_height(), ...), so
+ *    a nested stack meets the same dispatch as a stack passed in;
+ *  - where a walk of a dense dict meets a lazy stack nested as a value and
+ *    refuses it, naming its key (td__value_is_stack(): set_dict, put,
+ *    fill, flatten, select / exclude through it, stack / cat, operations
+ *    on two dicts), or hands it to a walk of its own (iteration, the level
+ *    walks of free and lock);
+ *  - in the key path walks (td__dict_walk(), td__dict_lookup(),
+ *    td__dict_lazy_prefix()), which refuse or reroute a path that goes on
+ *    into a nested stack.
+ * It is one direct call per entry point, not a table of operations: there
+ * is one lazy implementation, and a dense dict pays a load of a field in
+ * the header it has just read and a predicted branch. An iterator is the
+ * exception: it keeps its walk as a function pointer (`next`), chosen from
+ * the kind when it is made, because td_dict_iter_next() is called per step.
+ * The stack's layout is in lazy_impl.h, which only lazy*.c include: the
+ * compiler keeps the dense sources from reaching into a stack.
  */
 #ifndef TD_DICT_IMPL_H
 #define TD_DICT_IMPL_H
@@ -81,9 +113,11 @@ struct td_dict {
 	uint32_t gen;
 	td_dict *parent;
 	/*
-	 * NULL for a dense dict. A lazy stack (lazy.c) has no entries of its
-	 * own (used == count == 0, so code that walks entries sees an empty
-	 * dict): public functions dispatch on this field first.
+	 * The kind: NULL for a dense dict; for a lazy stack, its part (laid
+	 * out in lazy_impl.h, in the same block after the header). A lazy
+	 * stack has no entries of its own (used == count == 0, so code that
+	 * walks entries sees an empty dict, and a probe into it misses):
+	 * public functions dispatch on this field first (td__dict_is_lazy()).
 	 */
 	struct td__lazy *lazy;
 	int64_t batch_shape[TD_MAX_DIMS];
@@ -92,41 +126,17 @@ struct td_dict {
 _Static_assert(sizeof(struct td_dict) == 64 + TD_MAX_DIMS * sizeof(int64_t),
 	"td_dict's header stays one cache line: inline entries start line-aligned");
 
-/*
- * A lazy stack: `n` children of identical batch shape, stacked along the
- * new batch dim `dim` of the stack (0 <= dim <= the children's batch ndim).
- * Lives in the same allocation as its td_dict. A child owned by the stack
- * (own[i]) has the stack as parent and is freed with it; a borrowed child
- * must outlive the stack.
- */
-struct td__lz_schema;
+/** Whether `d` is a lazy stack: the kind of a dict (see the top of this file). */
+static inline bool td__dict_is_lazy(const td_dict *d)
+{
+	return d->lazy != NULL;
+}
 
-typedef struct td__lazy {
-	size_t n;
-	int dim;
-	td_dict **child;  /* n children */
-	bool *own;        /* n flags */
-	/*
-	 * The cached schema (lazy_schema.c): valid while `stamp` equals the sum
-	 * of the children's generations (or, for a stack that owns all its
-	 * children, its own generation: see STAMP_OWN). Built by the first
-	 * reader that finds it stale, under `building`; readers that see a
-	 * matching stamp (acquire) read `schema` without a lock.
-	 */
-	_Atomic uint64_t stamp;
-	struct td__lz_schema *schema;
-	atomic_flag building;
-} td__lazy;
-
-/** Report that `fn` does not apply to a lazy stack (TD_ENOTSUP) and return the code. */
-int td__lazy_notsup(const char *fn);
-
-/** Return TD_ENOTSUP from the caller when `d` is a lazy stack. */
-#define TD_DENSE_ONLY(d, fn) \
-	do { \
-		if (TD_UNLIKELY((d) != NULL && (d)->lazy != NULL)) \
-			return td__lazy_notsup(fn); \
-	} while (0)
+/** Whether `v` is a lazy stack nested as a value in a dense dict (a walker meeting one). */
+static inline bool td__value_is_stack(const td_value *v)
+{
+	return v->kind == TD_VALUE_DICT && td__dict_is_lazy(v->u.dict);
+}
 
 #define TD_DICT_TOMB UINT32_MAX
 
@@ -293,7 +303,6 @@ static inline void td__value_assign(td_value *dst, const td_value *src)
 	else
 		dst->u.blob = src->u.blob;
 }
-
 
 /** TD_EOVERFLOW (with a message) unless the product of the batch sizes fits in int64. */
 int td__batch_check_numel(int ndim, const int64_t *shape, const char *fn);
@@ -467,11 +476,25 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
  */
 int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
 	const char *fn);
+/**
+ * Store `v` (a tensor, blob or root dict) in the existing entry `e` of
+ * `parent` under key `last`, with td__dict_set_value()'s checks and rules.
+ */
+int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, const td_value *v,
+	const char *fn);
 
 /* ---- whole-dict helpers (dict_ops.c, dict_batch.c) ---- */
 
 /** Shallow copy: new dict nodes, tensors and blobs shared. The copy is an unlocked root. */
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn);
+
+/**
+ * Merge `o` into `d` (td_dict_update()), or with `inplace` check (`write`
+ * false) or copy (`write` true) its leaves into d's (td_dict_update_inplace()):
+ * the dispatch, on the kinds of both, that nested dicts and the children of
+ * lazy stacks go through too.
+ */
+int td__dict_update_any(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn);
 
 /** Per-leaf function of td__dict_transform(): compute `out` from `in`. */
 typedef int (*td__leaf_fn)(td_tensor *out, const td_tensor *in, void *ctx);
@@ -498,6 +521,40 @@ int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t 
  */
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name);
+
+/* ---- iteration (dict_iter.c; a lazy stack's walk: lazy_iter.c) ---- */
+
+struct td__lazy_iter;
+
+struct td_dict_iter {
+	const td_dict *root;
+	unsigned flags;
+	/* The walk, chosen by td_dict_iter_new() from the dict's kind: dense or lazy_iter.c's. */
+	int (*next)(td_dict_iter *it, td_item *item);
+	struct td__lazy_iter *lz;               /* a lazy stack's walk; NULL for a dense dict */
+	/*
+	 * A nested walk of a dense dict that meets a lazy stack nested in it
+	 * walks the stack with an iterator of its own (made then, freed when
+	 * done), whose items get the path to the stack as prefix; the stack's
+	 * entry itself comes after them (post-order), as a dict's does.
+	 */
+	td_dict_iter *sub;
+	int sub_depth;                          /* the level of the stack's entry */
+	int depth;                              /* index of the current level */
+	const td_dict *dict[TD_KEY_MAX_DEPTH];  /* the dict iterated at each level */
+	uint32_t pos[TD_KEY_MAX_DEPTH];         /* next slot at each level */
+	const char *path[TD_KEY_MAX_DEPTH];
+};
+
+/* Yield the live entry `e` at level `depth`: its key and path, and its value unless keys only. */
+static inline void td__iter_emit(td_dict_iter *it, td_item *item, const td__entry *e, int depth)
+{
+	it->path[depth] = td__entry_key(e);
+	item->path = it->path;
+	item->depth = (size_t)depth + 1;
+	item->key = td__entry_key(e);
+	item->value = (it->flags & TD_ITER_KEYS_ONLY) ? NULL : &e->value;
+}
 
 /* ---- strings, bytes and arrays of strings (strings.c) ---- */
 
@@ -559,115 +616,24 @@ static inline bool td__is_text(const td_value *v)
 int td__dict_cut(td_dict **out, const td_dict *d, int dim, const int64_t *lengths, size_t n,
 	const char *fn);
 
-/* ---- lazy stacks (lazy.c, lazy_batch.c, lazy_schema.c) ---- */
+/* ---- lazy stacks: what the dispatch hands them (lazy*.c) ---- */
 
 /*
- * The schema of a lazy stack of dense children: its keys (those every
- * child has, in child 0's order), each with the n children's entries, and
- * for sub-dicts the same one level down plus a ready lazy stack of the
- * sub-dicts. Everything points into the children: valid until a structural
- * change of one of them (then the stack's stamp no longer matches).
+ * The entry points of the lazy implementation, one per operation that the
+ * dense code dispatches a lazy stack to (see the top of this file). The
+ * stack's layout and what the lazy sources share among themselves are in
+ * lazy_impl.h, which only they include.
  */
-typedef struct td__lz_node td__lz_node;
 
-typedef struct td__lz_key {
-	const td__entry *src;       /* child 0's entry: the key and its hash */
-	const td__entry **ent;      /* the n children's entries */
-	td__lz_node *sub;           /* a dict in every child: the level below */
-	int kind;                   /* child 0's value kind */
-	bool all_tensor;            /* a tensor in every child */
-} td__lz_key;
+/** Report that `fn` does not apply to a lazy stack (TD_ENOTSUP) and return the code. */
+int td__lazy_notsup(const char *fn);
 
-struct td__lz_node {
-	size_t nkeys;
-	td__lz_key *keys;
-	td_dict *const *dicts;      /* the n dicts of this level (children at the root) */
-	td_dict *stack;             /* a lazy stack of dicts[] (NULL at the root) */
-};
-
-/*
- * What a key handle resolved to in a schema. A slot is claimed once (id
- * from 0 to the handle's id, by compare-and-swap), filled, then published
- * (ready, release); it never changes afterwards, so readers that see it
- * ready (acquire) read key and node without a lock.
- */
-typedef struct td__lz_memo {
-	_Atomic uint64_t id;         /* 0: free */
-	_Atomic bool ready;
-	const td__lz_key *key;       /* NULL: the handle names no key of the stack */
-	const td__lz_node *node;     /* the level holding key */
-} td__lz_memo;
-
-#define TD_LZ_MEMO 8
-
-typedef struct td__lz_schema {
-	td__lz_node root;
-	struct td__lz_chunk *chunks; /* the memory of the nodes, keys and arrays */
-	size_t nstacks;              /* the sub-stacks made, freed with the schema */
-	td_dict **stacks;
-	/* The key handles looked up last (a cache in a schema readers share). */
-	td__lz_memo memo[TD_LZ_MEMO];
-} td__lz_schema;
-
-/**
- * The schema of a lazy stack, built (or rebuilt) when its children changed
- * structurally since it was made; NULL when the stack has a lazy child, the
- * sub-dicts of some key disagree on their batch shape, or memory runs out:
- * callers then take the general path. Records no error. Thread-safe for
- * concurrent readers of the stack.
- */
-const td__lz_schema *td__lz_get(const td_dict *d);
-/** Release a stack's cached schema (td_dict_free of the stack). */
-void td__lz_free(td__lz_schema *s);
-/**
- * The schema key at a path, or NULL when some component is missing (or a
- * component before the last is not a dict in every child). With `node_out`,
- * the level that holds the key.
- */
-const td__lz_key *td__lz_find(const td__lz_schema *s, const td__kref *parts, size_t n,
-	const td__lz_node **node_out);
-/**
- * td__lz_find() of the path `parts`/`n`, which is the components of the key
- * handle `key` when that is non-NULL: then answered from the schema's memo
- * of handles when it holds `key`, and remembered there when a slot is free.
- * Thread-safe for concurrent readers.
- */
-const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts, size_t n,
-	const td_key *key, const td__lz_node **node_out);
-/** Find key `k` at one level of a schema; NULL if absent. */
-static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const td__kref *k)
-{
-	size_t i;
-
-	for (i = 0; i < node->nkeys; i++)
-		if (td__key_eq(node->keys[i].src, k->s, k->len, k->hash))
-			return &node->keys[i];
-	return NULL;
-}
-/**
- * Stack the tensors of the n tensor entries `ent` (same dtype and shape, in
- * host memory: checked by the caller) along `dim` into a new contiguous
- * tensor. `step` non-NULL: the leaves are views of one buffer with the same
- * strides whose offsets advance by *step. `spare` non-NULL: *spare may hold
- * a heap buffer nobody else references, taken (and *spare set to NULL) when
- * its size is the result's.
- */
-int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
-	const int64_t *step, td_buffer **spare, const char *fn);
-/**
- * The stacked leaf of schema key `k` of stack `d` (reached by parts[0..n-1]
- * from d): stacked straight from the entries when the leaves agree in dtype
- * and shape, else by td__lazy_get_tensor() (promotion, errors). `spare` as
- * for td__lz_stack() (NULL: none).
- */
-int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, td_buffer **spare, const char *fn);
-/**
- * Store `v` (a tensor, blob or root dict) in the existing entry `e` of
- * `parent` under key `last`, with td__dict_set_value()'s checks and rules.
- */
-int td__dict_set_entry(td_dict *parent, td__entry *e, const td__kref *last, const td_value *v,
-	const char *fn);
+/** Return TD_ENOTSUP from the caller when `d` is a lazy stack: the dispatch of a refusal. */
+#define TD_DENSE_ONLY(d, fn) \
+	do { \
+		if (TD_UNLIKELY((d) != NULL && td__dict_is_lazy(d))) \
+			return td__lazy_notsup(fn); \
+	} while (0)
 
 /** Release a lazy stack and the children it owns. */
 void td__lazy_destroy(td_dict *d);
@@ -678,6 +644,12 @@ void td__lazy_destroy(td_dict *d);
  * takes the children into its next level.
  */
 void td__lazy_release(td_dict *d, td_dict **kids, size_t *m, size_t room);
+/**
+ * td__dict_height() of a lazy stack: one level above its highest child.
+ * Pure, as td__dict_height() is: its loop keeps d's fields in registers
+ * across the recursive calls.
+ */
+size_t td__lazy_height(const td_dict *d) __attribute__((pure));
 /** Set the lock flag of a lazy stack and of every child. */
 void td__lazy_set_locked(td_dict *d, bool locked);
 /**
@@ -687,29 +659,38 @@ void td__lazy_set_locked(td_dict *d, bool locked);
  * handle whose components `parts` are, or NULL (td__lz_find_key()).
  */
 int td__lazy_kind(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle);
+/**
+ * td_dict_contains() of the path in the lazy stack `d`: whether its kind in
+ * every child (td__lazy_kind()) answers a test with `flags`. Inline: the
+ * membership rows are a few dozen instructions.
+ */
+static inline int td__lazy_contains(const td_dict *d, const td__kref *parts, size_t n,
+	const td_key *handle, unsigned flags)
+{
+	int kind = td__lazy_kind(d, parts, n, handle);
+
+	return kind != 0 && (!(flags & TD_LEAVES_ONLY) || kind != TD_VALUE_DICT);
+}
 /** The number of keys a lazy stack shares over all its children. */
 size_t td__lazy_len(const td_dict *d);
+/** td_dict_iter_new() of a lazy stack (flags checked). */
+int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags);
+/** td_dict_iter_next() of an iterator made by td__lazy_iter_new() (its `next`). */
+int td__lazy_iter_next(td_dict_iter *it, td_item *item);
+/** What td_dict_iter_reset() does for such an iterator besides the common fields. */
+void td__lazy_iter_reset(td_dict_iter *it);
+/** td_dict_iter_free() of such an iterator (its walk into a nested stack freed already). */
+void td__lazy_iter_free(td_dict_iter *it);
 /** td_dict_items() on a lazy stack: keys of the stack, NULL values. */
 size_t td__lazy_items(const td_dict *d, const char **keys_out, const td_value **values_out,
 	size_t cap);
 /**
- * The dense dict whose entry order gives a lazy stack's key order (its first
- * child, or that child's first child, ...); NULL when a stack on the way
- * has no children.
+ * td_dict_set_*() on the lazy stack `d`: a tensor is sliced along the stack
+ * dim into every child, an array of strings cut the same way, a string or
+ * bytes stored in every child; a dict is refused (TD_ENOTSUP).
  */
-const td_dict *td__lazy_key_source(const td_dict *d);
-/** A stacked copy of the leaf at the path (TD_ETYPE for ragged leaves, naming them). */
-int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts, size_t n,
-	const char *fn);
-/** A new lazy stack of the children's sub-dicts at the path. */
-int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, size_t n,
-	const td_key *handle, const char *fn);
-/** Plain set through a lazy stack: slice `t` along the stack dim into every child. */
-int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
-	const td_tensor *t, const char *fn);
-/** Set a non-tensor value (a blob in `v`) in every child. */
-int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_value *v,
-	const char *fn);
+int td__lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const td_value *v, const char *fn);
 /** set(..., inplace=True) through a lazy stack. */
 int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
 	const td_tensor *t, const char *fn);
@@ -722,19 +703,16 @@ int td__lazy_index(td_dict **out, const td_dict *d, const td_index *idx, size_t 
 /** td_dict_index_put() / td_dict_index_fill() (value == NULL) of a lazy stack. */
 int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *value,
 	const td_scalar *fill, const char *fn);
+/**
+ * td__dict_cut() of the lazy stack `z` (the dict cut, or a stack nested in
+ * it), into out[0..n-1]: shallow copies (dim -1), or the stack indexed at
+ * the cut dim (an int for unbind, a slice of the piece's rows for split).
+ * On failure nothing is left.
+ */
+int td__lazy_cut(td_dict **out, const td_dict *z, int dim, const int64_t *lengths, size_t n,
+	const char *fn);
 /** td_dict_unbind() of a lazy stack. */
 int td__lazy_unbind(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int dim);
-/**
- * A new empty lazy stack for `n` children (all slots NULL, not owned) of
- * batch shape `cshape` (cndim dims), stacked at `dim`. The caller fills
- * child[] and own[] (and sets the parent of owned children).
- */
-int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *cshape,
-	const char *fn);
-/** td__lazy_alloc() of a stack with the children count, dim and batch shape of `stack`. */
-int td__lazy_alloc_like(td_dict **out, const td_dict *stack, const char *fn);
-/** Make the root dict `child` slot i of `stack`, owned by it. */
-void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child);
 /** What td__lazy_map_children() makes of each child: a new root dict of its batch shape. */
 typedef int (*td__child_fn)(td_dict **out, const td_dict *child, void *ctx);
 /**
@@ -744,5 +722,23 @@ typedef int (*td__child_fn)(td_dict **out, const td_dict *child, void *ctx);
  */
 int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, void *ctx,
 	const char *name);
+/** What td__lazy_each_child() does to each child (dense or lazy) in place. */
+typedef int (*td__child_do_fn)(td_dict *child, void *ctx);
+/** fn(child) for every child of `stack` in order, up to the first error (returned). */
+int td__lazy_each_child(td_dict *stack, td__child_do_fn fn, void *ctx);
+/**
+ * td__dict_update_any() where `d` or `o` is a lazy stack, as tensordict
+ * does it: a stack on the right is read in its dense form (td_lazy_densify():
+ * TD_ETYPE for ragged leaves), a stack on the left has each child updated
+ * with its piece of the right side along the stack dim (whose leaves must
+ * start with the stack's batch shape: TD_ETYPE).
+ */
+int td__lazy_update(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn);
+/**
+ * The dense form of *d: for a lazy stack, td_lazy_densify() into *tmp (owned
+ * by the caller, td_dict_free()), which *d then points to; for a dense dict,
+ * *d itself (*tmp NULL).
+ */
+int td__lazy_dense_form(td_dict **tmp, const td_dict **d);
 
 #endif /* TD_DICT_IMPL_H */

@@ -172,7 +172,7 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
 				e ? "a different kind of value" : "missing", k);
 		}
-		if (children && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+		if (children && TD_UNLIKELY(td__dict_is_lazy(e->value.u.dict))) {
 			td__free(children);
 			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack in dict %zu: stacking and "
 				"concatenating do not reach into lazy stacks nested in a dict "
@@ -218,7 +218,7 @@ static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int d
 		if (!dicts[i])
 			return td__error(TD_EINVAL, "%s: dict %zu is NULL", fn, i);
 	for (i = 0; i < n; i++)
-		if (dicts[i]->lazy)
+		if (td__dict_is_lazy(dicts[i]))
 			return td__error(TD_ENOTSUP, "%s: dict %zu is a lazy stack (td_lazy_densify() "
 				"makes a dense dict; td_lazy_stack() stacks lazily)", fn, i);
 	if (stack)

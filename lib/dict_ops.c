@@ -37,6 +37,20 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
 	const char *name);
 
+/* An operation on the elements (td__dict_map_tensors()), for each child of a lazy stack. */
+typedef struct map_args {
+	td__leaf_fn fn;
+	void *ctx;
+	const char *name;
+} map_args;
+
+static int map_child(td_dict **out, const td_dict *child, void *ctx)
+{
+	const map_args *m = ctx;
+
+	return td__dict_map_tensors(out, child, m->fn, m->ctx, m->name);
+}
+
 /*
  * transform_rec() of the lazy stack `z` nested in a dict under `key`. An
  * operation on the elements (batch == false) applies to each child: a new
@@ -48,44 +62,23 @@ static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int 
 	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
 	const char *name)
 {
-	const td__lazy *L = z->lazy;
-	td_dict *s;
-	size_t i;
-	int rc;
+	map_args m = { fn, ctx, name };
 
-	if (batch) {
-		if (!lz)
-			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: this batch operation "
-				"does not apply to lazy stacks nested in a dict (td_lazy_densify() makes a "
-				"dense copy)", name, key);
-		TD_TRY(lz(out, z, ctx));
-		/* The stack's result must fit under the new batch: never silently wrong. */
-		if ((*out)->batch_ndim < ndim ||
-		    memcmp((*out)->batch_shape, shape, (size_t)ndim * sizeof(int64_t)) != 0) {
-			td_dict_free(*out);
-			*out = NULL;
-			return td__error(TD_ERROR, "%s: the lazy stack '%s' gave a result of another "
-				"batch shape", name, key);
-		}
-		return TD_OK;
+	if (!batch)
+		return td__lazy_map_children(out, z, map_child, &m, name);
+	if (!lz)
+		return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: this batch operation "
+			"does not apply to lazy stacks nested in a dict (td_lazy_densify() makes a "
+			"dense copy)", name, key);
+	TD_TRY(lz(out, z, ctx));
+	/* The stack's result must fit under the new batch: never silently wrong. */
+	if ((*out)->batch_ndim < ndim ||
+	    memcmp((*out)->batch_shape, shape, (size_t)ndim * sizeof(int64_t)) != 0) {
+		td_dict_free(*out);
+		*out = NULL;
+		return td__error(TD_ERROR, "%s: the lazy stack '%s' gave a result of another "
+			"batch shape", name, key);
 	}
-	TD_TRY(td__lazy_alloc_like(&s, z, name));
-	for (i = 0; i < L->n; i++) {
-		const td_dict *c = L->child[i];
-		td_dict *t;
-
-		if (c->lazy)
-			rc = transform_lazy(&t, c, key, ndim, shape, fn, ctx, false, lz, name);
-		else
-			rc = transform_rec(&t, c, c->batch_ndim, c->batch_ndim, c->batch_shape, fn,
-				ctx, false, lz, name);
-		if (rc < 0) {
-			td__lazy_destroy(s);
-			return rc;
-		}
-		td__lazy_adopt(s, i, t);
-	}
-	*out = s;
 	return TD_OK;
 }
 
@@ -115,7 +108,7 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 		v->kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR)
 			rc = fn(&v->u.tensor, &e->value.u.tensor, ctx);
-		else if (e->value.kind == TD_VALUE_DICT && TD_UNLIKELY(e->value.u.dict->lazy != NULL))
+		else if (TD_UNLIKELY(td__value_is_stack(&e->value)))
 			rc = transform_lazy(&v->u.dict, e->value.u.dict, td__entry_key(e), ndim, shape,
 				fn, ctx, batch, lz, name);
 		else if (e->value.kind == TD_VALUE_DICT)
@@ -147,9 +140,11 @@ int td__dict_transform(td_dict **out, const td_dict *d, int ndim, const int64_t 
 int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *ctx,
 	const char *fn_name)
 {
-	if (TD_UNLIKELY(d->lazy != NULL)) /* each child, into a new stack */
-		return transform_lazy(out, d, "", d->batch_ndim, d->batch_shape, fn, ctx, false,
-			NULL, fn_name);
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) { /* each child, into a new stack */
+		map_args m = { fn, ctx, fn_name };
+
+		return td__lazy_map_children(out, d, map_child, &m, fn_name);
+	}
 	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false,
 		NULL, fn_name);
 }
@@ -162,7 +157,7 @@ static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
 
 int td__dict_copy(td_dict **out, const td_dict *d, const char *fn)
 {
-	if (TD_UNLIKELY(d->lazy != NULL))
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__lazy_copy(out, d, false, fn);
 	/* A cut into one piece, no dim cut: a level at a time, inline (fewer
 	 * instructions than td__dict_map_tensors() with a sharing leaf function). */
@@ -176,8 +171,6 @@ int td_dict_copy(td_dict **out, const td_dict *d)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_copy: NULL argument");
 	*out = NULL;
-	if (TD_UNLIKELY(d->lazy != NULL))
-		return td__lazy_copy(out, d, false, "td_dict_copy");
 	return td__dict_copy(out, d, "td_dict_copy");
 }
 
@@ -188,7 +181,7 @@ int td_dict_clone(td_dict **out, const td_dict *d)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_clone: NULL argument");
 	*out = NULL;
-	if (TD_UNLIKELY(d->lazy != NULL))
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__lazy_copy(out, d, true, "td_dict_clone");
 	return td__dict_map_tensors(out, d, leaf_clone, NULL, "td_dict_clone");
 }
@@ -205,6 +198,14 @@ static int empty_child(td_dict **out, const td_dict *child, void *ctx)
 	return td_dict_empty(out, child, *(const bool *)ctx);
 }
 
+/* empty_rec() of a dense dict, or a new stack of the children's empty forms. */
+static int empty_any(td_dict **out, const td_dict *d, bool recurse, const char *fn)
+{
+	if (TD_UNLIKELY(td__dict_is_lazy(d)))
+		return td__lazy_map_children(out, d, empty_child, &recurse, fn);
+	return empty_rec(out, d, recurse, fn);
+}
+
 static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *fn)
 {
 	td_dict *nd;
@@ -219,11 +220,7 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
 		v.kind = TD_VALUE_DICT;
-		if (TD_UNLIKELY(e->value.u.dict->lazy != NULL))
-			rc = td__lazy_map_children(&v.u.dict, e->value.u.dict, empty_child, &recurse,
-				fn);
-		else
-			rc = empty_rec(&v.u.dict, e->value.u.dict, true, fn);
+		rc = empty_any(&v.u.dict, e->value.u.dict, true, fn);
 		if (rc == 0)
 			rc = append_shared_key(nd, e, &v, fn);
 		if (rc < 0) {
@@ -242,9 +239,7 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 	if (!out || !d)
 		return td__error(TD_EINVAL, "td_dict_empty: NULL argument");
 	*out = NULL;
-	if (TD_UNLIKELY(d->lazy != NULL))
-		return td__lazy_map_children(out, d, empty_child, &recurse, "td_dict_empty");
-	return empty_rec(out, d, recurse, "td_dict_empty");
+	return empty_any(out, d, recurse, "td_dict_empty");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -254,90 +249,11 @@ int td_dict_empty(td_dict **out, const td_dict *d, bool recurse)
 static int update_rec(td_dict *d, const td_dict *o, const char *fn);
 static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const char *fn);
 
-/* Which piece of the right side of an update goes to child `i` of `stack`. */
-typedef struct piece_ctx {
-	const td_dict *stack;
-	int64_t i;
-	const char *fn;
-} piece_ctx;
-
-static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
+int td__dict_update_any(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn)
 {
-	const piece_ctx *p = ctx;
-	const td_dict *d = p->stack;
-
-	if (in->ndim < d->batch_ndim || !td__shape_eq(in->shape, d->batch_shape, d->batch_ndim))
-		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
-			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
-	td__view_select(out, in, d->lazy->dim, p->i);
-	return TD_OK;
-}
-
-/*
- * `o` cut into the n pieces that go to the children of the lazy stack d:
- * piece i holds o's structure at the children's batch shape, each leaf
- * its view at index i of the stack dim (every leaf must start with d's
- * batch shape: TD_ETYPE). o's own batch shape may be shorter than d's, as
- * for a dense update. The pieces share o's buffers.
- */
-static int stack_pieces(td_dict ***pieces, size_t *np, const td_dict *d, const td_dict *o,
-	const char *fn)
-{
-	const td__lazy *z = d->lazy;
-	int64_t cshape[TD_MAX_DIMS];
-	td_dict **arr;
-	piece_ctx p;
-	size_t i;
-	int k, j, rc = TD_OK;
-
-	for (k = 0, j = 0; k < d->batch_ndim; k++)
-		if (k != z->dim)
-			cshape[j++] = d->batch_shape[k];
-	arr = td__calloc(z->n, sizeof(*arr));
-	if (!arr)
-		return td__error_nomem(z->n * sizeof(*arr));
-	p.stack = d;
-	p.fn = fn;
-	for (i = 0; rc == TD_OK && i < z->n; i++) {
-		p.i = (int64_t)i;
-		rc = td__dict_transform(&arr[i], o, j, cshape, select_piece, &p, NULL, fn);
-	}
-	if (rc < 0) {
-		td_dict_array_free(arr, z->n);
-		return rc;
-	}
-	*pieces = arr;
-	*np = z->n;
-	return TD_OK;
-}
-
-/*
- * update_rec() (or, with `inplace`, update_inplace_rec() with `write`) where
- * either side may be a lazy stack, as tensordict does it: a stack on the
- * right is read in its dense form (td_lazy_densify(); ragged leaves are
- * TD_ETYPE), a stack on the left has each child updated with its piece of
- * the right side (stack_pieces()).
- */
-static int update_any(td_dict *d, const td_dict *o, bool inplace, bool write, const char *fn)
-{
-	td_dict *dense = NULL, **pieces = NULL;
-	size_t np = 0, i;
-	int rc = TD_OK;
-
-	if (o->lazy) {
-		TD_TRY(td_lazy_densify(&dense, o));
-		o = dense;
-	}
-	if (!d->lazy) {
-		rc = inplace ? update_inplace_rec(d, o, write, fn) : update_rec(d, o, fn);
-	} else {
-		rc = stack_pieces(&pieces, &np, d, o, fn);
-		for (i = 0; rc == TD_OK && i < np; i++)
-			rc = update_any(d->lazy->child[i], pieces[i], inplace, write, fn);
-		td_dict_array_free(pieces, np);
-	}
-	td_dict_free(dense);
-	return rc;
+	if (TD_UNLIKELY(td__dict_is_lazy(d) || td__dict_is_lazy(o)))
+		return td__lazy_update(d, o, inplace, write, fn);
+	return inplace ? update_inplace_rec(d, o, write, fn) : update_rec(d, o, fn);
 }
 
 static int update_rec(td_dict *d, const td_dict *o, const char *fn)
@@ -355,10 +271,7 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
 			/* Two dicts merge, a lazy stack on either side too. */
-			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
-				TD_TRY(update_any(e->value.u.dict, eo->value.u.dict, false, true, fn));
-			else
-				TD_TRY(update_rec(e->value.u.dict, eo->value.u.dict, fn));
+			TD_TRY(td__dict_update_any(e->value.u.dict, eo->value.u.dict, false, true, fn));
 			continue;
 		}
 		k = td__entry_kref(eo);
@@ -394,8 +307,8 @@ int td_dict_update(td_dict *d, const td_dict *other)
 		return td__error(TD_EINVAL, "td_dict_update: NULL argument");
 	if (d == other)
 		return TD_OK;
-	if (TD_UNLIKELY(d->lazy || other->lazy))
-		return update_any(d, other, false, true, "td_dict_update");
+	if (TD_UNLIKELY(td__dict_is_lazy(d) || td__dict_is_lazy(other)))
+		return td__lazy_update(d, other, false, true, "td_dict_update");
 	if (root_of(d) != root_of(other))
 		return update_rec(d, other, "td_dict_update");
 	/* `other` lies in d's tree and could be replaced while it is read: read a copy. */
@@ -427,11 +340,7 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
 					fn, td__entry_key(eo));
-			if (TD_UNLIKELY(e->value.u.dict->lazy || eo->value.u.dict->lazy))
-				TD_TRY(update_any(e->value.u.dict, eo->value.u.dict, true, write, fn));
-			else
-				TD_TRY(update_inplace_rec(e->value.u.dict, eo->value.u.dict, write,
-					fn));
+			TD_TRY(td__dict_update_any(e->value.u.dict, eo->value.u.dict, true, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
@@ -477,8 +386,12 @@ int td_dict_update_inplace(td_dict *d, const td_dict *other)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	if (d == other)
 		return TD_OK;
-	TD_TRY(update_any(d, other, true, false, fn));
-	return update_any(d, other, true, true, fn);
+	if (TD_UNLIKELY(td__dict_is_lazy(d) || td__dict_is_lazy(other))) {
+		TD_TRY(td__lazy_update(d, other, true, false, fn));
+		return td__lazy_update(d, other, true, true, fn);
+	}
+	TD_TRY(update_inplace_rec(d, other, false, fn));
+	return update_inplace_rec(d, other, true, fn);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -532,7 +445,7 @@ static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entr
 
 		if (paths[j].n <= level + 1 || paths[j].found || !part_is(&paths[j], level, e))
 			continue;
-		if (sub->lazy ? td__lazy_kind(sub, rest, nrest, NULL) != 0 :
+		if (td__dict_is_lazy(sub) ? td__lazy_contains(sub, rest, nrest, NULL, 0) :
 				td__dict_lookup_quiet(sub, rest, nrest, NULL) != NULL)
 			paths[j].found = true;
 	}
@@ -562,7 +475,7 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 		if (exact && through && select)
 			mark_inside(paths, np, level, e);
 		descend = !exact && through && e->value.kind == TD_VALUE_DICT;
-		if (descend && TD_UNLIKELY(e->value.u.dict->lazy != NULL)) {
+		if (descend && TD_UNLIKELY(td__value_is_stack(&e->value))) {
 			rc = lazy_refused(e, fn);
 		} else if (descend) {
 			v.kind = TD_VALUE_DICT;
@@ -619,7 +532,7 @@ static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	if (!out || !d || (n && !keys && !handles))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	*out = NULL;
-	if (TD_UNLIKELY(d->lazy != NULL)) {
+	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 		/* Each child selects (strictly: every child must hold the keys). */
 		filter_args a = { keys, handles, n, select, strict, fn };
 

@@ -4,7 +4,8 @@
  * stack dim gives that child; slices, position lists and masks at the
  * stack dim give a new stack of the selected children; indices beside the
  * stack dim are forwarded to each child), indexed writes and fills that
- * reach the children in place, and unbind.
+ * reach the children in place, unbind, and the cut (split, and unbind of a
+ * dict holding a stack) that indexes the stack.
  *
  * An expression is first made canonical: the ellipsis becomes full slices
  * and full slices are appended until every batch dim is named, so that
@@ -17,6 +18,7 @@
  */
 #include "td_internal.h"
 #include "dict_impl.h"
+#include "lazy_impl.h"
 
 #define MAX_INDEX (TD_MAX_DIMS * 4)
 
@@ -392,6 +394,64 @@ int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict 
 	}
 	td_dict_array_free(pieces, npieces);
 	plan_release(&li);
+	return rc;
+}
+
+/* Piece i's batch shape after a cut of `d` along `dim` (as td__dict_cut()). */
+static int cut_shape(int64_t *shape, const td_dict *d, int dim, const int64_t *lengths,
+	size_t i)
+{
+	int k, nd = 0;
+
+	for (k = 0; k < d->batch_ndim; k++) {
+		if (k != dim)
+			shape[nd++] = d->batch_shape[k];
+		else if (lengths)
+			shape[nd++] = lengths[i];
+	}
+	return nd;
+}
+
+int td__lazy_cut(td_dict **out, const td_dict *z, int dim, const int64_t *lengths, size_t n,
+	const char *fn)
+{
+	td_index idx[TD_MAX_DIMS];
+	int64_t start = 0;
+	size_t i;
+	int k, rc = TD_OK;
+
+	for (k = 0; k < dim; k++)
+		idx[k] = td_index_all();
+	for (i = 0; i < n; i++) {
+		if (dim < 0) {
+			rc = td__lazy_copy(&out[i], z, false, fn);
+		} else {
+			if (lengths) {
+				idx[dim] = td_index_slice(start, start + lengths[i], 1);
+				start += lengths[i];
+			} else {
+				idx[dim] = td_index_int((int64_t)i);
+			}
+			rc = td__lazy_index(&out[i], z, idx, (size_t)dim + 1);
+		}
+		if (rc < 0)
+			break;
+		/* The piece must have the shape the cut gives this level: never silently wrong. */
+		if (dim >= 0) {
+			int64_t shape[TD_MAX_DIMS];
+			int nd = cut_shape(shape, z, dim, lengths, i);
+
+			if (out[i]->batch_ndim != nd || !td__shape_eq(out[i]->batch_shape, shape, nd)) {
+				td_dict_free(out[i]);
+				rc = td__error(TD_ERROR, "%s: a piece of a nested lazy stack has another "
+					"batch shape", fn);
+				break;
+			}
+		}
+	}
+	if (rc < 0)
+		while (i-- > 0)
+			td_dict_free(out[i]);
 	return rc;
 }
 

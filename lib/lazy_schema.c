@@ -27,6 +27,7 @@
  */
 #include "td_internal.h"
 #include "dict_impl.h"
+#include "lazy_impl.h"
 #include "buffer_impl.h"
 
 #include <sched.h>

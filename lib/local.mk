@@ -34,7 +34,12 @@ libtdcore_la_SOURCES = \
 	%D%/dict_batch.c \
 	%D%/dict_join.c \
 	%D%/strings.c \
+	%D%/lazy_impl.h \
 	%D%/lazy.c \
+	%D%/lazy_get.c \
+	%D%/lazy_set.c \
+	%D%/lazy_dense.c \
+	%D%/lazy_iter.c \
 	%D%/lazy_batch.c \
 	%D%/lazy_schema.c
 
