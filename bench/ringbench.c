@@ -249,8 +249,8 @@ static void fill_batch(td_dict *b)
 
 	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1)
-		memset(td_tensor_data(&item.value->u.tensor), FILL,
-			td_tensor_nbytes(&item.value->u.tensor));
+		memset(td_tensor_data(&item.value->tensor), FILL,
+			td_tensor_nbytes(&item.value->tensor));
 	td_dict_iter_free(it);
 }
 
@@ -262,8 +262,8 @@ static void check_batch(const td_dict *b)
 
 	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
-		const unsigned char *p = td_tensor_data(&item.value->u.tensor);
-		size_t n = td_tensor_nbytes(&item.value->u.tensor);
+		const unsigned char *p = td_tensor_data(&item.value->tensor);
+		size_t n = td_tensor_nbytes(&item.value->tensor);
 
 		if (p[0] != FILL || p[n / 2] != FILL || p[n - 1] != FILL) {
 			fprintf(stderr, "ringbench: a sampled row does not hold what was written\n");

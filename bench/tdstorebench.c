@@ -255,8 +255,8 @@ static double raw_write(const td_dict *d, const char *path)
 	if (fd < 0)
 		bench_die(path);
 	while (td_dict_iter_next(it, &item) == 1)
-		write_all(fd, td_tensor_data(&item.value->u.tensor),
-			td_tensor_nbytes(&item.value->u.tensor));
+		write_all(fd, td_tensor_data(&item.value->tensor),
+			td_tensor_nbytes(&item.value->tensor));
 	if (fsync(fd) < 0)
 		bench_die("fsync");
 	close(fd);
@@ -274,7 +274,7 @@ static size_t dict_bytes(const td_dict *d, size_t *leaves)
 	*leaves = 0;
 	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
-		total += td_tensor_nbytes(&item.value->u.tensor);
+		total += td_tensor_nbytes(&item.value->tensor);
 		(*leaves)++;
 	}
 	td_dict_iter_free(it);
@@ -290,8 +290,8 @@ static double sum_dict(const td_dict *d)
 
 	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1) {
-		const float *p = td_tensor_data(&item.value->u.tensor);
-		size_t i, n = td_tensor_nbytes(&item.value->u.tensor) / 4;
+		const float *p = td_tensor_data(&item.value->tensor);
+		size_t i, n = td_tensor_nbytes(&item.value->tensor) / 4;
 		double acc = 0;
 
 		for (i = 0; i < n; i++)
@@ -353,18 +353,18 @@ static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, s
 			fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0)
 				bench_die(name);
-			create_tree(fd, vals[i]->u.dict, data, files, dirs);
+			create_tree(fd, vals[i]->dict, data, files, dirs);
 			close(fd);
 			(*dirs)++;
 		} else if (vals[i]->kind == TD_VALUE_TENSOR &&
-			   td_tensor_nbytes(&vals[i]->u.tensor) > 0) {
+			   td_tensor_nbytes(&vals[i]->tensor) > 0) {
 			strcat(name, ".memmap");
 			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 			if (fd < 0)
 				bench_die(name);
 			if (data)
-				write_all(fd, td_tensor_data(&vals[i]->u.tensor),
-					td_tensor_nbytes(&vals[i]->u.tensor));
+				write_all(fd, td_tensor_data(&vals[i]->tensor),
+					td_tensor_nbytes(&vals[i]->tensor));
 			close(fd);
 			(*files)++;
 		}

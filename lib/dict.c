@@ -86,19 +86,19 @@ static inline void value_release(td_value *v)
 {
 	switch (v->kind) {
 	case TD_VALUE_TENSOR:
-		if (v->u.tensor.buffer)
-			td__buffer_unref(v->u.tensor.buffer);
+		if (v->tensor.buffer)
+			td__buffer_unref(v->tensor.buffer);
 		break;
 	case TD_VALUE_DICT:
-		dict_destroy(v->u.dict);
+		dict_destroy(v->dict);
 		break;
 	case TD_VALUE_STRING:
 	case TD_VALUE_BYTES:
-		if (v->u.blob.buffer)
-			td__buffer_unref(v->u.blob.buffer);
+		if (v->blob.buffer)
+			td__buffer_unref(v->blob.buffer);
 		break;
 	case TD_VALUE_STRINGS:
-		td_buffer_unref(v->u.strings.buffer);
+		td_buffer_unref(v->strings.buffer);
 		break;
 	}
 }
@@ -127,10 +127,10 @@ static inline void release_entries(td_dict *d, td_dict **next, size_t *m, size_t
 		}
 		/* Leaves first: the common case takes one compare to reach. */
 		if (e->value.kind == TD_VALUE_TENSOR) {
-			if (e->value.u.tensor.buffer)
-				td__buffer_unref(e->value.u.tensor.buffer);
+			if (e->value.tensor.buffer)
+				td__buffer_unref(e->value.tensor.buffer);
 		} else if (e->value.kind == TD_VALUE_DICT && *m < room) {
-			next[(*m)++] = e->value.u.dict;
+			next[(*m)++] = e->value.dict;
 		} else {
 			value_release(&e->value);
 		}
@@ -257,22 +257,22 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 	switch (v->kind) {
 	case TD_VALUE_DICT: {
 		td_dict *copy;
-		TD_TRY(td__dict_copy(&copy, v->u.dict, fn));
+		TD_TRY(td__dict_copy(&copy, v->dict, fn));
 		out->kind = TD_VALUE_DICT;
-		out->u.dict = copy;
+		out->dict = copy;
 		return TD_OK;
 	}
 	case TD_VALUE_TENSOR:
 		*out = *v;
-		td_buffer_ref(out->u.tensor.buffer);
+		td_buffer_ref(out->tensor.buffer);
 		return TD_OK;
 	case TD_VALUE_STRINGS:
 		*out = *v;
-		td_buffer_ref(out->u.strings.buffer);
+		td_buffer_ref(out->strings.buffer);
 		return TD_OK;
 	default:
 		*out = *v;
-		td_buffer_ref(out->u.blob.buffer);
+		td_buffer_ref(out->blob.buffer);
 		return TD_OK;
 	}
 }
@@ -505,7 +505,7 @@ size_t td__dict_height(const td_dict *d)
 	for (i = 0; i < d->used; i++) {
 		const td__entry *e = &d->entries[i];
 		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT) {
-			size_t c = td__dict_height(e->value.u.dict);
+			size_t c = td__dict_height(e->value.dict);
 			if (c > h)
 				h = c;
 		}
@@ -540,9 +540,9 @@ static inline void lock_one(td_dict *d, td_dict **next, size_t *m, bool locked)
 		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
 		if (*m < LEVEL_BATCH)
-			next[(*m)++] = e->value.u.dict;
+			next[(*m)++] = e->value.dict;
 		else
-			td__dict_set_locked(e->value.u.dict, locked);
+			td__dict_set_locked(e->value.dict, locked);
 	}
 }
 
@@ -628,18 +628,18 @@ size_t td_dict_len(const td_dict *d)
 static bool value_shape(const td_value *v, int *ndim, const int64_t **shape)
 {
 	if (v->kind == TD_VALUE_TENSOR) {
-		*ndim = v->u.tensor.ndim;
-		*shape = v->u.tensor.shape;
+		*ndim = v->tensor.ndim;
+		*shape = v->tensor.shape;
 		return true;
 	}
 	if (v->kind == TD_VALUE_DICT) {
-		*ndim = v->u.dict->batch_ndim;
-		*shape = v->u.dict->batch_shape;
+		*ndim = v->dict->batch_ndim;
+		*shape = v->dict->batch_shape;
 		return true;
 	}
 	if (v->kind == TD_VALUE_STRINGS) {
-		*ndim = v->u.strings.ndim;
-		*shape = v->u.strings.shape;
+		*ndim = v->strings.ndim;
+		*shape = v->strings.shape;
 		return true;
 	}
 	return false;
@@ -702,7 +702,7 @@ td__entry *td__dict_lookup_quiet(const td_dict *d, const td__kref *parts, size_t
 		}
 		if (e->value.kind != TD_VALUE_DICT)
 			return NULL;
-		d = e->value.u.dict;
+		d = e->value.dict;
 	}
 }
 
@@ -732,7 +732,7 @@ const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, siz
 		e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
 		if (!e || e->value.kind != TD_VALUE_DICT)
 			return NULL;
-		d = e->value.u.dict;
+		d = e->value.dict;
 	}
 	if (!td__dict_is_lazy(d) || i == 0 || i >= n)
 		return NULL;
@@ -767,7 +767,7 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
 			return td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
 				(int)parts[i].len, parts[i].s);
 		}
-		d = e->value.u.dict;
+		d = e->value.dict;
 	}
 	return td__error(TD_ERROR, "%s: lookup failed", fn);
 }
@@ -791,7 +791,7 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 			TD_KEY_MAX_DEPTH);
 	TD_TRY(td__dict_alloc(&c, d->batch_ndim, d->batch_shape, 1, fn));
 	v.kind = TD_VALUE_DICT;
-	v.u.dict = c;
+	v.dict = c;
 	rc = td__dict_append(d, part, &v, fn);
 	if (rc < 0) {
 		td_dict_free(c);
@@ -815,7 +815,7 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 		td__entry *e = td__dict_find(d, parts[i].s, parts[i].len, parts[i].hash);
 
 		if (e && e->value.kind == TD_VALUE_DICT) {
-			d = e->value.u.dict;
+			d = e->value.dict;
 			/* A walk entering a lazy stack (nothing is stored in one). */
 			if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 				if (undo)
@@ -893,7 +893,7 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	char key[256];
 
 	if (v->kind == TD_VALUE_TENSOR) {
-		const td_tensor *t = &v->u.tensor;
+		const td_tensor *t = &v->tensor;
 		if (TD_LIKELY(t->ndim >= parent->batch_ndim &&
 			      td__shape_eq(t->shape, parent->batch_shape, parent->batch_ndim)))
 			return TD_OK;
@@ -901,9 +901,9 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 		return td__dict_check_batch(parent, t->ndim, t->shape, key, fn);
 	}
 	if (v->kind == TD_VALUE_DICT)
-		return check_child(parent, v->u.dict, last, fn);
+		return check_child(parent, v->dict, last, fn);
 	if (v->kind == TD_VALUE_STRINGS) {
-		const td_strings *s = &v->u.strings;
+		const td_strings *s = &v->strings;
 		if (s->ndim >= parent->batch_ndim &&
 		    td__shape_eq(s->shape, parent->batch_shape, parent->batch_ndim))
 			return TD_OK;
@@ -922,7 +922,7 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 
 	if (parent->locked) {
 		if (e->value.kind == TD_VALUE_TENSOR && v->kind == TD_VALUE_TENSOR)
-			return td_tensor_copy(&e->value.u.tensor, &v->u.tensor);
+			return td_tensor_copy(&e->value.tensor, &v->tensor);
 		return td__error(TD_ELOCKED, "%s: cannot replace '%s': the dict is locked", fn, key);
 	}
 	old = e->value;
@@ -930,11 +930,11 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		td__dict_touch(parent); /* a kind change or another dict */
 	td__value_assign(&e->value, v);
 	if (v->kind == TD_VALUE_TENSOR)
-		td_buffer_ref(v->u.tensor.buffer);
+		td_buffer_ref(v->tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)
-		v->u.dict->parent = parent;
+		v->dict->parent = parent;
 	else
-		td_buffer_ref(v->u.blob.buffer);
+		td_buffer_ref(v->blob.buffer);
 	td__value_release(&old);
 	return TD_OK;
 }
@@ -972,11 +972,11 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 	if (rc < 0)
 		goto fail;
 	if (v->kind == TD_VALUE_TENSOR)
-		td_buffer_ref(v->u.tensor.buffer);
+		td_buffer_ref(v->tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)
-		v->u.dict->parent = parent;
+		v->dict->parent = parent;
 	else
-		td_buffer_ref(v->u.blob.buffer);
+		td_buffer_ref(v->blob.buffer);
 	return TD_OK;
 fail:
 	td__dict_undo(&undo);

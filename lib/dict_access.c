@@ -171,7 +171,7 @@ static int get_tensor(const td_dict *d, const char *dotted, const char *const *p
 	td__entry *e;
 
 	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_TENSOR, "a tensor", &e, fn));
-	*out = &e->value.u.tensor;
+	*out = &e->value.tensor;
 	return TD_OK;
 }
 
@@ -203,7 +203,7 @@ static int get_dict(const td_dict *d, const char *dotted, const char *const *par
 	TD_TRY(get_impl(d, dotted, parts, n, NULL, &e, fn));
 	if (e->value.kind != TD_VALUE_DICT)
 		return not_kind(e, "a dict", fn);
-	*out = e->value.u.dict;
+	*out = e->value.dict;
 	return TD_OK;
 }
 
@@ -230,9 +230,9 @@ int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
 	TD_TRY(get_impl(d, FORM_DOTTED(key), &e, fn));
 	if (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES)
 		return not_kind(e, "a string or bytes", fn);
-	*data_out = e->value.u.blob.data;
+	*data_out = e->value.blob.data;
 	if (length_out)
-		*length_out = e->value.u.blob.length;
+		*length_out = e->value.blob.length;
 	return TD_OK;
 }
 
@@ -243,7 +243,7 @@ static int get_strings(const td_dict *d, const char *dotted, const char *const *
 
 	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_STRINGS, "an array of strings",
 		&e, fn));
-	*out = &e->value.u.strings;
+	*out = &e->value.strings;
 	return TD_OK;
 }
 
@@ -315,7 +315,7 @@ static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, 
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	v.kind = TD_VALUE_TENSOR;
-	td__tensor_copy_meta(&v.u.tensor, t);
+	td__tensor_copy_meta(&v.tensor, t);
 	/* Fast path: a single-component dotted key needs no path. */
 	if (d && dotted && !*td__kref_scan(dotted, &k) && k.len > 0) {
 		if (TD_LIKELY(!td__dict_is_lazy(d)))
@@ -390,7 +390,7 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 	TD_TRY(rc);
 	if (e->value.kind != TD_VALUE_TENSOR)
 		return not_kind(e, "a tensor", fn);
-	return td_tensor_copy(&e->value.u.tensor, t);
+	return td_tensor_copy(&e->value.tensor, t);
 }
 
 int td_dict_set_tensor_inplace(td_dict *d, const char *key, const td_tensor *t)
@@ -427,12 +427,12 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 		if (p == child)
 			return td__error(TD_EINVAL, "%s: a dict cannot contain itself", fn);
 	v.kind = TD_VALUE_DICT;
-	TD_TRY(td__dict_copy(&v.u.dict, child, fn));
+	TD_TRY(td__dict_copy(&v.dict, child, fn));
 	if (d && d->locked)
-		td__dict_set_locked(v.u.dict, true);
+		td__dict_set_locked(v.dict, true);
 	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
 	if (rc < 0)
-		td_dict_free(v.u.dict);
+		td_dict_free(v.dict);
 	return rc;
 }
 
@@ -458,7 +458,7 @@ static int set_dict_take(td_dict *d, const char *dotted, const char *const *part
 	if (child->parent)
 		return td__error(TD_EINVAL, "%s: the dict already belongs to another dict", fn);
 	v.kind = TD_VALUE_DICT;
-	v.u.dict = child;
+	v.dict = child;
 	return set_impl(d, dotted, parts, n, key, &v, fn);
 }
 
@@ -484,7 +484,7 @@ static int set_blob(td_dict *d, const char *dotted, const char *const *parts, si
 		return td__error(TD_EINVAL, "%s: the string is not valid UTF-8", fn);
 	TD_TRY(td__blob_make(&v, data, length, string, fn));
 	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
-	td_buffer_unref(v.u.blob.buffer);
+	td_buffer_unref(v.blob.buffer);
 	return rc;
 }
 
@@ -602,12 +602,12 @@ static int check_move(const td_dict *to, const td_value *v, const char *key, con
 	const td_dict *child;
 
 	if (v->kind == TD_VALUE_TENSOR)
-		return td__dict_check_batch(to, v->u.tensor.ndim, v->u.tensor.shape, key, fn);
+		return td__dict_check_batch(to, v->tensor.ndim, v->tensor.shape, key, fn);
 	if (v->kind == TD_VALUE_STRINGS)
-		return td__dict_check_batch(to, v->u.strings.ndim, v->u.strings.shape, key, fn);
+		return td__dict_check_batch(to, v->strings.ndim, v->strings.shape, key, fn);
 	if (v->kind != TD_VALUE_DICT)
 		return TD_OK;
-	child = v->u.dict;
+	child = v->dict;
 	for (p = to; p; p = p->parent)
 		if (p == child)
 			return td__error(TD_EINVAL, "%s: cannot move '%s' into itself", fn, key);
@@ -634,11 +634,11 @@ static int rename_move(td_dict *from, const td__kref *old, td_dict *to, const td
 		return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, key);
 	TD_TRY(td__dict_append(to, name, &v, fn));
 	if (v.kind == TD_VALUE_DICT)
-		v.u.dict->parent = to;
+		v.dict->parent = to;
 	/* The value now lives in `to`: empty the old slot without releasing it. */
 	e = td__dict_find(from, old->s, old->len, old->hash);
 	e->value.kind = TD_VALUE_BYTES;
-	e->value.u.blob.buffer = NULL;
+	e->value.blob.buffer = NULL;
 	td__dict_remove_slot(from, (uint32_t)(e - from->entries));
 	return TD_OK;
 }

@@ -44,7 +44,7 @@ static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tenso
 	r->offset = 0;
 	r->dtype = TD_DTYPE_F32;
 	r->ndim = 0;
-	rc = st->fn(r, &e->value.u.tensor, &item, st->payload);
+	rc = st->fn(r, &e->value.tensor, &item, st->payload);
 	*keep = rc == 0;
 	if (rc < 0 || rc > 0)
 		td_tensor_release(r);
@@ -107,7 +107,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			/* Straight into the next entry (nd holds d->count of them):
 			 * no copy of the result, then committed in place. */
 			td_value *slot = &nd->entries[nd->used].value;
-			td_tensor *r = &slot->u.tensor;
+			td_tensor *r = &slot->tensor;
 
 			rc = call_leaf(st, e, depth, r, &keep);
 			if (rc == 0 && keep) {
@@ -124,7 +124,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			}
 			continue;
 		} else if (e->value.kind == TD_VALUE_DICT) {
-			rc = apply_any(&v.u.dict, e->value.u.dict, st, depth + 1);
+			rc = apply_any(&v.dict, e->value.dict, st, depth + 1);
 		} else {
 			rc = td__value_share(&v, &e->value, st->name);
 		}
@@ -133,7 +133,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			if (rc < 0) {
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {
-				v.u.dict->parent = nd;
+				v.dict->parent = nd;
 			}
 		}
 	}
@@ -194,7 +194,7 @@ static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
 			continue;
 		st->path[depth] = td__entry_key(e);
 		if (e->value.kind == TD_VALUE_DICT) {
-			TD_TRY(apply_inplace_any(e->value.u.dict, st, depth + 1));
+			TD_TRY(apply_inplace_any(e->value.dict, st, depth + 1));
 			continue;
 		}
 		if (e->value.kind != TD_VALUE_TENSOR)
@@ -202,7 +202,7 @@ static int apply_inplace_rec(td_dict *d, apply_state *st, size_t depth)
 		TD_TRY(call_leaf(st, e, depth, &r, &keep));
 		if (!keep)
 			continue;
-		rc = td_tensor_copy(&e->value.u.tensor, &r);
+		rc = td_tensor_copy(&e->value.tensor, &r);
 		td_tensor_release(&r);
 		TD_TRY(rc);
 	}
@@ -248,10 +248,10 @@ static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
 				td__entry_key(ea));
 		if (ea->value.kind == TD_VALUE_DICT) {
 			/* Two dicts (the kinds agree): a lazy stack on either side is refused. */
-			if (TD_UNLIKELY(td__dict_is_lazy(ea->value.u.dict) ||
-					td__dict_is_lazy(eb->value.u.dict)))
+			if (TD_UNLIKELY(td__dict_is_lazy(ea->value.dict) ||
+					td__dict_is_lazy(eb->value.dict)))
 				return lazy_refused(ea, fn, "operations on two dicts");
-			TD_TRY(same_structure(ea->value.u.dict, eb->value.u.dict, fn));
+			TD_TRY(same_structure(ea->value.dict, eb->value.dict, fn));
 		}
 	}
 	if (a->count != b->count)
@@ -276,15 +276,15 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 		eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		v.kind = ea->value.kind;
 		if (ea->value.kind == TD_VALUE_TENSOR) {
-			rc = td_tensor_binary(&v.u.tensor, &ea->value.u.tensor, &eb->value.u.tensor, op);
+			rc = td_tensor_binary(&v.tensor, &ea->value.tensor, &eb->value.tensor, op);
 			if (rc == 0) {
-				rc = td__dict_check_batch(nd, v.u.tensor.ndim, v.u.tensor.shape,
+				rc = td__dict_check_batch(nd, v.tensor.ndim, v.tensor.shape,
 					td__entry_key(ea), fn);
 				if (rc < 0)
-					td_tensor_release(&v.u.tensor);
+					td_tensor_release(&v.tensor);
 			}
 		} else if (ea->value.kind == TD_VALUE_DICT) {
-			rc = binary_rec(&v.u.dict, ea->value.u.dict, eb->value.u.dict, op, fn);
+			rc = binary_rec(&v.dict, ea->value.dict, eb->value.dict, op, fn);
 		} else {
 			rc = td__value_share(&v, &ea->value, fn);
 		}
@@ -293,7 +293,7 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 			if (rc < 0) {
 				td__value_release(&v);
 			} else if (v.kind == TD_VALUE_DICT) {
-				v.u.dict->parent = nd;
+				v.dict->parent = nd;
 			}
 		}
 	}
@@ -405,21 +405,21 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 			 * dispatch: a nested stack child by child.
 			 */
 			if (eb)
-				TD_TRY(binary_inplace_rec(ea->value.u.dict, eb->value.u.dict, s, op, write,
+				TD_TRY(binary_inplace_rec(ea->value.dict, eb->value.dict, s, op, write,
 					fn));
 			else
-				TD_TRY(binary_inplace_any(ea->value.u.dict, s, op, write, fn));
+				TD_TRY(binary_inplace_any(ea->value.dict, s, op, write, fn));
 			continue;
 		}
 		if (ea->value.kind != TD_VALUE_TENSOR)
 			continue;
-		t = &ea->value.u.tensor;
+		t = &ea->value.tensor;
 		if (write && eb)
-			TD_TRY(td_tensor_binary_inplace(t, &eb->value.u.tensor, op));
+			TD_TRY(td_tensor_binary_inplace(t, &eb->value.tensor, op));
 		else if (write)
 			TD_TRY(td_tensor_binary_scalar_inplace(t, s, op));
 		else
-			TD_TRY(td__binary_inplace_check(t, eb ? &eb->value.u.tensor : NULL, &s, op,
+			TD_TRY(td__binary_inplace_check(t, eb ? &eb->value.tensor : NULL, &s, op,
 				fn));
 	}
 	return TD_OK;
@@ -503,11 +503,11 @@ static int zero_rec(td_dict *d, bool write, const char *fn)
 		if (!td__entry_live(e))
 			continue;
 		if (e->value.kind == TD_VALUE_DICT)
-			TD_TRY(zero_any(e->value.u.dict, write, fn));
+			TD_TRY(zero_any(e->value.dict, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
-			TD_TRY(td_tensor_zero(&e->value.u.tensor));
+			TD_TRY(td_tensor_zero(&e->value.tensor));
 		else if (e->value.kind == TD_VALUE_TENSOR)
-			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, td__entry_key(e)));
+			TD_TRY(td__tensor_check_write(&e->value.tensor, fn, td__entry_key(e)));
 	}
 	return TD_OK;
 }
@@ -572,17 +572,17 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 		va = &ea->value;
 		vb = &eb->value;
 		if (va->kind == TD_VALUE_DICT)
-			r = equal_any(va->u.dict, vb->u.dict, o);
+			r = equal_any(va->dict, vb->dict, o);
 		else if (va->kind != TD_VALUE_TENSOR)
 			r = td__text_values_equal(va, vb);
 		else if (!o->close)
-			r = td_tensor_equal(&va->u.tensor, &vb->u.tensor);
-		else if (va->u.tensor.ndim != vb->u.tensor.ndim ||
-			 memcmp(va->u.tensor.shape, vb->u.tensor.shape,
-				 (size_t)va->u.tensor.ndim * sizeof(int64_t)) != 0)
+			r = td_tensor_equal(&va->tensor, &vb->tensor);
+		else if (va->tensor.ndim != vb->tensor.ndim ||
+			 memcmp(va->tensor.shape, vb->tensor.shape,
+				 (size_t)va->tensor.ndim * sizeof(int64_t)) != 0)
 			r = 0;
 		else
-			r = td_tensor_allclose(&va->u.tensor, &vb->u.tensor, o->rtol, o->atol,
+			r = td_tensor_allclose(&va->tensor, &vb->tensor, o->rtol, o->atol,
 				o->equal_nan);
 		if (r <= 0)
 			return r;

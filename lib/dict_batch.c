@@ -278,7 +278,7 @@ static int put_text(td_dict *d, td__entry *e, const td_dict *v, const td__entry 
 {
 	const td_value *srcs[2] = { &e->value, &ev->value };
 	td_tensor dn = TD_TENSOR_INIT, dst = TD_TENSOR_INIT, vn = TD_TENSOR_INIT;
-	int64_t base = e->value.kind == TD_VALUE_STRINGS ? e->value.u.strings.numel : 1;
+	int64_t base = e->value.kind == TD_VALUE_STRINGS ? e->value.strings.numel : 1;
 	td_value nv, old;
 	int rc;
 
@@ -354,14 +354,14 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			int rc;
 
 			if (ev->value.kind == TD_VALUE_TENSOR) {
-				src = ev->value.u.tensor.shape;
-				nd = ev->value.u.tensor.ndim;
+				src = ev->value.tensor.shape;
+				nd = ev->value.tensor.ndim;
 			} else if (ev->value.kind == TD_VALUE_DICT) {
-				src = ev->value.u.dict->batch_shape;
-				nd = ev->value.u.dict->batch_ndim;
+				src = ev->value.dict->batch_shape;
+				nd = ev->value.dict->batch_ndim;
 			} else if (ev->value.kind == TD_VALUE_STRINGS) {
-				src = ev->value.u.strings.shape;
-				nd = ev->value.u.strings.ndim;
+				src = ev->value.strings.shape;
+				nd = ev->value.strings.ndim;
 			} else {
 				TD_TRY(td__dict_set_value(d, &k, 1, &ev->value, fn));
 				continue;
@@ -374,12 +374,12 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			memcpy(shape + root_d, src + root_v, (size_t)extra * sizeof(int64_t));
 			nv.kind = ev->value.kind;
 			if (nv.kind == TD_VALUE_TENSOR)
-				rc = td_tensor_zeros(&nv.u.tensor, ev->value.u.tensor.dtype, root_d + extra,
+				rc = td_tensor_zeros(&nv.tensor, ev->value.tensor.dtype, root_d + extra,
 					shape);
 			else if (nv.kind == TD_VALUE_STRINGS)
 				rc = empty_strings(&nv, root_d + extra, shape, fn);
 			else
-				rc = td__dict_alloc(&nv.u.dict, root_d + extra, shape, 4, fn);
+				rc = td__dict_alloc(&nv.dict, root_d + extra, shape, 4, fn);
 			if (rc < 0)
 				return rc;
 			rc = td__dict_set_value(d, &k, 1, &nv, fn);
@@ -392,16 +392,16 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in the value only", fn,
 					td__entry_key(ev));
-			TD_TRY(put_rec(e->value.u.dict, ev->value.u.dict, bi, root_d, root_v, write, fn));
+			TD_TRY(put_rec(e->value.dict, ev->value.dict, bi, root_d, root_v, write, fn));
 		} else if (ev->value.kind == TD_VALUE_TENSOR) {
 			if (e->value.kind != TD_VALUE_TENSOR)
 				return td__error(TD_ETYPE, "%s: '%s' is a tensor in the value only", fn,
 					td__entry_key(ev));
 			if (write)
-				TD_TRY(td__tensor_index_put(&e->value.u.tensor, bi->idx, bi->n,
-					&ev->value.u.tensor, fn));
+				TD_TRY(td__tensor_index_put(&e->value.tensor, bi->idx, bi->n,
+					&ev->value.tensor, fn));
 			else
-				TD_TRY(check_put(&e->value.u.tensor, &ev->value.u.tensor, bi,
+				TD_TRY(check_put(&e->value.tensor, &ev->value.tensor, bi,
 					td__entry_key(ev), fn));
 		} else if (td__text_values_equal(&e->value, &ev->value)) {
 			continue; /* nothing changes */
@@ -457,11 +457,11 @@ static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, 
 				"reach into lazy stacks nested in a dict (write through the stack: "
 				"td_dict_index_fill() on it)", fn, td__entry_key(e));
 		if (e->value.kind == TD_VALUE_DICT)
-			TD_TRY(fill_rec(e->value.u.dict, bi, s, write, fn));
+			TD_TRY(fill_rec(e->value.dict, bi, s, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
-			TD_TRY(td__tensor_index_fill(&e->value.u.tensor, bi->idx, bi->n, s, fn));
+			TD_TRY(td__tensor_index_fill(&e->value.tensor, bi->idx, bi->n, s, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR)
-			TD_TRY(td__tensor_check_write(&e->value.u.tensor, fn, td__entry_key(e)));
+			TD_TRY(td__tensor_check_write(&e->value.tensor, fn, td__entry_key(e)));
 	}
 	return TD_OK;
 }
@@ -587,17 +587,17 @@ static inline __attribute__((always_inline)) void cut_leaf(td_dict *const *out, 
 
 		memcpy(pe, key, KEY_BYTES);
 		pe->value.kind = TD_VALUE_TENSOR;
-		td__tensor_copy_meta(&pe->value.u.tensor, src);
+		td__tensor_copy_meta(&pe->value.tensor, src);
 		if (c->dim < 0)
 			continue;
 		if (!c->lengths) {
-			pe->value.u.tensor.offset += (int64_t)i * stride;
+			pe->value.tensor.offset += (int64_t)i * stride;
 			continue;
 		}
 		/* As td__view_narrow(): an empty piece keeps the offset. */
 		if (c->lengths[i] > 0)
-			pe->value.u.tensor.offset += start * stride;
-		pe->value.u.tensor.shape[c->dim] = c->lengths[i];
+			pe->value.tensor.offset += start * stride;
+		pe->value.tensor.shape[c->dim] = c->lengths[i];
 		start += c->lengths[i];
 	}
 	td__buffer_ref_n(t->buffer, c->n);
@@ -704,7 +704,7 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 		const td__entry *e = &d->entries[j];
 
 		if (td__entry_live(e) && e->value.kind == TD_VALUE_DICT)
-			td__dict_prefetch(e->value.u.dict);
+			td__dict_prefetch(e->value.dict);
 	}
 	nd = cut_shape(shape, d, c, 0);
 	if (small) {
@@ -743,13 +743,13 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 		off = slot_offset(w);
 		memcpy(key, e, KEY_BYTES);
 		if (e->value.kind == TD_VALUE_TENSOR) {
-			cut_leaf(out, off, key, &e->value.u.tensor, c);
+			cut_leaf(out, off, key, &e->value.tensor, c);
 		} else if (e->value.kind == TD_VALUE_DICT) {
 			/* A lazy stack cuts itself (td__lazy_cut(): it indexes itself). */
-			if (TD_UNLIKELY(td__dict_is_lazy(e->value.u.dict)))
-				rc = cut_lazy(sub, e->value.u.dict, c);
+			if (TD_UNLIKELY(td__dict_is_lazy(e->value.dict)))
+				rc = cut_lazy(sub, e->value.dict, c);
 			else
-				rc = cut_rec(sub, e->value.u.dict, c);
+				rc = cut_rec(sub, e->value.dict, c);
 			if (rc < 0)
 				goto out;
 			for (i = 0; i < n; i++) {
@@ -757,7 +757,7 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 
 				memcpy(pe, key, KEY_BYTES);
 				pe->value.kind = TD_VALUE_DICT;
-				pe->value.u.dict = sub[i];
+				pe->value.dict = sub[i];
 				sub[i]->parent = out[i];
 			}
 		} else if (e->value.kind == TD_VALUE_STRINGS && c->dim >= 0) {
@@ -776,7 +776,7 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				pe->value = e->value;
 			}
 			td__buffer_ref_n(e->value.kind == TD_VALUE_STRINGS ?
-				e->value.u.strings.buffer : e->value.u.blob.buffer, n);
+				e->value.strings.buffer : e->value.blob.buffer, n);
 		}
 		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
 			atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);

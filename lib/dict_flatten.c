@@ -39,7 +39,7 @@ static int flatten_rec(td_dict *out, const td_dict *d, char *buf, size_t len, si
 		if (TD_UNLIKELY(td__value_is_stack(&e->value))) {
 			return lazy_refused(buf, fn);
 		} else if (e->value.kind == TD_VALUE_DICT) {
-			TD_TRY(flatten_rec(out, e->value.u.dict, buf, klen, cap, sep, seplen, fn));
+			TD_TRY(flatten_rec(out, e->value.dict, buf, klen, cap, sep, seplen, fn));
 		} else {
 			td__kref k;
 			td_value v;
@@ -75,7 +75,7 @@ static size_t longest_key(const td_dict *d, size_t seplen, size_t *leaves)
 			continue;
 		len = e->klen;
 		if (e->value.kind == TD_VALUE_DICT)
-			len += seplen + longest_key(e->value.u.dict, seplen, leaves);
+			len += seplen + longest_key(e->value.dict, seplen, leaves);
 		else
 			(*leaves)++;
 		if (len > best)
@@ -189,7 +189,7 @@ static int merge(td_dict *dst, const td_dict *src, const char *fn)
 			if (hit->value.kind != TD_VALUE_DICT || e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
 					td__entry_key(e));
-			TD_TRY(merge(hit->value.u.dict, e->value.u.dict, fn));
+			TD_TRY(merge(hit->value.dict, e->value.dict, fn));
 			continue;
 		}
 		TD_TRY(td__value_share(&v, &e->value, fn));
@@ -227,14 +227,14 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 		p.part[p.n - 1].hash);
 	if (e->value.kind == TD_VALUE_DICT) {
 		v.kind = TD_VALUE_DICT;
-		rc = unflatten_rec(&v.u.dict, e->value.u.dict, sep, seplen, fn);
+		rc = unflatten_rec(&v.dict, e->value.dict, sep, seplen, fn);
 	} else {
 		rc = td__value_share(&v, &e->value, fn);
 	}
 	if (rc == 0 && existing) {
 		/* Only two dicts may meet at one key: merge them. */
 		if (existing->value.kind == TD_VALUE_DICT && v.kind == TD_VALUE_DICT)
-			rc = merge(existing->value.u.dict, v.u.dict, fn);
+			rc = merge(existing->value.dict, v.dict, fn);
 		else
 			rc = td__error(TD_EEXISTS, "%s: '%s' is both a leaf and a prefix", fn,
 				td__entry_key(e));
@@ -247,7 +247,7 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 		rc = td__dict_set_value(parent, &p.part[p.n - 1], 1, &v, fn);
 		if (v.kind == TD_VALUE_DICT) {
 			if (rc < 0)
-				td_dict_free(v.u.dict);
+				td_dict_free(v.dict);
 		} else {
 			td__value_release(&v);
 		}

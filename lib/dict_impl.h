@@ -135,7 +135,7 @@ static inline bool td__dict_is_lazy(const td_dict *d)
 /** Whether `v` is a lazy stack nested as a value in a dense dict (a walker meeting one). */
 static inline bool td__value_is_stack(const td_value *v)
 {
-	return v->kind == TD_VALUE_DICT && td__dict_is_lazy(v->u.dict);
+	return v->kind == TD_VALUE_DICT && td__dict_is_lazy(v->dict);
 }
 
 #define TD_DICT_TOMB UINT32_MAX
@@ -295,13 +295,13 @@ static inline void td__value_assign(td_value *dst, const td_value *src)
 {
 	dst->kind = src->kind;
 	if (src->kind == TD_VALUE_TENSOR)
-		td__tensor_copy_meta(&dst->u.tensor, &src->u.tensor);
+		td__tensor_copy_meta(&dst->tensor, &src->tensor);
 	else if (src->kind == TD_VALUE_DICT)
-		dst->u.dict = src->u.dict;
+		dst->dict = src->dict;
 	else if (src->kind == TD_VALUE_STRINGS)
-		dst->u.strings = src->u.strings;
+		dst->strings = src->strings;
 	else
-		dst->u.blob = src->u.blob;
+		dst->blob = src->blob;
 }
 
 /** TD_EOVERFLOW (with a message) unless the product of the batch sizes fits in int64. */

@@ -170,10 +170,10 @@ static int dense_next(td_dict_iter *it, td_item *item)
 			continue;
 		}
 		if (e->value.kind == TD_VALUE_DICT && nested &&
-		    TD_UNLIKELY(td__dict_is_lazy(e->value.u.dict)) &&
+		    TD_UNLIKELY(td__dict_is_lazy(e->value.dict)) &&
 		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
 			/* A nested lazy stack: walked by an iterator of its own. */
-			int rc = td_dict_iter_new(&it->sub, e->value.u.dict, it->flags);
+			int rc = td_dict_iter_new(&it->sub, e->value.dict, it->flags);
 
 			if (rc < 0)
 				return rc;
@@ -185,7 +185,7 @@ static int dense_next(td_dict_iter *it, td_item *item)
 		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
 			it->path[it->depth] = td__entry_key(e);
 			it->depth++;
-			it->dict[it->depth] = e->value.u.dict;
+			it->dict[it->depth] = e->value.dict;
 			it->pos[it->depth] = 0;
 			continue;
 		}

@@ -95,7 +95,7 @@ static int join_text(const join *j, const td_dict *const *ds, const td__entry *e
 	for (k = 0; k < j->n && rc == TD_OK; k++) {
 		rc = td__strings_numbers(&nums[k], vals[k], ds[k]->batch_ndim, ds[k]->batch_shape,
 			base, j->fn);
-		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->u.strings.numel : 1;
+		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->strings.numel : 1;
 	}
 	if (rc == TD_OK)
 		rc = j->stack ? td_tensor_stack(&res, nums, j->n, j->dim) :
@@ -140,7 +140,7 @@ static int join_rec(const join *j, const td_dict *const *ds, td_dict **out)
 		if (rc < 0) {
 			td__value_release(&v);
 		} else if (v.kind == TD_VALUE_DICT) {
-			v.u.dict->parent = nd;
+			v.dict->parent = nd;
 		}
 	}
 	if (rc < 0) {
@@ -172,7 +172,7 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
 				e ? "a different kind of value" : "missing", k);
 		}
-		if (children && TD_UNLIKELY(td__dict_is_lazy(e->value.u.dict))) {
+		if (children && TD_UNLIKELY(td__dict_is_lazy(e->value.dict))) {
 			td__free(children);
 			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack in dict %zu: stacking and "
 				"concatenating do not reach into lazy stacks nested in a dict "
@@ -180,16 +180,16 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 				j->fn, td__entry_key(e0), k);
 		}
 		if (children)
-			children[k] = e->value.u.dict;
+			children[k] = e->value.dict;
 		else if (e->value.kind == TD_VALUE_TENSOR)
-			j->tensors[k] = e->value.u.tensor;
+			j->tensors[k] = e->value.tensor;
 		else if (!td__text_values_equal(&e->value, &e0->value))
 			return td__error(TD_ETYPE, "%s: non-tensor '%s' differs between dicts", j->fn,
 				td__entry_key(e0));
 	}
 	v->kind = e0->value.kind;
 	if (children) {
-		rc = join_rec(j, children, &v->u.dict);
+		rc = join_rec(j, children, &v->dict);
 		td__free(children);
 		return rc;
 	}
@@ -198,8 +198,8 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 	/* j->tensors is scratch shared by the whole recursion: it is filled
 	 * above and consumed here before any other entry is visited. */
 	if (j->stack)
-		return td_tensor_stack(&v->u.tensor, j->tensors, j->n, j->dim);
-	return td_tensor_cat(&v->u.tensor, j->tensors, j->n, j->dim);
+		return td_tensor_stack(&v->tensor, j->tensors, j->n, j->dim);
+	return td_tensor_cat(&v->tensor, j->tensors, j->n, j->dim);
 }
 
 static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int dim, bool stack,

@@ -29,7 +29,7 @@ static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, con
 		return rc;
 	}
 	if (v->kind == TD_VALUE_DICT)
-		v->u.dict->parent = nd;
+		v->dict->parent = nd;
 	return TD_OK;
 }
 
@@ -107,12 +107,12 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 			continue;
 		v->kind = e->value.kind;
 		if (e->value.kind == TD_VALUE_TENSOR)
-			rc = fn(&v->u.tensor, &e->value.u.tensor, ctx);
+			rc = fn(&v->tensor, &e->value.tensor, ctx);
 		else if (TD_UNLIKELY(td__value_is_stack(&e->value)))
-			rc = transform_lazy(&v->u.dict, e->value.u.dict, td__entry_key(e), ndim, shape,
+			rc = transform_lazy(&v->dict, e->value.dict, td__entry_key(e), ndim, shape,
 				fn, ctx, batch, lz, name);
 		else if (e->value.kind == TD_VALUE_DICT)
-			rc = transform_rec(&v->u.dict, e->value.u.dict, old_root, ndim, shape, fn, ctx,
+			rc = transform_rec(&v->dict, e->value.dict, old_root, ndim, shape, fn, ctx,
 				batch, lz, name);
 		else if (batch && e->value.kind == TD_VALUE_STRINGS)
 			rc = td__strings_transform(v, &e->value, fn, ctx, name);
@@ -121,7 +121,7 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 		if (rc < 0)
 			goto fail;
 		if (v->kind == TD_VALUE_DICT)
-			v->u.dict->parent = nd;
+			v->dict->parent = nd;
 		td__dict_push(nd, e);
 	}
 	*out = nd;
@@ -220,7 +220,7 @@ static int empty_rec(td_dict **out, const td_dict *d, bool recurse, const char *
 		if (!td__entry_live(e) || e->value.kind != TD_VALUE_DICT)
 			continue;
 		v.kind = TD_VALUE_DICT;
-		rc = empty_any(&v.u.dict, e->value.u.dict, true, fn);
+		rc = empty_any(&v.dict, e->value.dict, true, fn);
 		if (rc == 0)
 			rc = append_shared_key(nd, e, &v, fn);
 		if (rc < 0) {
@@ -271,7 +271,7 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 		e = td__dict_find(d, td__entry_key(eo), eo->klen, eo->hash);
 		if (e && e->value.kind == TD_VALUE_DICT && eo->value.kind == TD_VALUE_DICT) {
 			/* Two dicts merge, a lazy stack on either side too. */
-			TD_TRY(td__dict_update_any(e->value.u.dict, eo->value.u.dict, false, true, fn));
+			TD_TRY(td__dict_update_any(e->value.dict, eo->value.dict, false, true, fn));
 			continue;
 		}
 		k = td__entry_kref(eo);
@@ -279,10 +279,10 @@ static int update_rec(td_dict *d, const td_dict *o, const char *fn)
 			td_value v;
 			TD_TRY(td__value_share(&v, &eo->value, fn));
 			if (d->locked)
-				td__dict_set_locked(v.u.dict, true);
+				td__dict_set_locked(v.dict, true);
 			rc = td__dict_set_value(d, &k, 1, &v, fn);
 			if (rc < 0)
-				td_dict_free(v.u.dict);
+				td_dict_free(v.dict);
 		} else {
 			rc = td__dict_set_value(d, &k, 1, &eo->value, fn);
 		}
@@ -340,7 +340,7 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			if (e->value.kind != TD_VALUE_DICT)
 				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
 					fn, td__entry_key(eo));
-			TD_TRY(td__dict_update_any(e->value.u.dict, eo->value.u.dict, true, write, fn));
+			TD_TRY(td__dict_update_any(e->value.dict, eo->value.dict, true, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
@@ -350,9 +350,9 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 					eo->value.kind == TD_VALUE_STRINGS ? "an array of strings" :
 					"a bytes value");
 			if (eo->value.kind == TD_VALUE_STRINGS &&
-			    (e->value.u.strings.ndim != eo->value.u.strings.ndim ||
-				    !td__shape_eq(e->value.u.strings.shape, eo->value.u.strings.shape,
-					    e->value.u.strings.ndim)))
+			    (e->value.strings.ndim != eo->value.strings.ndim ||
+				    !td__shape_eq(e->value.strings.shape, eo->value.strings.shape,
+					    e->value.strings.ndim)))
 				return td__error(TD_ETYPE, "%s: '%s': the arrays of strings differ in "
 					"shape", fn, td__entry_key(eo));
 			if (write) {
@@ -363,14 +363,14 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			}
 		} else {
 			int64_t strides[TD_MAX_DIMS];
-			const td_tensor *t = &e->value.u.tensor;
+			const td_tensor *t = &e->value.tensor;
 			if (e->value.kind != TD_VALUE_TENSOR)
 				return td__error(TD_ETYPE, "%s: '%s' is not a tensor", fn, td__entry_key(eo));
 			if (write)
-				TD_TRY(td_tensor_copy(&e->value.u.tensor, &eo->value.u.tensor));
+				TD_TRY(td_tensor_copy(&e->value.tensor, &eo->value.tensor));
 			else {
 				TD_TRY(td__tensor_check_write(t, fn, td__entry_key(eo)));
-				TD_TRY(td__broadcast_strides(&eo->value.u.tensor, t->ndim, t->shape, strides,
+				TD_TRY(td__broadcast_strides(&eo->value.tensor, t->ndim, t->shape, strides,
 					fn));
 			}
 		}
@@ -439,7 +439,7 @@ static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entr
 	if (e->value.kind != TD_VALUE_DICT)
 		return;
 	for (j = 0; j < np; j++) {
-		const td_dict *sub = e->value.u.dict;
+		const td_dict *sub = e->value.dict;
 		const td__kref *rest = paths[j].part + level + 1;
 		size_t nrest = paths[j].n - level - 1;
 
@@ -479,9 +479,9 @@ static int filter_rec(td_dict **out, const td_dict *d, sel_path *paths, size_t n
 			rc = lazy_refused(e, fn);
 		} else if (descend) {
 			v.kind = TD_VALUE_DICT;
-			rc = filter_rec(&v.u.dict, e->value.u.dict, paths, np, level + 1, select, fn);
-			if (rc == 0 && select && v.u.dict->count == 0) {
-				td_dict_free(v.u.dict);
+			rc = filter_rec(&v.dict, e->value.dict, paths, np, level + 1, select, fn);
+			if (rc == 0 && select && v.dict->count == 0) {
+				td_dict_free(v.dict);
 				continue;
 			}
 		} else if (exact == select) {

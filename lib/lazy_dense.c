@@ -30,8 +30,8 @@ static int common_blob(const td_value **out, const td_dict *d, const td__kref *k
 		const td_value *v;
 
 		TD_TRY(common_blob(&v, z->child[i], k, fn));
-		if (first && (v->kind != first->kind || v->u.blob.length != first->u.blob.length ||
-				     memcmp(v->u.blob.data, first->u.blob.data, v->u.blob.length) != 0))
+		if (first && (v->kind != first->kind || v->blob.length != first->blob.length ||
+				     memcmp(v->blob.data, first->blob.data, v->blob.length) != 0))
 			return td__error(TD_ETYPE, "%s: '%.*s' differs between the children: a dense "
 				"dict holds one non-tensor value per key", fn, (int)k->len, k->s);
 		if (!first)
@@ -72,7 +72,7 @@ static int densify(td_dict **out, const td_dict *d, const char *fn)
 			if (rc < 0)
 				td__value_release(&v);
 			else if (v.kind == TD_VALUE_DICT)
-				v.u.dict->parent = nd;
+				v.dict->parent = nd;
 		}
 		if (rc < 0) {
 			td_dict_free(nd);
@@ -93,16 +93,16 @@ static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int k
 
 	v->kind = (td_value_kind)kind;
 	if (kind == TD_VALUE_TENSOR)
-		return td__lazy_get_tensor(&v->u.tensor, d, k, 1, fn);
+		return td__lazy_get_tensor(&v->tensor, d, k, 1, fn);
 	if (kind == TD_VALUE_DICT) {
 		TD_TRY(td__lazy_get_dict(&sub, d, k, 1, NULL, fn));
-		rc = densify(&v->u.dict, sub, fn);
+		rc = densify(&v->dict, sub, fn);
 		td_dict_free(sub);
 		return rc;
 	}
 	TD_TRY(common_blob(&blob, d, k, fn));
 	*v = *blob;
-	td_buffer_ref(v->u.blob.buffer);
+	td_buffer_ref(v->blob.buffer);
 	return TD_OK;
 }
 

@@ -105,7 +105,7 @@ static int leaves_collect(leaves *L, const td_dict *d, const td__kref *parts, si
 			rc = td__error(TD_ETYPE, "%s: '%s' is not a tensor in child %zu", fn, key, i);
 			goto fail;
 		}
-		td__tensor_copy_meta(&L->t[i], &e->value.u.tensor);
+		td__tensor_copy_meta(&L->t[i], &e->value.tensor);
 		L->owned[i] = false;
 		L->n = i + 1;
 	}
@@ -156,16 +156,16 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 	 * one buffer with the same strides (the children of a stack of unbind
 	 * pieces). Differences are or-ed: one branch per child, not per dim.
 	 */
-	t0 = &ent[0]->value.u.tensor;
+	t0 = &ent[0]->value.tensor;
 	nd = t0->ndim;
 	host = t0->buffer;
 	if (!td__buffer_host(host))
 		return td__lazy_get_tensor(out, d, parts, n, fn);
 	if (even)
-		step = ent[1]->value.u.tensor.offset - t0->offset;
+		step = ent[1]->value.tensor.offset - t0->offset;
 	prev = t0->offset;
 	for (i = 1; i < count; i++) {
-		const td_tensor *x = &ent[i]->value.u.tensor;
+		const td_tensor *x = &ent[i]->value.tensor;
 		int64_t diff = (int64_t)(x->dtype ^ t0->dtype) | (x->ndim ^ nd), sdiff = 0;
 
 		if (diff)
@@ -538,7 +538,7 @@ static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i,
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__error(TD_ETYPE, "%s: '%s' is not a dict in child %zu", fn, key, i);
 	}
-	*out = e->value.u.dict;
+	*out = e->value.dict;
 	return TD_OK;
 }
 

@@ -77,7 +77,7 @@ int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 static void lazy_drop_current(lazy_iter *lz)
 {
 	if (lz->cur_tensor) {
-		td_buffer *b = lz->cur.u.tensor.buffer;
+		td_buffer *b = lz->cur.tensor.buffer;
 
 		/* acquire: a reference the caller took and dropped meanwhile is done with. */
 		if (!lz->spare && b->kind == TD_MEMORY_HEAP &&
@@ -133,12 +133,12 @@ static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int ki
 			TD_TRY(td__lazy_get_dict(&sub, d, &k, 1, NULL, fn));
 		}
 		lz->cur.kind = TD_VALUE_DICT;
-		lz->cur.u.dict = sub;
+		lz->cur.dict = sub;
 		lz->dead = sub;
 		item->value = &lz->cur;
 	} else if (kind == TD_VALUE_TENSOR) {
 		td__kref k = td__entry_kref(e);
-		TD_TRY(td__lazy_get_tensor(&lz->cur.u.tensor, d, &k, 1, fn));
+		TD_TRY(td__lazy_get_tensor(&lz->cur.tensor, d, &k, 1, fn));
 		lz->cur.kind = TD_VALUE_TENSOR;
 		lz->cur_tensor = true;
 		item->value = &lz->cur;
@@ -160,11 +160,11 @@ static int schema_emit(td_dict_iter *it, td_item *item, const td__lz_node *node,
 	if (k->sub) {
 		/* The schema's sub-stack: lives as long as the schema, nothing made. */
 		lz->cur.kind = TD_VALUE_DICT;
-		lz->cur.u.dict = k->sub->stack;
+		lz->cur.dict = k->sub->stack;
 		item->value = &lz->cur;
 	} else if (k->kind == TD_VALUE_TENSOR) {
 		td__kref kr = td__entry_kref(k->src);
-		TD_TRY(td__lz_get_tensor(&lz->cur.u.tensor, node->stack ? node->stack : it->root,
+		TD_TRY(td__lz_get_tensor(&lz->cur.tensor, node->stack ? node->stack : it->root,
 			k, &kr, 1, &lz->spare, fn));
 		lz->cur.kind = TD_VALUE_TENSOR;
 		lz->cur_tensor = true;

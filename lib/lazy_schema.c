@@ -140,13 +140,13 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 			continue; /* not a key of the stack */
 		if (is_dict) {
 			td_dict **subs = arena_array(s, n, sizeof(*subs));
-			const td_dict *s0 = e->value.u.dict;
+			const td_dict *s0 = e->value.dict;
 			td_dict *stack;
 
 			if (!subs || depth + 1 >= TD_KEY_MAX_DEPTH)
 				return false;
 			for (i = 0; i < n; i++) {
-				subs[i] = k->ent[i]->value.u.dict;
+				subs[i] = k->ent[i]->value.dict;
 				/* A lazy stack nested in a child has no entries to cache:
 				 * no schema, the general paths read through it. */
 				if (subs[i]->lazy)
@@ -325,7 +325,7 @@ const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts,
 int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	const int64_t *step, td_buffer **spare, const char *fn)
 {
-	const td_tensor *t0 = &ent[0]->value.u.tensor;
+	const td_tensor *t0 = &ent[0]->value.tensor;
 	int64_t bs[TD_MAX_DIMS], ss[TD_MAX_DIMS], ds[TD_MAX_DIMS], es, stride;
 	size_t i, isz = td__itemsize(t0->dtype), nbytes;
 	const int64_t *strides = NULL;
@@ -385,7 +385,7 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	 * strides differ from the previous child's. */
 	stride = out->strides[dim] * (int64_t)isz;
 	for (i = 0; i < n; i++) {
-		const td_tensor *x = &ent[i]->value.u.tensor;
+		const td_tensor *x = &ent[i]->value.tensor;
 
 		if (!strides || !td__shape_eq(x->strides, strides, x->ndim)) {
 			for (k = 0, j = 0; k < out->ndim; k++)

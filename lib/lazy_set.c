@@ -79,7 +79,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		if (t->ndim - 1 >= p0->batch_ndim && slice_fits(t, z->dim, p0)) {
 			td__buffer_ref_n(t->buffer, z->n);
 			for (i = 0; i < z->n; i++) {
-				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.u.tensor;
+				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.tensor;
 				td_buffer *old = leaf->buffer;
 
 				td__lz_select_borrowed(leaf, t, z->dim, (int64_t)i);
@@ -94,7 +94,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 			td_value v;
 
 			v.kind = TD_VALUE_TENSOR;
-			td__lz_select_borrowed(&v.u.tensor, t, z->dim, (int64_t)i);
+			td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i);
 			TD_TRY(td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i],
 				&parts[n - 1], &v, fn));
 		}
@@ -106,9 +106,9 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		td_value v;
 
 		v.kind = TD_VALUE_TENSOR;
-		td__lz_select_borrowed(&v.u.tensor, t, z->dim, (int64_t)i);
+		td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i);
 		if (c->lazy)
-			TD_TRY(td__lazy_set_tensor(c, parts, n, handle, &v.u.tensor, fn));
+			TD_TRY(td__lazy_set_tensor(c, parts, n, handle, &v.tensor, fn));
 		else
 			TD_TRY(td__dict_set_value(c, parts, n, &v, fn));
 	}
@@ -152,7 +152,7 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 		bool src_host = td__buffer_host(t->buffer);
 
 		for (i = 0; i < z->n; i++) {
-			td_tensor *dst = (td_tensor *)&k->ent[i]->value.u.tensor;
+			td_tensor *dst = (td_tensor *)&k->ent[i]->value.tensor;
 			td_tensor view;
 
 			td__lz_select_borrowed(&view, t, z->dim, (int64_t)i);
@@ -191,7 +191,7 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 			td__kpath_format(key, sizeof(key), parts, n);
 			return td__error(TD_ETYPE, "%s: '%s' is not a tensor in child %zu", fn, key, i);
 		}
-		TD_TRY(td_tensor_copy(&e->value.u.tensor, &view));
+		TD_TRY(td_tensor_copy(&e->value.tensor, &view));
 	}
 	return TD_OK;
 }
@@ -258,7 +258,7 @@ static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const t
 	const char *fn)
 {
 	const td__lazy *z = d->lazy;
-	const td_strings *s = &v->u.strings;
+	const td_strings *s = &v->strings;
 	char key[512];
 	int64_t at[2];
 	size_t i;
@@ -296,7 +296,7 @@ int td__lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key
 	const td_value *v, const char *fn)
 {
 	if (v->kind == TD_VALUE_TENSOR)
-		return td__lazy_set_tensor(d, parts, n, handle, &v->u.tensor, fn);
+		return td__lazy_set_tensor(d, parts, n, handle, &v->tensor, fn);
 	if (v->kind == TD_VALUE_DICT)
 		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
 			"store its leaves", fn);

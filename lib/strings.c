@@ -68,9 +68,9 @@ int td__blob_make(td_value *v, const void *data, size_t length, bool string, con
 		memcpy(td_buffer_data(b), data, length);
 	((char *)td_buffer_data(b))[length] = '\0';
 	v->kind = string ? TD_VALUE_STRING : TD_VALUE_BYTES;
-	v->u.blob.buffer = b;
-	v->u.blob.data = td_buffer_data(b);
-	v->u.blob.length = length;
+	v->blob.buffer = b;
+	v->blob.data = td_buffer_data(b);
+	v->blob.length = length;
 	return TD_OK;
 }
 
@@ -117,7 +117,7 @@ static int alloc_array(td_value *out, int ndim, const int64_t *shape, int64_t nu
 {
 	size_t head, total;
 	td_buffer *b;
-	td_strings *s = &out->u.strings;
+	td_strings *s = &out->strings;
 	int64_t *num, i;
 
 	/* offsets: numel + 1 words; numbers: numel words */
@@ -165,8 +165,8 @@ int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *c
 			return td__error(TD_EOVERFLOW, "%s: the strings do not fit in memory", fn);
 	}
 	TD_TRY(alloc_array(out, ndim, shape, numel, bytes, fn));
-	off = (uint64_t *)out->u.strings.offsets;
-	dst = (char *)out->u.strings.bytes;
+	off = (uint64_t *)out->strings.offsets;
+	dst = (char *)out->strings.bytes;
 	off[0] = 0;
 	for (i = 0; i < numel; i++) {
 		len = lengths ? lengths[i] : strlen(texts[i]);
@@ -180,16 +180,16 @@ int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *c
 /* How many strings a value contributes to a gather: an array its elements, a string one. */
 static int64_t value_count(const td_value *v)
 {
-	return v->kind == TD_VALUE_STRINGS ? v->u.strings.numel : 1;
+	return v->kind == TD_VALUE_STRINGS ? v->strings.numel : 1;
 }
 
 /* String `i` of value `v` (an array, or a single string for any i). */
 static const char *value_text(const td_value *v, int64_t i, size_t *len)
 {
 	if (v->kind == TD_VALUE_STRINGS)
-		return td_strings_at(&v->u.strings, i, len);
-	*len = v->u.blob.length;
-	return v->u.blob.data;
+		return td_strings_at(&v->strings, i, len);
+	*len = v->blob.length;
+	return v->blob.data;
 }
 
 int td__strings_numbers(td_tensor *out, const td_value *v, int ndim, const int64_t *shape,
@@ -200,7 +200,7 @@ int td__strings_numbers(td_tensor *out, const td_value *v, int ndim, const int64
 	int rc;
 
 	if (v->kind == TD_VALUE_STRINGS) {
-		const td_strings *s = &v->u.strings;
+		const td_strings *s = &v->strings;
 
 		if (base == 0) /* a view of the numbers kept in the array's buffer */
 			return td_tensor_from_buffer(out, s->buffer, TD_DTYPE_I64, s->ndim, s->shape,
@@ -288,8 +288,8 @@ int td__strings_gather(td_value *out, const td_value *const *srcs, size_t nsrc,
 	rc = alloc_array(out, flat.ndim, flat.shape, numel, bytes, fn);
 	if (rc < 0)
 		goto out;
-	off = (uint64_t *)out->u.strings.offsets;
-	dst = (char *)out->u.strings.bytes;
+	off = (uint64_t *)out->strings.offsets;
+	dst = (char *)out->strings.bytes;
 	off[0] = 0;
 	for (i = 0; i < numel; i++) {
 		const char *s;
@@ -340,16 +340,16 @@ bool td__text_values_equal(const td_value *a, const td_value *b)
 	const td_strings *x, *y;
 
 	if (a->kind != TD_VALUE_STRINGS && b->kind != TD_VALUE_STRINGS)
-		return a->kind == b->kind && a->u.blob.length == b->u.blob.length &&
-		       memcmp(a->u.blob.data, b->u.blob.data, a->u.blob.length) == 0;
+		return a->kind == b->kind && a->blob.length == b->blob.length &&
+		       memcmp(a->blob.data, b->blob.data, a->blob.length) == 0;
 	if (a->kind != TD_VALUE_STRINGS)
 		return a->kind == TD_VALUE_STRING &&
-		       all_equal_to(&b->u.strings, a->u.blob.data, a->u.blob.length);
+		       all_equal_to(&b->strings, a->blob.data, a->blob.length);
 	if (b->kind != TD_VALUE_STRINGS)
 		return b->kind == TD_VALUE_STRING &&
-		       all_equal_to(&a->u.strings, b->u.blob.data, b->u.blob.length);
-	x = &a->u.strings;
-	y = &b->u.strings;
+		       all_equal_to(&a->strings, b->blob.data, b->blob.length);
+	x = &a->strings;
+	y = &b->strings;
 	if (x->ndim != y->ndim || !td__shape_eq(x->shape, y->shape, x->ndim))
 		return false;
 	/* Equal offsets and equal bytes: the texts are laid out the same way. */

@@ -34,7 +34,7 @@ libs=$(pkg-config --libs tdstore)
 echo "check-install: pkg-config --cflags --libs tdstore: $cflags $libs"
 
 set -x
-${CC:-cc} -std=c99 -pedantic -Wall -Wextra -Werror $cflags -o "$tmp/consumer" \
+${CC:-cc} -std=c11 -pedantic -Wall -Wextra -Werror $cflags -o "$tmp/consumer" \
 	"$top/tests/install/consumer.c" $libs
 "$tmp/consumer" "$version"
 ${CXX:-c++} -std=c++11 -pedantic -Wall -Wextra -Werror $cflags -o "$tmp/consumer-cxx" \

@@ -652,25 +652,25 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 		r.key_len = strlen(keys[i]);
 		switch (v->kind) {
 		case TD_VALUE_DICT:
-			rc = td__keyindex_add_dict(ix, v->u.dict, self, keys[i]);
+			rc = td__keyindex_add_dict(ix, v->dict, self, keys[i]);
 			break;
 		case TD_VALUE_TENSOR:
 			r.kind = TD_KEYINDEX_KIND_TENSOR;
-			r.dtype = (uint8_t)v->u.tensor.dtype;
-			r.ndim = (uint8_t)v->u.tensor.ndim;
-			memcpy(r.shape, v->u.tensor.shape, (size_t)r.ndim * sizeof(int64_t));
-			r.length = td_tensor_nbytes(&v->u.tensor);
-			r.src = &v->u.tensor;
+			r.dtype = (uint8_t)v->tensor.dtype;
+			r.ndim = (uint8_t)v->tensor.ndim;
+			memcpy(r.shape, v->tensor.shape, (size_t)r.ndim * sizeof(int64_t));
+			r.length = td_tensor_nbytes(&v->tensor);
+			r.src = &v->tensor;
 			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		case TD_VALUE_STRING:
 			r.kind = TD_KEYINDEX_KIND_STRING;
-			r.text = (char *)v->u.blob.data;
-			r.text_len = v->u.blob.length;
+			r.text = (char *)v->blob.data;
+			r.text_len = v->blob.length;
 			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		case TD_VALUE_STRINGS: {
-			const td_strings *s = &v->u.strings;
+			const td_strings *s = &v->strings;
 
 			/* The texts with their NULs are the inline bytes, as they lie in memory. */
 			r.kind = TD_KEYINDEX_KIND_STRINGS;

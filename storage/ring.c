@@ -105,7 +105,7 @@ static void leaves_free(td_ring *r)
 /* Describe one leaf of the store's dict (tensor [capacity] + row shape). */
 static int leaf_init(td__ring_leaf *l, const td_item *it, uint64_t capacity, const char *what)
 {
-	const td_tensor *t = &it->value->u.tensor;
+	const td_tensor *t = &it->value->tensor;
 	int rc;
 
 	if (it->value->kind != TD_VALUE_TENSOR)
@@ -356,22 +356,22 @@ static int like_entry(td_dict *d, const char *key, const td_value *v, int64_t ca
 	int rc;
 
 	if (v->kind == TD_VALUE_DICT) {
-		TD_TRY(like_dict(v->u.dict, capacity, &sub, ntensors));
+		TD_TRY(like_dict(v->dict, capacity, &sub, ntensors));
 		return td_dict_set_dict_take(d, key, sub);
 	}
 	if (v->kind != TD_VALUE_TENSOR)
 		return td__error(TD_EINVAL, "td_ring_create: '%s': ring rows hold tensors and "
 			"dicts only", key);
-	if (td_tensor_numel(&v->u.tensor) == 0)
+	if (td_tensor_numel(&v->tensor) == 0)
 		return td__error(TD_EINVAL, "td_ring_create: '%s' has no element", key);
-	if (v->u.tensor.ndim >= TD_MAX_DIMS)
+	if (v->tensor.ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "td_ring_create: '%s' has too many dimensions", key);
 	shape[0] = capacity;
-	memcpy(shape + 1, v->u.tensor.shape, sizeof(int64_t) * (size_t)v->u.tensor.ndim);
+	memcpy(shape + 1, v->tensor.shape, sizeof(int64_t) * (size_t)v->tensor.ndim);
 	/* A view of one row expanded to every row: no memory for the capacity. */
-	rc = td_tensor_unsqueeze(&u, &v->u.tensor, 0);
+	rc = td_tensor_unsqueeze(&u, &v->tensor, 0);
 	if (rc == TD_OK)
-		rc = td_tensor_expand(&e, &u, v->u.tensor.ndim + 1, shape);
+		rc = td_tensor_expand(&e, &u, v->tensor.ndim + 1, shape);
 	if (rc == TD_OK)
 		rc = td_dict_set_tensor_take(d, key, &e);
 	td_tensor_release(&u);

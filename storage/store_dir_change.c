@@ -129,7 +129,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 		if (rc == TD_OK) {
 			TD_TRY(td__open_child(c->fds[c->depth - 1], c->rel, parts[i], crel,
 				sizeof(crel), &fd, &name));
-			TD_TRY(change_enter(c, fd, v->u.dict, crel, name));
+			TD_TRY(change_enter(c, fd, v->dict, crel, name));
 			TD_TRY(enter_home(c, crel));
 			continue;
 		} else if (rc == TD_ENOTFOUND && create) {
@@ -289,7 +289,7 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 	int fd;
 
 	if (v->kind == TD_VALUE_TENSOR) {
-		if (td_tensor_numel(&v->u.tensor) > 0 && td__encoded_name(key, ".memmap", &name) == TD_OK) {
+		if (td_tensor_numel(&v->tensor) > 0 && td__encoded_name(key, ".memmap", &name) == TD_OK) {
 			unlinkat(dirfd, name, 0);
 			td__free(name);
 		}
@@ -303,12 +303,12 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 		bool sub;
 
 		if (v->kind == TD_VALUE_DICT && td__dict_home(fd, name, &home, &sub) == TD_OK) {
-			size_t n = td_dict_items(v->u.dict, NULL, NULL, 0), i;
+			size_t n = td_dict_items(v->dict, NULL, NULL, 0), i;
 			const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 			const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
 
 			if (keys && vals) {
-				td_dict_items(v->u.dict, keys, vals, n);
+				td_dict_items(v->dict, keys, vals, n);
 				for (i = 0; i < n; i++)
 					remove_files(home, keys[i], vals[i]);
 			}
@@ -369,7 +369,7 @@ int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char 
 	if (v->kind == TD_VALUE_DICT) {
 		rc = td_dict_new(&r.holder, 0, NULL);
 		if (rc == TD_OK)
-			rc = td_dict_set_dict_path(r.holder, &r.key, 1, v->u.dict);
+			rc = td_dict_set_dict_path(r.holder, &r.key, 1, v->dict);
 	}
 	r.value = *v;
 	if (rc == TD_OK)

@@ -115,7 +115,7 @@ static int check_sizes(const td_dict *root, int64_t size, const char *fn)
 	TD_TRY(td_dict_iter_new(&it, root, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while ((rc = td_dict_iter_next(it, &item)) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR &&
-		    (rc = grown_nbytes(&item.value->u.tensor, size, item.key, fn, &nbytes)) < 0)
+		    (rc = grown_nbytes(&item.value->tensor, size, item.key, fn, &nbytes)) < 0)
 			break;
 	td_dict_iter_free(it);
 	return rc < 0 ? rc : TD_OK;
@@ -146,8 +146,8 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 	int cfd, rc;
 
 	if (v->kind == TD_VALUE_TENSOR) {
-		TD_TRY(grown_nbytes(&v->u.tensor, g->size, key, g->fn, &nbytes));
-		return extend_leaf_file(dirfd, rel, key, td_tensor_nbytes(&v->u.tensor), nbytes,
+		TD_TRY(grown_nbytes(&v->tensor, g->size, key, g->fn, &nbytes));
+		return extend_leaf_file(dirfd, rel, key, td_tensor_nbytes(&v->tensor), nbytes,
 			g->fn);
 	}
 	if (v->kind != TD_VALUE_DICT && v->kind != TD_VALUE_STRINGS)
@@ -157,9 +157,9 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 	td__free(name);
 	if (rc == TD_OK) {
 		if (v->kind == TD_VALUE_DICT)
-			rc = grow_dict(g, cfd, crel, v->u.dict);
+			rc = grow_dict(g, cfd, crel, v->dict);
 		else
-			rc = grow_strings(g, cfd, crel, &v->u.strings);
+			rc = grow_strings(g, cfd, crel, &v->strings);
 		td__relpath_pop(&g->path, mark);
 	}
 	close(cfd);
@@ -262,7 +262,7 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	if (v->kind != TD_VALUE_TENSOR)
 		return td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, key,
 			v->kind == TD_VALUE_DICT ? "dict" : "non-tensor value");
-	t = &v->u.tensor;
+	t = &v->tensor;
 	if (t->ndim == 0)
 		return td__error(TD_EINVAL, "%s: \"%s\" has no dims", fn, key);
 	if (td_dict_batch_ndim(d) > 0)

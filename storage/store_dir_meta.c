@@ -278,7 +278,7 @@ json_t *td__build_meta(const td_dict *d, int64_t dim0)
 			break;
 		}
 		if (v->kind == TD_VALUE_TENSOR) {
-			const td_tensor *t = &v->u.tensor;
+			const td_tensor *t = &v->tensor;
 
 			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
 			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape, dim0)) == 0 &&
@@ -287,7 +287,7 @@ json_t *td__build_meta(const td_dict *d, int64_t dim0)
 			     json_object_set_new(e, "is_nested", json_false()) == 0;
 		} else {
 			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
-				(td_dict_is_lazy(v->u.dict) ? "LazyStackedTensorDict" : "TensorDict") :
+				(td_dict_is_lazy(v->dict) ? "LazyStackedTensorDict" : "TensorDict") :
 				v->kind == TD_VALUE_STRINGS ? "NonTensorStack" : "NonTensorData")) == 0;
 		}
 	}

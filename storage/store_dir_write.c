@@ -247,7 +247,7 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 	meta = json_object();
 	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
 		     json_object_set_new(meta, "data",
-			     json_stringn(v->u.blob.data, v->u.blob.length)) < 0 ||
+			     json_stringn(v->blob.data, v->blob.length)) < 0 ||
 		     json_object_set_new(meta, "_metadata", json_null()) < 0 ||
 		     json_object_set_new(meta, "_is_non_tensor", json_true()) < 0)) {
 		json_decref(meta);
@@ -306,7 +306,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	case TD_VALUE_TENSOR: {
 		td_tensor t = TD_TENSOR_INIT;
 
-		rc = write_leaf(w, dirfd, rel, key, &v->u.tensor, &t);
+		rc = write_leaf(w, dirfd, rel, key, &v->tensor, &t);
 		if (rc == TD_OK) {
 			rc = td_dict_set_tensor_take_path(dst, &key, 1, &t);
 			td_tensor_release(&t);
@@ -320,10 +320,10 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 
 		TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
 		/* A lazy stack as a value: its own meta.json and children 0/, 1/, ... */
-		if (td_dict_is_lazy(v->u.dict))
-			rc = write_lazy(w, lv.fd, crel, v->u.dict, &child);
+		if (td_dict_is_lazy(v->dict))
+			rc = write_lazy(w, lv.fd, crel, v->dict, &child);
 		else
-			rc = write_dict(w, lv.fd, crel, v->u.dict, &child);
+			rc = write_dict(w, lv.fd, crel, v->dict, &child);
 		leave_child_dir(w, &lv);
 		if (rc == TD_OK) {
 			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
@@ -334,10 +334,10 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	}
 	case TD_VALUE_STRING:
 		TD_TRY(write_string(w, dirfd, rel, key, v));
-		return td_dict_set_string_path(dst, &key, 1, v->u.blob.data);
+		return td_dict_set_string_path(dst, &key, 1, v->blob.data);
 	case TD_VALUE_STRINGS:
-		TD_TRY(write_strings(w, dirfd, rel, key, &v->u.strings));
-		return set_strings_copy(dst, key, &v->u.strings);
+		TD_TRY(write_strings(w, dirfd, rel, key, &v->strings));
+		return set_strings_copy(dst, key, &v->strings);
 	default:
 		return td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
 			(int)v->kind);

@@ -24,7 +24,7 @@ int td__holds_lazy(const td_dict *d)
 	td_dict_items(d, NULL, vals, n);
 	for (i = 0; rc == 0 && i < n; i++)
 		if (vals[i]->kind == TD_VALUE_DICT)
-			rc = td__holds_lazy(vals[i]->u.dict);
+			rc = td__holds_lazy(vals[i]->dict);
 	td__free(vals);
 	return rc;
 }
@@ -65,10 +65,10 @@ int td__check_writable(const td_dict *d, const char *fn)
 			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
 				"tensordict's layout stores only as a Python pickle", fn, keys[i]);
 		else if (v->kind == TD_VALUE_TENSOR &&
-			 td_buffer_memory(v->u.tensor.buffer) == TD_MEMORY_DEVICE)
+			 td_buffer_memory(v->tensor.buffer) == TD_MEMORY_DEVICE)
 			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn, keys[i]);
 		else if (v->kind == TD_VALUE_DICT)
-			rc = td__check_writable(v->u.dict, fn);
+			rc = td__check_writable(v->dict, fn);
 	}
 	td__free(keys);
 	td__free(vals);

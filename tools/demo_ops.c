@@ -213,7 +213,7 @@ int demo_step_equal(demo *d)
 
 		DEMO_CALL(d, td_dict_get(d->td, swapped_keys[i], &v));
 		DEMO_CALL(d, v->kind == TD_VALUE_DICT ? td_dict_set_dict(sw, swapped_keys[i],
-			v->u.dict) : td_dict_set_tensor(sw, swapped_keys[i], &v->u.tensor));
+			v->dict) : td_dict_set_tensor(sw, swapped_keys[i], &v->tensor));
 	}
 	DEMO_TRY(demo_check_equal(d, sw, d->td, 1, "td with its keys in another order"));
 	demo_say(d, "clone(big_td) == big_td; one element + 1e-4: equal 0, allclose atol 1e-3: "
@@ -240,7 +240,7 @@ static int count_locked(const td_dict *x, size_t *locked)
 
 	*locked = td_dict_is_locked(x);
 	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1) {
-		if (item.value->kind == TD_VALUE_DICT && td_dict_is_locked(item.value->u.dict))
+		if (item.value->kind == TD_VALUE_DICT && td_dict_is_locked(item.value->dict))
 			(*locked)++;
 	}
 	td_dict_iter_free(it);
@@ -463,7 +463,7 @@ static int strings_travel(demo *d, const td_dict *c)
 
 	DEMO_CALL(d, td_dict_index(&row, c, &two, 1));
 	DEMO_CALL(d, td_dict_get(row, "info.task", &v));
-	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && strcmp(v->u.blob.data, "task-2") == 0,
+	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && strcmp(v->blob.data, "task-2") == 0,
 		"rb[2] holds row 2's string");
 	DEMO_CALL(d, td_dict_index(&part, c, &mid, 1));
 	DEMO_CALL(d, td_dict_get_strings(part, "info.task", &arr));
@@ -512,7 +512,7 @@ int demo_step_non_tensor(demo *d)
 	DEMO_CALL(d, demo_dict_stats(c, &s));
 	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && s.blobs == 2 && blobs_are(c, "CartPole-v1",
 		seed, sizeof(seed)), "non-tensor leaves read back wrong (%zu found)", s.blobs);
-	env_len = v->u.blob.length;
+	env_len = v->blob.length;
 	DEMO_TRY(blobs_travel(d, c, seed, sizeof(seed)));
 	DEMO_TRY(demo_set_tasks(d, c));
 	DEMO_TRY(strings_travel(d, c));

@@ -53,7 +53,7 @@ int demo_step_store(demo *d)
 		strcmp(td_strings_at(tasks, DEMO_ROWS - 1, NULL), "task-7") == 0,
 		"the reopened array of strings");
 	DEMO_CALL(d, td_dict_get(td_store_dict(reader), "obs", &v));
-	DEMO_CHECK(d, td_buffer_memory(v->u.tensor.buffer) == TD_MEMORY_FILE,
+	DEMO_CHECK(d, td_buffer_memory(v->tensor.buffer) == TD_MEMORY_FILE,
 		"obs is a view of its file");
 	DEMO_CALL(d, demo_dict_stats(td_store_dict(reader), &s));
 

@@ -234,7 +234,7 @@ int demo_dict_max_abs_diff(const td_dict *a, const td_dict *b, double *out)
 			continue;
 		rc = td_dict_get_tensor_path(b, item.path, item.depth, &tb);
 		if (rc >= 0)
-			rc = tensor_max_abs_diff(&item.value->u.tensor, tb, out);
+			rc = tensor_max_abs_diff(&item.value->tensor, tb, out);
 	}
 	td_dict_iter_free(it);
 	return rc < 0 ? rc : TD_OK;
@@ -248,8 +248,8 @@ static void count_item(demo_stats *s, const td_item *item, double sum)
 		s->dicts++;
 	} else if (item->value->kind == TD_VALUE_TENSOR) {
 		s->leaves++;
-		s->numel += td_tensor_numel(&item->value->u.tensor);
-		s->nbytes += td_tensor_nbytes(&item->value->u.tensor);
+		s->numel += td_tensor_numel(&item->value->tensor);
+		s->nbytes += td_tensor_nbytes(&item->value->tensor);
 		s->sum += sum;
 	} else {
 		s->blobs++;
@@ -267,7 +267,7 @@ int demo_dict_stats(const td_dict *d, demo_stats *out)
 		double sum = 0;
 
 		if (item.value->kind == TD_VALUE_TENSOR)
-			rc = demo_tensor_sum(&item.value->u.tensor, &sum);
+			rc = demo_tensor_sum(&item.value->tensor, &sum);
 		if (rc >= 0)
 			count_item(out, &item, sum);
 	}

@@ -86,19 +86,26 @@ typedef struct td_strings {
 	int64_t shape[TD_MAX_DIMS];
 } td_strings;
 
-/** The value of one entry. Borrowed from its dict (see the lifetime rules above). */
+/** The bytes of a string or bytes value (TD_VALUE_STRING, TD_VALUE_BYTES). */
+typedef struct td_blob {
+	td_buffer *buffer; /**< holds the bytes */
+	const char *data;  /**< the bytes; for STRING also NUL-terminated */
+	size_t length;     /**< in bytes, without the terminating NUL */
+} td_blob;
+
+/**
+ * The value of one entry: `kind` says which member of the anonymous union
+ * holds it (`v->tensor`, `v->dict`, `v->blob`, `v->strings`). Borrowed from
+ * its dict (see the lifetime rules above).
+ */
 typedef struct td_value {
 	td_value_kind kind;
 	union {
-		td_tensor tensor; /**< TD_VALUE_TENSOR */
-		td_dict *dict;    /**< TD_VALUE_DICT */
-		struct {
-			td_buffer *buffer;  /**< holds the bytes */
-			const char *data;   /**< the bytes; for STRING also NUL-terminated */
-			size_t length;      /**< in bytes, without the terminating NUL */
-		} blob;           /**< TD_VALUE_STRING and TD_VALUE_BYTES */
+		td_tensor tensor;   /**< TD_VALUE_TENSOR */
+		td_dict *dict;      /**< TD_VALUE_DICT */
+		td_blob blob;       /**< TD_VALUE_STRING and TD_VALUE_BYTES */
 		td_strings strings; /**< TD_VALUE_STRINGS */
-	} u;
+	};
 } td_value;
 
 /* ------------------------------------------------------------------------ */

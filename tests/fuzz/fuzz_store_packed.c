@@ -85,8 +85,8 @@ static void read_all(td_store *st)
 		return;
 	while (td_dict_iter_next(it, &item) == 1) {
 		if (item.value->kind == TD_VALUE_TENSOR) {
-			const uint8_t *p = td_tensor_data(&item.value->u.tensor);
-			size_t k, nb = td_tensor_nbytes(&item.value->u.tensor);
+			const uint8_t *p = td_tensor_data(&item.value->tensor);
+			size_t k, nb = td_tensor_nbytes(&item.value->tensor);
 
 			for (k = 0; k < nb; k += 512)
 				sink ^= p[k];

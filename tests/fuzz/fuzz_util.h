@@ -56,9 +56,9 @@ static void td_fuzz_open_and_read(const char *path, unsigned flags)
 
 			if (v->kind != TD_VALUE_TENSOR)
 				continue;
-			n = td_tensor_nbytes(&v->u.tensor);
+			n = td_tensor_nbytes(&v->tensor);
 			for (i = 0; i < n; i++)
-				sink ^= ((const unsigned char *)td_tensor_data(&v->u.tensor))[i];
+				sink ^= ((const unsigned char *)td_tensor_data(&v->tensor))[i];
 			(void)sink;
 		}
 		td_dict_iter_free(it);

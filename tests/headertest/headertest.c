@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * headertest.c - <tdstore.h> compiles as strict C99 (-std=c99 -pedantic
+ * headertest.c - <tdstore.h> compiles as strict C11 (-std=c11 -pedantic
  * -Werror, built by `make headertest`), and a program using its types,
- * macros and inline helpers links against libtdstore and runs.
+ * macros, inline helpers and td_value's anonymous union links against
+ * libtdstore and runs.
  */
 #include <tdstore.h>
 
@@ -18,6 +19,8 @@ int main(void)
 	td_index idx[3];
 	td_scalar got;
 	td_value_kind kind = TD_VALUE_TENSOR;
+	td_dict *d = NULL;
+	const td_value *v = NULL;
 	int major = -1;
 	const char *version = td_version(&major, NULL, NULL);
 
@@ -36,6 +39,13 @@ int main(void)
 		return 1;
 	}
 	td_tensor_release(&row);
+	if (td_dict_new(&d, 1, shape) != TD_OK || td_dict_set_tensor(d, "x", &t) != TD_OK ||
+	    td_dict_set_string(d, "s", "text") != TD_OK || td_dict_get(d, "x", &v) != TD_OK ||
+	    v->tensor.ndim != 2 || td_dict_get(d, "s", &v) != TD_OK || v->blob.length != 4) {
+		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
+		return 1;
+	}
+	td_dict_free(d);
 	td_tensor_release(&t);
 	if (got.kind != TD_SCALAR_FLOAT || got.v.f != 2.5)
 		return 1;

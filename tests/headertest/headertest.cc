@@ -33,6 +33,14 @@ int main()
 		return 1;
 	}
 	td_tensor_release(&row);
+	const td_value *v = nullptr;
+	if (td_dict_new(&dict, 1, shape) != TD_OK || td_dict_set_tensor(dict, "x", &t) != TD_OK ||
+	    td_dict_get(dict, "x", &v) != TD_OK || v->kind != TD_VALUE_TENSOR ||
+	    v->tensor.ndim != 2) {
+		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
+		return 1;
+	}
+	td_dict_free(dict);
 	td_tensor_release(&t);
 	return got.kind == TD_SCALAR_INT && got.v.i == 7 ? 0 : 1;
 }

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-# `make headertest`: <tdstore.h> compiled as strict C99 and as C++11 (when
-# configure found a C++ compiler), each program linked against libtdstore
-# and run; and the C example of README.md compiled as strict C99.
+# `make headertest`: <tdstore.h> compiled as strict C11 (the project's
+# language: td_value's union is anonymous, which C99 lacks) and as C++11
+# (when configure found a C++ compiler), each program linked against
+# libtdstore and run; and the C example of README.md compiled as strict C11.
 EXTRA_DIST += \
 	%D%/headertest.c \
 	%D%/headertest.cc
@@ -22,13 +23,13 @@ headertest: headertest-c headertest-cxx headertest-readme
 
 headertest-c: libtdstore.la
 	@$(MKDIR_P) $(td_ht_dir)
-	$(AM_V_CC)$(CC) $(td_ht_cppflags) $(CFLAGS) -std=c99 $(td_ht_warnings) \
+	$(AM_V_CC)$(CC) $(td_ht_cppflags) $(CFLAGS) -std=c11 $(td_ht_warnings) \
 		-c -o $(td_ht_dir)/headertest-c.o $(srcdir)/$(td_ht_dir)/headertest.c
 	$(AM_V_CCLD)$(LIBTOOL) $(AM_V_lt) --tag=CC --mode=link $(CC) $(CFLAGS) \
 		$(AM_LDFLAGS) $(LDFLAGS) -o $(td_ht_dir)/headertest-c \
 		$(td_ht_dir)/headertest-c.o libtdstore.la
 	$(td_ht_dir)/headertest-c
-	@echo "headertest: <tdstore.h> is valid C99 (-std=c99 $(td_ht_warnings))"
+	@echo "headertest: <tdstore.h> is valid C11 (-std=c11 $(td_ht_warnings))"
 
 if TD_HAVE_CXX
 headertest-cxx: libtdstore.la
@@ -53,8 +54,8 @@ headertest-readme: $(srcdir)/README.md
 		$(srcdir)/README.md > $(td_ht_dir)/readme_example.c
 	@test -s $(td_ht_dir)/readme_example.c || \
 		{ echo "headertest: no \`\`\`c block in README.md" >&2; exit 1; }
-	$(AM_V_CC)$(CC) $(td_ht_cppflags) $(CFLAGS) -std=c99 $(td_ht_warnings) \
+	$(AM_V_CC)$(CC) $(td_ht_cppflags) $(CFLAGS) -std=c11 $(td_ht_warnings) \
 		-c -o $(td_ht_dir)/readme_example.o $(td_ht_dir)/readme_example.c
-	@echo "headertest: the C example of README.md compiles as C99"
+	@echo "headertest: the C example of README.md compiles as C11"
 
 .PHONY: headertest headertest-c headertest-cxx headertest-readme

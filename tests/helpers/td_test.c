@@ -447,7 +447,7 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 			td_cr_assert_ok(td_dict_get_path(td_store_dict(st), parts + !nested,
 				1 + nested, &v));
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-			cr_assert_eq(((const int64_t *)td_tensor_data(&v->u.tensor))[3], i * 100 + j,
+			cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], i * 100 + j,
 				"p%d_%d", i, j);
 		}
 	cr_assert_eq(td_store_generation(st), 1 + (uint64_t)racers * (uint64_t)per_racer);

@@ -475,15 +475,15 @@ static json_t *string_json(const td_item *it, const td_dict *src)
 		parent = sub;
 	}
 	check(td_dict_get_blob(parent, it->key, &orig, &orig_len), it->key);
-	if (orig_len != it->value->u.blob.length ||
-		memcmp(orig, it->value->u.blob.data, orig_len) != 0) {
+	if (orig_len != it->value->blob.length ||
+		memcmp(orig, it->value->blob.data, orig_len) != 0) {
 		fprintf(stderr, "write_stores: string '%s': the store does not hold what was written\n",
 			it->key);
 		exit(1);
 	}
 	jset(leaf, "path", path_json(it->path, it->depth));
 	jset(leaf, "kind", json_string("string"));
-	jset(leaf, "value", json_stringn(it->value->u.blob.data, it->value->u.blob.length));
+	jset(leaf, "value", json_stringn(it->value->blob.data, it->value->blob.length));
 	return leaf;
 }
 
@@ -509,7 +509,7 @@ static json_t *lists_json(const td_strings *s, int dim, int64_t *at)
 static json_t *strings_json(const td_item *it, const td_dict *src)
 {
 	json_t *leaf = jcheck(json_object());
-	const td_strings *mine = &it->value->u.strings, *orig;
+	const td_strings *mine = &it->value->strings, *orig;
 	int64_t at = 0, i;
 
 	/* The source's array under the same path. */
@@ -543,7 +543,7 @@ static json_t *describe(td_store *store, const td_dict *src)
 
 		switch (it.value->kind) {
 		case TD_VALUE_TENSOR:
-			jappend(leaves, tensor_json(&it, &it.value->u.tensor, src));
+			jappend(leaves, tensor_json(&it, &it.value->tensor, src));
 			break;
 		case TD_VALUE_STRING:
 			jappend(leaves, string_json(&it, src));
@@ -554,8 +554,8 @@ static json_t *describe(td_store *store, const td_dict *src)
 		case TD_VALUE_DICT:
 			e = jcheck(json_object());
 			jset(e, "path", path_json(it.path, it.depth));
-			jset(e, "batch_size", shape_json(td_dict_batch_ndim(it.value->u.dict),
-				td_dict_batch_shape(it.value->u.dict)));
+			jset(e, "batch_size", shape_json(td_dict_batch_ndim(it.value->dict),
+				td_dict_batch_shape(it.value->dict)));
 			jappend(dicts, e);
 			break;
 		default:

@@ -336,8 +336,8 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	td_cr_assert_ok(td_dict_set_bytes(d, "raw", raw, sizeof(raw)));
 	td_cr_assert_ok(td_dict_get(d, "raw", &v));
 	cr_assert_eq(v->kind, TD_VALUE_BYTES);
-	cr_assert_eq(v->u.blob.length, 4);
-	cr_assert_eq(memcmp(v->u.blob.data, raw, 4), 0);
+	cr_assert_eq(v->blob.length, 4);
+	cr_assert_eq(memcmp(v->blob.data, raw, 4), 0);
 	td_cr_assert_ok(td_dict_set_bytes(d, "empty", NULL, 0));
 	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "n", "s" }, 2, ""));
 	td_cr_assert_ok(td_dict_set_bytes_path(d, (const char *[]){ "n", "b" }, 2, "ab", 2));
@@ -755,7 +755,7 @@ Test(dict, key_handle_components_may_hold_dots_and_be_empty)
 	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
 	td_cr_assert_ok(td_dict_get_key(d, k, &v));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-	cr_assert_eq(v->u.tensor.buffer, t.buffer);
+	cr_assert_eq(v->tensor.buffer, t.buffer);
 	td_cr_assert_ok(td_dict_get_path(d, parts, 2, &v));
 	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
 	td_key_free(k);
@@ -1788,12 +1788,12 @@ Test(dict, take_path_setters_adopt_values_under_keys_with_dots_or_empty)
 	cr_assert_null(t.buffer);
 	td_cr_assert_ok(td_dict_get_path(d, dotted, 1, &v));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-	cr_assert_eq(td_buffer_refcount(v->u.tensor.buffer), 1);
+	cr_assert_eq(td_buffer_refcount(v->tensor.buffer), 1);
 
 	td_cr_assert_ok(td_dict_new(&child, 1, b));
 	td_cr_assert_ok(td_dict_set_dict_take_path(d, empty, 1, child));
 	td_cr_assert_ok(td_dict_get_path(d, empty, 1, &v));
-	cr_assert_eq(v->u.dict, child);
+	cr_assert_eq(v->dict, child);
 	cr_assert_eq(td_dict_parent(child), d);
 	/* Intermediate dicts are created; the empty last component is a key too. */
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I8, 1, b));

@@ -212,11 +212,11 @@ Test(lazy, nested_membership_and_iteration_match_dense)
 				cr_assert_str_eq(a.path[i], b.path[i]);
 			cr_assert_eq(a.value->kind, b.value->kind);
 			if (a.value->kind == TD_VALUE_TENSOR)
-				assert_tensor_eq(&a.value->u.tensor, &b.value->u.tensor);
+				assert_tensor_eq(&a.value->tensor, &b.value->tensor);
 			else if (a.value->kind == TD_VALUE_DICT)
-				assert_same(b.value->u.dict, a.value->u.dict);
+				assert_same(b.value->dict, a.value->dict);
 			else
-				cr_assert_str_eq(a.value->u.blob.data, b.value->u.blob.data);
+				cr_assert_str_eq(a.value->blob.data, b.value->blob.data);
 		}
 		cr_assert_eq(count, 6);
 		td_dict_iter_free(id);
@@ -1636,7 +1636,7 @@ Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
 	kept.buffer = NULL;
 	td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
 	while (td_dict_iter_next(it, &item) == 1) {
-		const td_tensor *v = &item.value->u.tensor;
+		const td_tensor *v = &item.value->tensor;
 
 		td_cr_assert_ok(td_lazy_get_tensor(&want, s, item.key));
 		assert_tensor_eq(v, &want);
@@ -1945,7 +1945,7 @@ static int count_locked_state(const td_dict *d, bool locked)
 	while (td_dict_iter_next(it, &item) == 1) {
 		if (item.value->kind != TD_VALUE_DICT)
 			continue;
-		cr_assert_eq(td_dict_is_locked(item.value->u.dict), locked, "%s", item.key);
+		cr_assert_eq(td_dict_is_locked(item.value->dict), locked, "%s", item.key);
 		n++;
 	}
 	td_dict_iter_free(it);

@@ -127,7 +127,7 @@ Test(lazy_nested, stored_as_a_value)
 		cr_assert_eq(td_lazy_stack_dim(z), sd);
 		td_cr_assert_ok(td_dict_get(f.dict, "z", &v));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
-		cr_assert_eq(v->u.dict, z);
+		cr_assert_eq(v->dict, z);
 		cr_assert_eq(td_dict_len(f.dict), 3u);
 		/* td_dict_free() of a stack that belongs to a dict does nothing. */
 		td_dict_free(z);
@@ -363,7 +363,7 @@ static size_t walk(const td_dict *d, unsigned flags, char out[][64], size_t cap)
 			int64_t j, numel;
 
 			/* A contiguous float64 copy, summed with position weights. */
-			td_cr_assert_ok(td_tensor_to_dtype(&c, &item.value->u.tensor, TD_DTYPE_F64));
+			td_cr_assert_ok(td_tensor_to_dtype(&c, &item.value->tensor, TD_DTYPE_F64));
 			cr_assert(td_tensor_is_contiguous(&c));
 			x = td_tensor_data(&c);
 			numel = td_tensor_numel(&c);

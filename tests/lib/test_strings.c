@@ -56,7 +56,7 @@ static void assert_string(const td_dict *d, const char *key, const char *want)
 
 	td_cr_assert_ok(td_dict_get(d, key, &v));
 	cr_assert_eq(v->kind, TD_VALUE_STRING, "%s: kind %d", key, v->kind);
-	cr_assert_str_eq(v->u.blob.data, want);
+	cr_assert_str_eq(v->blob.data, want);
 }
 
 Test(strings, set_get_and_read_each_element)
@@ -70,7 +70,7 @@ Test(strings, set_get_and_read_each_element)
 	assert_strings(d, "lst", 1, b3, ABC);
 	td_cr_assert_ok(td_dict_get(d, "lst", &v));
 	cr_assert_eq(v->kind, TD_VALUE_STRINGS);
-	s = &v->u.strings;
+	s = &v->strings;
 	cr_assert_null(td_strings_at(s, -1, &len));
 	cr_assert_null(td_strings_at(s, 3, &len));
 	cr_assert_null(td_strings_at(NULL, 0, &len));

@@ -152,11 +152,11 @@ Test(store_dir, memmap_then_open_gives_the_same_dict)
 	cr_assert(td_dict_is_locked(td_store_dict(ro)));
 	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "float32", &v));
-	cr_assert_eq(td_buffer_memory(v->u.tensor.buffer), TD_MEMORY_FILE);
-	cr_assert_eq(td_buffer_flags(v->u.tensor.buffer), TD_BUFFER_READONLY);
+	cr_assert_eq(td_buffer_memory(v->tensor.buffer), TD_MEMORY_FILE);
+	cr_assert_eq(td_buffer_flags(v->tensor.buffer), TD_BUFFER_READONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "sub.label", &v));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
-	cr_assert_str_eq(v->u.blob.data, "héllo ✓");
+	cr_assert_str_eq(v->blob.data, "héllo ✓");
 	td_cr_assert_ok(td_store_sync(ro));
 	td_cr_assert_ok(td_store_close(ro));
 	td_dict_free(d);
@@ -228,23 +228,23 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 	b2 = open_ok(td_test_path("w"), TD_STORE_RDWR);
 	td_cr_assert_ok(td_dict_get(td_store_dict(a), "x", &va));
 	td_cr_assert_ok(td_dict_get(td_store_dict(b2), "x", &vb));
-	cr_assert_eq(td_buffer_flags(va->u.tensor.buffer), 0u);
+	cr_assert_eq(td_buffer_flags(va->tensor.buffer), 0u);
 	/* Two mappings of one file: a write through one is seen through the other. */
-	td_cr_assert_ok(td_tensor_fill((td_tensor *)&va->u.tensor, td_scalar_float(7.5)));
-	cr_assert_eq(((double *)td_tensor_data(&vb->u.tensor))[3], 7.5);
+	td_cr_assert_ok(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(7.5)));
+	cr_assert_eq(((double *)td_tensor_data(&vb->tensor))[3], 7.5);
 	td_cr_assert_ok(td_store_sync(a));
 	td_cr_assert_ok(td_store_close(a));
 	td_cr_assert_ok(td_store_close(b2));
 
 	ro = open_ok(td_test_path("w"), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "x", &va));
-	cr_assert_eq(((double *)td_tensor_data(&va->u.tensor))[0], 7.5);
+	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
 	/* A read-only store refuses writes and leaves the data alone. */
-	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->u.tensor, td_scalar_float(1)),
+	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(1)),
 		TD_EREADONLY);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b));
 	td_cr_assert_err(td_dict_set_tensor_inplace(td_store_dict(ro), "x", &t), TD_EREADONLY);
-	cr_assert_eq(((double *)td_tensor_data(&va->u.tensor))[0], 7.5);
+	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
 	/* The dict is locked: no new keys. */
 	td_cr_assert_err(td_dict_set_tensor(td_store_dict(ro), "y", &t), TD_ELOCKED);
 	td_tensor_release(&t);
@@ -264,7 +264,7 @@ Test(store_dir, tensors_taken_from_a_store_outlive_it)
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("o"), TD_STORE_NOSYNC));
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
-	td_tensor_ref(&keep, &v->u.tensor);
+	td_tensor_ref(&keep, &v->tensor);
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_eq(((int32_t *)td_tensor_data(&keep))[999], 999);
 	td_tensor_release(&keep);
@@ -292,11 +292,11 @@ Test(store_dir, syncing_many_leaves_flushes_the_file_system_once)
 	}
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("many"), TD_STORE_NOSYNC));
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "k19", &v));
-	((int32_t *)td_tensor_data(&v->u.tensor))[15] = -5;
+	((int32_t *)td_tensor_data(&v->tensor))[15] = -5;
 	td_cr_assert_ok(td_store_sync(st)); /* 20 mappings: one syncfs */
 	ro = open_ok(td_test_path("many"), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "k19", &v));
-	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[15], -5);
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[15], -5);
 	td_cr_assert_ok(td_store_sync(ro)); /* read-only: nothing to do */
 	td_cr_assert_ok(td_store_close(ro));
 	/* A store whose directory went away cannot be synced: an error, not a crash. */
@@ -322,11 +322,11 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 	td_cr_assert_ok(td_dict_set_tensor(d, "t", &p));
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("c"), TD_STORE_NOSYNC));
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "t", &v));
-	cr_assert(td_tensor_is_contiguous(&v->u.tensor));
-	cr_assert_eq(v->u.tensor.shape[0], 3);
+	cr_assert(td_tensor_is_contiguous(&v->tensor));
+	cr_assert_eq(v->tensor.shape[0], 3);
 	td_cr_assert_ok(td_tensor_contiguous(&c, &p));
-	cr_assert_eq(memcmp(td_tensor_data(&v->u.tensor), td_tensor_data(&c), 24), 0);
-	cr_assert_eq(td_tensor_equal(&v->u.tensor, &p), 1);
+	cr_assert_eq(memcmp(td_tensor_data(&v->tensor), td_tensor_data(&c), 24), 0);
+	cr_assert_eq(td_tensor_equal(&v->tensor, &p), 1);
 	td_tensor_release(&c);
 	td_tensor_release(&p);
 	td_tensor_release(&t);
@@ -375,7 +375,7 @@ Test(store_dir, every_block_of_every_leaf_file_is_allocated)
 			const td_value *v;
 
 			td_cr_assert_ok(td_dict_get(td_store_dict(st), "strided", &v));
-			cr_assert_eq(td_tensor_equal(&v->u.tensor, &tr), 1);
+			cr_assert_eq(td_tensor_equal(&v->tensor, &tr), 1);
 		}
 		td_cr_assert_ok(td_store_close(st));
 		td_tensor_release(&tr);
@@ -400,9 +400,9 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	cr_assert_not(td_test_exists(td_test_path("z/x.memmap")));
 	st = open_ok(td_test_path("z"), TD_STORE_RDONLY);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
-	cr_assert_eq(v->u.tensor.ndim, 2);
-	cr_assert_eq(v->u.tensor.shape[1], 3);
-	cr_assert_eq(td_tensor_numel(&v->u.tensor), 0);
+	cr_assert_eq(v->tensor.ndim, 2);
+	cr_assert_eq(v->tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_numel(&v->tensor), 0);
 	td_cr_assert_ok(td_store_close(st));
 
 	td_cr_assert_ok(td_dict_new(&e, 1, b2));
@@ -588,7 +588,7 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"), TD_STORE_LIKE));
 	cr_assert_eq(td_test_file_size(td_test_path("like/x.memmap")), 16);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
-	cr_assert_eq(((int32_t *)td_tensor_data(&v->u.tensor))[3], 0);
+	cr_assert_eq(((int32_t *)td_tensor_data(&v->tensor))[3], 0);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
 }
@@ -884,7 +884,7 @@ Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
 
 	st = open_ok(tensorclass_store("tc"), 0);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "obs.pixels", &v));
-	cr_assert_eq(v->u.tensor.shape[1], 3);
+	cr_assert_eq(v->tensor.shape[1], 3);
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -1096,7 +1096,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	cr_assert_neq(access(path, F_OK), 0, "nothing lands beside the class's meta.json");
 	st = open_ok(dir, 0);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), extra, 2, &v));
-	cr_assert_eq(td_test_element(&v->u.tensor, 3), 7.0);
+	cr_assert_eq(td_test_element(&v->tensor, 3), 7.0);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* Removing the leaf, then the whole tensorclass, removes their files. */

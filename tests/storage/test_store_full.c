@@ -118,8 +118,8 @@ static void write_through(td_store *st, int value)
 		TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(it, &item) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR)
-			memset(td_tensor_data(&item.value->u.tensor), value,
-				td_tensor_nbytes(&item.value->u.tensor));
+			memset(td_tensor_data(&item.value->tensor), value,
+				td_tensor_nbytes(&item.value->tensor));
 	td_dict_iter_free(it);
 	td_cr_assert_ok(td_store_sync(st));
 }

@@ -31,7 +31,7 @@ static const td_tensor *leaf(const td_dict *d, const char *const *parts, size_t 
 
 	td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-	return &v->u.tensor;
+	return &v->tensor;
 }
 
 static char *slurp(const char *path)
@@ -96,9 +96,9 @@ static void assert_grown(const td_dict *d, int64_t rows)
 	for (i = 0; i < rows * 6; i++)
 		cr_assert_eq(((const float *)td_tensor_data(t))[i], i < 24 ? (float)i : 0.0f);
 	td_cr_assert_ok(td_dict_get_path(d, (const char *[]){ "sub" }, 1, &v));
-	cr_assert_eq(td_dict_batch_ndim(v->u.dict), 2);
-	cr_assert_eq(td_dict_batch_shape(v->u.dict)[0], rows);
-	cr_assert_eq(td_dict_batch_shape(v->u.dict)[1], 5);
+	cr_assert_eq(td_dict_batch_ndim(v->dict), 2);
+	cr_assert_eq(td_dict_batch_shape(v->dict)[0], rows);
+	cr_assert_eq(td_dict_batch_shape(v->dict)[1], 5);
 	t = leaf(d, x, 2);
 	for (i = 0; i < rows * 5; i++)
 		cr_assert_eq(((const int64_t *)td_tensor_data(t))[i], i < 20 ? i : 0);
@@ -106,7 +106,7 @@ static void assert_grown(const td_dict *d, int64_t rows)
 	cr_assert(t->shape[0] == rows && t->shape[1] == 0);
 	td_cr_assert_ok(td_dict_get_path(d, (const char *[]){ "s" }, 1, &v));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
-	cr_assert_str_eq(v->u.blob.data, "hello");
+	cr_assert_str_eq(v->blob.data, "hello");
 }
 
 Test(store_grow, every_dict_and_leaf_grows_and_keeps_its_values)
@@ -589,19 +589,19 @@ static int64_t check_killed_store(const td_dict *root, size_t *nleaves)
 		int k;
 
 		if (item.value->kind == TD_VALUE_DICT) {
-			cr_assert_eq(td_dict_batch_ndim(item.value->u.dict), 1);
-			cr_assert_eq(td_dict_batch_shape(item.value->u.dict)[0], rows, "%s", item.key);
+			cr_assert_eq(td_dict_batch_ndim(item.value->dict), 1);
+			cr_assert_eq(td_dict_batch_shape(item.value->dict)[0], rows, "%s", item.key);
 			continue;
 		}
 		cr_assert_eq(item.value->kind, TD_VALUE_TENSOR);
-		cr_assert_eq(item.value->u.tensor.shape[0], rows, "%s", item.key);
+		cr_assert_eq(item.value->tensor.shape[0], rows, "%s", item.key);
 		(*nleaves)++;
 		if (!strcmp(item.key, "base"))
 			continue;
 		cr_assert(item.depth == 1 ? sscanf(item.key, "k%d", &k) == 1 :
 			item.depth == 2 && !strcmp(item.key, "v") && sscanf(item.path[0], "d%d", &k) == 1,
 			"key %s", item.key);
-		p = td_tensor_data(&item.value->u.tensor);
+		p = td_tensor_data(&item.value->tensor);
 		cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
 		for (r = 1; r < rows && p[r] == k; r++)
 			;

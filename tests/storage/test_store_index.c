@@ -40,7 +40,7 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 	cr_assert_eq(a->kind, b->kind, "%s: kind %d and %d", key, a->kind, b->kind);
 	switch (a->kind) {
 	case TD_VALUE_TENSOR: {
-		const td_tensor *x = &a->u.tensor, *y = &b->u.tensor;
+		const td_tensor *x = &a->tensor, *y = &b->tensor;
 		td_tensor cx, cy;
 
 		cr_assert_eq(x->dtype, y->dtype, "%s: dtype", key);
@@ -58,19 +58,19 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 		break;
 	}
 	case TD_VALUE_DICT:
-		assert_same_dict(a->u.dict, b->u.dict, key);
+		assert_same_dict(a->dict, b->dict, key);
 		break;
 	case TD_VALUE_STRINGS:
-		cr_assert_eq(a->u.strings.ndim, b->u.strings.ndim, "%s", key);
-		cr_assert_arr_eq(a->u.strings.shape, b->u.strings.shape,
-			(size_t)a->u.strings.ndim * sizeof(int64_t), "%s", key);
-		for (i = 0; i < a->u.strings.numel; i++)
-			cr_assert_str_eq(td_strings_at(&a->u.strings, i, NULL),
-				td_strings_at(&b->u.strings, i, NULL), "%s[%lld]", key, (long long)i);
+		cr_assert_eq(a->strings.ndim, b->strings.ndim, "%s", key);
+		cr_assert_arr_eq(a->strings.shape, b->strings.shape,
+			(size_t)a->strings.ndim * sizeof(int64_t), "%s", key);
+		for (i = 0; i < a->strings.numel; i++)
+			cr_assert_str_eq(td_strings_at(&a->strings, i, NULL),
+				td_strings_at(&b->strings, i, NULL), "%s[%lld]", key, (long long)i);
 		break;
 	default:
-		cr_assert_eq(a->u.blob.length, b->u.blob.length, "%s", key);
-		cr_assert(memcmp(a->u.blob.data, b->u.blob.data, a->u.blob.length) == 0, "%s", key);
+		cr_assert_eq(a->blob.length, b->blob.length, "%s", key);
+		cr_assert(memcmp(a->blob.data, b->blob.data, a->blob.length) == 0, "%s", key);
 		break;
 	}
 }
@@ -344,7 +344,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 		const td_value *v;
 
 		td_cr_assert_ok(td_dict_get(td_store_dict(st), "my key", &v));
-		((int16_t *)td_tensor_data(&v->u.tensor))[2] = 1234;
+		((int16_t *)td_tensor_data(&v->tensor))[2] = 1234;
 	}
 	td_cr_assert_ok(td_store_close(st));
 	st = open_json(path);
@@ -352,7 +352,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 		const td_value *v;
 
 		td_cr_assert_ok(td_dict_get(td_store_dict(st), "my key", &v));
-		cr_assert_eq(((const int16_t *)td_tensor_data(&v->u.tensor))[2], 1234);
+		cr_assert_eq(((const int16_t *)td_tensor_data(&v->tensor))[2], 1234);
 	}
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
@@ -787,21 +787,21 @@ Test(store_index, a_meta_json_changed_in_place_with_the_same_size_is_detected)
 		"\"dtype\":   \"torch.int32\"");
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
 	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
-	cr_assert_eq(get(st, a, 1)->u.tensor.dtype, TD_DTYPE_I32);
+	cr_assert_eq(get(st, a, 1)->tensor.dtype, TD_DTYPE_I32);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* A nested dict's, of another size: its leaf's dtype. */
 	path = small_store("nested");
 	edit_file(tpath("nested/sub/meta.json"), "torch.int32", "torch.float32");
 	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
-	cr_assert_eq(get(st, c, 2)->u.tensor.dtype, TD_DTYPE_F32);
+	cr_assert_eq(get(st, c, 2)->tensor.dtype, TD_DTYPE_F32);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* A string's: its text, same length. */
 	path = small_store("str");
 	edit_file(tpath("str/s/meta.json"), "hello", "jello");
 	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
-	cr_assert_str_eq(get(st, s, 1)->u.blob.data, "jello");
+	cr_assert_str_eq(get(st, s, 1)->blob.data, "jello");
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -826,8 +826,8 @@ Test(store_index, a_meta_json_rewritten_by_python_is_detected)
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
 	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 3);
-	cr_assert_eq(((const char *)td_tensor_data(&get(st, n, 1)->u.tensor))[2], 'z');
-	cr_assert_eq(get(st, b, 1)->u.tensor.dtype, TD_DTYPE_I64);
+	cr_assert_eq(((const char *)td_tensor_data(&get(st, n, 1)->tensor))[2], 'z');
+	cr_assert_eq(get(st, b, 1)->tensor.dtype, TD_DTYPE_I64);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* The same bytes written again (a new file, renamed over): still the same store. */

@@ -191,7 +191,7 @@ static void assert_rows(td_store *st, int64_t rows)
 	for (i = 0; i < rows; i++)
 		cr_assert_eq(((const int32_t *)td_tensor_data(x))[i], i < 4 ? i : 0);
 	td_cr_assert_ok(td_dict_get_path(d, (const char *[]){ "sub" }, 1, &v));
-	cr_assert_eq(td_dict_batch_shape(v->u.dict)[0], rows);
+	cr_assert_eq(td_dict_batch_shape(v->dict)[0], rows);
 	td_cr_assert_ok(td_dict_get_tensor_path(d, (const char *[]){ "sub", "y" }, 2, &y));
 	cr_assert_eq(y->shape[0], rows);
 	for (i = 0; i < rows * 2; i++)

@@ -239,7 +239,7 @@ static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
 
 	td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-	return ((const int64_t *)td_tensor_data(&v->u.tensor))[3];
+	return ((const int64_t *)td_tensor_data(&v->tensor))[3];
 }
 
 static void filled(td_tensor *t, int64_t v)
@@ -286,8 +286,8 @@ Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
 	cr_assert_eq(td_dict_iter_next(it, &item), 1);
 	cr_assert_str_eq(item.key, "bool");
 	do {
-		if (item.value->kind == TD_VALUE_TENSOR && td_tensor_numel(&item.value->u.tensor))
-			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->u.tensor) % 4096, 0,
+		if (item.value->kind == TD_VALUE_TENSOR && td_tensor_numel(&item.value->tensor))
+			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->tensor) % 4096, 0,
 				"%s", item.key);
 	} while (td_dict_iter_next(it, &item) == 1);
 	td_dict_iter_free(it);
@@ -297,7 +297,7 @@ Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
 		const td_value *v;
 
 		td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), p, 1, &v));
-		cr_assert(td_buffer_flags(v->u.tensor.buffer) & TD_BUFFER_READONLY);
+		cr_assert(td_buffer_flags(v->tensor.buffer) & TD_BUFFER_READONLY);
 	}
 	td_cr_assert_ok(td_store_close(ro));
 	td_dict_free(d);
@@ -366,11 +366,11 @@ Test(store_packed, writes_through_a_read_write_store_reach_the_file)
 	const td_value *v;
 
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), p, 1, &v));
-	((int32_t *)td_tensor_data(&v->u.tensor))[2] = 99;
+	((int32_t *)td_tensor_data(&v->tensor))[2] = 99;
 	td_cr_assert_ok(td_store_sync(st));
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("w.tds"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), p, 1, &v));
-	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[2], 99);
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[2], 99);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -419,8 +419,8 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 			const td_value *v;
 
 			td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), add, 2, &v));
-			cr_assert_eq(v->u.tensor.shape[0], 3);
-			cr_assert_eq(td_test_element(&v->u.tensor, 2), 5.0);
+			cr_assert_eq(v->tensor.shape[0], 3);
+			cr_assert_eq(td_test_element(&v->tensor, 2), 5.0);
 			td_cr_assert_err(td_dict_get_path(td_store_dict(ro), gone, 1, &v),
 				TD_ENOTFOUND);
 			cr_assert_eq(td_store_generation(ro), 3);
@@ -492,7 +492,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
 	/* A view held across changes stays valid and shares the file's pages. */
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), base, 1, &v));
-	td_tensor_ref(&held, &v->u.tensor);
+	td_tensor_ref(&held, &v->tensor);
 
 	filled(&t, 42);
 	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
@@ -507,7 +507,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 
 	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 3, &v));
-	cr_assert_eq(v->u.tensor.shape[1], 3);
+	cr_assert_eq(v->tensor.shape[1], 3);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 1);
 	td_cr_assert_ok(td_store_remove(st, x, 1));
 	td_cr_assert_ok(td_store_refresh(ro, &changed));
@@ -517,7 +517,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 
 	/* Writes through the writer's new dict show in the view taken before. */
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
-	((int32_t *)td_tensor_data(&v->u.tensor))[1] = -5;
+	((int32_t *)td_tensor_data(&v->tensor))[1] = -5;
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[1], -5);
 	td_tensor_release(&held);
 
@@ -929,7 +929,7 @@ static int write_base(td_store *mine, int racer, int j)
 	int rc = td_dict_get_path(td_store_dict(mine), b, 1, &v);
 
 	if (rc == 0)
-		((int32_t *)td_tensor_data(&v->u.tensor))[racer] = j;
+		((int32_t *)td_tensor_data(&v->tensor))[racer] = j;
 	return rc;
 }
 
@@ -944,7 +944,7 @@ Test(store_packed, processes_racing_schema_changes_lose_nothing)
 	st = td_test_race_adds(td_test_path("race.tds"), RACERS, PER_RACER, write_base);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), b, 1, &v));
 	for (i = 0; i < RACERS; i++)
-		cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[i], PER_RACER - 1);
+		cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[i], PER_RACER - 1);
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -1004,7 +1004,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			it % 2 ? TD_STORE_RDWR : TD_STORE_RDONLY));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
 		while (td_dict_iter_next(iter, &item) == 1) {
-			const int64_t *p = td_tensor_data(&item.value->u.tensor);
+			const int64_t *p = td_tensor_data(&item.value->tensor);
 			int k;
 
 			if (!strcmp(item.key, "base"))
@@ -1013,7 +1013,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
 			cr_assert_eq(p[3], k);
 			/* Rows past the leaf's first size are its value or zero (grown). */
-			last = p[item.value->u.tensor.shape[0] - 1];
+			last = p[item.value->tensor.shape[0] - 1];
 			cr_assert(last == k || last == 0, "%s ends with %lld", item.key,
 				(long long)last);
 		}
@@ -1043,9 +1043,9 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
-	td_tensor_ref(&held_small, &v->u.tensor);
+	td_tensor_ref(&held_small, &v->tensor);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
-	td_tensor_ref(&held_big, &v->u.tensor);
+	td_tensor_ref(&held_big, &v->tensor);
 
 	td_cr_assert_err(td_store_grow(st, 3), TD_EINVAL);
 	td_cr_assert_err(td_store_grow(ro, 10), TD_EREADONLY);
@@ -1055,20 +1055,20 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	cr_assert_eq(td_store_generation(st), 4);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 10);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 2, &v));
-	cr_assert_eq(v->u.tensor.shape[0], 10);
-	cr_assert_eq(v->u.tensor.shape[1], 3);
+	cr_assert_eq(v->tensor.shape[0], 10);
+	cr_assert_eq(v->tensor.shape[1], 3);
 	for (i = 0; i < 30; i++)
-		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 12 ? (double)i : 0.0, "%d", i);
+		cr_assert_eq(td_test_element(&v->tensor, i), i < 12 ? (double)i : 0.0, "%d", i);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
 	for (i = 0; i < 10 * 1024; i += 511)
-		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 4096 ? (double)i : 0.0, "%d", i);
+		cr_assert_eq(td_test_element(&v->tensor, i), i < 4096 ? (double)i : 0.0, "%d", i);
 	/* A leaf grown in place still shares its pages with views taken before... */
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), base, 1, &v));
-	((int32_t *)td_tensor_data(&v->u.tensor))[1] = 77;
+	((int32_t *)td_tensor_data(&v->tensor))[1] = 77;
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held_small))[1], 77);
 	/* ... one moved to a larger extent leaves them on its old bytes. */
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), big, 1, &v));
-	((float *)td_tensor_data(&v->u.tensor))[1] = 5.5f;
+	((float *)td_tensor_data(&v->tensor))[1] = 5.5f;
 	cr_assert_eq(((const float *)td_tensor_data(&held_big))[1], 1.0f);
 	td_tensor_release(&held_small);
 	td_tensor_release(&held_big);
@@ -1077,13 +1077,13 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	cr_assert(changed);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 10);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), big, 1, &v));
-	cr_assert_eq(((const float *)td_tensor_data(&v->u.tensor))[1], 5.5f);
+	cr_assert_eq(((const float *)td_tensor_data(&v->tensor))[1], 5.5f);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), base, 1, &v));
-	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[1], 77);
-	cr_assert_eq(((const int32_t *)td_tensor_data(&v->u.tensor))[9], 0);
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[1], 77);
+	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[9], 0);
 	td_cr_assert_err(td_store_grow_leaf(ro, base, 1, 20), TD_EREADONLY);
 	td_cr_assert_ok(td_store_close(ro));
 }
@@ -1243,9 +1243,9 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
 	td_cr_assert_ok(td_store_grow_leaf(st, x, 1, 3000));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), x, 1, &v));
-	cr_assert_eq(v->u.tensor.shape[0], 3000);
+	cr_assert_eq(v->tensor.shape[0], 3000);
 	for (i = 0; i < 3000; i += 7)
-		cr_assert_eq(td_test_element(&v->u.tensor, i), i < 5 ? (double)i : 0.0);
+		cr_assert_eq(td_test_element(&v->tensor, i), i < 5 ? (double)i : 0.0);
 	td_cr_assert_err(td_store_grow_leaf(st, x, 1, 10), TD_EINVAL);
 	td_cr_assert_err(td_store_grow_leaf(st, s, 1, 10), TD_ETYPE);
 	td_cr_assert_err(td_store_grow_leaf(st, n, 1, 10), TD_ETYPE);
@@ -1259,8 +1259,8 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), x, 1, &v));
-	cr_assert_eq(v->u.tensor.shape[0], 3000);
-	cr_assert_eq(td_test_element(&v->u.tensor, 4), 4.0);
+	cr_assert_eq(v->tensor.shape[0], 3000);
+	cr_assert_eq(td_test_element(&v->tensor, 4), 4.0);
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -1295,24 +1295,24 @@ static bool trees_equal(const td_dict *a, const td_dict *b)
 			return false;
 		switch (va[i]->kind) {
 		case TD_VALUE_DICT:
-			if (!trees_equal(va[i]->u.dict, vb[i]->u.dict))
+			if (!trees_equal(va[i]->dict, vb[i]->dict))
 				return false;
 			break;
 		case TD_VALUE_TENSOR:
-			if (va[i]->u.tensor.dtype != vb[i]->u.tensor.dtype ||
-			    td_tensor_equal(&va[i]->u.tensor, &vb[i]->u.tensor) != 1)
+			if (va[i]->tensor.dtype != vb[i]->tensor.dtype ||
+			    td_tensor_equal(&va[i]->tensor, &vb[i]->tensor) != 1)
 				return false;
 			break;
 		case TD_VALUE_STRINGS:
-			if (va[i]->u.strings.numel != vb[i]->u.strings.numel ||
-			    va[i]->u.strings.ndim != vb[i]->u.strings.ndim ||
-			    memcmp(va[i]->u.strings.bytes, vb[i]->u.strings.bytes,
-				    (size_t)va[i]->u.strings.offsets[va[i]->u.strings.numel]) != 0)
+			if (va[i]->strings.numel != vb[i]->strings.numel ||
+			    va[i]->strings.ndim != vb[i]->strings.ndim ||
+			    memcmp(va[i]->strings.bytes, vb[i]->strings.bytes,
+				    (size_t)va[i]->strings.offsets[va[i]->strings.numel]) != 0)
 				return false;
 			break;
 		default:
-			if (va[i]->u.blob.length != vb[i]->u.blob.length ||
-			    memcmp(va[i]->u.blob.data, vb[i]->u.blob.data, va[i]->u.blob.length))
+			if (va[i]->blob.length != vb[i]->blob.length ||
+			    memcmp(va[i]->blob.data, vb[i]->blob.data, va[i]->blob.length))
 				return false;
 			break;
 		}
@@ -1408,9 +1408,9 @@ Test(store_packed, lazy_stacks_root_nested_ragged_and_stacked_round_trip)
 	}
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "stack", &v));
 	cr_assert_eq(v->kind, TD_VALUE_DICT);
-	cr_assert(td_dict_is_lazy(v->u.dict));
-	cr_assert_eq(td_lazy_count(v->u.dict), 3);
-	cr_assert_eq(td_lazy_stack_dim(v->u.dict), 1);
+	cr_assert(td_dict_is_lazy(v->dict));
+	cr_assert_eq(td_lazy_count(v->dict), 3);
+	cr_assert_eq(td_lazy_stack_dim(v->dict), 1);
 	td_cr_assert_ok(td_store_close(ro));
 	td_dict_free(d);
 
@@ -1450,29 +1450,29 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDWR));
 	td_cr_assert_err(td_store_grow(st, 4), TD_ENOTSUP);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "a", &v));
-	((int64_t *)td_tensor_data(&v->u.tensor))[4] = -7;
+	((int64_t *)td_tensor_data(&v->tensor))[4] = -7;
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "stack", &v));
 	{
-		td_dict *kid = td_lazy_child(v->u.dict, 1);
+		td_dict *kid = td_lazy_child(v->dict, 1);
 		const td_value *y;
 		const char *p[2] = { "sub", "y" };
 
 		td_cr_assert_ok(td_dict_get_path(kid, p, 2, &y));
-		((int32_t *)td_tensor_data(&y->u.tensor))[1] = 99;
+		((int32_t *)td_tensor_data(&y->tensor))[1] = 99;
 	}
 	td_cr_assert_ok(td_store_sync(st));
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "a", &v));
-	cr_assert_eq(((const int64_t *)td_tensor_data(&v->u.tensor))[4], -7);
+	cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[4], -7);
 	td_cr_assert_ok(td_dict_get(td_store_dict(st), "stack", &v));
 	{
 		const char *p[2] = { "sub", "y" };
 		const td_value *y;
 
-		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->u.dict, 1), p, 2, &y));
-		cr_assert_eq(((const int32_t *)td_tensor_data(&y->u.tensor))[1], 99);
-		cr_assert_eq(((const int32_t *)td_tensor_data(&y->u.tensor))[0], 0);
+		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->dict, 1), p, 2, &y));
+		cr_assert_eq(((const int32_t *)td_tensor_data(&y->tensor))[1], 99);
+		cr_assert_eq(((const int32_t *)td_tensor_data(&y->tensor))[0], 0);
 	}
 	(void)got;
 	td_cr_assert_ok(td_store_close(st));
@@ -1556,15 +1556,15 @@ Test(store_packed, the_golden_lazy_file_opens_and_is_written_byte_for_byte)
 	cr_assert(trees_equal(td_store_dict(ro), d));
 	cr_assert_eq(td_store_generation(ro), 1);
 	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "stack", &v));
-	cr_assert(td_dict_is_lazy(v->u.dict));
+	cr_assert(td_dict_is_lazy(v->dict));
 	{
 		const char *p[2] = { "sub", "y" };
 		const td_value *y, *x;
 
-		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->u.dict, 1), p, 2, &y));
-		cr_assert_eq(td_test_element(&y->u.tensor, 1), 1.0);
-		td_cr_assert_ok(td_dict_get(td_lazy_child(v->u.dict, 2), "x", &x));
-		cr_assert_eq(x->u.tensor.shape[1], 1);
+		td_cr_assert_ok(td_dict_get_path(td_lazy_child(v->dict, 1), p, 2, &y));
+		cr_assert_eq(td_test_element(&y->tensor, 1), 1.0);
+		td_cr_assert_ok(td_dict_get(td_lazy_child(v->dict, 2), "x", &x));
+		cr_assert_eq(x->tensor.shape[1], 1);
 	}
 	td_cr_assert_ok(td_store_close(ro));
 	a = read_file(mine, &a_len);

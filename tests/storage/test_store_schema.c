@@ -53,7 +53,7 @@ static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
 
 	td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-	return ((const int64_t *)td_tensor_data(&v->u.tensor))[3];
+	return ((const int64_t *)td_tensor_data(&v->tensor))[3];
 }
 
 Test(store_schema, leaves_are_added_and_removed_on_disk)
@@ -77,15 +77,15 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	cr_assert(exists(td_test_path("s/a/b.c/meta.json")));
 	cr_assert(exists(td_test_path("s/a/b.c/y.memmap")));
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), deep, 3, &v));
-	cr_assert_eq(v->u.tensor.dtype, TD_DTYPE_F16);
-	cr_assert_eq(td_tensor_numel(&v->u.tensor), 12);
+	cr_assert_eq(v->tensor.dtype, TD_DTYPE_F16);
+	cr_assert_eq(td_tensor_numel(&v->tensor), 12);
 	td_cr_assert_ok(td_store_close(st));
 
 	ro = NULL;
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(ro), deep, 3, &v));
-	cr_assert_eq(((const uint16_t *)td_tensor_data(&v->u.tensor))[11], 0);
+	cr_assert_eq(((const uint16_t *)td_tensor_data(&v->tensor))[11], 0);
 	/* A read-only store refuses schema changes. */
 	filled(&t, 1);
 	td_cr_assert_err(td_store_add_tensor(ro, z, 1, &t), TD_EREADONLY);
@@ -134,7 +134,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	td_cr_assert_ok(td_store_refresh(b, &changed));
 	cr_assert_not(changed);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(b), base, 1, &v));
-	td_tensor_ref(&held, &v->u.tensor);
+	td_tensor_ref(&held, &v->tensor);
 
 	filled(&t, 7);
 	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
@@ -147,7 +147,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	/* The view taken before the refresh still reads the same file pages. */
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 3);
 	td_cr_assert_ok(td_dict_get_path(td_store_dict(a), base, 1, &v));
-	((int32_t *)td_tensor_data(&v->u.tensor))[3] = 99;
+	((int32_t *)td_tensor_data(&v->tensor))[3] = 99;
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	/* Removing a leaf another handle still views: its pages stay readable there. */
 	td_cr_assert_ok(td_store_remove(a, base, 1));
@@ -349,7 +349,7 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
 		while (td_dict_iter_next(iter, &item) == 1) {
-			const int64_t *p = td_tensor_data(&item.value->u.tensor);
+			const int64_t *p = td_tensor_data(&item.value->tensor);
 			int k;
 
 			if (!strcmp(item.key, "base"))

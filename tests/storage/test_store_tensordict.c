@@ -152,21 +152,21 @@ static void check_dict(const td_dict *d, const json_t *node)
 		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 		if (!strcmp(kind, "tensor")) {
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR, "%s", parts[n - 1]);
-			cr_assert_str_eq(td_dtype_torch_name(v->u.tensor.dtype),
+			cr_assert_str_eq(td_dtype_torch_name(v->tensor.dtype),
 				json_string_value(json_object_get(l, "dtype")));
-			assert_shape(v->u.tensor.ndim, v->u.tensor.shape, json_object_get(l, "shape"));
-			assert_bytes(&v->u.tensor, json_string_value(json_object_get(l, "hex")));
+			assert_shape(v->tensor.ndim, v->tensor.shape, json_object_get(l, "shape"));
+			assert_bytes(&v->tensor, json_string_value(json_object_get(l, "hex")));
 		} else if (!strcmp(kind, "string_list")) {
 			/* A list of strings: tensordict stores it as a NonTensorStack. */
 			int64_t at = 0;
 
 			cr_assert_eq(v->kind, TD_VALUE_STRINGS, "%s", parts[n - 1]);
-			check_lists(&v->u.strings, 0, json_object_get(l, "value"), &at);
-			cr_assert_eq(at, v->u.strings.numel);
+			check_lists(&v->strings, 0, json_object_get(l, "value"), &at);
+			cr_assert_eq(at, v->strings.numel);
 		} else {
 			cr_assert_str_eq(kind, "string");
 			cr_assert_eq(v->kind, TD_VALUE_STRING);
-			cr_assert_str_eq(v->u.blob.data, json_string_value(json_object_get(l, "value")));
+			cr_assert_str_eq(v->blob.data, json_string_value(json_object_get(l, "value")));
 		}
 		nleaves++;
 	}
@@ -177,7 +177,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 
 		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
-		assert_shape(td_dict_batch_ndim(v->u.dict), td_dict_batch_shape(v->u.dict),
+		assert_shape(td_dict_batch_ndim(v->dict), td_dict_batch_shape(v->dict),
 			json_object_get(l, "batch_size"));
 	}
 	json_array_foreach(lazy, i, l) {
@@ -187,8 +187,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 
 		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
-		cr_assert(td_dict_is_lazy(v->u.dict), "%s", parts[n - 1]);
-		check_lazy(v->u.dict, json_object_get(l, "stack"));
+		cr_assert(td_dict_is_lazy(v->dict), "%s", parts[n - 1]);
+		check_lazy(v->dict, json_object_get(l, "stack"));
 	}
 	/* Nothing more than expected (the stacks' leaves were counted there). */
 	td_cr_assert_ok(td_dict_iter_new(&it, d,
