@@ -293,7 +293,7 @@ static int run_get(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_key(s->td, s->k_arg, &v);
+	rc = td_dict_get_key(&v, s->td, s->k_arg);
 	BENCH_USE(v);
 	return rc;
 }
@@ -306,7 +306,7 @@ static int run_getitem_leaf(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_tensor_key(s->td, s->k_leaf, &t);
+	rc = td_dict_get_tensor_key(&t, s->td, s->k_leaf);
 	BENCH_USE(t);
 	return rc;
 }
@@ -319,7 +319,7 @@ static int run_getitem_node(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_dict_get_key(s->td, s->k_node, &v);
+	rc = td_dict_get_key(&v, s->td, s->k_node);
 	if (rc >= 0 && v->kind != TD_VALUE_DICT)
 		return bench_fail("td[NODE] is not a dict");
 	BENCH_USE(v);

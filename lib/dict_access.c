@@ -135,17 +135,17 @@ static int get_value(const td_dict *d, const char *dotted, const char *const *pa
 	return TD_OK;
 }
 
-int td_dict_get(const td_dict *d, const char *key, const td_value **out)
+int td_dict_get(const td_value **out, const td_dict *d, const char *key)
 {
 	return get_value(d, FORM_DOTTED(key), out, "td_dict_get");
 }
 
-int td_dict_get_path(const td_dict *d, const char *const *parts, size_t n, const td_value **out)
+int td_dict_get_path(const td_value **out, const td_dict *d, const char *const *parts, size_t n)
 {
 	return get_value(d, FORM_PATH(parts, n), out, "td_dict_get_path");
 }
 
-int td_dict_get_key(const td_dict *d, const td_key *key, const td_value **out)
+int td_dict_get_key(const td_value **out, const td_dict *d, const td_key *key)
 {
 	if (!key)
 		return td__error(TD_EINVAL, "td_dict_get_key: NULL key handle");
@@ -175,18 +175,18 @@ static int get_tensor(const td_dict *d, const char *dotted, const char *const *p
 	return TD_OK;
 }
 
-int td_dict_get_tensor(const td_dict *d, const char *key, const td_tensor **out)
+int td_dict_get_tensor(const td_tensor **out, const td_dict *d, const char *key)
 {
 	return get_tensor(d, FORM_DOTTED(key), out, "td_dict_get_tensor");
 }
 
-int td_dict_get_tensor_path(const td_dict *d, const char *const *parts, size_t n,
-	const td_tensor **out)
+int td_dict_get_tensor_path(const td_tensor **out, const td_dict *d, const char *const *parts,
+	size_t n)
 {
 	return get_tensor(d, FORM_PATH(parts, n), out, "td_dict_get_tensor_path");
 }
 
-int td_dict_get_tensor_key(const td_dict *d, const td_key *key, const td_tensor **out)
+int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const td_key *key)
 {
 	if (!key)
 		return td__error(TD_EINVAL, "td_dict_get_tensor_key: NULL key handle");
@@ -207,20 +207,20 @@ static int get_dict(const td_dict *d, const char *dotted, const char *const *par
 	return TD_OK;
 }
 
-int td_dict_get_dict(const td_dict *d, const char *key, td_dict **out)
+int td_dict_get_dict(td_dict **out, const td_dict *d, const char *key)
 {
 	return get_dict(d, key, NULL, 0, out, "td_dict_get_dict");
 }
 
-int td_dict_get_dict_path(const td_dict *d, const char *const *parts, size_t n, td_dict **out)
+int td_dict_get_dict_path(td_dict **out, const td_dict *d, const char *const *parts, size_t n)
 {
 	if (!parts)
 		return td__error(TD_EINVAL, "td_dict_get_dict_path: NULL path");
 	return get_dict(d, NULL, parts, n, out, "td_dict_get_dict_path");
 }
 
-int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
-	size_t *length_out)
+int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
+	const char *key)
 {
 	static const char fn[] = "td_dict_get_blob";
 	td__entry *e;
@@ -247,13 +247,13 @@ static int get_strings(const td_dict *d, const char *dotted, const char *const *
 	return TD_OK;
 }
 
-int td_dict_get_strings(const td_dict *d, const char *key, const td_strings **out)
+int td_dict_get_strings(const td_strings **out, const td_dict *d, const char *key)
 {
 	return get_strings(d, FORM_DOTTED(key), out, "td_dict_get_strings");
 }
 
-int td_dict_get_strings_path(const td_dict *d, const char *const *parts, size_t n,
-	const td_strings **out)
+int td_dict_get_strings_path(const td_strings **out, const td_dict *d, const char *const *parts,
+	size_t n)
 {
 	if (!parts)
 		return td__error(TD_EINVAL, "td_dict_get_strings_path: NULL path");

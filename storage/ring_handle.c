@@ -292,7 +292,7 @@ int td__ring_resolve(td_ring *r, const td_dict *d, int64_t n, bool batched, bool
 
 	for (i = 0; i < r->nleaves; i++) {
 		const td_tensor *t;
-		int rc = td_dict_get_tensor_key(d, r->leaves[i].key, &t);
+		int rc = td_dict_get_tensor_key(&t, d, r->leaves[i].key);
 
 		if (rc < 0)
 			return rc;

@@ -122,7 +122,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 		td_dict *cur = c->dicts[c->depth - 1], *child;
 		const td_value *v;
 		char crel[TD_REL_MAX], *name;
-		int fd, rc = td_dict_get_path(cur, &parts[i], 1, &v);
+		int fd, rc = td_dict_get_path(&v, cur, &parts[i], 1);
 
 		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
 			return td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[i]);
@@ -259,7 +259,7 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	if (td_dict_get_path(d, &key, 1, &v) == TD_OK) {
+	if (td_dict_get_path(&v, d, &key, 1) == TD_OK) {
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, key);
 		goto out;
 	}
@@ -341,7 +341,7 @@ static void delete_removed(td__change *c, void *arg)
 
 	if (r->value.kind != TD_VALUE_DICT)
 		remove_files(c->fds[c->depth - 1], r->key, &r->value);
-	else if (td_dict_get_path(r->holder, &r->key, 1, &hv) == TD_OK)
+	else if (td_dict_get_path(&hv, r->holder, &r->key, 1) == TD_OK)
 		remove_files(c->fds[c->depth - 1], r->key, hv);
 	td_error_clear(); /* a file that cannot be deleted is dead space, not an error */
 }
@@ -360,7 +360,7 @@ int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char 
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	rc = td_dict_get_path(d, &r.key, 1, &v);
+	rc = td_dict_get_path(&v, d, &r.key, 1);
 	if (rc < 0) {
 		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, r.key);
 		goto out;

@@ -257,7 +257,7 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	size_t nbytes;
 	int rc;
 
-	if (td_dict_get_path(d, &key, 1, &v) < 0)
+	if (td_dict_get_path(&v, d, &key, 1) < 0)
 		return td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
 	if (v->kind != TD_VALUE_TENSOR)
 		return td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, key,

@@ -35,20 +35,20 @@ int demo_step_get(demo *d)
 	int rc, has_0t, has_a;
 
 	DEMO_CALL(d, td_key_new(&key, leaf_dotted));
-	DEMO_CALL(d, td_dict_get_tensor(d->nested, leaf_dotted, &by_dot));
-	DEMO_CALL(d, td_dict_get_tensor_path(d->nested, leaf_path, 20, &by_path));
-	DEMO_CALL(d, td_dict_get_tensor_key(d->nested, key, &by_key));
+	DEMO_CALL(d, td_dict_get_tensor(&by_dot, d->nested, leaf_dotted));
+	DEMO_CALL(d, td_dict_get_tensor_path(&by_path, d->nested, leaf_path, 20));
+	DEMO_CALL(d, td_dict_get_tensor_key(&by_key, d->nested, key));
 	DEMO_CALL(d, demo_tensor_at(by_key, at, &x));
 	DEMO_CHECK(d, by_dot == by_path && by_path == by_key && td_key_depth(key) == 20 && x == 19,
 		"LEAF by dotted key, path array and td_key: different tensors, or value %g != 19", x);
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "next.obs", &n1));
-	DEMO_CALL(d, td_dict_get_tensor_path(d->rb, next_obs, 2, &n2));
+	DEMO_CALL(d, td_dict_get_tensor(&n1, d->rb, "next.obs"));
+	DEMO_CALL(d, td_dict_get_tensor_path(&n2, d->rb, next_obs, 2));
 	DEMO_CHECK(d, n1 == n2, "\"next.obs\" and {\"next\", \"obs\"} give different tensors");
 	DEMO_CALL(d, has_0t = td_dict_contains_path(d->nested, zero_t, 2, TD_LEAVES_ONLY));
 	DEMO_CALL(d, has_a = td_dict_contains(d->nested, "a", 0));
 	DEMO_CHECK(d, has_0t == 1 && has_a == 0, "(\"0\", \"t\") in: %d, \"a\" in: %d", has_0t,
 		has_a);
-	DEMO_TRY(demo_check_code(d, td_dict_get(d->nested, "0.1.x", &v), TD_ENOTFOUND,
+	DEMO_TRY(demo_check_code(d, td_dict_get(&v, d->nested, "0.1.x"), TD_ENOTFOUND,
 		"td_dict_get(\"0.1.x\")"));
 	demo_say(d, "LEAF (%zu parts) by dotted key, path array, td_key: same %s = %g; "
 		"\"next.obs\" == {\"next\",\"obs\"}; (\"0\",\"t\") in %d, \"a\" in %d; "
@@ -78,7 +78,7 @@ int demo_step_set(demo *d)
 	DEMO_CALL(d, td_dict_set_tensor(c, "c.c.c", &t));
 	DEMO_CALL(d, td_dict_set_tensor_path(c, b_b2, 2, &t));
 	DEMO_CALL(d, demo_dict_stats(c, &s1));
-	DEMO_CALL(d, td_dict_get_tensor_path(c, c_c_c, 3, &got));
+	DEMO_CALL(d, td_dict_get_tensor_path(&got, c, c_c_c, 3));
 	DEMO_CALL(d, demo_tensor_sum(got, &sum));
 	DEMO_CHECK(d, s1.leaves == s0.leaves + 2 && s1.dicts == s0.dicts + 2 && sum == 60,
 		"after setting c.c.c and b.b2: %zu leaves, %zu dicts, c.c.c sum %g", s1.leaves,
@@ -197,7 +197,7 @@ int demo_step_index(demo *d)
 		"td[1] should be a view of td and td[[0, 2]] a copy");
 	idx[0] = td_index_slice(2, 6, 2);
 	DEMO_TRY(index_to(d, &sl, d->rb, idx, 1, 1, b2, "rb[2:6:2]"));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "done", &done));
+	DEMO_CALL(d, td_dict_get_tensor(&done, d->rb, "done"));
 	idx[0] = td_index_tensor(done);
 	DEMO_TRY(index_to(d, &msk, d->rb, idx, 1, 1, b2, "rb[rb[\"done\"]]"));
 	idx[0] = td_index_int(-1);

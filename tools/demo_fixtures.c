@@ -209,8 +209,8 @@ int demo_step_td(demo *d)
 	int rc;
 
 	DEMO_CALL(d, demo_fixture_td(&d->td));
-	DEMO_CALL(d, td_dict_get_tensor(d->td, "a", &a));
-	DEMO_CALL(d, td_dict_get_tensor(d->td, "b.b1", &b1));
+	DEMO_CALL(d, td_dict_get_tensor(&a, d->td, "a"));
+	DEMO_CALL(d, td_dict_get_tensor(&b1, d->td, "b.b1"));
 	DEMO_CALL(d, demo_dict_stats(d->td, &s));
 	DEMO_CHECK(d, s.leaves == 2 && s.dicts == 1 && s.sum == 0 && s.numel == 120,
 		"td has %zu leaves, %zu dicts, sum %g, %lld elements; expected 2, 1, 0, 120",
@@ -228,7 +228,7 @@ int demo_step_big_td(demo *d)
 	int rc;
 
 	DEMO_CALL(d, demo_fixture_big_td(&d->big));
-	DEMO_CALL(d, td_dict_get_tensor(d->big, "99", &t));
+	DEMO_CALL(d, td_dict_get_tensor(&t, d->big, "99"));
 	DEMO_CALL(d, demo_dict_stats(d->big, &s));
 	/* 12 elements per leaf, leaf i holding i: 12 * (0 + ... + 99). */
 	DEMO_CHECK(d, s.leaves == BIG_KEYS && s.dicts == 0 && s.sum == 12 * 4950,
@@ -267,11 +267,11 @@ int demo_step_transitions(demo *d)
 	int rc;
 
 	DEMO_CALL(d, demo_fixture_transitions(&d->rb, DEMO_ROWS));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "obs", &obs));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "action", &act));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "reward", &rew));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "done", &done));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "next.obs", &next));
+	DEMO_CALL(d, td_dict_get_tensor(&obs, d->rb, "obs"));
+	DEMO_CALL(d, td_dict_get_tensor(&act, d->rb, "action"));
+	DEMO_CALL(d, td_dict_get_tensor(&rew, d->rb, "reward"));
+	DEMO_CALL(d, td_dict_get_tensor(&done, d->rb, "done"));
+	DEMO_CALL(d, td_dict_get_tensor(&next, d->rb, "next.obs"));
 	DEMO_CALL(d, demo_tensor_sum(done, &ndone));
 	DEMO_CALL(d, demo_dict_stats(d->rb, &s));
 	DEMO_CHECK(d, s.leaves == 5 && s.dicts == 1 && ndone == DEMO_ROWS / 4,

@@ -54,10 +54,10 @@ int demo_step_apply(demo *d)
 	int rc;
 
 	DEMO_CALL(d, td_dict_apply(&n, d->rb, normalize_obs, NULL));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "obs", &obs));
-	DEMO_CALL(d, td_dict_get_tensor(n, "obs", &nrm));
-	DEMO_CALL(d, td_dict_get_tensor(d->rb, "next.obs", &nobs));
-	DEMO_CALL(d, td_dict_get_tensor(n, "next.obs", &nnrm));
+	DEMO_CALL(d, td_dict_get_tensor(&obs, d->rb, "obs"));
+	DEMO_CALL(d, td_dict_get_tensor(&nrm, n, "obs"));
+	DEMO_CALL(d, td_dict_get_tensor(&nobs, d->rb, "next.obs"));
+	DEMO_CALL(d, td_dict_get_tensor(&nnrm, n, "next.obs"));
 	DEMO_CALL(d, demo_tensor_moments(obs, &m0, &s0));
 	DEMO_CALL(d, demo_tensor_moments(nrm, &m1, &s1));
 	DEMO_CALL(d, demo_tensor_moments(nnrm, &nm, &ns));
@@ -153,8 +153,8 @@ int demo_step_arith(demo *d)
 	DEMO_TRY(arith_td(d, &s1, &s2));
 	DEMO_TRY(arith_big(d, &twice, &diff, &inplace));
 	DEMO_CALL(d, td_dict_binary_scalar(&h, d->rb, td_scalar_float(0.5), TD_OP_ADD));
-	DEMO_CALL(d, td_dict_get_tensor(h, "action", &act));
-	DEMO_CALL(d, td_dict_get_tensor(h, "done", &done));
+	DEMO_CALL(d, td_dict_get_tensor(&act, h, "action"));
+	DEMO_CALL(d, td_dict_get_tensor(&done, h, "done"));
 	DEMO_CHECK(d, act->dtype == TD_DTYPE_F32 && done->dtype == TD_DTYPE_F32,
 		"rb + 0.5 gave action %s, done %s; expected float32", td_dtype_name(act->dtype),
 		td_dtype_name(done->dtype));
@@ -173,7 +173,7 @@ static int nudge(td_dict *x, const char *key, double delta)
 	const td_tensor *t;
 	td_tensor own = TD_TENSOR_INIT;
 	td_scalar v;
-	int rc = td_dict_get_tensor(x, key, &t);
+	int rc = td_dict_get_tensor(&t, x, key);
 
 	if (rc < 0)
 		return rc;
@@ -211,7 +211,7 @@ int demo_step_equal(demo *d)
 	for (i = 0; i < 2; i++) {
 		const td_value *v;
 
-		DEMO_CALL(d, td_dict_get(d->td, swapped_keys[i], &v));
+		DEMO_CALL(d, td_dict_get(&v, d->td, swapped_keys[i]));
 		DEMO_CALL(d, v->kind == TD_VALUE_DICT ? td_dict_set_dict(sw, swapped_keys[i],
 			v->dict) : td_dict_set_tensor(sw, swapped_keys[i], &v->tensor));
 	}
@@ -262,13 +262,13 @@ static int locked_rules(demo *d, td_dict *c, double *now)
 		"set of a new key on a locked dict"));
 	DEMO_TRY(demo_check_code(d, td_dict_del(c, "0.t"), TD_ELOCKED,
 		"del on a locked dict"));
-	DEMO_CALL(d, td_dict_get_tensor(c, "0.t", &before));
+	DEMO_CALL(d, td_dict_get_tensor(&before, c, "0.t"));
 	DEMO_CALL(d, td_dict_set_tensor(c, "0.t", &five));
-	DEMO_CALL(d, td_dict_get_tensor(c, "0.t", &after));
+	DEMO_CALL(d, td_dict_get_tensor(&after, c, "0.t"));
 	DEMO_CALL(d, demo_tensor_at(after, (const int64_t[]){ 0, 0 }, now));
 	DEMO_CHECK(d, after->buffer == before->buffer && after->buffer != five.buffer && *now == 5,
 		"set of an existing key on a locked dict should copy in place (value %g)", *now);
-	DEMO_CALL(d, td_dict_get_dict(c, "0", &child));
+	DEMO_CALL(d, td_dict_get_dict(&child, c, "0"));
 	DEMO_TRY(demo_check_code(d, td_dict_unlock(child), TD_ELOCKED,
 		"unlock of a dict inside a locked one"));
 out:
@@ -313,7 +313,7 @@ int demo_step_clone_copy(demo *d)
 	double shared = 0, cloned = 0, restored = 0;
 	int rc;
 
-	DEMO_CALL(d, td_dict_get_tensor(d->td, "a", &a));
+	DEMO_CALL(d, td_dict_get_tensor(&a, d->td, "a"));
 	refs0 = td_buffer_refcount(a->buffer);
 	DEMO_CALL(d, td_dict_copy(&cp, d->td));
 	refs1 = td_buffer_refcount(a->buffer);
@@ -372,7 +372,7 @@ static int round_trip(demo *d, td_dtype dtype, size_t *nbytes, double *err, int 
 	int rc;
 
 	DEMO_CALL(d, td_dict_apply(&low, d->rb, to_dtype, &dtype));
-	DEMO_CALL(d, td_dict_get_tensor(low, "obs", &obs));
+	DEMO_CALL(d, td_dict_get_tensor(&obs, low, "obs"));
 	DEMO_CHECK(d, obs->dtype == dtype, "obs converted to %s is %s", td_dtype_name(dtype),
 		td_dtype_name(obs->dtype));
 	DEMO_CALL(d, demo_dict_stats(low, &s));
@@ -415,8 +415,8 @@ static bool blobs_are(const td_dict *x, const char *env, const unsigned char *se
 	const char *s, *b;
 	size_t slen, blen;
 
-	if (td_dict_get_blob(x, "info.env", &s, &slen) < 0 ||
-	    td_dict_get_blob(x, "seed", &b, &blen) < 0)
+	if (td_dict_get_blob(&s, &slen, x, "info.env") < 0 ||
+	    td_dict_get_blob(&b, &blen, x, "seed") < 0)
 		return false;
 	return slen == strlen(env) && strcmp(s, env) == 0 && blen == n && memcmp(b, seed, n) == 0;
 }
@@ -462,11 +462,11 @@ static int strings_travel(demo *d, const td_dict *c)
 	int rc;
 
 	DEMO_CALL(d, td_dict_index(&row, c, &two, 1));
-	DEMO_CALL(d, td_dict_get(row, "info.task", &v));
+	DEMO_CALL(d, td_dict_get(&v, row, "info.task"));
 	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && strcmp(v->blob.data, "task-2") == 0,
 		"rb[2] holds row 2's string");
 	DEMO_CALL(d, td_dict_index(&part, c, &mid, 1));
-	DEMO_CALL(d, td_dict_get_strings(part, "info.task", &arr));
+	DEMO_CALL(d, td_dict_get_strings(&arr, part, "info.task"));
 	DEMO_CHECK(d, arr->numel == 2 && strcmp(td_strings_at(arr, 1, NULL), "task-2") == 0,
 		"rb[1:3] holds rows 1 and 2's strings");
 	DEMO_CALL(d, td_dict_unbind(&parts, &np, c, 0));
@@ -508,7 +508,7 @@ int demo_step_non_tensor(demo *d)
 	DEMO_CALL(d, td_dict_copy(&c, d->rb));
 	DEMO_CALL(d, td_dict_set_string(c, "info.env", "CartPole-v1"));
 	DEMO_CALL(d, td_dict_set_bytes(c, "seed", seed, sizeof(seed)));
-	DEMO_CALL(d, td_dict_get(c, "info.env", &v));
+	DEMO_CALL(d, td_dict_get(&v, c, "info.env"));
 	DEMO_CALL(d, demo_dict_stats(c, &s));
 	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && s.blobs == 2 && blobs_are(c, "CartPole-v1",
 		seed, sizeof(seed)), "non-tensor leaves read back wrong (%zu found)", s.blobs);

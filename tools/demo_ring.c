@@ -58,7 +58,7 @@ static void *data_of(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
 
-	return td_dict_get_tensor(d, key, &t) == TD_OK ? td_tensor_data(t) : NULL;
+	return td_dict_get_tensor(&t, d, key) == TD_OK ? td_tensor_data(t) : NULL;
 }
 
 static transition view_of(const td_dict *d)
@@ -285,7 +285,7 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 		(long long)*verified, (long long)bad, (long long)st->published,
 		(unsigned long long)st->dropped);
 	/* What Python's TensorDict.load_memmap sees: every leaf at full capacity. */
-	DEMO_CALL(d, td_dict_get_tensor(td_store_dict(td_ring_store(r)), "next.obs", &t));
+	DEMO_CALL(d, td_dict_get_tensor(&t, td_store_dict(td_ring_store(r)), "next.obs"));
 	DEMO_CHECK(d, t->ndim == 2 && t->shape[0] == RING_CAPACITY && t->shape[1] == DEMO_OBS,
 		"the store's next.obs is [%d, %d]", RING_CAPACITY, DEMO_OBS);
 out:

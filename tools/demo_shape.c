@@ -123,7 +123,7 @@ int demo_step_reshape(demo *d)
 	int rc;
 
 	DEMO_CALL(d, td_dict_reshape(&r, d->td, 1, flat));
-	DEMO_CALL(d, td_dict_get_tensor(r, "a", &a));
+	DEMO_CALL(d, td_dict_get_tensor(&a, r, "a"));
 	DEMO_CHECK(d, demo_shares(r, d->td, "a"), "reshape(td, [12]) should be a view");
 	DEMO_CALL(d, td_dict_reshape(&back, r, 2, b34));
 	DEMO_TRY(demo_check_equal(d, back, d->td, 1, "reshape(reshape(td, [12]), [3, 4])"));
@@ -151,7 +151,7 @@ int demo_step_permute(demo *d)
 
 	DEMO_CALL(d, td_dict_reshape(&q, d->rb, 2, b24));
 	DEMO_CALL(d, td_dict_permute(&p, q, swap));
-	DEMO_CALL(d, td_dict_get_tensor(p, "obs", &obs));
+	DEMO_CALL(d, td_dict_get_tensor(&obs, p, "obs"));
 	/* p[3, 1] is q[1, 3], row 1 * 4 + 3 of rb. */
 	DEMO_CALL(d, demo_tensor_at(obs, (const int64_t[]){ 3, 1, 0 }, &x));
 	DEMO_CHECK(d, x == 7, "permute(reshape(rb, [2, 4]), [1, 0])[3, 1] is row %g, not 7", x);

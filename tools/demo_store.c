@@ -48,11 +48,11 @@ int demo_step_store(demo *d)
 	DEMO_CALL(d, td_store_open(&reader, dir, TD_STORE_RDONLY));
 	DEMO_TRY(demo_check_equal(d, td_store_dict(reader), rb, 1,
 		"the reopened store and the transitions"));
-	DEMO_CALL(d, td_dict_get_strings(td_store_dict(reader), "info.task", &tasks));
+	DEMO_CALL(d, td_dict_get_strings(&tasks, td_store_dict(reader), "info.task"));
 	DEMO_CHECK(d, tasks->numel == DEMO_ROWS &&
 		strcmp(td_strings_at(tasks, DEMO_ROWS - 1, NULL), "task-7") == 0,
 		"the reopened array of strings");
-	DEMO_CALL(d, td_dict_get(td_store_dict(reader), "obs", &v));
+	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "obs"));
 	DEMO_CHECK(d, td_buffer_memory(v->tensor.buffer) == TD_MEMORY_FILE,
 		"obs is a view of its file");
 	DEMO_CALL(d, demo_dict_stats(td_store_dict(reader), &s));
@@ -61,10 +61,10 @@ int demo_step_store(demo *d)
 	DEMO_CALL(d, td_store_add_empty(writer, prio, 1, TD_DTYPE_F32, 1, rows));
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
 	DEMO_CHECK(d, changed, "the reader sees the writer's new leaf");
-	DEMO_CALL(d, td_dict_get(td_store_dict(reader), "priority", &v));
+	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "priority"));
 	DEMO_CALL(d, td_store_remove(writer, prio, 1));
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
-	DEMO_CHECK(d, changed && td_dict_get(td_store_dict(reader), "priority", &v) == TD_ENOTFOUND,
+	DEMO_CHECK(d, changed && td_dict_get(&v, td_store_dict(reader), "priority") == TD_ENOTFOUND,
 		"the reader sees the removal");
 	demo_say(d, "saved %zu leaves (%zu bytes; %d task names as a NonTensorStack) in "
 		"tensordict's layout, reopened equal; a second process-style handle added and "

@@ -232,7 +232,7 @@ int demo_dict_max_abs_diff(const td_dict *a, const td_dict *b, double *out)
 
 		if (item.value->kind != TD_VALUE_TENSOR)
 			continue;
-		rc = td_dict_get_tensor_path(b, item.path, item.depth, &tb);
+		rc = td_dict_get_tensor_path(&tb, b, item.path, item.depth);
 		if (rc >= 0)
 			rc = tensor_max_abs_diff(&item.value->tensor, tb, out);
 	}
@@ -307,7 +307,7 @@ bool demo_shares(const td_dict *d, const td_dict *e, const char *key)
 {
 	const td_tensor *a, *b;
 
-	if (td_dict_get_tensor(d, key, &a) < 0 || td_dict_get_tensor(e, key, &b) < 0)
+	if (td_dict_get_tensor(&a, d, key) < 0 || td_dict_get_tensor(&b, e, key) < 0)
 		return false;
 	return a->buffer == b->buffer;
 }
@@ -335,7 +335,7 @@ int demo_tensor_at(const td_tensor *t, const int64_t *index, double *out)
 int demo_at(const td_dict *d, const char *key, const int64_t *index, double *out)
 {
 	const td_tensor *t;
-	int rc = td_dict_get_tensor(d, key, &t);
+	int rc = td_dict_get_tensor(&t, d, key);
 
 	return rc < 0 ? rc : demo_tensor_at(t, index, out);
 }
@@ -343,7 +343,7 @@ int demo_at(const td_dict *d, const char *key, const int64_t *index, double *out
 int demo_sum(const td_dict *d, const char *key, double *sum)
 {
 	const td_tensor *t;
-	int rc = td_dict_get_tensor(d, key, &t);
+	int rc = td_dict_get_tensor(&t, d, key);
 
 	return rc < 0 ? rc : demo_tensor_sum(t, sum);
 }

@@ -239,10 +239,10 @@ TD_API int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned fl
  *         dict, whose values are made by stacking: td_lazy_get_tensor()
  *         and td_lazy_get_dict() read them)
  */
-TD_API int td_dict_get(const td_dict *d, const char *key, const td_value **out);
-TD_API int td_dict_get_path(const td_dict *d, const char *const *parts, size_t n,
-	const td_value **out);
-TD_API int td_dict_get_key(const td_dict *d, const td_key *key, const td_value **out);
+TD_API int td_dict_get(const td_value **out, const td_dict *d, const char *key);
+TD_API int td_dict_get_path(const td_value **out, const td_dict *d, const char *const *parts,
+	size_t n);
+TD_API int td_dict_get_key(const td_value **out, const td_dict *d, const td_key *key);
 
 /**
  * Look up a tensor.
@@ -251,10 +251,10 @@ TD_API int td_dict_get_key(const td_dict *d, const td_key *key, const td_value *
  *                  with td_tensor_ref() to keep it)
  * @return as td_dict_get(), plus TD_ETYPE when the value is not a tensor
  */
-TD_API int td_dict_get_tensor(const td_dict *d, const char *key, const td_tensor **out);
-TD_API int td_dict_get_tensor_path(const td_dict *d, const char *const *parts, size_t n,
-	const td_tensor **out);
-TD_API int td_dict_get_tensor_key(const td_dict *d, const td_key *key, const td_tensor **out);
+TD_API int td_dict_get_tensor(const td_tensor **out, const td_dict *d, const char *key);
+TD_API int td_dict_get_tensor_path(const td_tensor **out, const td_dict *d,
+	const char *const *parts, size_t n);
+TD_API int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const td_key *key);
 
 /**
  * Look up a nested dict.
@@ -263,9 +263,9 @@ TD_API int td_dict_get_tensor_key(const td_dict *d, const td_key *key, const td_
  *                  pointer)
  * @return as td_dict_get(), plus TD_ETYPE when the value is not a dict
  */
-TD_API int td_dict_get_dict(const td_dict *d, const char *key, td_dict **out);
-TD_API int td_dict_get_dict_path(const td_dict *d, const char *const *parts, size_t n,
-	td_dict **out);
+TD_API int td_dict_get_dict(td_dict **out, const td_dict *d, const char *key);
+TD_API int td_dict_get_dict_path(td_dict **out, const td_dict *d, const char *const *parts,
+	size_t n);
 
 /**
  * Look up a non-tensor value (a string or bytes).
@@ -275,8 +275,8 @@ TD_API int td_dict_get_dict_path(const td_dict *d, const char *const *parts, siz
  * @return as td_dict_get(), plus TD_ETYPE when the value is neither a
  *         string nor bytes
  */
-TD_API int td_dict_get_blob(const td_dict *d, const char *key, const char **data_out,
-	size_t *length_out);
+TD_API int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
+	const char *key);
 
 /**
  * Look up an array of strings (tensordict's NonTensorStack).
@@ -286,9 +286,9 @@ TD_API int td_dict_get_blob(const td_dict *d, const char *key, const char **data
  * @return as td_dict_get(), plus TD_ETYPE when the value is not an array of
  *         strings
  */
-TD_API int td_dict_get_strings(const td_dict *d, const char *key, const td_strings **out);
-TD_API int td_dict_get_strings_path(const td_dict *d, const char *const *parts, size_t n,
-	const td_strings **out);
+TD_API int td_dict_get_strings(const td_strings **out, const td_dict *d, const char *key);
+TD_API int td_dict_get_strings_path(const td_strings **out, const td_dict *d,
+	const char *const *parts, size_t n);
 
 /**
  * Element `i` of an array of strings, counted in C order over its shape.

@@ -40,8 +40,8 @@ int main(void)
 	}
 	td_tensor_release(&row);
 	if (td_dict_new(&d, 1, shape) != TD_OK || td_dict_set_tensor(d, "x", &t) != TD_OK ||
-	    td_dict_set_string(d, "s", "text") != TD_OK || td_dict_get(d, "x", &v) != TD_OK ||
-	    v->tensor.ndim != 2 || td_dict_get(d, "s", &v) != TD_OK || v->blob.length != 4) {
+	    td_dict_set_string(d, "s", "text") != TD_OK || td_dict_get(&v, d, "x") != TD_OK ||
+	    v->tensor.ndim != 2 || td_dict_get(&v, d, "s") != TD_OK || v->blob.length != 4) {
 		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}

@@ -35,7 +35,7 @@ int main()
 	td_tensor_release(&row);
 	const td_value *v = nullptr;
 	if (td_dict_new(&dict, 1, shape) != TD_OK || td_dict_set_tensor(dict, "x", &t) != TD_OK ||
-	    td_dict_get(dict, "x", &v) != TD_OK || v->kind != TD_VALUE_TENSOR ||
+	    td_dict_get(&v, dict, "x") != TD_OK || v->kind != TD_VALUE_TENSOR ||
 	    v->tensor.ndim != 2) {
 		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;

@@ -444,8 +444,8 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 			const td_value *v;
 
 			snprintf(key, sizeof(key), "p%d_%d", i, j);
-			td_cr_assert_ok(td_dict_get_path(td_store_dict(st), parts + !nested,
-				1 + nested, &v));
+			td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st),
+				parts + !nested, 1 + nested));
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 			cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], i * 100 + j,
 				"p%d_%d", i, j);

@@ -424,7 +424,7 @@ static json_t *tensor_json(const td_item *it, const td_tensor *mapped, const td_
 	char *hex;
 
 	td_tensor stacked = TD_TENSOR_INIT;
-	int rc = td_dict_get_tensor_path(src, it->path, it->depth, &orig);
+	int rc = td_dict_get_tensor_path(&orig, src, it->path, it->depth);
 
 	if (rc == TD_ENOTSUP) {
 		/* A leaf inside a lazy stack nested in the source: stacked there too. */
@@ -471,10 +471,10 @@ static json_t *string_json(const td_item *it, const td_dict *src)
 
 	/* The source's string under the same path. */
 	if (it->depth > 1) {
-		check(td_dict_get_dict_path(src, it->path, it->depth - 1, &sub), it->key);
+		check(td_dict_get_dict_path(&sub, src, it->path, it->depth - 1), it->key);
 		parent = sub;
 	}
-	check(td_dict_get_blob(parent, it->key, &orig, &orig_len), it->key);
+	check(td_dict_get_blob(&orig, &orig_len, parent, it->key), it->key);
 	if (orig_len != it->value->blob.length ||
 		memcmp(orig, it->value->blob.data, orig_len) != 0) {
 		fprintf(stderr, "write_stores: string '%s': the store does not hold what was written\n",
@@ -513,7 +513,7 @@ static json_t *strings_json(const td_item *it, const td_dict *src)
 	int64_t at = 0, i;
 
 	/* The source's array under the same path. */
-	check(td_dict_get_strings_path(src, it->path, it->depth, &orig), it->key);
+	check(td_dict_get_strings_path(&orig, src, it->path, it->depth), it->key);
 	if (orig->numel != mine->numel || orig->ndim != mine->ndim)
 		die("an array of strings changed shape in the store");
 	for (i = 0; i < mine->numel; i++)
@@ -610,7 +610,7 @@ static void *ring_leaf(const td_dict *d, const char *a, const char *b, const cha
 	size_t n = c ? 3 : b ? 2 : 1;
 	const td_tensor *t;
 
-	check(td_dict_get_tensor_path(d, parts, n, &t), a);
+	check(td_dict_get_tensor_path(&t, d, parts, n), a);
 	return td_tensor_data(t);
 }
 

@@ -71,7 +71,7 @@ Test(dict, set_shares_the_buffer_and_get_returns_it)
 	zeros(&t, 3, s);
 	td_cr_assert_ok(td_dict_set_tensor(d, "obs", &t));
 	cr_assert_eq(td_buffer_refcount(t.buffer), 2);
-	td_cr_assert_ok(td_dict_get_tensor(d, "obs", &got));
+	td_cr_assert_ok(td_dict_get_tensor(&got, d, "obs"));
 	cr_assert_eq(got->buffer, t.buffer);
 	cr_assert_eq(got->ndim, 3);
 	cr_assert_eq(td_dict_len(d), 1);
@@ -113,17 +113,17 @@ Test(dict, bad_arguments_are_refused)
 	td_cr_assert_err(td_dict_set_tensor(d, "x", &t), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor(d, "x", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor(NULL, "x", &t), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_tensor(d, NULL, &got), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_tensor(d, "x", NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_get(NULL, "x", &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get(d, "", &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get(d, "a..b", &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get(d, ".a", &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get(d, "a.", &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(d, NULL, 1, &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(d, (const char *[]){ "a" }, 0, &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(d, (const char *[]){ NULL }, 1, &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_key(d, NULL, &v), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor(&got, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor(NULL, d, "x"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get(&v, NULL, "x"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get(&v, d, ""), TD_EINVAL);
+	td_cr_assert_err(td_dict_get(&v, d, "a..b"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get(&v, d, ".a"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get(&v, d, "a."), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_path(&v, d, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_path(&v, d, (const char *[]){ "a" }, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_path(&v, d, (const char *[]){ NULL }, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(&v, d, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(NULL, "a", 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(d, "a", 0x100), TD_EINVAL);
 	td_dict_free(d);
@@ -136,12 +136,12 @@ Test(dict, missing_keys_are_reported_by_component)
 	int64_t s[] = { 3, 4 };
 
 	put(d, "a.b", 2, s);
-	td_cr_assert_err(td_dict_get(d, "zzz", &v), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get(&v, d, "zzz"), TD_ENOTFOUND);
 	cr_assert(strstr(td_error_last()->message, "zzz") != NULL);
-	td_cr_assert_err(td_dict_get(d, "a.c", &v), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get(&v, d, "a.c"), TD_ENOTFOUND);
 	cr_assert(strstr(td_error_last()->message, "'c' is missing") != NULL, "%s",
 		td_error_last()->message);
-	td_cr_assert_err(td_dict_get(d, "a.b.c", &v), TD_ETYPE);
+	td_cr_assert_err(td_dict_get(&v, d, "a.b.c"), TD_ETYPE);
 	cr_assert(strstr(td_error_last()->message, "'b' is not a dict") != NULL, "%s",
 		td_error_last()->message);
 	cr_assert_eq(td_dict_contains(d, "a.b.c", 0), 0);
@@ -155,19 +155,19 @@ Test(dict, nested_set_creates_intermediate_dicts_with_the_parent_batch)
 	const td_tensor *got;
 
 	put(d, "a.b.c", 3, s);
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
-	td_cr_assert_ok(td_dict_get_dict(d, "a.b", &b));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
+	td_cr_assert_ok(td_dict_get_dict(&b, d, "a.b"));
 	cr_assert_eq(td_dict_parent(a), d);
 	cr_assert_eq(td_dict_parent(b), a);
 	cr_assert_eq(td_dict_batch_ndim(b), 2);
 	cr_assert_eq(td_dict_batch_shape(b)[1], 4);
-	td_cr_assert_ok(td_dict_get_tensor_path(d, (const char *[]){ "a", "b", "c" }, 3, &got));
+	td_cr_assert_ok(td_dict_get_tensor_path(&got, d, (const char *[]){ "a", "b", "c" }, 3));
 	cr_assert_eq(got->shape[2], 7);
 	cr_assert_eq(td_dict_contains(d, "a.b", 0), 1);
 	cr_assert_eq(td_dict_contains(d, "a.b", TD_LEAVES_ONLY), 0);
 	cr_assert_eq(td_dict_contains(d, "a.b.c", TD_LEAVES_ONLY), 1);
 	td_dict_free(a); /* a child belongs to its parent: this does nothing */
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
 	td_dict_free(d);
 }
 
@@ -194,7 +194,7 @@ Test(dict, path_components_may_hold_dots_and_be_empty)
 
 	zeros(&t, 2, B34);
 	td_cr_assert_ok(td_dict_set_tensor_path(d, p, 2, &t));
-	td_cr_assert_ok(td_dict_get_path(d, p, 2, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, d, p, 2));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
 	cr_assert_eq(td_dict_contains_path(d, p, 1, 0), 1);
@@ -218,7 +218,7 @@ Test(dict, key_handles_reach_the_same_entries)
 	td_cr_assert_ok(td_key_from_path(&k2, parts, 2));
 	zeros(&t, 2, B34);
 	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
-	td_cr_assert_ok(td_dict_get_tensor_key(d, k2, &got));
+	td_cr_assert_ok(td_dict_get_tensor_key(&got, d, k2));
 	cr_assert_eq(got->buffer, t.buffer);
 	cr_assert_eq(td_dict_contains_key(d, k2, TD_LEAVES_ONLY), 1);
 	td_cr_assert_ok(td_dict_set_tensor_inplace_key(d, k, &t));
@@ -246,7 +246,7 @@ Test(dict, replacing_a_value_releases_the_old_one)
 	td_cr_assert_ok(td_dict_set_tensor(d, "x", &a));
 	td_cr_assert_ok(td_dict_set_tensor(d, "x", &b));
 	cr_assert_eq(td_buffer_refcount(a.buffer), 1);
-	td_cr_assert_ok(td_dict_get_tensor(d, "x", &got));
+	td_cr_assert_ok(td_dict_get_tensor(&got, d, "x"));
 	cr_assert_eq(got->buffer, b.buffer);
 	td_cr_assert_ok(td_dict_set_string(d, "x", "now a string"));
 	cr_assert_eq(td_buffer_refcount(b.buffer), 1);
@@ -268,7 +268,7 @@ Test(dict, set_inplace_copies_with_broadcast_and_conversion)
 	td_cr_assert_ok(td_dict_set_tensor(d, "x", &t));
 	td_cr_assert_ok(td_tensor_full(&src, TD_DTYPE_I64, 1, s1, td_scalar_int(7)));
 	td_cr_assert_ok(td_dict_set_tensor_inplace(d, "x", &src));
-	td_cr_assert_ok(td_dict_get_tensor(d, "x", &got));
+	td_cr_assert_ok(td_dict_get_tensor(&got, d, "x"));
 	cr_assert_eq(got->buffer, t.buffer, "in place keeps the stored buffer");
 	td_cr_assert_ok(td_tensor_get(&v, got, at));
 	cr_assert_float_eq(v.v.f, 7.0, 0);
@@ -293,7 +293,7 @@ Test(dict, locked_dict_refuses_new_keys_and_deletions_but_writes_in_place)
 	zeros(&t, 2, B34);
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(3.0)));
 	td_cr_assert_ok(td_dict_lock(d));
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
 	cr_assert(td_dict_is_locked(a), "locking is recursive");
 	td_cr_assert_err(td_dict_set_tensor(d, "new", &t), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_tensor(d, "b.c", &t), TD_ELOCKED);
@@ -304,10 +304,10 @@ Test(dict, locked_dict_refuses_new_keys_and_deletions_but_writes_in_place)
 	td_cr_assert_err(td_dict_set_string(d, "a", "s"), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_batch_shape(d, 1, B34), TD_ELOCKED);
 	/* An existing tensor is overwritten in place. */
-	td_cr_assert_ok(td_dict_get_tensor(d, "a.x", &got));
+	td_cr_assert_ok(td_dict_get_tensor(&got, d, "a.x"));
 	u = *got;
 	td_cr_assert_ok(td_dict_set_tensor(d, "a.x", &t));
-	td_cr_assert_ok(td_dict_get_tensor(d, "a.x", &got));
+	td_cr_assert_ok(td_dict_get_tensor(&got, d, "a.x"));
 	cr_assert_eq(got->buffer, u.buffer);
 	td_cr_assert_ok(td_tensor_get(&v, got, at));
 	cr_assert_float_eq(v.v.f, 3.0, 0);
@@ -330,11 +330,11 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	const char raw[] = { 0, 1, 2, (char)0xff };
 
 	td_cr_assert_ok(td_dict_set_string(d, "name", "caf\xc3\xa9"));
-	td_cr_assert_ok(td_dict_get_blob(d, "name", &data, &len));
+	td_cr_assert_ok(td_dict_get_blob(&data, &len, d, "name"));
 	cr_assert_str_eq(data, "caf\xc3\xa9");
 	cr_assert_eq(len, 5);
 	td_cr_assert_ok(td_dict_set_bytes(d, "raw", raw, sizeof(raw)));
-	td_cr_assert_ok(td_dict_get(d, "raw", &v));
+	td_cr_assert_ok(td_dict_get(&v, d, "raw"));
 	cr_assert_eq(v->kind, TD_VALUE_BYTES);
 	cr_assert_eq(v->blob.length, 4);
 	cr_assert_eq(memcmp(v->blob.data, raw, 4), 0);
@@ -347,7 +347,7 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xf4\x90\x80\x80"), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_string(d, "bad", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_bytes(d, "bad", NULL, 3), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_blob(d, "n", &data, NULL), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_blob(&data, NULL, d, "n"), TD_ETYPE);
 	cr_assert_eq(td_dict_contains(d, "bad", 0), 0);
 	td_dict_free(d);
 }
@@ -361,13 +361,13 @@ Test(dict, set_dict_copies_shallowly_and_take_adopts)
 	td_cr_assert_ok(td_dict_new(&c, 2, B34));
 	put(c, "x", 3, s);
 	td_cr_assert_ok(td_dict_set_dict(d, "copy", c));
-	td_cr_assert_ok(td_dict_get_dict(d, "copy", &got));
+	td_cr_assert_ok(td_dict_get_dict(&got, d, "copy"));
 	cr_assert_neq(got, c);
-	td_cr_assert_ok(td_dict_get_tensor(c, "x", &t1));
-	td_cr_assert_ok(td_dict_get_tensor(got, "x", &t2));
+	td_cr_assert_ok(td_dict_get_tensor(&t1, c, "x"));
+	td_cr_assert_ok(td_dict_get_tensor(&t2, got, "x"));
 	cr_assert_eq(t1->buffer, t2->buffer, "a shallow copy shares buffers");
 	td_cr_assert_ok(td_dict_set_dict_take(d, "own", c));
-	td_cr_assert_ok(td_dict_get_dict(d, "own", &got));
+	td_cr_assert_ok(td_dict_get_dict(&got, d, "own"));
 	cr_assert_eq(got, c);
 	cr_assert_eq(td_dict_parent(c), d);
 	td_cr_assert_err(td_dict_set_dict_take(d, "again", c), TD_EINVAL);
@@ -400,7 +400,7 @@ Test(dict, set_dict_into_a_locked_dict_locks_the_copy)
 	td_cr_assert_ok(td_dict_unlock(d));
 	td_cr_assert_ok(td_dict_set_dict(d, "c", c));
 	td_cr_assert_ok(td_dict_lock(d));
-	td_cr_assert_ok(td_dict_get_dict(d, "c", &got));
+	td_cr_assert_ok(td_dict_get_dict(&got, d, "c"));
 	cr_assert(td_dict_is_locked(got));
 	td_dict_free(c);
 	td_dict_free(d);
@@ -502,11 +502,11 @@ Test(dict, rename_keeps_position_or_moves_across_dicts)
 	put(d, "a", 2, B34);
 	put(d, "b", 2, B34);
 	put(d, "c", 2, B34);
-	td_cr_assert_ok(td_dict_get_tensor(d, "b", &t1));
+	td_cr_assert_ok(td_dict_get_tensor(&t1, d, "b"));
 	td_cr_assert_ok(td_dict_rename(d, "b", "z"));
 	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 3);
 	cr_assert_str_eq(keys[1], "z");
-	td_cr_assert_ok(td_dict_get_tensor(d, "z", &t2));
+	td_cr_assert_ok(td_dict_get_tensor(&t2, d, "z"));
 	cr_assert_eq(t1->buffer, t2->buffer);
 	cr_assert_eq(td_dict_contains(d, "b", 0), 0);
 	td_cr_assert_ok(td_dict_rename(d, "z", "n.m.z"));
@@ -753,10 +753,10 @@ Test(dict, key_handle_components_may_hold_dots_and_be_empty)
 	cr_assert_str_eq(td_key_part(k, 1), "");
 	zeros(&t, 2, B34);
 	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
-	td_cr_assert_ok(td_dict_get_key(d, k, &v));
+	td_cr_assert_ok(td_dict_get_key(&v, d, k));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(v->tensor.buffer, t.buffer);
-	td_cr_assert_ok(td_dict_get_path(d, parts, 2, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, d, parts, 2));
 	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
 	td_key_free(k);
 	td_tensor_release(&t);
@@ -779,10 +779,10 @@ Test(dict, key_functions_refuse_null_handles_and_report_lookups)
 	td_cr_assert_err(td_dict_contains_key(d, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains_key(NULL, k, 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains_key(d, k, 0x40), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_key(d, NULL, &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_key(d, k, NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_key(NULL, k, &v), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_tensor_key(d, NULL, &got), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(&v, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(NULL, d, k), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_key(&v, NULL, k), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor_key(&got, d, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_key(d, NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_key(NULL, k, &t), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, NULL, &t), TD_EINVAL);
@@ -790,17 +790,17 @@ Test(dict, key_functions_refuse_null_handles_and_report_lookups)
 	cr_assert_eq(td_dict_contains_key(d, k, 0), 1);
 	cr_assert_eq(td_dict_contains_key(d, miss, 0), 0);
 	cr_assert_eq(td_dict_contains_key(d, through, 0), 0);
-	td_cr_assert_err(td_dict_get_key(d, miss, &v), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_key(&v, d, miss), TD_ENOTFOUND);
 	cr_assert(strstr(td_error_last()->message, "a.nope") != NULL, "%s",
 		td_error_last()->message);
-	td_cr_assert_err(td_dict_get_tensor_key(d, through, &got), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_tensor_key(&got, d, through), TD_ETYPE);
 	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, miss, &t), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_set_tensor_key(d, through, &t), TD_ETYPE);
 	td_key_free(k);
 	td_key_free(miss);
 	td_key_free(through);
 	td_cr_assert_ok(td_key_new(&k, "a"));
-	td_cr_assert_err(td_dict_get_tensor_key(d, k, &got), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_tensor_key(&got, d, k), TD_ETYPE);
 	cr_assert(strstr(td_error_last()->message, "holds a dict") != NULL, "%s",
 		td_error_last()->message);
 	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, k, &t), TD_ETYPE);
@@ -822,31 +822,31 @@ Test(dict, getters_refuse_values_of_the_wrong_kind)
 	put(d, "t", 2, B34);
 	put(d, "n.x", 2, B34);
 	td_cr_assert_ok(td_dict_set_bytes(d, "b", "xy", 2));
-	td_cr_assert_err(td_dict_get_tensor(d, "n", &got), TD_ETYPE);
-	td_cr_assert_err(td_dict_get_tensor(d, "b", &got), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_tensor(&got, d, "n"), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_tensor(&got, d, "b"), TD_ETYPE);
 	cr_assert(strstr(td_error_last()->message, "holds bytes") != NULL, "%s",
 		td_error_last()->message);
-	td_cr_assert_err(td_dict_get_dict(d, "t", &sub), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_dict(&sub, d, "t"), TD_ETYPE);
 	cr_assert(strstr(td_error_last()->message, "holds a tensor") != NULL, "%s",
 		td_error_last()->message);
-	td_cr_assert_err(td_dict_get_dict(d, "n", NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_dict(NULL, "n", &sub), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_dict(d, "zz", &sub), TD_ENOTFOUND);
-	td_cr_assert_err(td_dict_get_blob(d, "t", &data, &len), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_dict(NULL, d, "n"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict(&sub, NULL, "n"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict(&sub, d, "zz"), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_blob(&data, &len, d, "t"), TD_ETYPE);
 	cr_assert_eq(len, 99, "a failed lookup writes nothing");
-	td_cr_assert_err(td_dict_get_blob(d, "b", NULL, &len), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_blob(NULL, "b", &data, &len), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_blob(d, "zz", &data, &len), TD_ENOTFOUND);
-	td_cr_assert_ok(td_dict_get_blob(d, "b", &data, NULL));
+	td_cr_assert_err(td_dict_get_blob(NULL, &len, d, "b"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_blob(&data, &len, NULL, "b"), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_blob(&data, &len, d, "zz"), TD_ENOTFOUND);
+	td_cr_assert_ok(td_dict_get_blob(&data, NULL, d, "b"));
 	cr_assert_eq(memcmp(data, "xy", 2), 0);
-	td_cr_assert_ok(td_dict_get_dict_path(d, (const char *[]){ "n" }, 1, &sub));
+	td_cr_assert_ok(td_dict_get_dict_path(&sub, d, (const char *[]){ "n" }, 1));
 	cr_assert_eq(td_dict_len(sub), 1);
-	td_cr_assert_err(td_dict_get_dict_path(d, NULL, 1, &sub), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_dict_path(d, (const char *[]){ "t" }, 1, &sub), TD_ETYPE);
-	td_cr_assert_err(td_dict_get_dict_path(d, (const char *[]){ "n" }, 1, NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_tensor_path(d, (const char *[]){ "n", "y" }, 2, &got),
+	td_cr_assert_err(td_dict_get_dict_path(&sub, d, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict_path(&sub, d, (const char *[]){ "t" }, 1), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_dict_path(NULL, d, (const char *[]){ "n" }, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor_path(&got, d, (const char *[]){ "n", "y" }, 2),
 		TD_ENOTFOUND);
-	td_cr_assert_err(td_dict_get_tensor_path(d, (const char *[]){ "n", "x" }, 2, NULL),
+	td_cr_assert_err(td_dict_get_tensor_path(NULL, d, (const char *[]){ "n", "x" }, 2),
 		TD_EINVAL);
 	td_dict_free(d);
 }
@@ -860,8 +860,8 @@ Test(dict, long_keys_are_found_and_told_apart)
 
 	put(d, k1, 2, B34);
 	put(d, k2, 2, B34);
-	td_cr_assert_ok(td_dict_get_tensor(d, k1, &a));
-	td_cr_assert_ok(td_dict_get_tensor(d, k2, &b));
+	td_cr_assert_ok(td_dict_get_tensor(&a, d, k1));
+	td_cr_assert_ok(td_dict_get_tensor(&b, d, k2));
 	cr_assert_neq(a->buffer, b->buffer);
 	cr_assert_eq(td_dict_contains(d, "a_rather_long_key_name_number_six", 0), 0);
 	td_dict_free(d);
@@ -1167,7 +1167,7 @@ Test(dict, set_batch_shape_checks_nested_dicts_and_the_parent)
 	td_cr_assert_err(td_dict_set_batch_shape(d, TD_MAX_DIMS + 1, b345), TD_EINVAL);
 	cr_assert_eq(td_dict_batch_ndim(d), 1);
 	/* The nested dict locked alone refuses too. */
-	td_cr_assert_ok(td_dict_get_dict(d, "c", &n));
+	td_cr_assert_ok(td_dict_get_dict(&n, d, "c"));
 	td_cr_assert_ok(td_dict_lock(n));
 	td_cr_assert_err(td_dict_set_batch_shape(n, 1, b3), TD_ELOCKED);
 	td_dict_free(d);
@@ -1180,7 +1180,7 @@ Test(dict, set_dict_take_refuses_cycles_and_owned_dicts)
 	td_dict *d = new34(), *a, *other;
 
 	put(d, "a.x", 2, B34);
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
 	td_cr_assert_err(td_dict_set_dict_take(a, "loop", d), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "cannot contain itself") != NULL, "%s",
 		td_error_last()->message);
@@ -1226,7 +1226,7 @@ Test(dict, failed_renames_leave_the_dict_as_it_was)
 	td_cr_assert_err(td_dict_rename(d, "t", "n"), TD_EEXISTS);
 	td_cr_assert_err(td_dict_rename(d, "t", "n.x"), TD_EEXISTS);
 	/* A locked destination, locked on its own. */
-	td_cr_assert_ok(td_dict_get_dict(d, "n", &n));
+	td_cr_assert_ok(td_dict_get_dict(&n, d, "n"));
 	td_cr_assert_ok(td_dict_lock(n));
 	td_cr_assert_err(td_dict_rename(d, "t", "n.t"), TD_ELOCKED);
 	td_cr_assert_err(td_dict_rename(d, "t", "n.sub.t"), TD_ELOCKED);
@@ -1289,7 +1289,7 @@ Test(dict, renames_that_would_nest_too_deep_are_refused)
 			TD_EINVAL);
 		td_dict_free(leafdict);
 		/* From the deepest dict itself, no new dict may be made below it. */
-		td_cr_assert_ok(td_dict_get_dict_path(d, deeper, TD_KEY_MAX_DEPTH - 1, &leafdict));
+		td_cr_assert_ok(td_dict_get_dict_path(&leafdict, d, deeper, TD_KEY_MAX_DEPTH - 1));
 		zeros(&t, 2, B34);
 		td_cr_assert_err(td_dict_set_tensor(leafdict, "new.x", &t), TD_EINVAL);
 		cr_assert_eq(td_dict_contains(leafdict, "new", 0), 0);
@@ -1307,7 +1307,7 @@ static int64_t first_f32(const td_dict *d, const char *key)
 	int64_t zero[TD_MAX_DIMS] = { 0 };
 	td_scalar s;
 
-	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, d, key));
 	td_cr_assert_ok(td_tensor_get(&s, t, zero));
 	return (int64_t)s.v.f;
 }
@@ -1316,7 +1316,7 @@ static const td_tensor *leafp(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
 
-	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, d, key));
 	return t;
 }
 
@@ -1576,9 +1576,9 @@ Test(dict, renames_move_nested_dicts_between_dicts)
 
 	put(d, "n.x", 2, B34);
 	put(d, "o.y", 2, B34);
-	td_cr_assert_ok(td_dict_get_dict(d, "n", &n));
+	td_cr_assert_ok(td_dict_get_dict(&n, d, "n"));
 	td_cr_assert_ok(td_dict_rename(d, "n", "o.n"));
-	td_cr_assert_ok(td_dict_get_dict(d, "o", &o));
+	td_cr_assert_ok(td_dict_get_dict(&o, d, "o"));
 	cr_assert_eq(td_dict_parent(n), o, "the moved dict is the same dict, now in 'o'");
 	cr_assert_eq(td_dict_contains(d, "o.n.x", 0), 1);
 	cr_assert_eq(td_dict_contains(d, "n", 0), 0);
@@ -1659,7 +1659,7 @@ Test(dict, dotted_keys_deeper_than_the_limit_are_refused_in_every_function)
 		td_cr_assert_err(td_key_new(&k, key), TD_EINVAL);
 		cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s",
 			td_error_last()->message);
-		td_cr_assert_err(td_dict_get(d, key, &v), TD_EINVAL);
+		td_cr_assert_err(td_dict_get(&v, d, key), TD_EINVAL);
 		td_cr_assert_err(td_dict_contains(d, key, 0), TD_EINVAL);
 		td_cr_assert_err(td_dict_set_tensor(d, key, &t), TD_EINVAL);
 		td_cr_assert_err(td_dict_rename(d, "x", key), TD_EINVAL);
@@ -1786,19 +1786,19 @@ Test(dict, take_path_setters_adopt_values_under_keys_with_dots_or_empty)
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b));
 	td_cr_assert_ok(td_dict_set_tensor_take_path(d, dotted, 1, &t));
 	cr_assert_null(t.buffer);
-	td_cr_assert_ok(td_dict_get_path(d, dotted, 1, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, d, dotted, 1));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(td_buffer_refcount(v->tensor.buffer), 1);
 
 	td_cr_assert_ok(td_dict_new(&child, 1, b));
 	td_cr_assert_ok(td_dict_set_dict_take_path(d, empty, 1, child));
-	td_cr_assert_ok(td_dict_get_path(d, empty, 1, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, d, empty, 1));
 	cr_assert_eq(v->dict, child);
 	cr_assert_eq(td_dict_parent(child), d);
 	/* Intermediate dicts are created; the empty last component is a key too. */
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I8, 1, b));
 	td_cr_assert_ok(td_dict_set_tensor_take_path(d, nested, 2, &t));
-	td_cr_assert_ok(td_dict_get_path(d, nested, 2, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, d, nested, 2));
 
 	/* Failures leave the caller's reference and dict alone. */
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (const int64_t[]){ 3 }));

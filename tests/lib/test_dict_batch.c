@@ -30,7 +30,7 @@ static td_dict *fixture(void)
 	td_cr_assert_ok(td_dict_set_tensor_take(c, "t", &t));
 	{
 		td_dict *b;
-		td_cr_assert_ok(td_dict_get_dict(d, "b", &b));
+		td_cr_assert_ok(td_dict_get_dict(&b, d, "b"));
 		td_cr_assert_ok(td_dict_set_dict_take(b, "c", c));
 	}
 	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
@@ -41,7 +41,7 @@ static const td_tensor *leaf(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
 
-	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, d, key));
 	return t;
 }
 
@@ -88,7 +88,7 @@ Test(dict_batch, int_index_drops_the_first_batch_dim)
 	td_cr_assert_ok(td_dict_index(&r, d, idx, 1));
 	expect_batch(r, 1, b4);
 	expect_shape(leaf(r, "a"), 2, s45);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 2, b42);
 	cr_assert_eq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a basic index is a view");
 	cr_assert_eq(td_dict_contains(r, "s", 0), 1);
@@ -345,7 +345,7 @@ Test(dict_batch, stack_and_cat_join_dicts)
 	{
 		const td_strings *st;
 
-		td_cr_assert_ok(td_dict_get_strings(r, "s", &st));
+		td_cr_assert_ok(td_dict_get_strings(&st, r, "s"));
 		cr_assert_eq(st->ndim, 3);
 		cr_assert_str_eq(td_strings_at(st, 12, NULL), "different");
 	}
@@ -370,7 +370,7 @@ Test(dict_batch, reshape_view_unsqueeze_squeeze_permute)
 
 	td_cr_assert_ok(td_dict_reshape(&r, d, 1, b12));
 	expect_shape(leaf(r, "a"), 2, s125);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	cr_assert_eq(td_dict_batch_ndim(c), 2);
 	td_dict_free(r);
 	td_cr_assert_ok(td_dict_view(&r, d, 2, b26));
@@ -443,9 +443,9 @@ Test(dict_batch, random_index_expressions_match_leaf_indexing)
 		td_cr_assert_ok(td_dict_index(&r, d, idx, n));
 		{
 			const td_tensor *src, *got;
-			td_cr_assert_ok(td_dict_get_tensor(d, "x.y", &src));
+			td_cr_assert_ok(td_dict_get_tensor(&src, d, "x.y"));
 			td_cr_assert_ok(td_tensor_index(&ref, src, idx, n));
-			td_cr_assert_ok(td_dict_get_tensor(r, "x.y", &got));
+			td_cr_assert_ok(td_dict_get_tensor(&got, r, "x.y"));
 			cr_assert_eq(td_tensor_equal(got, &ref), 1, "iteration %d", iter);
 			cr_assert_eq(td_dict_batch_ndim(r), ref.ndim - extra);
 			td_tensor_release(&ref);
@@ -470,7 +470,7 @@ Test(dict_batch, masks_and_lists_with_an_ellipsis_index_batch_dims_only)
 
 	td_cr_assert_ok(td_dict_index(&r, d, ell_mask, 2));
 	expect_batch(r, 2, b33);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 3, b332);
 	expect_leaves(r, d, exp_mask, 2);
 	cr_assert_neq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a mask gives a copy");
@@ -546,7 +546,7 @@ Test(dict_batch, index_put_creates_nested_dicts_and_non_tensor_values)
 	td_cr_assert_ok(td_dict_set_string(v, "note", "hello"));
 	td_cr_assert_ok(td_dict_set_string(v, "s", "text"));
 	td_cr_assert_ok(td_dict_index_put(d, idx, 1, v));
-	td_cr_assert_ok(td_dict_get_dict(d, "made", &made));
+	td_cr_assert_ok(td_dict_get_dict(&made, d, "made"));
 	cr_assert_eq(td_dict_batch_ndim(made), 3, "the created dict has d's batch + extra dims");
 	cr_assert_eq(td_dict_batch_shape(made)[2], 2);
 	expect_shape(leaf(d, "made.deep"), 4, s3423);
@@ -847,7 +847,7 @@ Test(dict_batch, unbind_and_split_into_many_pieces_equal_indexing)
 	for (i = 0; i < n; i++) {
 		const char *s;
 		expect_piece(parts[i], d, 0, td_index_int((int64_t)i));
-		td_cr_assert_ok(td_dict_get_blob(parts[i], LONG_KEY ".s", &s, NULL));
+		td_cr_assert_ok(td_dict_get_blob(&s, NULL, parts[i], LONG_KEY ".s"));
 		cr_assert_str_eq(s, "deep");
 	}
 	td_dict_array_free(parts, n);
@@ -970,9 +970,9 @@ Test(dict_batch, cutting_small_levels_with_long_keys_equals_indexing)
 
 		expect_piece(parts[i], d, 0, td_index_int((int64_t)i));
 		cr_assert_eq(td_dict_contains(parts[i], "gone", 0), 0);
-		td_cr_assert_ok(td_dict_get_blob(parts[i], "s", &s, NULL));
+		td_cr_assert_ok(td_dict_get_blob(&s, NULL, parts[i], "s"));
 		cr_assert_str_eq(s, "text");
-		td_cr_assert_ok(td_dict_get_path(parts[i], path_n, 3, &v));
+		td_cr_assert_ok(td_dict_get_path(&v, parts[i], path_n, 3));
 		cr_assert_eq(v->kind, TD_VALUE_STRINGS);
 		cr_assert_eq(v->strings.ndim, 1);
 	}
@@ -1016,12 +1016,12 @@ Test(dict_batch, stack_and_cat_with_nested_dicts_and_strings)
 	int64_t b342[] = { 3, 4, 2 }, b2342[] = { 2, 3, 4, 2 }, b3842[] = { 3, 8, 2 };
 
 	td_cr_assert_ok(td_dict_stack(&r, two, 2, 0));
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 4, b2342);
 	cr_assert_eq(td_dict_contains(r, "s", TD_LEAVES_ONLY), 1);
 	td_dict_free(r);
 	td_cr_assert_ok(td_dict_cat(&r, two, 2, -1));
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 3, b3842);
 	{
 		td_index idx[] = { td_index_all(), td_index_slice(4, 8, 1) };
@@ -1041,7 +1041,7 @@ Test(dict_batch, stack_and_cat_with_nested_dicts_and_strings)
 	/* A nested dict whose batch differs between the dicts. */
 	{
 		td_dict *c2;
-		td_cr_assert_ok(td_dict_get_dict(e, "b.c", &c2));
+		td_cr_assert_ok(td_dict_get_dict(&c2, e, "b.c"));
 		td_cr_assert_ok(td_dict_del(c2, "t"));
 		td_cr_assert_ok(td_dict_set_batch_shape(c2, 2, B34));
 		td_cr_assert_err(td_dict_stack(&r, two, 2, 0), TD_ETYPE);
@@ -1141,7 +1141,7 @@ Test(dict_batch, reshape_infers_a_size_and_keeps_nested_dims)
 	td_dict_free(r);
 	td_cr_assert_ok(td_dict_reshape(&r, d, 3, b2m1));
 	expect_batch(r, 3, b223);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	cr_assert_eq(td_dict_batch_ndim(c), 4);
 	expect_shape(leaf(r, "b.c.t"), 5, s22322);
 	cr_assert_eq(leaf(r, "a")->buffer, leaf(d, "a")->buffer, "a contiguous reshape is a view");
@@ -1196,7 +1196,7 @@ Test(dict_batch, unsqueeze_and_squeeze_take_negative_dims)
 	td_cr_assert_ok(td_dict_unsqueeze(&r, d, -1));
 	expect_batch(r, 3, b341);
 	expect_shape(leaf(r, "a"), 4, s3415);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 4, b3412);
 	td_cr_assert_ok(td_dict_squeeze(&r2, r, -1));
 	cr_assert_eq(td_dict_equal(r2, d), 1);
@@ -1255,7 +1255,7 @@ Test(dict_batch, permute_reorders_nested_batches_too)
 	td_cr_assert_ok(td_dict_permute(&r, d, (int[]){ -1, 0 }));
 	expect_batch(r, 2, b43);
 	expect_shape(leaf(r, "a"), 3, s4352);
-	td_cr_assert_ok(td_dict_get_dict(r, "b.c", &c));
+	td_cr_assert_ok(td_dict_get_dict(&c, r, "b.c"));
 	expect_batch(c, 3, b432);
 	{
 		td_dict *back;

@@ -23,7 +23,7 @@ static double val(const td_dict *d, const char *key)
 	td_scalar s;
 	int64_t zero[TD_MAX_DIMS] = { 0 };
 
-	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, d, key));
 	td_cr_assert_ok(td_tensor_get(&s, t, zero));
 	switch (s.kind) {
 	case TD_SCALAR_BOOL:
@@ -54,7 +54,7 @@ static const td_tensor *tensor(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
 
-	td_cr_assert_ok(td_dict_get_tensor(d, key, &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, d, key));
 	return t;
 }
 
@@ -515,7 +515,7 @@ Test(dict_ops, update_inplace_replaces_non_tensor_values)
 	td_cr_assert_ok(td_dict_set_string(o, "s", "raw"));
 	td_cr_assert_ok(td_dict_lock(d));
 	td_cr_assert_ok(td_dict_update_inplace(d, o));
-	td_cr_assert_ok(td_dict_get_blob(d, "s", &data, &len));
+	td_cr_assert_ok(td_dict_get_blob(&data, &len, d, "s"));
 	cr_assert_eq(len, 3);
 	cr_assert_eq(memcmp(data, "raw", 3), 0);
 	td_cr_assert_ok(td_dict_update_inplace(d, d));
@@ -551,7 +551,7 @@ Test(dict_ops, update_from_a_dict_inside_the_target)
 	put_full(d, "a.a", TD_DTYPE_F32, 2, B34, 1);
 	put_full(d, "a.x", TD_DTYPE_F32, 2, B34, 2);
 	inner = tensor(d, "a.a")->buffer;
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
 	td_cr_assert_ok(td_dict_update(d, a));
 	cr_assert_eq(tensor(d, "a")->buffer, inner, "the leaf replaced its dict");
 	cr_assert_eq(val(d, "x"), 2);
@@ -561,7 +561,7 @@ Test(dict_ops, update_from_a_dict_inside_the_target)
 	td_cr_assert_ok(td_dict_new(&d, 2, B34));
 	put_full(d, "a.y", TD_DTYPE_F32, 2, B34, 1);
 	put_full(d, "z", TD_DTYPE_F32, 2, B34, 3);
-	td_cr_assert_ok(td_dict_get_dict(d, "a", &a));
+	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
 	td_cr_assert_ok(td_dict_update(a, d));
 	cr_assert_eq(val(d, "a.z"), 3);
 	cr_assert_eq(td_dict_contains(d, "a.a.y", 0), 1, "a copy of 'a' as it was");
@@ -580,7 +580,7 @@ static int alias_body(void *arg)
 
 	rc = td_dict_clone(&c->out, c->src);
 	if (rc == 0)
-		rc = td_dict_get_dict(c->out, "b", &b);
+		rc = td_dict_get_dict(&b, c->out, "b");
 	if (rc == 0)
 		rc = td_dict_update(c->out, b);
 	if (rc < 0) {
@@ -865,7 +865,7 @@ Test(dict_ops, apply_skips_and_fails_in_nested_dicts)
 	cr_assert_eq(td_dict_batch_ndim(r), 2);
 	{
 		td_dict *rn;
-		td_cr_assert_ok(td_dict_get_dict(r, "n", &rn));
+		td_cr_assert_ok(td_dict_get_dict(&rn, r, "n"));
 		cr_assert_eq(td_dict_batch_ndim(rn), 3, "the nested batch keeps its extra dim");
 		parent = td_dict_parent(rn);
 		cr_assert_eq(parent, r);
@@ -932,7 +932,7 @@ Test(dict_ops, binary_ops_keep_longer_nested_batches)
 	int64_t s345[] = { 3, 4, 5 }, s341[] = { 3, 4, 1 };
 
 	td_cr_assert_ok(td_dict_binary(&r, a, b, TD_OP_MUL));
-	td_cr_assert_ok(td_dict_get_dict(r, "n", &n));
+	td_cr_assert_ok(td_dict_get_dict(&n, r, "n"));
 	cr_assert_eq(td_dict_batch_ndim(n), 3);
 	cr_assert_eq(val(r, "n.m.skip"), 1);
 	td_dict_free(r);

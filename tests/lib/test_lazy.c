@@ -135,7 +135,7 @@ Test(lazy, construction_failures)
 		td_dict *child, *nested;
 		td_cr_assert_ok(td_dict_new(&child, 1, &b3));
 		td_cr_assert_ok(td_dict_set_dict_take(b, "x", child));
-		td_cr_assert_ok(td_dict_get_dict(b, "x", &nested));
+		td_cr_assert_ok(td_dict_get_dict(&nested, b, "x"));
 		td_cr_assert_err(td_lazy_stack(&s, &nested, 1, 0, TD_LAZY_TAKE), TD_EINVAL);
 	}
 	td_dict_free(a);
@@ -252,12 +252,12 @@ Test(lazy, get_matches_dense)
 		td_key *k;
 
 		fixture_make(&f, sd);
-		td_cr_assert_ok(td_dict_get_tensor(f.ref, "n.m.c", &ref));
+		td_cr_assert_ok(td_dict_get_tensor(&ref, f.ref, "n.m.c"));
 		td_cr_assert_ok(td_lazy_get_tensor(&got, f.lazy, "n.m.c"));
 		assert_tensor_eq(&got, ref);
 		td_tensor_release(&got);
 		td_cr_assert_ok(td_key_new(&k, "a"));
-		td_cr_assert_ok(td_dict_get_tensor(f.ref, "a", &ref));
+		td_cr_assert_ok(td_dict_get_tensor(&ref, f.ref, "a"));
 		td_cr_assert_ok(td_lazy_get_tensor_key(&got, f.lazy, k));
 		assert_tensor_eq(&got, ref);
 		td_tensor_release(&got);
@@ -276,7 +276,7 @@ Test(lazy, get_matches_dense)
 		cr_assert_eq(td_lazy_stack_dim(sub), sd);
 		{
 			td_dict *rsub;
-			td_cr_assert_ok(td_dict_get_dict(f.ref, "n", &rsub));
+			td_cr_assert_ok(td_dict_get_dict(&rsub, f.ref, "n"));
 			assert_same(rsub, sub);
 		}
 		td_dict_free(sub);
@@ -286,10 +286,10 @@ Test(lazy, get_matches_dense)
 			const td_value *v;
 			td_dict *dd;
 			const char *data;
-			td_cr_assert_err(td_dict_get(f.lazy, "a", &v), TD_ENOTSUP);
-			td_cr_assert_err(td_dict_get_tensor(f.lazy, "a", &ref), TD_ENOTSUP);
-			td_cr_assert_err(td_dict_get_dict(f.lazy, "n", &dd), TD_ENOTSUP);
-			td_cr_assert_err(td_dict_get_blob(f.lazy, "s", &data, NULL), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get(&v, f.lazy, "a"), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_tensor(&ref, f.lazy, "a"), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_dict(&dd, f.lazy, "n"), TD_ENOTSUP);
+			td_cr_assert_err(td_dict_get_blob(&data, NULL, f.lazy, "s"), TD_ENOTSUP);
 		}
 		fixture_free(&f);
 	}
@@ -571,7 +571,7 @@ Test(lazy, setitem_and_fill_reach_children)
 		{
 			const td_tensor *a;
 			td_tensor g;
-			td_cr_assert_ok(td_dict_get_tensor(f.ref, "a", &a));
+			td_cr_assert_ok(td_dict_get_tensor(&a, f.ref, "a"));
 			td_cr_assert_ok(td_lazy_get_tensor(&g, f.lazy, "a"));
 			assert_tensor_eq(&g, a);
 			cr_assert_float_eq(at(a, 1, 0, 0), -7.0, 0);
@@ -600,7 +600,7 @@ Test(lazy, set_through_to_children)
 	td_test_arange(&t, TD_DTYPE_F32, 2, b);
 	/* plain set: each child gets its slice (a view of t) */
 	td_cr_assert_ok(td_dict_set_tensor(f.lazy, "new.deep", &t));
-	td_cr_assert_ok(td_dict_get_tensor(f.parts[2], "new.deep", &ct));
+	td_cr_assert_ok(td_dict_get_tensor(&ct, f.parts[2], "new.deep"));
 	cr_assert_eq(ct->buffer, t.buffer);
 	cr_assert_float_eq(td_test_element(ct, 1), 5.0, 0);
 	td_cr_assert_ok(td_lazy_get_tensor(&g, f.lazy, "new.deep"));
@@ -637,7 +637,7 @@ Test(lazy, set_through_to_children)
 	{
 		td_dict *held;
 		td_cr_assert_ok(td_dict_set_dict(f.ref, "d", f.lazy));
-		td_cr_assert_ok(td_dict_get_dict(f.ref, "d", &held));
+		td_cr_assert_ok(td_dict_get_dict(&held, f.ref, "d"));
 		cr_assert(td_dict_is_lazy(held));
 		cr_assert_neq(held, f.lazy);
 		td_cr_assert_ok(td_dict_del(f.ref, "d"));
@@ -948,7 +948,7 @@ static td_dict *update_source(const td_dict *ref, bool batchless)
 	td_dict *o;
 
 	td_cr_assert_ok(td_dict_new(&o, batchless ? 0 : 2, td_dict_batch_shape(ref)));
-	td_cr_assert_ok(td_dict_get_tensor(ref, "a", &a));
+	td_cr_assert_ok(td_dict_get_tensor(&a, ref, "a"));
 	td_cr_assert_ok(td_tensor_full(&t, a->dtype, a->ndim, a->shape, td_scalar_int(9)));
 	td_cr_assert_ok(td_dict_set_tensor_take(o, "a", &t));
 	memcpy(sx, td_dict_batch_shape(ref), 2 * sizeof(int64_t));
@@ -983,7 +983,7 @@ Test(lazy, update_reaches_every_child)
 			td_cr_assert_ok(td_dict_update(lz, o));
 			cr_assert_eq(td_dict_contains(lz, "w.x", 0), !batchless);
 			cr_assert_eq(td_dict_contains(lz, "n.new", 0), 1);
-			td_cr_assert_ok(td_dict_get_blob(td_lazy_child(lz, 1), "s", &s, NULL));
+			td_cr_assert_ok(td_dict_get_blob(&s, NULL, td_lazy_child(lz, 1), "s"));
 			cr_assert_str_eq(s, "updated");
 			assert_same(ref, lz);
 			/* a stack on the right: its dense form */
@@ -1073,13 +1073,13 @@ Test(lazy, apply_reaches_ragged_and_partial_children)
 	td_cr_assert_ok(td_dict_set_tensor_take(kids[1], "only1", &x));
 	td_cr_assert_ok(td_lazy_stack(&lz, kids, 2, 0, TD_LAZY_TAKE));
 	td_cr_assert_ok(td_dict_apply(&out, lz, times_k, &k));
-	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 0), "a", &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 0), "a"));
 	cr_assert_eq(t->shape[1], 3);
 	cr_assert_eq(td_test_element(t, 5), 50.0);
-	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 1), "a", &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 1), "a"));
 	cr_assert_eq(t->shape[1], 5);
 	cr_assert_eq(td_test_element(t, 9), 90.0);
-	td_cr_assert_ok(td_dict_get_tensor(td_lazy_child(out, 1), "only1", &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 1), "only1"));
 	cr_assert_eq(td_dict_contains(out, "only1", 0), 0);
 	/* ragged leaves have no dense form to compare */
 	td_cr_assert_err(td_dict_equal(out, lz), TD_ETYPE);
@@ -1147,7 +1147,7 @@ Test(lazy, stack_of_lazy_stacks)
 	td_cr_assert_ok(td_lazy_stack(&outer, inner, 2, 1, 0));
 	td_cr_assert_ok(td_dict_stack(&dense, (const td_dict *const *)refs, 2, 1));
 	cr_assert_eq(td_dict_batch_shape(outer)[1], 2);
-	td_cr_assert_ok(td_dict_get_tensor(dense, "n.m.c", &r));
+	td_cr_assert_ok(td_dict_get_tensor(&r, dense, "n.m.c"));
 	td_cr_assert_ok(td_lazy_get_tensor(&g, outer, "n.m.c"));
 	assert_tensor_eq(&g, r);
 	td_tensor_release(&g);
@@ -2115,7 +2115,7 @@ Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
 	cr_assert_eq(td_buffer_refcount(old), refs - 3, "the old leaves are released");
 	for (int i = 0; i < 3; i++) {
 		td_tensor want;
-		td_cr_assert_ok(td_dict_get_tensor(c[i], "x", &leaf));
+		td_cr_assert_ok(td_dict_get_tensor(&leaf, c[i], "x"));
 		cr_assert_eq(leaf->buffer, t.buffer, "child %d holds a view of the value", i);
 		td_cr_assert_ok(td_tensor_select(&want, &t, 0, i));
 		assert_tensor_eq(leaf, &want);
@@ -2132,11 +2132,11 @@ Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
 		td_cr_assert_ok(td_tensor_zeros(&mine, TD_DTYPE_F32, 2, (int64_t[]){ 2, 4 }));
 		td_cr_assert_ok(td_dict_set_tensor_take(c[1], "x", &mine));
 	}
-	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	td_cr_assert_ok(td_dict_get_tensor(&leaf, c[1], "x"));
 	old = leaf->buffer;
 	td_cr_assert_ok(td_dict_lock(c[1]));
 	td_cr_assert_ok(td_dict_set_tensor(s, "x", &t));
-	td_cr_assert_ok(td_dict_get_tensor(c[1], "x", &leaf));
+	td_cr_assert_ok(td_dict_get_tensor(&leaf, c[1], "x"));
 	cr_assert_eq(leaf->buffer, old, "a locked child keeps its leaf's buffer");
 	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
 	assert_tensor_eq(&got, &t);

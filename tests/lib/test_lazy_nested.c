@@ -82,7 +82,7 @@ static td_dict *get_z(const td_dict *d)
 {
 	td_dict *z = NULL;
 
-	td_cr_assert_ok(td_dict_get_dict(d, "z", &z));
+	td_cr_assert_ok(td_dict_get_dict(&z, d, "z"));
 	return z;
 }
 
@@ -92,7 +92,7 @@ static void assert_leaf(const fixture *f, const char *key)
 	const td_tensor *want;
 	td_tensor got = TD_TENSOR_INIT;
 
-	td_cr_assert_ok(td_dict_get_tensor(f->ref, key, &want));
+	td_cr_assert_ok(td_dict_get_tensor(&want, f->ref, key));
 	td_cr_assert_ok(td_lazy_get_tensor(&got, f->dict, key));
 	cr_assert_eq(td_tensor_equal(&got, want), 1, "'%s' differs from the reference", key);
 	td_tensor_release(&got);
@@ -125,7 +125,7 @@ Test(lazy_nested, stored_as_a_value)
 		cr_assert_eq(td_dict_parent(z), f.dict);
 		cr_assert_eq(td_lazy_count(z), sd == 0 ? 3u : 2u);
 		cr_assert_eq(td_lazy_stack_dim(z), sd);
-		td_cr_assert_ok(td_dict_get(f.dict, "z", &v));
+		td_cr_assert_ok(td_dict_get(&v, f.dict, "z"));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
 		cr_assert_eq(v->dict, z);
 		cr_assert_eq(td_dict_len(f.dict), 3u);
@@ -147,7 +147,7 @@ Test(lazy_nested, set_dict_copies_the_stack)
 	z = get_z(f.dict);
 	td_cr_assert_ok(td_dict_new(&d, 1, &b));
 	td_cr_assert_ok(td_dict_set_dict(d, "w.z", z));
-	td_cr_assert_ok(td_dict_get_dict(d, "w.z", &z2));
+	td_cr_assert_ok(td_dict_get_dict(&z2, d, "w.z"));
 	cr_assert(td_dict_is_lazy(z2));
 	cr_assert_neq(z2, z);
 	/* A shallow copy: a new child key does not reach the original. */
@@ -197,7 +197,7 @@ Test(lazy_nested, dotted_reads_stack_like_the_reference)
 		/* A key handle names the same leaf. */
 		td_cr_assert_ok(td_key_new(&k, "z.n.m.c"));
 		td_cr_assert_ok(td_lazy_get_tensor_key(&got, f.dict, k));
-		td_cr_assert_ok(td_dict_get_tensor(f.ref, "z.n.m.c", &t));
+		td_cr_assert_ok(td_dict_get_tensor(&t, f.ref, "z.n.m.c"));
 		cr_assert_eq(td_tensor_equal(&got, t), 1);
 		td_tensor_release(&got);
 		td_key_free(k);
@@ -205,7 +205,7 @@ Test(lazy_nested, dotted_reads_stack_like_the_reference)
 		td_cr_assert_ok(td_lazy_get_dict(&sub, f.dict, "z.n"));
 		cr_assert(td_dict_is_lazy(sub));
 		td_cr_assert_ok(td_lazy_densify(&dn, sub));
-		td_cr_assert_ok(td_dict_get_dict(f.ref, "z.n", &want));
+		td_cr_assert_ok(td_dict_get_dict(&want, f.ref, "z.n"));
 		cr_assert_eq(td_dict_equal(dn, want), 1);
 		td_dict_free(dn);
 		td_dict_free(sub);
@@ -214,10 +214,10 @@ Test(lazy_nested, dotted_reads_stack_like_the_reference)
 		cr_assert_eq(count, td_lazy_count(get_z(f.dict)));
 		td_tensor_array_free(list, count);
 		/* Borrowed lookups cannot lend a stacked leaf: refused, pointing the way. */
-		td_cr_assert_err(td_dict_get_tensor(f.dict, "z.a", &t), TD_ENOTSUP);
+		td_cr_assert_err(td_dict_get_tensor(&t, f.dict, "z.a"), TD_ENOTSUP);
 		cr_assert(strstr(last_message(), "td_lazy_get_tensor") != NULL, "%s",
 			last_message());
-		td_cr_assert_err(td_dict_get_dict(f.dict, "z.n", &sub), TD_ENOTSUP);
+		td_cr_assert_err(td_dict_get_dict(&sub, f.dict, "z.n"), TD_ENOTSUP);
 		/* Missing keys are still reported as missing. */
 		td_cr_assert_err(td_lazy_get_tensor(&got, f.dict, "z.nope"), TD_ENOTFOUND);
 		/* A path that does not lead into a stack is not one. */
@@ -276,7 +276,7 @@ Test(lazy_nested, writes_go_through_the_stack)
 		td_cr_assert_ok(td_dict_set_tensor_inplace(f.ref, "z.new.x", &ones));
 		assert_leaf(&f, "z.new.x");
 		td_cr_assert_ok(td_lazy_get_tensor(&got, f.dict, "z.new.x"));
-		td_cr_assert_ok(td_dict_get_tensor(f.ref, "z.new.x", &r));
+		td_cr_assert_ok(td_dict_get_tensor(&r, f.ref, "z.new.x"));
 		cr_assert_eq(td_tensor_equal(&got, &ones), 1);
 		td_tensor_release(&got);
 		/* Non-tensor leaves. */
@@ -572,7 +572,7 @@ Test(lazy_nested, unbind_split_like_the_reference)
 
 			td_cr_assert_ok(td_lazy_stack(&s, b, nb, 0, 0));
 			td_cr_assert_ok(td_lazy_get_tensor(&got, s, "z.n.m.c"));
-			td_cr_assert_ok(td_dict_get_tensor(f.ref, "z.n.m.c", &want));
+			td_cr_assert_ok(td_dict_get_tensor(&want, f.ref, "z.n.m.c"));
 			cr_assert_eq(td_tensor_equal(&got, want), 1);
 			td_tensor_release(&got);
 			cr_assert_eq(td_dict_contains(s, "z.a", TD_LEAVES_ONLY), 1);
@@ -855,10 +855,10 @@ Test(lazy_nested, nesting_depth_counts_the_stack)
 	td_test_arange(&t, TD_DTYPE_I32, 1, &b);
 	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, deep + 1, &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_dict_get_dict_path(d, parts, deep, &at));
+	td_cr_assert_ok(td_dict_get_dict_path(&at, d, parts, deep));
 	td_cr_assert_err(td_dict_set_dict_take(at, "z", stack), TD_EINVAL);
 	cr_assert_null(td_dict_parent(stack)); /* still the caller's */
-	td_cr_assert_ok(td_dict_get_dict_path(d, parts, deep - 1, &at));
+	td_cr_assert_ok(td_dict_get_dict_path(&at, d, parts, deep - 1));
 	td_cr_assert_ok(td_dict_set_dict_take(at, "z", stack));
 	td_dict_free(d);
 	td_dict_free(inner);
@@ -982,7 +982,7 @@ Test(lazy_nested, stacks_of_dicts_holding_stacks_deeper_down_leak_nothing)
 	td_cr_assert_ok(td_lazy_get_tensor(&got, outer, "p.z.n.m.c"));
 	cr_assert_eq(got.ndim, 4);
 	cr_assert_eq(got.shape[0], 2);
-	td_cr_assert_ok(td_dict_get_tensor(inner, "n.m.c", &want));
+	td_cr_assert_ok(td_dict_get_tensor(&want, inner, "n.m.c"));
 	{
 		td_tensor row = TD_TENSOR_INIT;
 		td_cr_assert_ok(td_tensor_select(&row, &got, 0, 1));

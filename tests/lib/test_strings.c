@@ -32,7 +32,7 @@ static void assert_strings(const td_dict *d, const char *key, int ndim, const in
 	int64_t numel = 1, i;
 	int k;
 
-	td_cr_assert_ok(td_dict_get_strings(d, key, &s));
+	td_cr_assert_ok(td_dict_get_strings(&s, d, key));
 	cr_assert_eq(s->ndim, ndim, "%s: ndim %d, expected %d", key, s->ndim, ndim);
 	for (k = 0; k < ndim; k++) {
 		cr_assert_eq(s->shape[k], shape[k], "%s: dim %d is %lld", key, k,
@@ -54,7 +54,7 @@ static void assert_string(const td_dict *d, const char *key, const char *want)
 {
 	const td_value *v;
 
-	td_cr_assert_ok(td_dict_get(d, key, &v));
+	td_cr_assert_ok(td_dict_get(&v, d, key));
 	cr_assert_eq(v->kind, TD_VALUE_STRING, "%s: kind %d", key, v->kind);
 	cr_assert_str_eq(v->blob.data, want);
 }
@@ -68,7 +68,7 @@ Test(strings, set_get_and_read_each_element)
 	size_t len = 99;
 
 	assert_strings(d, "lst", 1, b3, ABC);
-	td_cr_assert_ok(td_dict_get(d, "lst", &v));
+	td_cr_assert_ok(td_dict_get(&v, d, "lst"));
 	cr_assert_eq(v->kind, TD_VALUE_STRINGS);
 	s = &v->strings;
 	cr_assert_null(td_strings_at(s, -1, &len));
@@ -81,11 +81,11 @@ Test(strings, set_get_and_read_each_element)
 		const td_tensor *t;
 		const char *data;
 
-		td_cr_assert_err(td_dict_get_tensor(d, "lst", &t), TD_ETYPE);
-		td_cr_assert_err(td_dict_get_blob(d, "lst", &data, NULL), TD_ETYPE);
-		td_cr_assert_err(td_dict_get_strings(d, "x", &s), TD_ETYPE);
-		td_cr_assert_err(td_dict_get_strings(d, "nope", &s), TD_ENOTFOUND);
-		td_cr_assert_err(td_dict_get_strings(d, "lst", NULL), TD_EINVAL);
+		td_cr_assert_err(td_dict_get_tensor(&t, d, "lst"), TD_ETYPE);
+		td_cr_assert_err(td_dict_get_blob(&data, NULL, d, "lst"), TD_ETYPE);
+		td_cr_assert_err(td_dict_get_strings(&s, d, "x"), TD_ETYPE);
+		td_cr_assert_err(td_dict_get_strings(&s, d, "nope"), TD_ENOTFOUND);
+		td_cr_assert_err(td_dict_get_strings(NULL, d, "lst"), TD_EINVAL);
 	}
 	td_dict_free(d);
 }
@@ -100,11 +100,11 @@ Test(strings, path_forms_and_nested_dicts)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b2));
 	td_cr_assert_ok(td_dict_set_strings_path(d, path, 2, 2, s23, six));
-	td_cr_assert_ok(td_dict_get_strings_path(d, path, 2, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, d, path, 2));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_str_eq(td_strings_at(s, 5, NULL), "f");
 	td_cr_assert_err(td_dict_set_strings_path(d, NULL, 2, 2, s23, six), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_strings_path(d, NULL, 2, &s), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_strings_path(&s, d, NULL, 2), TD_EINVAL);
 	td_dict_free(d);
 }
 
@@ -135,7 +135,7 @@ Test(strings, bad_arguments_are_refused_and_change_nothing)
 
 		td_cr_assert_ok(td_dict_new(&e, 1, s0));
 		td_cr_assert_ok(td_dict_set_strings(e, "none", 1, s0, NULL));
-		td_cr_assert_ok(td_dict_get_strings(e, "none", &s));
+		td_cr_assert_ok(td_dict_get_strings(&s, e, "none"));
 		cr_assert_eq(s->numel, 0);
 		td_dict_free(e);
 	}
@@ -339,7 +339,7 @@ Test(strings, index_put_replaces_the_array)
 	/* A single string in the dict becomes an array when one element changes. */
 	td_cr_assert_ok(td_dict_set_string(copy, "name", "n"));
 	td_cr_assert_ok(td_dict_set_string(v, "name", "m"));
-	td_cr_assert_err(td_dict_get_strings(copy, "name", &(const td_strings *){ NULL }),
+	td_cr_assert_err(td_dict_get_strings(&(const td_strings *){ NULL }, copy, "name"),
 		TD_ETYPE);
 	td_cr_assert_ok(td_dict_index_put(copy, &idx, 1, v));
 	assert_strings(copy, "name", 1, b3, (const char *const[]){ "m", "m", "n" });
@@ -553,11 +553,11 @@ Test(strings, allocation_failures_leave_nothing_behind)
 	td_test_enomem_sweep(body_index, cleanup_out, &s);
 	td_test_enomem_sweep(body_unbind_stack, cleanup_out, &s);
 	td_test_enomem_sweep(body_put, cleanup_none, &s);
-	td_cr_assert_ok(td_dict_get_strings(s.d, "lst", &(const td_strings *){ NULL }));
+	td_cr_assert_ok(td_dict_get_strings(&(const td_strings *){ NULL }, s.d, "lst"));
 	{
 		const td_strings *st;
 
-		td_cr_assert_ok(td_dict_get_strings(s.d, "lst", &st));
+		td_cr_assert_ok(td_dict_get_strings(&st, s.d, "lst"));
 		cr_assert_str_eq(td_strings_at(st, 0, NULL), "changed");
 	}
 	td_dict_free(s.d);

@@ -554,7 +554,7 @@ static const td_tensor *leaf(const td_dict *d, const char *dotted)
 	td_key *k;
 
 	td_cr_assert_ok(td_key_new(&k, dotted));
-	td_cr_assert_ok(td_dict_get_tensor_key(d, k, &t));
+	td_cr_assert_ok(td_dict_get_tensor_key(&t, d, k));
 	td_key_free(k);
 	return t;
 }
@@ -646,8 +646,8 @@ static int child_write(td_tensor *t, td_dict *d, td_dict *src)
 	int ok;
 
 	ok = td_tensor_fill(t, td_scalar_int(77)) == 0 && td_key_new(&k1, "sub.obs") == 0 &&
-	     td_key_new(&k2, "f64") == 0 && td_dict_get_tensor_key(d, k1, &obs) == 0 &&
-	     td_dict_get_tensor_key(d, k2, &f64) == 0 &&
+	     td_key_new(&k2, "f64") == 0 && td_dict_get_tensor_key(&obs, d, k1) == 0 &&
+	     td_dict_get_tensor_key(&f64, d, k2) == 0 &&
 	     td_tensor_fill((td_tensor *)obs, td_scalar_int(-5)) == 0 &&
 	     td_tensor_set((td_tensor *)f64, at, td_scalar_float(0.5)) == 0;
 	td_key_free(k1);

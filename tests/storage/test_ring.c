@@ -77,7 +77,7 @@ typedef struct rowptrs {
 static void *leaf(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
-	int rc = td_dict_get_tensor(d, key, &t);
+	int rc = td_dict_get_tensor(&t, d, key);
 
 	return rc == 0 ? td_tensor_data(t) : NULL;
 }
@@ -188,7 +188,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 	cr_assert(td_test_exists(td_test_path("r/next/meta.json")));
 	cr_assert(td_test_exists(td_test_path("r/.tdstore-ring")));
 	cr_assert_eq(td_test_file_size(td_test_path("r/obs.memmap")), 10 * OBS * 4);
-	td_cr_assert_ok(td_dict_get_tensor(td_store_dict(td_ring_store(r)), "next.obs", &t));
+	td_cr_assert_ok(td_dict_get_tensor(&t, td_store_dict(td_ring_store(r)), "next.obs"));
 	cr_assert_eq(t->ndim, 2);
 	cr_assert_eq(t->shape[0], 10);
 	cr_assert_eq(td_ring_capacity(r), 10);
@@ -207,7 +207,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 		td_store *s;
 
 		td_cr_assert_ok(td_store_open(&s, td_test_path("r"), TD_STORE_RDONLY));
-		td_cr_assert_ok(td_dict_get_tensor(td_store_dict(s), "obs", &t));
+		td_cr_assert_ok(td_dict_get_tensor(&t, td_store_dict(s), "obs"));
 		cr_assert_eq(t->shape[0], 10);
 		cr_assert_eq(t->shape[1], OBS);
 		td_store_close(s);

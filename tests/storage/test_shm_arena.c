@@ -573,8 +573,8 @@ Test(shm_arena, a_small_shm_dict_takes_one_block)
 	td_cr_assert_ok(td_dict_set_tensor_take(src, "c", &t));
 	td_cr_assert_ok(td_shm_dict(&d, src));
 	cr_assert_eq(stats().blocks, 1);
-	td_cr_assert_ok(td_dict_get_tensor(d, "a", &a));
-	td_cr_assert_ok(td_dict_get_tensor(d, "c", &c));
+	td_cr_assert_ok(td_dict_get_tensor(&a, d, "a"));
+	td_cr_assert_ok(td_dict_get_tensor(&c, d, "c"));
 	oa = offset_of(a, &fa);
 	oc = offset_of(c, &fc);
 	cr_assert_eq(fa, fc);

@@ -151,10 +151,10 @@ Test(store_dir, memmap_then_open_gives_the_same_dict)
 	assert_dicts_equal(td_store_dict(ro), d);
 	cr_assert(td_dict_is_locked(td_store_dict(ro)));
 	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY);
-	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "float32", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "float32"));
 	cr_assert_eq(td_buffer_memory(v->tensor.buffer), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(v->tensor.buffer), TD_BUFFER_READONLY);
-	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "sub.label", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "sub.label"));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
 	cr_assert_str_eq(v->blob.data, "héllo ✓");
 	td_cr_assert_ok(td_store_sync(ro));
@@ -226,8 +226,8 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 
 	a = open_ok(td_test_path("w"), TD_STORE_RDWR);
 	b2 = open_ok(td_test_path("w"), TD_STORE_RDWR);
-	td_cr_assert_ok(td_dict_get(td_store_dict(a), "x", &va));
-	td_cr_assert_ok(td_dict_get(td_store_dict(b2), "x", &vb));
+	td_cr_assert_ok(td_dict_get(&va, td_store_dict(a), "x"));
+	td_cr_assert_ok(td_dict_get(&vb, td_store_dict(b2), "x"));
 	cr_assert_eq(td_buffer_flags(va->tensor.buffer), 0u);
 	/* Two mappings of one file: a write through one is seen through the other. */
 	td_cr_assert_ok(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(7.5)));
@@ -237,7 +237,7 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 	td_cr_assert_ok(td_store_close(b2));
 
 	ro = open_ok(td_test_path("w"), TD_STORE_RDONLY);
-	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "x", &va));
+	td_cr_assert_ok(td_dict_get(&va, td_store_dict(ro), "x"));
 	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
 	/* A read-only store refuses writes and leaves the data alone. */
 	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(1)),
@@ -263,7 +263,7 @@ Test(store_dir, tensors_taken_from_a_store_outlive_it)
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("o"), TD_STORE_NOSYNC));
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	td_tensor_ref(&keep, &v->tensor);
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_eq(((int32_t *)td_tensor_data(&keep))[999], 999);
@@ -291,11 +291,11 @@ Test(store_dir, syncing_many_leaves_flushes_the_file_system_once)
 		put_arange(d, key, TD_DTYPE_I32, 1, b);
 	}
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("many"), TD_STORE_NOSYNC));
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "k19", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "k19"));
 	((int32_t *)td_tensor_data(&v->tensor))[15] = -5;
 	td_cr_assert_ok(td_store_sync(st)); /* 20 mappings: one syncfs */
 	ro = open_ok(td_test_path("many"), TD_STORE_RDONLY);
-	td_cr_assert_ok(td_dict_get(td_store_dict(ro), "k19", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "k19"));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[15], -5);
 	td_cr_assert_ok(td_store_sync(ro)); /* read-only: nothing to do */
 	td_cr_assert_ok(td_store_close(ro));
@@ -321,7 +321,7 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 	td_cr_assert_ok(td_tensor_permute(&p, &t, perm));
 	td_cr_assert_ok(td_dict_set_tensor(d, "t", &p));
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("c"), TD_STORE_NOSYNC));
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "t", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "t"));
 	cr_assert(td_tensor_is_contiguous(&v->tensor));
 	cr_assert_eq(v->tensor.shape[0], 3);
 	td_cr_assert_ok(td_tensor_contiguous(&c, &p));
@@ -374,7 +374,7 @@ Test(store_dir, every_block_of_every_leaf_file_is_allocated)
 		if (!(flags[i] & TD_STORE_LIKE)) {
 			const td_value *v;
 
-			td_cr_assert_ok(td_dict_get(td_store_dict(st), "strided", &v));
+			td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "strided"));
 			cr_assert_eq(td_tensor_equal(&v->tensor, &tr), 1);
 		}
 		td_cr_assert_ok(td_store_close(st));
@@ -399,7 +399,7 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(td_test_path("z/x.memmap")));
 	st = open_ok(td_test_path("z"), TD_STORE_RDONLY);
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(v->tensor.ndim, 2);
 	cr_assert_eq(v->tensor.shape[1], 3);
 	cr_assert_eq(td_tensor_numel(&v->tensor), 0);
@@ -543,7 +543,7 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del_path(d, cls, 1));
-	td_cr_assert_ok(td_dict_get_dict(d, "sub", &sub));
+	td_cr_assert_ok(td_dict_get_dict(&sub, d, "sub"));
 	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "bytes"));
@@ -587,7 +587,7 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 	/* memmap_like: files sized, data not copied. */
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"), TD_STORE_LIKE));
 	cr_assert_eq(td_test_file_size(td_test_path("like/x.memmap")), 16);
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "x", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(((int32_t *)td_tensor_data(&v->tensor))[3], 0);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
@@ -771,7 +771,7 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	st = open_ok(td_test_path("inner"), TD_STORE_RDONLY);
 	{
 		td_dict *sub;
-		td_cr_assert_ok(td_dict_get_dict(td_store_dict(st), "sub", &sub));
+		td_cr_assert_ok(td_dict_get_dict(&sub, td_store_dict(st), "sub"));
 		cr_assert(td_dict_is_lazy(sub));
 		cr_assert_eq(td_lazy_count(sub), 2);
 		cr_assert_eq(td_dict_parent(sub), td_store_dict(st));
@@ -883,7 +883,7 @@ Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
 	const td_value *v;
 
 	st = open_ok(tensorclass_store("tc"), 0);
-	td_cr_assert_ok(td_dict_get(td_store_dict(st), "obs.pixels", &v));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "obs.pixels"));
 	cr_assert_eq(v->tensor.shape[1], 3);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -971,25 +971,25 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 
 	st = open_ok(dir_with_stack("a", "[2]", STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
 		0);
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->shape[1], 3);
 	cr_assert_str_eq(td_strings_at(s, 4, NULL), "e");
 	td_cr_assert_ok(td_store_close(st));
 	/* Empty lists are dims of size 0. */
 	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->numel, 0);
 	td_cr_assert_ok(td_store_close(st));
 	st = open_ok(dir_with_stack("c", "[0]", STACK("[]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
 	cr_assert_eq(s->ndim, 1);
 	cr_assert_eq(s->shape[0], 0);
 	td_cr_assert_ok(td_store_close(st));
 	/* JSON escapes, stdlib and orjson spellings alike. */
 	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(st), lst, 1, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
 	cr_assert_str_eq(td_strings_at(s, 0, NULL), td_strings_at(s, 1, NULL));
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -1049,12 +1049,12 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	td_cr_assert_ok(td_store_grow(st, 4));
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), key, 1, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), key, 1));
 	cr_assert_eq(s->shape[0], 4);
 	cr_assert_eq(s->shape[1], 3);
 	for (i = 0; i < 12; i++)
 		cr_assert_str_eq(td_strings_at(s, i, NULL), i < 6 ? grid[i] : "");
-	td_cr_assert_ok(td_dict_get_strings_path(td_store_dict(ro), deep, 2, &s));
+	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), deep, 2));
 	cr_assert_eq(s->numel, 4);
 	cr_assert_str_eq(td_strings_at(s, 1, NULL), "y");
 	cr_assert_str_eq(td_strings_at(s, 3, NULL), "");
@@ -1095,7 +1095,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	snprintf(path, sizeof(path), "%s/obs/extra.memmap", dir);
 	cr_assert_neq(access(path, F_OK), 0, "nothing lands beside the class's meta.json");
 	st = open_ok(dir, 0);
-	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), extra, 2, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st), extra, 2));
 	cr_assert_eq(td_test_element(&v->tensor, 3), 7.0);
 	td_cr_assert_ok(td_store_close(st));
 

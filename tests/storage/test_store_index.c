@@ -343,7 +343,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 	{
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get(td_store_dict(st), "my key", &v));
+		td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "my key"));
 		((int16_t *)td_tensor_data(&v->tensor))[2] = 1234;
 	}
 	td_cr_assert_ok(td_store_close(st));
@@ -351,7 +351,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 	{
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get(td_store_dict(st), "my key", &v));
+		td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "my key"));
 		cr_assert_eq(((const int16_t *)td_tensor_data(&v->tensor))[2], 1234);
 	}
 	td_cr_assert_ok(td_store_close(st));
@@ -772,7 +772,7 @@ static const td_value *get(td_store *st, const char *const *parts, size_t n)
 {
 	const td_value *v;
 
-	td_cr_assert_ok(td_dict_get_path(td_store_dict(st), parts, n, &v));
+	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st), parts, n));
 	return v;
 }
 

@@ -149,7 +149,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
 		if (!strcmp(kind, "tensor")) {
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR, "%s", parts[n - 1]);
 			cr_assert_str_eq(td_dtype_torch_name(v->tensor.dtype),
@@ -175,7 +175,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
 		assert_shape(td_dict_batch_ndim(v->dict), td_dict_batch_shape(v->dict),
 			json_object_get(l, "batch_size"));
@@ -185,7 +185,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(d, parts, n, &v));
+		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
 		cr_assert(td_dict_is_lazy(v->dict), "%s", parts[n - 1]);
 		check_lazy(v->dict, json_object_get(l, "stack"));
@@ -378,7 +378,7 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
 	check_fixture("lazy_nested", TD_STORE_RDONLY);
 	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
 	d = td_store_dict(st);
-	td_cr_assert_ok(td_dict_get_dict(d, "z", &z));
+	td_cr_assert_ok(td_dict_get_dict(&z, d, "z"));
 	cr_assert(td_dict_is_lazy(z));
 	cr_assert_eq(td_dict_parent(z), d);
 	/* "z.x" stacks [1, 2, 3] and [0, -2, -4]; "z.n.y" [0, 1] and [7, 8]. */
