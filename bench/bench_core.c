@@ -218,8 +218,8 @@ static int run_items_flat(void *state, size_t i)
 	size_t n;
 
 	(void)i;
-	n = td_dict_items(s->td, (c & COLLECT_KEYS) ? s->keys : NULL,
-		(c & COLLECT_VALUES) ? s->values : NULL, 128);
+	n = td_dict_items((c & COLLECT_KEYS) ? s->keys : NULL, (c & COLLECT_VALUES) ? s->values : NULL,
+		128, s->td);
 	if (n != (size_t)s->arg->expect)
 		return bench_fail("td_dict_items gave %zu entries, expected %d", n, s->arg->expect);
 	return 0;
@@ -253,7 +253,7 @@ static int run_items_nested(void *state, size_t i)
 	rc = td_dict_iter_new(&it, s->td, s->arg->flags);
 	if (rc < 0)
 		return rc;
-	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+	while ((rc = td_dict_iter_next(&item, it)) == 1) {
 		rc = collect_item(s, &item, n++, &used);
 		if (rc < 0)
 			break;

@@ -248,7 +248,7 @@ static void fill_batch(td_dict *b)
 	td_item item;
 
 	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while (td_dict_iter_next(it, &item) == 1)
+	while (td_dict_iter_next(&item, it) == 1)
 		memset(td_tensor_data(&item.value->tensor), FILL,
 			td_tensor_nbytes(&item.value->tensor));
 	td_dict_iter_free(it);
@@ -261,7 +261,7 @@ static void check_batch(const td_dict *b)
 	td_item item;
 
 	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		const unsigned char *p = td_tensor_data(&item.value->tensor);
 		size_t n = td_tensor_nbytes(&item.value->tensor);
 

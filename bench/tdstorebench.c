@@ -254,7 +254,7 @@ static double raw_write(const td_dict *d, const char *path)
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
 		bench_die(path);
-	while (td_dict_iter_next(it, &item) == 1)
+	while (td_dict_iter_next(&item, it) == 1)
 		write_all(fd, td_tensor_data(&item.value->tensor),
 			td_tensor_nbytes(&item.value->tensor));
 	if (fsync(fd) < 0)
@@ -273,7 +273,7 @@ static size_t dict_bytes(const td_dict *d, size_t *leaves)
 
 	*leaves = 0;
 	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		total += td_tensor_nbytes(&item.value->tensor);
 		(*leaves)++;
 	}
@@ -289,7 +289,7 @@ static double sum_dict(const td_dict *d)
 	double s = 0;
 
 	BENCH_CHECK(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		const float *p = td_tensor_data(&item.value->tensor);
 		size_t i, n = td_tensor_nbytes(&item.value->tensor) / 4;
 		double acc = 0;
@@ -335,7 +335,7 @@ static double raw_read_sum(const char *path, double *sum)
  */
 static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, size_t *dirs)
 {
-	size_t n = td_dict_items(d, NULL, NULL, 0), i;
+	size_t n = td_dict_items(NULL, NULL, 0, d), i;
 	const char **keys = calloc(n ? n : 1, sizeof(*keys));
 	const td_value **vals = calloc(n ? n : 1, sizeof(*vals));
 	char name[4096];
@@ -343,7 +343,7 @@ static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, s
 
 	if (!keys || !vals)
 		bench_die("calloc");
-	td_dict_items(d, keys, vals, n);
+	td_dict_items(keys, vals, n, d);
 	for (i = 0; i < n; i++) {
 		if (td_store_encode_key(keys[i], name, sizeof(name) - 8) < 0)
 			bench_die("td_store_encode_key");

@@ -10,8 +10,8 @@
 #include "td_internal.h"
 #include "dict_impl.h"
 
-size_t td_dict_items(const td_dict *d, const char **keys_out, const td_value **values_out,
-	size_t cap)
+size_t td_dict_items(const char **keys_out, const td_value **values_out, size_t cap,
+	const td_dict *d)
 {
 	size_t n = 0;
 	uint32_t i;
@@ -108,7 +108,7 @@ void td_dict_iter_reset(td_dict_iter *it)
  */
 static int sub_next(td_dict_iter *it, td_item *item)
 {
-	int d = it->sub_depth, rc = td_dict_iter_next(it->sub, item);
+	int d = it->sub_depth, rc = td_dict_iter_next(item, it->sub);
 	size_t i;
 
 	if (rc == 1) {
@@ -179,7 +179,7 @@ static int dense_next(td_dict_iter *it, td_item *item)
 				return rc;
 			it->path[it->depth] = td__entry_key(e);
 			it->sub_depth = it->depth + 1;
-			return td_dict_iter_next(it, item);
+			return td_dict_iter_next(item, it);
 		}
 		if (e->value.kind == TD_VALUE_DICT && nested &&
 		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
@@ -203,11 +203,11 @@ static int dense_next(td_dict_iter *it, td_item *item)
  * from the dict's kind), as a tail call: no frame here (the dense walk
  * inline, its register saves were ~26 instructions a step of a lazy walk).
  */
-int td_dict_iter_next(td_dict_iter *it, td_item *item)
+int td_dict_iter_next(td_item *out, td_dict_iter *it)
 {
-	if (!it || !item)
+	if (!it || !out)
 		return td__error(TD_EINVAL, "td_dict_iter_next: NULL argument");
-	return it->next(it, item);
+	return it->next(it, out);
 }
 
 void td_dict_iter_free(td_dict_iter *it)

@@ -78,7 +78,7 @@ int td__blob_make(td_value *v, const void *data, size_t length, bool string, con
 /* Arrays                                                                    */
 /* ------------------------------------------------------------------------ */
 
-const char *td_strings_at(const td_strings *s, int64_t i, size_t *length_out)
+const char *td_strings_at(size_t *length_out, const td_strings *s, int64_t i)
 {
 	if (!s || i < 0 || i >= s->numel)
 		return NULL;
@@ -187,7 +187,7 @@ static int64_t value_count(const td_value *v)
 static const char *value_text(const td_value *v, int64_t i, size_t *len)
 {
 	if (v->kind == TD_VALUE_STRINGS)
-		return td_strings_at(&v->strings, i, len);
+		return td_strings_at(len, &v->strings, i);
 	*len = v->blob.length;
 	return v->blob.data;
 }
@@ -328,7 +328,7 @@ static bool all_equal_to(const td_strings *a, const char *s, size_t len)
 	size_t l;
 
 	for (i = 0; i < a->numel; i++) {
-		const char *t = td_strings_at(a, i, &l);
+		const char *t = td_strings_at(&l, a, i);
 		if (l != len || memcmp(t, s, len) != 0)
 			return false;
 	}

@@ -601,7 +601,7 @@ void td__keyindex_encode(const td__keyindex *ix, void *buf, size_t len)
 
 int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, const char *key)
 {
-	size_t n = td_dict_items(d, NULL, NULL, 0), i;
+	size_t n = td_dict_items(NULL, NULL, 0, d), i;
 	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
 	td__keyrec r;
@@ -634,7 +634,7 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 		rc = td__error_nomem(n * sizeof(*keys));
 		goto out;
 	}
-	td_dict_items(d, keys, vals, n);
+	td_dict_items(keys, vals, n, d);
 	memset(&r, 0, sizeof(r));
 	r.kind = TD_KEYINDEX_KIND_DICT;
 	r.ndim = (uint8_t)td_dict_batch_ndim(d);

@@ -394,7 +394,7 @@ static int shm_dict_size(const td_dict *src, size_t *out)
 	int rc;
 
 	TD_TRY(td_dict_iter_new(&it, src, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+	while ((rc = td_dict_iter_next(&item, it)) == 1) {
 		const td_tensor *t = &item.value->tensor;
 
 		if (item.value->kind != TD_VALUE_TENSOR)

@@ -149,7 +149,7 @@ static int load_leaves(td_ring *r, uint64_t capacity, uint64_t *hash, uint64_t *
 		return td__error(TD_ECORRUPT, "%s: the ring's store holds a lazy stack, not one "
 			"mapped leaf per key", what);
 	TD_TRY(td_dict_iter_new(&iter, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while ((rc = td_dict_iter_next(iter, &it)) == 1) {
+	while ((rc = td_dict_iter_next(&it, iter)) == 1) {
 		if (n == cap) {
 			td__ring_leaf *nl;
 
@@ -385,7 +385,7 @@ static int like_dict(const td_dict *row, int64_t capacity, td_dict **out, size_t
 {
 	int64_t batch[TD_MAX_DIMS];
 	int bnd = td_dict_batch_ndim(row);
-	size_t i, n = td_dict_items(row, NULL, NULL, 0);
+	size_t i, n = td_dict_items(NULL, NULL, 0, row);
 	const char **keys = NULL;
 	const td_value **vals = NULL;
 	td_dict *d = NULL;
@@ -404,7 +404,7 @@ static int like_dict(const td_dict *row, int64_t capacity, td_dict **out, size_t
 		rc = td__error_nomem(n * sizeof(*keys));
 		goto out;
 	}
-	td_dict_items(row, keys, vals, n);
+	td_dict_items(keys, vals, n, row);
 	rc = td_dict_new(&d, bnd + 1, batch);
 	for (i = 0; rc == TD_OK && i < n; i++)
 		rc = like_entry(d, keys[i], vals[i], capacity, ntensors);

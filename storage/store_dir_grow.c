@@ -113,7 +113,7 @@ static int check_sizes(const td_dict *root, int64_t size, const char *fn)
 	int rc;
 
 	TD_TRY(td_dict_iter_new(&it, root, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
-	while ((rc = td_dict_iter_next(it, &item)) == 1)
+	while ((rc = td_dict_iter_next(&item, it)) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR &&
 		    (rc = grown_nbytes(&item.value->tensor, size, item.key, fn, &nbytes)) < 0)
 			break;
@@ -173,7 +173,7 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
  */
 static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d)
 {
-	size_t n = td_dict_items(d, NULL, NULL, 0), i, mark = g->path.len;
+	size_t n = td_dict_items(NULL, NULL, 0, d), i, mark = g->path.len;
 	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
 	char what[TD_REL_MAX], *text = NULL;
@@ -187,7 +187,7 @@ static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d)
 	if (rc == TD_OK && sub)
 		rc = td__relpath_push(&g->path, "_tensordict", &mark);
 	if (rc == TD_OK)
-		td_dict_items(d, keys, vals, n);
+		td_dict_items(keys, vals, n, d);
 	for (i = 0; rc == TD_OK && i < n; i++)
 		rc = grow_entry(g, home, rel, keys[i], vals[i]);
 	if (rc == TD_OK)

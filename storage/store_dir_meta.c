@@ -259,7 +259,7 @@ int td__meta_dump(json_t *meta, char **out)
  */
 json_t *td__build_meta(const td_dict *d, int64_t dim0)
 {
-	size_t n = td_dict_items(d, NULL, NULL, 0), i;
+	size_t n = td_dict_items(NULL, NULL, 0, d), i;
 	const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 	const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
 	json_t *meta = json_object();
@@ -268,7 +268,7 @@ json_t *td__build_meta(const td_dict *d, int64_t dim0)
 	if (td_dict_batch_ndim(d) == 0)
 		dim0 = -1; /* no batch dim: dim 0 of a leaf is its own */
 	if (ok)
-		td_dict_items(d, keys, vals, n);
+		td_dict_items(keys, vals, n, d);
 	for (i = 0; ok && i < n; i++) {
 		const td_value *v = vals[i];
 		json_t *e = json_object();
@@ -331,7 +331,7 @@ static json_t *strings_lists(const td_strings *s, int dim, int64_t dim0, bool re
 			item = strings_lists(s, dim + 1, dim0, in, next);
 		} else if (in) {
 			size_t len;
-			const char *t = td_strings_at(s, (*next)++, &len);
+			const char *t = td_strings_at(&len, s, (*next)++);
 
 			item = json_stringn(t, len);
 		} else {

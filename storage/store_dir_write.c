@@ -267,7 +267,7 @@ static int set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
 	if (!texts)
 		return td__error_nomem((size_t)s->numel * sizeof(*texts));
 	for (i = 0; i < s->numel; i++)
-		texts[i] = td_strings_at(s, i, NULL);
+		texts[i] = td_strings_at(NULL, s, i);
 	rc = td_dict_set_strings_path(dst, &key, 1, s->ndim, s->shape, texts);
 	td__free(texts);
 	return rc;
@@ -347,7 +347,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 	td_dict **out)
 {
-	size_t n = td_dict_items(src, NULL, NULL, 0), i;
+	size_t n = td_dict_items(NULL, NULL, 0, src), i;
 	const char **keys = NULL;
 	const td_value **vals = NULL;
 	td_dict *d = NULL;
@@ -361,7 +361,7 @@ static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
 		rc = td__error_nomem(n * sizeof(*keys));
 		goto out;
 	}
-	td_dict_items(src, keys, vals, n);
+	td_dict_items(keys, vals, n, src);
 	for (i = 0; i < n; i++) {
 		rc = write_entry(w, dirfd, rel, keys[i], vals[i], d);
 		if (rc < 0)

@@ -15,13 +15,13 @@ int td__holds_lazy(const td_dict *d)
 
 	if (td_dict_is_lazy(d))
 		return 1;
-	n = td_dict_items(d, NULL, NULL, 0);
+	n = td_dict_items(NULL, NULL, 0, d);
 	if (n == 0)
 		return 0;
 	vals = td__calloc(n, sizeof(*vals));
 	if (!vals)
 		return td__error_nomem(n * sizeof(*vals));
-	td_dict_items(d, NULL, vals, n);
+	td_dict_items(NULL, vals, n, d);
 	for (i = 0; rc == 0 && i < n; i++)
 		if (vals[i]->kind == TD_VALUE_DICT)
 			rc = td__holds_lazy(vals[i]->dict);
@@ -46,7 +46,7 @@ int td__check_writable(const td_dict *d, const char *fn)
 			rc = td__check_writable(td_lazy_child(d, i), fn);
 		return rc;
 	}
-	n = td_dict_items(d, NULL, NULL, 0);
+	n = td_dict_items(NULL, NULL, 0, d);
 	if (n == 0)
 		return TD_OK;
 	keys = td__calloc(n, sizeof(*keys));
@@ -54,7 +54,7 @@ int td__check_writable(const td_dict *d, const char *fn)
 	if (!keys || !vals)
 		rc = td__error_nomem(n * sizeof(*keys));
 	else
-		td_dict_items(d, keys, vals, n);
+		td_dict_items(keys, vals, n, d);
 	for (i = 0; rc == TD_OK && i < n; i++) {
 		const td_value *v = vals[i];
 

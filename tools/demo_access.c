@@ -121,7 +121,7 @@ static int count_items(const td_dict *x, unsigned flags, size_t *count, char *la
 	size_t i;
 
 	*count = 0;
-	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1) {
+	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1) {
 		size_t len = 0;
 
 		(*count)++;
@@ -143,7 +143,7 @@ int demo_step_iterate(demo *d)
 	size_t top, all, leaves;
 	int rc;
 
-	top = td_dict_items(d->nested, NULL, NULL, 0);
+	top = td_dict_items(NULL, NULL, 0, d->nested);
 	DEMO_CALL(d, count_items(d->nested, TD_ITER_NESTED, &all, last, sizeof(last)));
 	DEMO_CALL(d, count_items(d->nested, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, &leaves,
 		last_leaf, sizeof(last_leaf)));

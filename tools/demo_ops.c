@@ -239,7 +239,7 @@ static int count_locked(const td_dict *x, size_t *locked)
 	int rc = td_dict_iter_new(&it, x, TD_ITER_NESTED);
 
 	*locked = td_dict_is_locked(x);
-	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1) {
+	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1) {
 		if (item.value->kind == TD_VALUE_DICT && td_dict_is_locked(item.value->dict))
 			(*locked)++;
 	}
@@ -467,7 +467,7 @@ static int strings_travel(demo *d, const td_dict *c)
 		"rb[2] holds row 2's string");
 	DEMO_CALL(d, td_dict_index(&part, c, &mid, 1));
 	DEMO_CALL(d, td_dict_get_strings(&arr, part, "info.task"));
-	DEMO_CHECK(d, arr->numel == 2 && strcmp(td_strings_at(arr, 1, NULL), "task-2") == 0,
+	DEMO_CHECK(d, arr->numel == 2 && strcmp(td_strings_at(NULL, arr, 1), "task-2") == 0,
 		"rb[1:3] holds rows 1 and 2's strings");
 	DEMO_CALL(d, td_dict_unbind(&parts, &np, c, 0));
 	DEMO_CALL(d, td_dict_stack(&st, (const td_dict *const *)parts, np, 0));

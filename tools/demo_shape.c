@@ -221,7 +221,7 @@ int demo_step_flatten(demo *d)
 
 	DEMO_CALL(d, td_dict_flatten_keys(&f, d->nested, "."));
 	DEMO_CALL(d, demo_dict_stats(f, &fs));
-	DEMO_CHECK(d, fs.leaves == 19 && fs.dicts == 0 && td_dict_items(f, flat, NULL, 19) == 19 &&
+	DEMO_CHECK(d, fs.leaves == 19 && fs.dicts == 0 && td_dict_items(flat, NULL, 19, f) == 19 &&
 		strcmp(flat[18], leaf_dotted) == 0, "flatten_keys(big_nested_td) has %zu leaves "
 		"and %zu dicts, last key '%s'", fs.leaves, fs.dicts, flat[18] ? flat[18] : "(none)");
 	DEMO_CALL(d, td_dict_unflatten_keys(&u, f, "."));

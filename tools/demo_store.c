@@ -50,7 +50,7 @@ int demo_step_store(demo *d)
 		"the reopened store and the transitions"));
 	DEMO_CALL(d, td_dict_get_strings(&tasks, td_store_dict(reader), "info.task"));
 	DEMO_CHECK(d, tasks->numel == DEMO_ROWS &&
-		strcmp(td_strings_at(tasks, DEMO_ROWS - 1, NULL), "task-7") == 0,
+		strcmp(td_strings_at(NULL, tasks, DEMO_ROWS - 1), "task-7") == 0,
 		"the reopened array of strings");
 	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "obs"));
 	DEMO_CHECK(d, td_buffer_memory(v->tensor.buffer) == TD_MEMORY_FILE,

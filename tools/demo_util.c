@@ -227,7 +227,7 @@ int demo_dict_max_abs_diff(const td_dict *a, const td_dict *b, double *out)
 	int rc = td_dict_iter_new(&it, a, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY);
 
 	*out = 0;
-	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1) {
+	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1) {
 		const td_tensor *tb;
 
 		if (item.value->kind != TD_VALUE_TENSOR)
@@ -263,7 +263,7 @@ int demo_dict_stats(const td_dict *d, demo_stats *out)
 	int rc = td_dict_iter_new(&it, d, TD_ITER_NESTED);
 
 	memset(out, 0, sizeof(*out));
-	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1) {
+	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1) {
 		double sum = 0;
 
 		if (item.value->kind == TD_VALUE_TENSOR)
@@ -297,7 +297,7 @@ int demo_dict_key_list(const td_dict *d, unsigned flags, char *buf, size_t cap)
 
 	if (cap > 0)
 		buf[0] = '\0';
-	while (rc >= 0 && (rc = td_dict_iter_next(it, &item)) == 1)
+	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1)
 		put_path(buf, cap, &len, &item);
 	td_dict_iter_free(it);
 	return rc < 0 ? rc : TD_OK;

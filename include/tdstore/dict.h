@@ -295,10 +295,12 @@ TD_API int td_dict_get_strings_path(const td_strings **out, const td_dict *d,
  *
  * @param[out] length_out  receives its length in bytes, without the NUL (may
  *                         be NULL)
+ * @param s                the array
+ * @param i                0 <= i < s->numel
  * @return the NUL-terminated text (borrowed from `s`); NULL when `s` is NULL
  *         or `i` is out of range (no error is recorded)
  */
-TD_API const char *td_strings_at(const td_strings *s, int64_t i, size_t *length_out);
+TD_API const char *td_strings_at(size_t *length_out, const td_strings *s, int64_t i);
 
 /* ------------------------------------------------------------------------ */
 /* Setting and removing                                                      */
@@ -435,17 +437,18 @@ TD_API int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t 
  * Fill arrays with the top-level entries in insertion order (tensordict's
  * keys() / values() / items()); no allocation.
  *
- * @param[out] keys_out    `cap` slots for key strings (borrowed), or NULL
- * @param[out] values_out  `cap` slots for values (borrowed), or NULL
- * @param cap              capacity of the arrays
  * On a lazy stack the keys are the stack's keys and every value written is
  * NULL (its leaves are made by stacking: see td_lazy_get_tensor()).
  *
+ * @param[out] keys_out    `cap` slots for key strings (borrowed), or NULL
+ * @param[out] values_out  `cap` slots for values (borrowed), or NULL
+ * @param cap              capacity of the arrays
+ * @param d                the dict
  * @return the number of entries (which may exceed `cap`: only `cap` are
  *         written)
  */
-TD_API size_t td_dict_items(const td_dict *d, const char **keys_out,
-	const td_value **values_out, size_t cap);
+TD_API size_t td_dict_items(const char **keys_out, const td_value **values_out,
+	size_t cap, const td_dict *d);
 
 /** td_dict_iter flag: descend into nested dicts (keys(include_nested=True)). */
 #define TD_ITER_NESTED 0x1u
@@ -491,12 +494,13 @@ TD_API int td_dict_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags
  * Advance. No allocation on a dense dict, unless it holds a lazy stack
  * that the walk enters (its values are made as the stack's).
  *
- * @param[out] item  receives the next entry (valid until the next call)
+ * @param[out] out  receives the next entry (valid until the next call)
+ * @param it        the iterator
  * @return 1 when an item was produced, 0 at the end, TD_EINVAL for NULL
  *         arguments; over a lazy stack also TD_ETYPE (a ragged leaf, which
  *         is then skipped: the next call goes on after it) or TD_ENOMEM
  */
-TD_API int td_dict_iter_next(td_dict_iter *it, td_item *item);
+TD_API int td_dict_iter_next(td_item *out, td_dict_iter *it);
 
 /** Restart the iteration from the first entry. */
 TD_API void td_dict_iter_reset(td_dict_iter *it);

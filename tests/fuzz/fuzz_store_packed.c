@@ -83,7 +83,7 @@ static void read_all(td_store *st)
 
 	if (td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED) < 0)
 		return;
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		if (item.value->kind == TD_VALUE_TENSOR) {
 			const uint8_t *p = td_tensor_data(&item.value->tensor);
 			size_t k, nb = td_tensor_nbytes(&item.value->tensor);

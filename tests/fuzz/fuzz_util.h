@@ -49,7 +49,7 @@ static void td_fuzz_open_and_read(const char *path, unsigned flags)
 	if (td_store_open(&st, path, flags) != TD_OK)
 		return;
 	if (td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED | TD_ITER_LEAVES_ONLY) == 0) {
-		while (td_dict_iter_next(it, &item) == 1) {
+		while (td_dict_iter_next(&item, it) == 1) {
 			const td_value *v = item.value;
 			volatile unsigned char sink = 0;
 			size_t i, n;

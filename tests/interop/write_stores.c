@@ -498,7 +498,7 @@ static json_t *lists_json(const td_strings *s, int dim, int64_t *at)
 			jappend(a, lists_json(s, dim + 1, at));
 		} else {
 			size_t len;
-			const char *t = td_strings_at(s, (*at)++, &len);
+			const char *t = td_strings_at(&len, s, (*at)++);
 
 			jappend(a, json_stringn(t, len));
 		}
@@ -517,7 +517,7 @@ static json_t *strings_json(const td_item *it, const td_dict *src)
 	if (orig->numel != mine->numel || orig->ndim != mine->ndim)
 		die("an array of strings changed shape in the store");
 	for (i = 0; i < mine->numel; i++)
-		if (strcmp(td_strings_at(orig, i, NULL), td_strings_at(mine, i, NULL)) != 0)
+		if (strcmp(td_strings_at(NULL, orig, i), td_strings_at(NULL, mine, i)) != 0)
 			die("an array of strings does not hold what was written");
 	jset(leaf, "path", path_json(it->path, it->depth));
 	jset(leaf, "kind", json_string("string_list"));
@@ -538,7 +538,7 @@ static json_t *describe(td_store *store, const td_dict *src)
 	if (!d)
 		die("td_store_dict returned NULL");
 	check(td_dict_iter_new(&iter, d, TD_ITER_NESTED), "td_dict_iter_new");
-	while ((rc = td_dict_iter_next(iter, &it)) == 1) {
+	while ((rc = td_dict_iter_next(&it, iter)) == 1) {
 		json_t *e;
 
 		switch (it.value->kind) {

@@ -445,7 +445,7 @@ Test(dict, delete_removes_entries_and_keeps_order)
 	td_cr_assert_err(td_dict_del(d, "c.d"), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_del(NULL, "a"), TD_EINVAL);
 	put(d, "e", 2, B34);
-	n = td_dict_items(d, keys, NULL, 8);
+	n = td_dict_items(keys, NULL, 8, d);
 	cr_assert_eq(n, 3);
 	cr_assert_str_eq(keys[0], "a");
 	cr_assert_str_eq(keys[1], "c");
@@ -482,7 +482,7 @@ Test(dict, many_keys_grow_the_index_and_survive_deletions)
 	{
 		/* Order: the odd survivors, then the new keys. */
 		const char **keys = calloc(1100, sizeof(*keys));
-		size_t n = td_dict_items(d, keys, NULL, 1100);
+		size_t n = td_dict_items(keys, NULL, 1100, d);
 		cr_assert_eq(n, 1100);
 		cr_assert_str_eq(keys[0], "k1");
 		cr_assert_str_eq(keys[499], "k999");
@@ -504,7 +504,7 @@ Test(dict, rename_keeps_position_or_moves_across_dicts)
 	put(d, "c", 2, B34);
 	td_cr_assert_ok(td_dict_get_tensor(&t1, d, "b"));
 	td_cr_assert_ok(td_dict_rename(d, "b", "z"));
-	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 3);
+	cr_assert_eq(td_dict_items(keys, NULL, 8, d), 3);
 	cr_assert_str_eq(keys[1], "z");
 	td_cr_assert_ok(td_dict_get_tensor(&t2, d, "z"));
 	cr_assert_eq(t1->buffer, t2->buffer);
@@ -577,7 +577,7 @@ static void expect_iter(const td_dict *d, unsigned flags, const char *expected)
 	int rc;
 
 	td_cr_assert_ok(td_dict_iter_new(&it, d, flags));
-	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+	while ((rc = td_dict_iter_next(&item, it)) == 1) {
 		size_t i;
 		if (buf[0])
 			strcat(buf, " ");
@@ -592,7 +592,7 @@ static void expect_iter(const td_dict *d, unsigned flags, const char *expected)
 	cr_assert_str_eq(buf, expected, "flags %u", flags);
 	/* After a reset the same sequence comes again. */
 	td_dict_iter_reset(it);
-	cr_assert_eq(td_dict_iter_next(it, &item), expected[0] ? 1 : 0);
+	cr_assert_eq(td_dict_iter_next(&item, it), expected[0] ? 1 : 0);
 	td_dict_iter_free(it);
 }
 
@@ -630,8 +630,8 @@ Test(dict, iterator_rejects_bad_arguments)
 	td_cr_assert_err(td_dict_iter_new(&it, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_iter_new(&it, d, 0x80), TD_EINVAL);
 	td_cr_assert_ok(td_dict_iter_new(&it, d, 0));
-	td_cr_assert_err(td_dict_iter_next(it, NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_iter_next(NULL, &item), TD_EINVAL);
+	td_cr_assert_err(td_dict_iter_next(NULL, it), TD_EINVAL);
+	td_cr_assert_err(td_dict_iter_next(&item, NULL), TD_EINVAL);
 	td_dict_iter_free(it);
 	td_dict_iter_free(NULL);
 	td_dict_iter_reset(NULL);
@@ -644,13 +644,13 @@ Test(dict, items_fills_parallel_arrays_up_to_capacity)
 	const char *keys[2];
 	const td_value *vals[2];
 
-	cr_assert_eq(td_dict_items(d, keys, vals, 2), 3);
+	cr_assert_eq(td_dict_items(keys, vals, 2, d), 3);
 	cr_assert_str_eq(keys[0], "a");
 	cr_assert_str_eq(keys[1], "n");
 	cr_assert_eq(vals[0]->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(vals[1]->kind, TD_VALUE_DICT);
-	cr_assert_eq(td_dict_items(d, NULL, NULL, 0), 3);
-	cr_assert_eq(td_dict_items(NULL, keys, vals, 2), 0);
+	cr_assert_eq(td_dict_items(NULL, NULL, 0, d), 3);
+	cr_assert_eq(td_dict_items(keys, vals, 2, NULL), 0);
 	td_dict_free(d);
 }
 
@@ -1032,7 +1032,7 @@ Test(dict, renames_in_an_indexed_dict_keep_every_key_reachable)
 		cr_assert_eq(td_dict_contains(d, key, 0), 0);
 		cr_assert_eq(td_dict_contains(d, to, 0), 1);
 	}
-	cr_assert_eq(td_dict_items(d, keys, NULL, 32), 10);
+	cr_assert_eq(td_dict_items(keys, NULL, 32, d), 10);
 	cr_assert_str_eq(keys[0], "renamed1");
 	cr_assert_str_eq(keys[9], "renamed19");
 	for (i = 1; i < 20; i += 2) {
@@ -1104,12 +1104,12 @@ Test(dict, items_skips_holes_in_both_arrays)
 	td_cr_assert_ok(td_dict_set_string(d, "b", "x"));
 	put(d, "c", 2, B34);
 	td_cr_assert_ok(td_dict_del(d, "b"));
-	cr_assert_eq(td_dict_items(d, keys, vals, 4), 2);
+	cr_assert_eq(td_dict_items(keys, vals, 4, d), 2);
 	cr_assert_str_eq(keys[1], "c");
 	cr_assert_eq(vals[1]->kind, TD_VALUE_TENSOR);
-	cr_assert_eq(td_dict_items(d, NULL, vals, 1), 2);
+	cr_assert_eq(td_dict_items(NULL, vals, 1, d), 2);
 	cr_assert_eq(vals[0]->kind, TD_VALUE_TENSOR);
-	cr_assert_eq(td_dict_items(d, keys, NULL, 1), 2);
+	cr_assert_eq(td_dict_items(keys, NULL, 1, d), 2);
 	cr_assert_str_eq(keys[0], "a");
 	td_dict_free(d);
 }
@@ -1244,7 +1244,7 @@ Test(dict, failed_renames_leave_the_dict_as_it_was)
 	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
 		(const char *[]){ "u" }, 0), TD_EINVAL);
 	/* Nothing moved. */
-	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 3);
+	cr_assert_eq(td_dict_items(keys, NULL, 8, d), 3);
 	cr_assert_str_eq(keys[0], "n");
 	cr_assert_str_eq(keys[1], "t");
 	cr_assert_str_eq(keys[2], "c");
@@ -1499,7 +1499,7 @@ static void more_cleanup(void *arg)
 	td_item item;
 	int n = 0;
 
-	while (td_dict_iter_next(c->it, &item) == 1)
+	while (td_dict_iter_next(&item, c->it) == 1)
 		n++;
 	/* b0..b11 less b5, n{m{b4}}, g{h}, p{q.r}, copies{one{x}, two{x}}, taken{here{x}} */
 	cr_assert_eq(n, 10 + 3 + 2 + 2 + 5 + 3, "%d items", n);
@@ -1531,7 +1531,7 @@ Test(dict, a_full_dict_with_many_holes_is_compacted_instead_of_grown)
 		td_cr_assert_ok(td_dict_del(d, key));
 	}
 	put(d, "new", 2, B34);
-	cr_assert_eq(td_dict_items(d, keys, NULL, 16), 9);
+	cr_assert_eq(td_dict_items(keys, NULL, 16, d), 9);
 	cr_assert_str_eq(keys[0], "k8");
 	cr_assert_str_eq(keys[8], "new");
 	for (i = 8; i < 16; i++) {
@@ -1737,7 +1737,7 @@ Test(dict, short_boundary_and_long_keys_behave_alike)
 		td_test_arange(&t, TD_DTYPE_I32, 2, B34);
 		td_cr_assert_ok(td_dict_set_tensor_take(d, path, &t));
 	}
-	cr_assert_eq(td_dict_items(d, keys, NULL, 8), 4);
+	cr_assert_eq(td_dict_items(keys, NULL, 8, d), 4);
 	for (k = 0; k < 4; k++)
 		cr_assert_str_eq(keys[k], names[k]);
 	/* Views share or copy the keys: unbind, then stack back. */

@@ -347,7 +347,7 @@ Test(dict_batch, stack_and_cat_join_dicts)
 
 		td_cr_assert_ok(td_dict_get_strings(&st, r, "s"));
 		cr_assert_eq(st->ndim, 3);
-		cr_assert_str_eq(td_strings_at(st, 12, NULL), "different");
+		cr_assert_str_eq(td_strings_at(NULL, st, 12), "different");
 	}
 	td_dict_free(r);
 	/* Bytes that differ do not. */

@@ -175,7 +175,7 @@ Test(dict_ops, select_keeps_order_and_nested_paths)
 	const char *out[4];
 
 	td_cr_assert_ok(td_dict_select(&s, d, keys, 3, false));
-	cr_assert_eq(td_dict_items(s, out, NULL, 4), 2);
+	cr_assert_eq(td_dict_items(out, NULL, 4, s), 2);
 	cr_assert_str_eq(out[0], "b");
 	cr_assert_str_eq(out[1], "s");
 	cr_assert_eq(tensor(s, "b.b1")->buffer, tensor(d, "b.b1")->buffer);
@@ -233,7 +233,7 @@ Test(dict_ops, flatten_and_unflatten_round_trip)
 	const char *keys[4];
 
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "."));
-	cr_assert_eq(td_dict_items(f, keys, NULL, 4), 3);
+	cr_assert_eq(td_dict_items(keys, NULL, 4, f), 3);
 	cr_assert_str_eq(keys[0], "a");
 	cr_assert_str_eq(keys[1], "b.b1");
 	cr_assert_str_eq(keys[2], "s");
@@ -281,7 +281,7 @@ Test(dict_ops, unflatten_merges_prefixes_into_one_dict)
 	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "b" }, 1, "2"));
 	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.y.z" }, 1, "3"));
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, d, "."));
-	cr_assert_eq(td_dict_items(u, keys, NULL, 4), 2);
+	cr_assert_eq(td_dict_items(keys, NULL, 4, u), 2);
 	cr_assert_str_eq(keys[0], "a");
 	cr_assert_str_eq(keys[1], "b");
 	cr_assert_eq(td_dict_contains(u, "a.y.z", 0), 1);
@@ -704,7 +704,7 @@ Test(dict_ops, flatten_with_a_long_separator_and_keys_holding_it)
 		td_cr_assert_ok(td_dict_set_dict_take(d, "empty", e));
 	}
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "--"));
-	cr_assert_eq(td_dict_items(f, keys, NULL, 4), 2, "the empty nested dict disappears");
+	cr_assert_eq(td_dict_items(keys, NULL, 4, f), 2, "the empty nested dict disappears");
 	cr_assert_str_eq(keys[0], "a--b");
 	cr_assert_str_eq(keys[1], "a--x--y");
 	/* Splitting on "--" cuts the key that held the separator. */
@@ -743,7 +743,7 @@ Test(dict_ops, flattened_keys_may_be_long)
 	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ longkey, longkey }, 2, "v"));
 	td_cr_assert_ok(td_dict_set_string(d, "short", "w"));
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "::"));
-	cr_assert_eq(td_dict_items(f, keys, NULL, 2), 2);
+	cr_assert_eq(td_dict_items(keys, NULL, 2, f), 2);
 	len = strlen(keys[0]);
 	cr_assert_eq(len, 80002);
 	cr_assert_eq(memcmp(keys[0] + 40000, "::k", 3), 0);
@@ -1230,7 +1230,7 @@ Test(dict_ops, renaming_a_key_to_itself_changes_nothing)
 	td_cr_assert_ok(td_dict_rename(d, "b.b1", "b.b1"));
 	cr_assert_eq(td_dict_contains(d, "b.b1", 0), 1);
 	td_cr_assert_ok(td_dict_rename(d, "a", "a"));
-	cr_assert_eq(td_dict_items(d, keys, NULL, 4), 3);
+	cr_assert_eq(td_dict_items(keys, NULL, 4, d), 3);
 	cr_assert_str_eq(keys[0], "a");
 	td_dict_free(d);
 }

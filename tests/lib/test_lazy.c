@@ -168,7 +168,7 @@ Test(lazy, keys_are_shared_ones_and_others_stay_reachable)
 	}
 	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
 	cr_assert_eq(td_dict_len(s), 1);
-	cr_assert_eq(td_dict_items(s, keys, vals, 4), 1);
+	cr_assert_eq(td_dict_items(keys, vals, 4, s), 1);
 	cr_assert_str_eq(keys[0], "shared");
 	cr_assert_null(vals[0]);
 	cr_assert_eq(td_dict_contains(s, "shared", 0), 1);
@@ -201,8 +201,8 @@ Test(lazy, nested_membership_and_iteration_match_dense)
 		td_cr_assert_ok(td_dict_iter_new(&il, f.lazy, TD_ITER_NESTED));
 		td_cr_assert_ok(td_dict_iter_new(&id, f.ref, TD_ITER_NESTED));
 		for (;;) {
-			td_cr_assert_ok(rl = td_dict_iter_next(il, &a));
-			td_cr_assert_ok(rd = td_dict_iter_next(id, &b));
+			td_cr_assert_ok(rl = td_dict_iter_next(&a, il));
+			td_cr_assert_ok(rd = td_dict_iter_next(&b, id));
 			cr_assert_eq(rl, rd);
 			if (!rl)
 				break;
@@ -224,11 +224,11 @@ Test(lazy, nested_membership_and_iteration_match_dense)
 		/* keys only, leaves only, restart mid-way */
 		td_cr_assert_ok(td_dict_iter_new(&il, f.lazy,
 			TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
-		td_cr_assert_ok(td_dict_iter_next(il, &a));
-		td_cr_assert_ok(td_dict_iter_next(il, &a));
+		td_cr_assert_ok(td_dict_iter_next(&a, il));
+		td_cr_assert_ok(td_dict_iter_next(&a, il));
 		td_dict_iter_reset(il);
 		count = 0;
-		while (td_dict_iter_next(il, &a) == 1) {
+		while (td_dict_iter_next(&a, il) == 1) {
 			cr_assert_null(a.value);
 			count++;
 		}
@@ -392,8 +392,8 @@ Test(lazy, ragged_leaves)
 		td_item item;
 		td_cr_assert_err(td_lazy_densify(&d, s), TD_ETYPE);
 		td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
-		td_cr_assert_err(td_dict_iter_next(it, &item), TD_ETYPE);
-		cr_assert_eq(td_dict_iter_next(it, &item), 0);
+		td_cr_assert_err(td_dict_iter_next(&item, it), TD_ETYPE);
+		cr_assert_eq(td_dict_iter_next(&item, it), 0);
 		td_dict_iter_free(it);
 	}
 	td_dict_free(s);
@@ -1422,7 +1422,7 @@ static void schema_follows_children(unsigned flags)
 	td_cr_assert_ok(td_dict_set_tensor(c[2], "a.extra", &t));
 	td_cr_assert_ok(td_dict_iter_new(&it, s, TD_ITER_NESTED));
 	count = 0;
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		count++;
 		cr_assert_not_null(item.value);
 		if (strcmp(item.key, "extra") == 0)
@@ -1635,7 +1635,7 @@ Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
 	td_cr_assert_ok(td_lazy_stack(&s, c, 3, 0, 0));
 	kept.buffer = NULL;
 	td_cr_assert_ok(td_dict_iter_new(&it, s, 0));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		const td_tensor *v = &item.value->tensor;
 
 		td_cr_assert_ok(td_lazy_get_tensor(&want, s, item.key));
@@ -1942,7 +1942,7 @@ static int count_locked_state(const td_dict *d, bool locked)
 
 	cr_assert_eq(td_dict_is_locked(d), locked);
 	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		if (item.value->kind != TD_VALUE_DICT)
 			continue;
 		cr_assert_eq(td_dict_is_locked(item.value->dict), locked, "%s", item.key);

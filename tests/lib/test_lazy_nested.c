@@ -345,7 +345,7 @@ static size_t walk(const td_dict *d, unsigned flags, char out[][64], size_t cap)
 	int rc;
 
 	td_cr_assert_ok(td_dict_iter_new(&it, d, flags));
-	while ((rc = td_dict_iter_next(it, &item)) == 1) {
+	while ((rc = td_dict_iter_next(&item, it)) == 1) {
 		char key[48] = "";
 		size_t i;
 
@@ -416,15 +416,15 @@ Test(lazy_nested, iterator_reset_and_early_free)
 	td_cr_assert_ok(td_dict_iter_new(&it, f.dict, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	/* Into the stack, then reset, then freed inside it: nothing leaks. */
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(td_dict_iter_next(it, &item), 1);
+		cr_assert_eq(td_dict_iter_next(&item, it), 1);
 	cr_assert_eq(item.depth, 2u);
 	cr_assert_str_eq(item.path[0], "z");
 	cr_assert_str_eq(item.key, "a");
 	td_dict_iter_reset(it);
-	cr_assert_eq(td_dict_iter_next(it, &item), 1);
+	cr_assert_eq(td_dict_iter_next(&item, it), 1);
 	cr_assert_str_eq(item.key, "t");
 	for (int i = 0; i < 3; i++)
-		cr_assert_eq(td_dict_iter_next(it, &item), 1);
+		cr_assert_eq(td_dict_iter_next(&item, it), 1);
 	td_dict_iter_free(it);
 	fixture_free(&f);
 }
@@ -921,7 +921,7 @@ static int sweep_body(void *ctx)
 	td_dict_free(r);
 	if (rc == TD_OK)
 		rc = td_dict_iter_new(&it, a, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY);
-	while (rc == TD_OK && (rc = td_dict_iter_next(it, &item)) == 1)
+	while (rc == TD_OK && (rc = td_dict_iter_next(&item, it)) == 1)
 		rc = TD_OK;
 	td_dict_iter_free(it);
 	if (rc == TD_OK)

@@ -42,7 +42,7 @@ static void assert_strings(const td_dict *d, const char *key, int ndim, const in
 	cr_assert_eq(s->numel, numel);
 	for (i = 0; i < numel; i++) {
 		size_t len;
-		const char *t = td_strings_at(s, i, &len);
+		const char *t = td_strings_at(&len, s, i);
 
 		cr_assert_not_null(t);
 		cr_assert_str_eq(t, want[i], "%s[%lld]", key, (long long)i);
@@ -71,11 +71,11 @@ Test(strings, set_get_and_read_each_element)
 	td_cr_assert_ok(td_dict_get(&v, d, "lst"));
 	cr_assert_eq(v->kind, TD_VALUE_STRINGS);
 	s = &v->strings;
-	cr_assert_null(td_strings_at(s, -1, &len));
-	cr_assert_null(td_strings_at(s, 3, &len));
-	cr_assert_null(td_strings_at(NULL, 0, &len));
+	cr_assert_null(td_strings_at(&len, s, -1));
+	cr_assert_null(td_strings_at(&len, s, 3));
+	cr_assert_null(td_strings_at(&len, NULL, 0));
 	cr_assert_eq(len, 99, "a miss leaves the length alone");
-	cr_assert_str_eq(td_strings_at(s, 1, NULL), "beta");
+	cr_assert_str_eq(td_strings_at(NULL, s, 1), "beta");
 	/* Other getters refuse it; its getter refuses other kinds. */
 	{
 		const td_tensor *t;
@@ -102,7 +102,7 @@ Test(strings, path_forms_and_nested_dicts)
 	td_cr_assert_ok(td_dict_set_strings_path(d, path, 2, 2, s23, six));
 	td_cr_assert_ok(td_dict_get_strings_path(&s, d, path, 2));
 	cr_assert_eq(s->ndim, 2);
-	cr_assert_str_eq(td_strings_at(s, 5, NULL), "f");
+	cr_assert_str_eq(td_strings_at(NULL, s, 5), "f");
 	td_cr_assert_err(td_dict_set_strings_path(d, NULL, 2, 2, s23, six), TD_EINVAL);
 	td_cr_assert_err(td_dict_get_strings_path(&s, d, NULL, 2), TD_EINVAL);
 	td_dict_free(d);
@@ -558,7 +558,7 @@ Test(strings, allocation_failures_leave_nothing_behind)
 		const td_strings *st;
 
 		td_cr_assert_ok(td_dict_get_strings(&st, s.d, "lst"));
-		cr_assert_str_eq(td_strings_at(st, 0, NULL), "changed");
+		cr_assert_str_eq(td_strings_at(NULL, st, 0), "changed");
 	}
 	td_dict_free(s.d);
 }

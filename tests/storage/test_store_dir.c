@@ -974,7 +974,7 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->shape[1], 3);
-	cr_assert_str_eq(td_strings_at(s, 4, NULL), "e");
+	cr_assert_str_eq(td_strings_at(NULL, s, 4), "e");
 	td_cr_assert_ok(td_store_close(st));
 	/* Empty lists are dims of size 0. */
 	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), 0);
@@ -990,7 +990,7 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 	/* JSON escapes, stdlib and orjson spellings alike. */
 	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), 0);
 	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
-	cr_assert_str_eq(td_strings_at(s, 0, NULL), td_strings_at(s, 1, NULL));
+	cr_assert_str_eq(td_strings_at(NULL, s, 0), td_strings_at(NULL, s, 1));
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -1053,11 +1053,11 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	cr_assert_eq(s->shape[0], 4);
 	cr_assert_eq(s->shape[1], 3);
 	for (i = 0; i < 12; i++)
-		cr_assert_str_eq(td_strings_at(s, i, NULL), i < 6 ? grid[i] : "");
+		cr_assert_str_eq(td_strings_at(NULL, s, i), i < 6 ? grid[i] : "");
 	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), deep, 2));
 	cr_assert_eq(s->numel, 4);
-	cr_assert_str_eq(td_strings_at(s, 1, NULL), "y");
-	cr_assert_str_eq(td_strings_at(s, 3, NULL), "");
+	cr_assert_str_eq(td_strings_at(NULL, s, 1), "y");
+	cr_assert_str_eq(td_strings_at(NULL, s, 3), "");
 	td_cr_assert_ok(td_store_close(ro));
 
 	/* Removing one removes its directory. */

@@ -116,7 +116,7 @@ static void write_through(td_store *st, int value)
 
 	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED |
 		TD_ITER_LEAVES_ONLY));
-	while (td_dict_iter_next(it, &item) == 1)
+	while (td_dict_iter_next(&item, it) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR)
 			memset(td_tensor_data(&item.value->tensor), value,
 				td_tensor_nbytes(&item.value->tensor));

@@ -583,7 +583,7 @@ static int64_t check_killed_store(const td_dict *root, size_t *nleaves)
 
 	*nleaves = 0;
 	td_cr_assert_ok(td_dict_iter_new(&it, root, TD_ITER_NESTED));
-	while (td_dict_iter_next(it, &item) == 1) {
+	while (td_dict_iter_next(&item, it) == 1) {
 		const int64_t *p;
 		int64_t r;
 		int k;
@@ -620,7 +620,7 @@ static void remove_added(td_store *st)
 	char copy[64][32];
 	size_t n, i;
 
-	n = td_dict_items(td_store_dict(st), keys, NULL, TD_TEST_ARRAY_LEN(keys));
+	n = td_dict_items(keys, NULL, TD_TEST_ARRAY_LEN(keys), td_store_dict(st));
 	cr_assert(n <= TD_TEST_ARRAY_LEN(keys));
 	/* Copied first: a removal changes the dict that the keys point into. */
 	for (i = 0; i < n; i++)

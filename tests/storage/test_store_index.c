@@ -65,8 +65,8 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 		cr_assert_arr_eq(a->strings.shape, b->strings.shape,
 			(size_t)a->strings.ndim * sizeof(int64_t), "%s", key);
 		for (i = 0; i < a->strings.numel; i++)
-			cr_assert_str_eq(td_strings_at(&a->strings, i, NULL),
-				td_strings_at(&b->strings, i, NULL), "%s[%lld]", key, (long long)i);
+			cr_assert_str_eq(td_strings_at(NULL, &a->strings, i),
+				td_strings_at(NULL, &b->strings, i), "%s[%lld]", key, (long long)i);
 		break;
 	default:
 		cr_assert_eq(a->blob.length, b->blob.length, "%s", key);
@@ -99,8 +99,8 @@ static void assert_same_dict(const td_dict *a, const td_dict *b, const char *whe
 	va = calloc(n + 1, sizeof(*va));
 	vb = calloc(n + 1, sizeof(*vb));
 	cr_assert(ka && kb && va && vb);
-	td_dict_items(a, ka, va, n);
-	td_dict_items(b, kb, vb, n);
+	td_dict_items(ka, va, n, a);
+	td_dict_items(kb, vb, n, b);
 	for (i = 0; i < n; i++) {
 		cr_assert_str_eq(ka[i], kb[i], "%s: key %zu", where, i);
 		assert_same_value(va[i], vb[i], ka[i]);

@@ -283,13 +283,13 @@ Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
 	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY | TD_STORE_PACKED);
 	/* Keys keep their order; every leaf with elements is 4096-byte aligned. */
 	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(ro), TD_ITER_NESTED));
-	cr_assert_eq(td_dict_iter_next(it, &item), 1);
+	cr_assert_eq(td_dict_iter_next(&item, it), 1);
 	cr_assert_str_eq(item.key, "bool");
 	do {
 		if (item.value->kind == TD_VALUE_TENSOR && td_tensor_numel(&item.value->tensor))
 			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->tensor) % 4096, 0,
 				"%s", item.key);
-	} while (td_dict_iter_next(it, &item) == 1);
+	} while (td_dict_iter_next(&item, it) == 1);
 	td_dict_iter_free(it);
 	/* A read-only store is mapped read-only. */
 	{
@@ -1003,7 +1003,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill.tds"),
 			it % 2 ? TD_STORE_RDWR : TD_STORE_RDONLY));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
-		while (td_dict_iter_next(iter, &item) == 1) {
+		while (td_dict_iter_next(&item, iter) == 1) {
 			const int64_t *p = td_tensor_data(&item.value->tensor);
 			int k;
 
@@ -1188,15 +1188,15 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), names, 1));
 	cr_assert_eq(s->numel, 5);
 	for (i = 0; i < 5; i++)
-		cr_assert_str_eq(td_strings_at(s, i, NULL), i < 3 ? want[i] : "");
+		cr_assert_str_eq(td_strings_at(NULL, s, i), i < 3 ? want[i] : "");
 	{
 		const char *grid[2] = { "nested", "grid" };
 
 		td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), grid, 2));
 		cr_assert_eq(s->shape[0], 5);
 		cr_assert_eq(s->shape[1], 2);
-		cr_assert_str_eq(td_strings_at(s, 5, NULL), "f");
-		cr_assert_str_eq(td_strings_at(s, 9, NULL), "");
+		cr_assert_str_eq(td_strings_at(NULL, s, 5), "f");
+		cr_assert_str_eq(td_strings_at(NULL, s, 9), "");
 	}
 	td_cr_assert_ok(td_store_close(ro));
 
@@ -1287,8 +1287,8 @@ static bool trees_equal(const td_dict *a, const td_dict *b)
 				return false;
 		return true;
 	}
-	n = td_dict_items(a, ka, va, 64);
-	if (n > 64 || n != td_dict_items(b, kb, vb, 64))
+	n = td_dict_items(ka, va, 64, a);
+	if (n > 64 || n != td_dict_items(kb, vb, 64, b))
 		return false;
 	for (i = 0; i < n; i++) {
 		if (strcmp(ka[i], kb[i]) != 0 || va[i]->kind != vb[i]->kind)
@@ -1403,7 +1403,7 @@ Test(store_packed, lazy_stacks_root_nested_ragged_and_stacked_round_trip)
 	{
 		const char *keys[3];
 
-		cr_assert_eq(td_dict_items(td_store_dict(ro), keys, NULL, 3), 3);
+		cr_assert_eq(td_dict_items(keys, NULL, 3, td_store_dict(ro)), 3);
 		cr_assert_str_eq(keys[1], "stack");
 	}
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "stack"));

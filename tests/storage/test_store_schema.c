@@ -348,7 +348,7 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 		/* Every reopen succeeds and every committed leaf holds its value. */
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
-		while (td_dict_iter_next(iter, &item) == 1) {
+		while (td_dict_iter_next(&item, iter) == 1) {
 			const int64_t *p = td_tensor_data(&item.value->tensor);
 			int k;
 

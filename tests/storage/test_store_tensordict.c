@@ -102,7 +102,7 @@ static void check_lists(const td_strings *s, int dim, const json_t *want, int64_
 		if (dim + 1 < s->ndim)
 			check_lists(s, dim + 1, w, at);
 		else
-			cr_assert_str_eq(td_strings_at(s, (*at)++, NULL), json_string_value(w));
+			cr_assert_str_eq(td_strings_at(NULL, s, (*at)++), json_string_value(w));
 	}
 }
 
@@ -194,7 +194,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 	td_cr_assert_ok(td_dict_iter_new(&it, d,
 		TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
 	i = 0;
-	while (td_dict_iter_next(it, &item) == 1)
+	while (td_dict_iter_next(&item, it) == 1)
 		i += !inside_lazy(&item, lazy);
 	td_dict_iter_free(it);
 	cr_assert_eq(i, nleaves, "%zu leaves, expected %zu", i, nleaves);
