@@ -578,7 +578,6 @@ static int run_creation_empty(void *state, size_t i)
 /* TensorDict({"a": a, ("b", "b1"): b}, [3, 4]) */
 static int run_creation_nested_1(void *state, size_t i)
 {
-	static const char *const b_b1[2] = { "b", "b1" };
 	core *s = state;
 	td_dict *d = NULL;
 	int rc;
@@ -588,7 +587,7 @@ static int run_creation_nested_1(void *state, size_t i)
 	if (rc >= 0)
 		rc = td_dict_set_tensor(d, "a", &s->a);
 	if (rc >= 0)
-		rc = td_dict_set_tensor_path(d, b_b1, 2, &s->b);
+		rc = td_dict_set_tensor(d, "b.b1", &s->b);
 	return drop(rc, &d);
 }
 
@@ -700,16 +699,15 @@ static int run_setitem_dim(void *state, size_t i)
 	return td_dict_index_put(s->td, s->arg->idx, s->arg->nidx, s->other);
 }
 
-/* tdc = td.clone(); tdc[key] = tensor (a dotted key or a path); the clone dropped */
-static int clone_and_set(core *s, const char *const *path, size_t depth, const td_tensor *t,
-	td_dict **keep)
+/* tdc = td.clone(); tdc[key] = tensor (a dotted key); the clone dropped */
+static int clone_and_set(core *s, const char *key, const td_tensor *t, td_dict **keep)
 {
 	td_dict *c = NULL;
 	int rc;
 
 	rc = td_dict_clone(&c, s->td);
 	if (rc >= 0)
-		rc = td_dict_set_tensor_path(c, path, depth, t);
+		rc = td_dict_set_tensor(c, key, t);
 	if (rc >= 0 && keep) {
 		*keep = c;
 		return 0;
@@ -717,8 +715,9 @@ static int clone_and_set(core *s, const char *const *path, size_t depth, const t
 	return drop(rc, &c);
 }
 
-static const char *const key_b_b1[2] = { "b", "b1" };
-static const char *const key_c_c_c[3] = { "c", "c", "c" };
+/* The tuple keys ("b", "b1") and ("c", "c", "c"), dotted. */
+static const char key_b_b1[] = "b.b1";
+static const char key_c_c_c[] = "c.c.c";
 
 /* test_setitem / test_set: tdc = td.clone(); tdc["c"] = c */
 static int run_clone_set_c(void *state, size_t i)
@@ -741,7 +740,7 @@ static int run_set_nested(void *state, size_t i)
 	core *s = state;
 
 	(void)i;
-	return clone_and_set(s, key_b_b1, 2, &s->b, NULL);
+	return clone_and_set(s, key_b_b1, &s->b, NULL);
 }
 
 /* tdc = td.clone(); tdc["c", "c", "c"] = c */
@@ -750,7 +749,7 @@ static int run_set_nested_new(void *state, size_t i)
 	core *s = state;
 
 	(void)i;
-	return clone_and_set(s, key_c_c_c, 3, &s->c, NULL);
+	return clone_and_set(s, key_c_c_c, &s->c, NULL);
 }
 
 /* ...then tdc.select("a", "z", ("c", "c", "c"), strict=False) */
@@ -762,7 +761,7 @@ static int run_select(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = clone_and_set(s, key_c_c_c, 3, &s->c, &c);
+	rc = clone_and_set(s, key_c_c_c, &s->c, &c);
 	if (rc >= 0)
 		rc = td_dict_select(&sel, c, keys, 3, false);
 	td_dict_free(sel);
@@ -847,7 +846,7 @@ static int ops_creation(ops_ctx *x)
 		d = NULL;
 		rc = td_dict_new(&d, 2, fix_b34);
 		if (rc >= 0 && (rc = td_dict_set_tensor(d, "a", &x->a)) >= 0)
-			rc = td_dict_set_tensor_path(d, key_b_b1, 2, &x->b);
+			rc = td_dict_set_tensor(d, key_b_b1, &x->b);
 		rc = drop(rc, &d);
 	}
 	if (rc >= 0 && (rc = fresh_ab(x)) >= 0) {
@@ -908,16 +907,16 @@ static int ops_set_nested(ops_ctx *x)
 	int rc;
 
 	if ((rc = fresh_ab(x)) < 0 || (rc = nested_and_clone(x)) < 0 ||
-		(rc = td_dict_set_tensor_path(x->tdc, key_b_b1, 2, &x->b)) < 0)
+		(rc = td_dict_set_tensor(x->tdc, key_b_b1, &x->b)) < 0)
 		return rc;
 	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 ||
 		(rc = nested_and_clone(x)) < 0 ||
-		(rc = td_dict_set_tensor_path(x->tdc, key_c_c_c, 3, &x->c)) < 0)
+		(rc = td_dict_set_tensor(x->tdc, key_c_c_c, &x->c)) < 0)
 		return rc;
 	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 ||
 		(rc = nested_and_clone(x)) < 0)
 		return rc;
-	return td_dict_set_tensor_path(x->tdc, key_c_c_c, 3, &x->c);
+	return td_dict_set_tensor(x->tdc, key_c_c_c, &x->c);
 }
 
 static int run_common_ops(void *state, size_t i)

@@ -118,18 +118,19 @@ int fix_build_big(td_dict **out, const td_tensor *leaves)
  * unflatten_keys(".") gives in tensordict. */
 int fix_build_nested(td_dict **out, const td_tensor *leaves, const int64_t *batch)
 {
-	const char *path[FIX_NESTED_LEAVES + 1];
+	char key[sizeof(fix_leaf_dotted)];
+	size_t i, len = 0;
 	td_dict *d;
-	size_t i;
 	int rc;
 
 	rc = td_dict_new(&d, 2, batch);
 	if (rc < 0)
 		return rc;
 	for (i = 1; i <= FIX_NESTED_LEAVES; i++) {
-		memcpy(path, fix_leaf, i * sizeof(*path));
-		path[i] = "t";
-		rc = td_dict_set_tensor_path(d, path, i + 1, &leaves[i - 1]);
+		/* "0.1...<i - 1>.t": the key of leaf i - 1 with its "t" moved down a level */
+		len += (size_t)sprintf(key + len, "%s.", fix_leaf[i - 1]);
+		memcpy(key + len, "t", 2);
+		rc = td_dict_set_tensor(d, key, &leaves[i - 1]);
 		if (rc < 0) {
 			td_dict_free(d);
 			return rc;

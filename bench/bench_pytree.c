@@ -29,8 +29,6 @@ static const int64_t s3456[4] = { 3, 4, 5, 6 };
  */
 static int pytree_setup(void **state, const void *arg)
 {
-	static const char *const a_b[2] = { "a", "b" };
-	static const char *const a_c_d[3] = { "a", "c", "d" };
 	td_tensor t[3] = { TD_TENSOR_INIT, TD_TENSOR_INIT, TD_TENSOR_INIT };
 	td_dict *d = NULL;
 	int rc;
@@ -44,9 +42,9 @@ static int pytree_setup(void **state, const void *arg)
 	if (rc >= 0)
 		rc = td_dict_new(&d, 2, fix_b34);
 	if (rc >= 0)
-		rc = td_dict_set_tensor_path(d, a_b, 2, &t[0]);
+		rc = td_dict_set_tensor(d, "a.b", &t[0]);
 	if (rc >= 0)
-		rc = td_dict_set_tensor_path(d, a_c_d, 3, &t[1]);
+		rc = td_dict_set_tensor(d, "a.c.d", &t[1]);
 	if (rc >= 0)
 		rc = td_dict_set_tensor(d, "c", &t[2]);
 	fix_release(t, 3);

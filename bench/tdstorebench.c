@@ -90,9 +90,12 @@ static void put(td_dict *d, const char *const *parts, size_t n, int ndim, const 
 	float value)
 {
 	td_tensor t;
+	td_key *key;
 
 	BENCH_CHECK(td_tensor_full(&t, TD_DTYPE_F32, ndim, shape, td_scalar_float(value)));
-	BENCH_CHECK(td_dict_set_tensor_take_path(d, parts, n, &t));
+	BENCH_CHECK(td_key_from_path(&key, parts, n));
+	BENCH_CHECK(td_dict_set_tensor_take_key(d, key, &t));
+	td_key_free(key);
 }
 
 /* `n` float32 leaves of `bytes / n` bytes each, batch []. */

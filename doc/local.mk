@@ -36,10 +36,9 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_clone.3 \
 	%D%/man/man3/td_dict_contains.3 \
 	%D%/man/man3/td_dict_contains_key.3 \
-	%D%/man/man3/td_dict_contains_path.3 \
 	%D%/man/man3/td_dict_copy.3 \
 	%D%/man/man3/td_dict_del.3 \
-	%D%/man/man3/td_dict_del_path.3 \
+	%D%/man/man3/td_dict_del_key.3 \
 	%D%/man/man3/td_dict_empty.3 \
 	%D%/man/man3/td_dict_equal.3 \
 	%D%/man/man3/td_dict_exclude.3 \
@@ -48,15 +47,14 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_free.3 \
 	%D%/man/man3/td_dict_get.3 \
 	%D%/man/man3/td_dict_get_blob.3 \
+	%D%/man/man3/td_dict_get_blob_key.3 \
 	%D%/man/man3/td_dict_get_dict.3 \
-	%D%/man/man3/td_dict_get_dict_path.3 \
+	%D%/man/man3/td_dict_get_dict_key.3 \
 	%D%/man/man3/td_dict_get_key.3 \
-	%D%/man/man3/td_dict_get_path.3 \
 	%D%/man/man3/td_dict_get_strings.3 \
-	%D%/man/man3/td_dict_get_strings_path.3 \
+	%D%/man/man3/td_dict_get_strings_key.3 \
 	%D%/man/man3/td_dict_get_tensor.3 \
 	%D%/man/man3/td_dict_get_tensor_key.3 \
-	%D%/man/man3/td_dict_get_tensor_path.3 \
 	%D%/man/man3/td_dict_index.3 \
 	%D%/man/man3/td_dict_index_fill.3 \
 	%D%/man/man3/td_dict_index_put.3 \
@@ -73,29 +71,27 @@ dist_man_MANS += \
 	%D%/man/man3/td_dict_parent.3 \
 	%D%/man/man3/td_dict_permute.3 \
 	%D%/man/man3/td_dict_rename.3 \
-	%D%/man/man3/td_dict_rename_path.3 \
+	%D%/man/man3/td_dict_rename_key.3 \
 	%D%/man/man3/td_dict_reshape.3 \
 	%D%/man/man3/td_dict_select.3 \
 	%D%/man/man3/td_dict_select_keys.3 \
 	%D%/man/man3/td_dict_set_batch_shape.3 \
 	%D%/man/man3/td_dict_set_bytes.3 \
-	%D%/man/man3/td_dict_set_bytes_path.3 \
+	%D%/man/man3/td_dict_set_bytes_key.3 \
 	%D%/man/man3/td_dict_set_dict.3 \
-	%D%/man/man3/td_dict_set_dict_path.3 \
+	%D%/man/man3/td_dict_set_dict_key.3 \
 	%D%/man/man3/td_dict_set_dict_take.3 \
-	%D%/man/man3/td_dict_set_dict_take_path.3 \
+	%D%/man/man3/td_dict_set_dict_take_key.3 \
 	%D%/man/man3/td_dict_set_string.3 \
-	%D%/man/man3/td_dict_set_string_path.3 \
+	%D%/man/man3/td_dict_set_string_key.3 \
 	%D%/man/man3/td_dict_set_strings.3 \
-	%D%/man/man3/td_dict_set_strings_path.3 \
+	%D%/man/man3/td_dict_set_strings_key.3 \
 	%D%/man/man3/td_dict_set_tensor.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace.3 \
 	%D%/man/man3/td_dict_set_tensor_inplace_key.3 \
-	%D%/man/man3/td_dict_set_tensor_inplace_path.3 \
 	%D%/man/man3/td_dict_set_tensor_key.3 \
-	%D%/man/man3/td_dict_set_tensor_path.3 \
 	%D%/man/man3/td_dict_set_tensor_take.3 \
-	%D%/man/man3/td_dict_set_tensor_take_path.3 \
+	%D%/man/man3/td_dict_set_tensor_take_key.3 \
 	%D%/man/man3/td_dict_split.3 \
 	%D%/man/man3/td_dict_split_sizes.3 \
 	%D%/man/man3/td_dict_squeeze.3 \

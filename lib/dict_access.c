@@ -1,58 +1,41 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dict_access.c - the public get / set / delete / rename / membership
- * functions in their three key forms (dotted string, path array, key
- * handle). Each form resolves its key into components and calls one shared
- * implementation.
+ * functions in their two key forms: a dotted string ("next.obs") and a
+ * key handle (td_key, the `_key` functions). Each public function resolves
+ * its key into components (a dotted key split into a td__kpath; a handle
+ * lends its own, split and hashed when it was made) and calls one shared
+ * implementation that takes the components, and the handle when there is
+ * one (lazy stacks remember what handles resolve to). The implementation
+ * dispatches a lazy stack once, at its top (dict_impl.h).
  */
 #include "td_internal.h"
 #include "dict_impl.h"
 
 #include <stdio.h>
 
-/* Resolve one of the three key forms into `p` (exactly one is non-NULL). */
-static int resolve(td__kpath *p, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const char *fn)
+/* TD_EINVAL for a NULL key handle passed to `fn`. */
+static int null_handle(const char *fn)
 {
-	if (key)
-		return td__kpath_key(p, key, fn);
-	if (parts)
-		return td__kpath_parts(p, parts, n, fn);
-	return td__kpath_dotted(p, dotted, fn);
+	return td__error(TD_EINVAL, "%s: NULL key handle", fn);
 }
-
-#define KEY_ARGS(dotted, parts, n, key) (dotted), (parts), (n), (key)
-#define FORM_DOTTED(k) KEY_ARGS(k, NULL, 0, NULL)
-#define FORM_PATH(p, n) KEY_ARGS(NULL, p, n, NULL)
-#define FORM_KEY(k) KEY_ARGS(NULL, NULL, 0, k)
 
 /* ------------------------------------------------------------------------ */
 /* Membership                                                                */
 /* ------------------------------------------------------------------------ */
 
-static int contains_impl(const td_dict *d, const char *dotted, const char *const *parts,
-	size_t n, const td_key *key, unsigned flags, const char *fn)
+static int contains_impl(const td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	unsigned flags, const char *fn)
 {
 	const td__entry *e;
-	const td__kref *kp;
-	td__kpath p;
-	size_t kn, used;
+	size_t used;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (flags & ~(unsigned)TD_LEAVES_ONLY)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
-	/* A key handle is already split and hashed: no copy of its parts. */
-	if (key) {
-		kp = key->part;
-		kn = key->n;
-	} else {
-		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		kp = p.part;
-		kn = p.n;
-	}
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
-		return td__lazy_contains(d, kp, kn, key, flags);
+		return td__lazy_contains(d, kp, kn, handle, flags);
 	e = td__dict_lookup_quiet(d, kp, kn, NULL);
 	if (!e) {
 		/* A miss may be a path into a nested lazy stack: ask the stack. */
@@ -65,6 +48,8 @@ static int contains_impl(const td_dict *d, const char *dotted, const char *const
 
 int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 {
+	static const char fn[] = "td_dict_contains";
+	td__kpath p;
 	td__kref k;
 
 	/*
@@ -79,39 +64,33 @@ int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
 		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
 	}
-	return contains_impl(d, FORM_DOTTED(key), flags, "td_dict_contains");
-}
-
-int td_dict_contains_path(const td_dict *d, const char *const *parts, size_t n, unsigned flags)
-{
-	return contains_impl(d, FORM_PATH(parts, n), flags, "td_dict_contains_path");
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return contains_impl(d, p.part, p.n, NULL, flags, fn);
 }
 
 int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned flags)
 {
+	static const char fn[] = "td_dict_contains_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_dict_contains_key: NULL key handle");
-	return contains_impl(d, FORM_KEY(key), flags, "td_dict_contains_key");
+		return null_handle(fn);
+	return contains_impl(d, key->part, key->n, key, flags, fn);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Lookup                                                                    */
 /* ------------------------------------------------------------------------ */
 
-static int get_impl(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, td__entry **out, const char *fn)
+/* The entry under the path: every lookup's implementation. */
+static int get_entry(td__entry **out, const td_dict *d, const td__kref *kp, size_t kn,
+	const char *fn)
 {
-	td__kpath p;
-
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
 		return td__error(TD_ENOTSUP, "%s: a lazy stack lends no values (its leaves are made "
 			"by stacking): use td_lazy_get_tensor() or td_lazy_get_dict()", fn);
-	if (key)
-		return td__dict_lookup(d, key->part, key->n, out, NULL, fn);
-	TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-	return td__dict_lookup(d, p.part, p.n, out, NULL, fn);
+	return td__dict_lookup(d, kp, kn, out, NULL, fn);
 }
 
 static int not_kind(const td__entry *e, const char *want, const char *fn)
@@ -123,111 +102,115 @@ static int not_kind(const td__entry *e, const char *want, const char *fn)
 		names[e->value.kind <= TD_VALUE_STRINGS ? e->value.kind : 0], want);
 }
 
-static int get_value(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_value **out, const char *fn)
+/*
+ * The entry under the path, which must hold a value of `kind` (`want`
+ * names it in errors); `out` is the caller's output, checked here.
+ */
+static int get_of_kind(td__entry **e, const void *out, const td_dict *d, const td__kref *kp,
+	size_t kn, td_value_kind kind, const char *want, const char *fn)
+{
+	if (!out)
+		return td__error(TD_EINVAL, "%s: NULL out", fn);
+	TD_TRY(get_entry(e, d, kp, kn, fn));
+	if ((*e)->value.kind != kind)
+		return not_kind(*e, want, fn);
+	return TD_OK;
+}
+
+static int get_value(const td_value **out, const td_dict *d, const td__kref *kp, size_t kn,
+	const char *fn)
 {
 	td__entry *e;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, dotted, parts, n, key, &e, fn));
+	TD_TRY(get_entry(&e, d, kp, kn, fn));
 	*out = &e->value;
 	return TD_OK;
 }
 
 int td_dict_get(const td_value **out, const td_dict *d, const char *key)
 {
-	return get_value(d, FORM_DOTTED(key), out, "td_dict_get");
-}
+	static const char fn[] = "td_dict_get";
+	td__kpath p;
 
-int td_dict_get_path(const td_value **out, const td_dict *d, const char *const *parts, size_t n)
-{
-	return get_value(d, FORM_PATH(parts, n), out, "td_dict_get_path");
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return get_value(out, d, p.part, p.n, fn);
 }
 
 int td_dict_get_key(const td_value **out, const td_dict *d, const td_key *key)
 {
+	static const char fn[] = "td_dict_get_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_dict_get_key: NULL key handle");
-	return get_value(d, FORM_KEY(key), out, "td_dict_get_key");
+		return null_handle(fn);
+	return get_value(out, d, key->part, key->n, fn);
 }
 
-/* The entry under the key, which must hold a value of `kind` (`want` names it in errors). */
-static int get_of_kind(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const void *out, td_value_kind kind, const char *want, td__entry **e,
+static int get_tensor(const td_tensor **out, const td_dict *d, const td__kref *kp, size_t kn,
 	const char *fn)
-{
-	if (!out)
-		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, dotted, parts, n, key, e, fn));
-	if ((*e)->value.kind != kind)
-		return not_kind(*e, want, fn);
-	return TD_OK;
-}
-
-static int get_tensor(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_tensor **out, const char *fn)
 {
 	td__entry *e;
 
-	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_TENSOR, "a tensor", &e, fn));
+	TD_TRY(get_of_kind(&e, out, d, kp, kn, TD_VALUE_TENSOR, "a tensor", fn));
 	*out = &e->value.tensor;
 	return TD_OK;
 }
 
 int td_dict_get_tensor(const td_tensor **out, const td_dict *d, const char *key)
 {
-	return get_tensor(d, FORM_DOTTED(key), out, "td_dict_get_tensor");
-}
+	static const char fn[] = "td_dict_get_tensor";
+	td__kpath p;
 
-int td_dict_get_tensor_path(const td_tensor **out, const td_dict *d, const char *const *parts,
-	size_t n)
-{
-	return get_tensor(d, FORM_PATH(parts, n), out, "td_dict_get_tensor_path");
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return get_tensor(out, d, p.part, p.n, fn);
 }
 
 int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const td_key *key)
 {
+	static const char fn[] = "td_dict_get_tensor_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_dict_get_tensor_key: NULL key handle");
-	return get_tensor(d, FORM_KEY(key), out, "td_dict_get_tensor_key");
+		return null_handle(fn);
+	return get_tensor(out, d, key->part, key->n, fn);
 }
 
-static int get_dict(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	td_dict **out, const char *fn)
+static int get_dict(td_dict **out, const td_dict *d, const td__kref *kp, size_t kn,
+	const char *fn)
 {
 	td__entry *e;
 
-	if (!out)
-		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, dotted, parts, n, NULL, &e, fn));
-	if (e->value.kind != TD_VALUE_DICT)
-		return not_kind(e, "a dict", fn);
+	TD_TRY(get_of_kind(&e, out, d, kp, kn, TD_VALUE_DICT, "a dict", fn));
 	*out = e->value.dict;
 	return TD_OK;
 }
 
 int td_dict_get_dict(td_dict **out, const td_dict *d, const char *key)
 {
-	return get_dict(d, key, NULL, 0, out, "td_dict_get_dict");
+	static const char fn[] = "td_dict_get_dict";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return get_dict(out, d, p.part, p.n, fn);
 }
 
-int td_dict_get_dict_path(td_dict **out, const td_dict *d, const char *const *parts, size_t n)
+int td_dict_get_dict_key(td_dict **out, const td_dict *d, const td_key *key)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_get_dict_path: NULL path");
-	return get_dict(d, NULL, parts, n, out, "td_dict_get_dict_path");
+	static const char fn[] = "td_dict_get_dict_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_dict(out, d, key->part, key->n, fn);
 }
 
-int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
-	const char *key)
+static int get_blob(const char **data_out, size_t *length_out, const td_dict *d,
+	const td__kref *kp, size_t kn, const char *fn)
 {
-	static const char fn[] = "td_dict_get_blob";
 	td__entry *e;
 
 	if (!data_out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	TD_TRY(get_impl(d, FORM_DOTTED(key), &e, fn));
+	TD_TRY(get_entry(&e, d, kp, kn, fn));
 	if (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES)
 		return not_kind(e, "a string or bytes", fn);
 	*data_out = e->value.blob.data;
@@ -236,28 +219,52 @@ int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d
 	return TD_OK;
 }
 
-static int get_strings(const td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_strings **out, const char *fn)
+int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
+	const char *key)
+{
+	static const char fn[] = "td_dict_get_blob";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return get_blob(data_out, length_out, d, p.part, p.n, fn);
+}
+
+int td_dict_get_blob_key(const char **data_out, size_t *length_out, const td_dict *d,
+	const td_key *key)
+{
+	static const char fn[] = "td_dict_get_blob_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_blob(data_out, length_out, d, key->part, key->n, fn);
+}
+
+static int get_strings(const td_strings **out, const td_dict *d, const td__kref *kp, size_t kn,
+	const char *fn)
 {
 	td__entry *e;
 
-	TD_TRY(get_of_kind(d, dotted, parts, n, key, out, TD_VALUE_STRINGS, "an array of strings",
-		&e, fn));
+	TD_TRY(get_of_kind(&e, out, d, kp, kn, TD_VALUE_STRINGS, "an array of strings", fn));
 	*out = &e->value.strings;
 	return TD_OK;
 }
 
 int td_dict_get_strings(const td_strings **out, const td_dict *d, const char *key)
 {
-	return get_strings(d, FORM_DOTTED(key), out, "td_dict_get_strings");
+	static const char fn[] = "td_dict_get_strings";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return get_strings(out, d, p.part, p.n, fn);
 }
 
-int td_dict_get_strings_path(const td_strings **out, const td_dict *d, const char *const *parts,
-	size_t n)
+int td_dict_get_strings_key(const td_strings **out, const td_dict *d, const td_key *key)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_get_strings_path: NULL path");
-	return get_strings(d, FORM_PATH(parts, n), out, "td_dict_get_strings_path");
+	static const char fn[] = "td_dict_get_strings_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_strings(out, d, key->part, key->n, fn);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -285,99 +292,93 @@ static int dense_set_value(td_dict *d, const td__kref *parts, size_t n, const td
 	return td__lazy_set_value((td_dict *)z, parts + used, n - used, NULL, v, fn);
 }
 
-static int set_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_value *v, const char *fn)
+/* Store `v` under the path: every setter's implementation, and its one dispatch. */
+static int set_value(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	const td_value *v, const char *fn)
 {
-	const td__kref *kp;
-	td__kpath p;
-	size_t kn;
-
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	if (key) {
-		kp = key->part;
-		kn = key->n;
-	} else {
-		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		kp = p.part;
-		kn = p.n;
-	}
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
-		return td__lazy_set_value(d, kp, kn, key, v, fn);
+		return td__lazy_set_value(d, kp, kn, handle, v, fn);
 	return dense_set_value(d, kp, kn, v, fn);
 }
 
-static int set_tensor(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_tensor *t, const char *fn)
+static int set_tensor(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	const td_tensor *t, const char *fn)
 {
 	td_value v;
-	td__kref k;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	v.kind = TD_VALUE_TENSOR;
 	td__tensor_copy_meta(&v.tensor, t);
-	/* Fast path: a single-component dotted key needs no path. */
-	if (d && dotted && !*td__kref_scan(dotted, &k) && k.len > 0) {
+	return set_value(d, kp, kn, handle, &v, fn);
+}
+
+/*
+ * td_dict_set_tensor() and td_dict_set_tensor_take() of a dotted key: a
+ * single component needs no path (the fast path of plain sets).
+ */
+static int set_tensor_dotted(td_dict *d, const char *key, const td_tensor *t, const char *fn)
+{
+	td__kpath p;
+	td_value v;
+	td__kref k;
+
+	if (d && key && !*td__kref_scan(key, &k) && k.len > 0) {
+		TD_TRY(td__tensor_check(t, fn, "the tensor"));
+		v.kind = TD_VALUE_TENSOR;
+		td__tensor_copy_meta(&v.tensor, t);
 		if (TD_LIKELY(!td__dict_is_lazy(d)))
 			return td__dict_set_value(d, &k, 1, &v, fn);
 		return td__lazy_set_value(d, &k, 1, NULL, &v, fn);
 	}
-	return set_impl(d, dotted, parts, n, key, &v, fn);
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_tensor(d, p.part, p.n, NULL, t, fn);
 }
 
 int td_dict_set_tensor(td_dict *d, const char *key, const td_tensor *t)
 {
-	return set_tensor(d, FORM_DOTTED(key), t, "td_dict_set_tensor");
-}
-
-int td_dict_set_tensor_path(td_dict *d, const char *const *parts, size_t n, const td_tensor *t)
-{
-	return set_tensor(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_path");
+	return set_tensor_dotted(d, key, t, "td_dict_set_tensor");
 }
 
 int td_dict_set_tensor_key(td_dict *d, const td_key *key, const td_tensor *t)
 {
+	static const char fn[] = "td_dict_set_tensor_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_dict_set_tensor_key: NULL key handle");
-	return set_tensor(d, FORM_KEY(key), t, "td_dict_set_tensor_key");
+		return null_handle(fn);
+	return set_tensor(d, key->part, key->n, key, t, fn);
 }
 
 int td_dict_set_tensor_take(td_dict *d, const char *key, td_tensor *t)
 {
-	TD_TRY(set_tensor(d, FORM_DOTTED(key), t, "td_dict_set_tensor_take"));
+	TD_TRY(set_tensor_dotted(d, key, t, "td_dict_set_tensor_take"));
 	td_tensor_release(t);
 	return TD_OK;
 }
 
-int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, size_t n, td_tensor *t)
+int td_dict_set_tensor_take_key(td_dict *d, const td_key *key, td_tensor *t)
 {
-	TD_TRY(set_tensor(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_take_path"));
+	static const char fn[] = "td_dict_set_tensor_take_key";
+
+	if (!key)
+		return null_handle(fn);
+	TD_TRY(set_tensor(d, key->part, key->n, key, t, fn));
 	td_tensor_release(t);
 	return TD_OK;
 }
 
-static int set_inplace(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, const td_tensor *t, const char *fn)
+static int set_inplace(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	const td_tensor *t, const char *fn)
 {
-	const td__kref *kp;
-	td__kpath p;
 	td__entry *e;
-	size_t kn;
 	int rc;
 
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	if (key) {
-		kp = key->part;
-		kn = key->n;
-	} else {
-		TD_TRY(resolve(&p, dotted, parts, n, key, fn));
-		kp = p.part;
-		kn = p.n;
-	}
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
-		return td__lazy_set_inplace(d, kp, kn, key, t, fn);
+		return td__lazy_set_inplace(d, kp, kn, handle, t, fn);
 	rc = td__dict_lookup(d, kp, kn, &e, NULL, fn);
 	if (TD_UNLIKELY(rc == TD_ENOTSUP)) {
 		/* A path into a nested lazy stack: written through the stack. */
@@ -395,23 +396,23 @@ static int set_inplace(td_dict *d, const char *dotted, const char *const *parts,
 
 int td_dict_set_tensor_inplace(td_dict *d, const char *key, const td_tensor *t)
 {
-	return set_inplace(d, FORM_DOTTED(key), t, "td_dict_set_tensor_inplace");
-}
+	static const char fn[] = "td_dict_set_tensor_inplace";
+	td__kpath p;
 
-int td_dict_set_tensor_inplace_path(td_dict *d, const char *const *parts, size_t n,
-	const td_tensor *t)
-{
-	return set_inplace(d, FORM_PATH(parts, n), t, "td_dict_set_tensor_inplace_path");
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_inplace(d, p.part, p.n, NULL, t, fn);
 }
 
 int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const td_tensor *t)
 {
+	static const char fn[] = "td_dict_set_tensor_inplace_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_dict_set_tensor_inplace_key: NULL key handle");
-	return set_inplace(d, FORM_KEY(key), t, "td_dict_set_tensor_inplace_key");
+		return null_handle(fn);
+	return set_inplace(d, key->part, key->n, key, t, fn);
 }
 
-static int set_dict_copy(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+static int set_dict_copy(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
 	const td_dict *child, const char *fn)
 {
 	const td_dict *p;
@@ -430,7 +431,7 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 	TD_TRY(td__dict_copy(&v.dict, child, fn));
 	if (d && d->locked)
 		td__dict_set_locked(v.dict, true);
-	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
+	rc = set_value(d, kp, kn, handle, &v, fn);
 	if (rc < 0)
 		td_dict_free(v.dict);
 	return rc;
@@ -438,18 +439,24 @@ static int set_dict_copy(td_dict *d, const char *dotted, const char *const *part
 
 int td_dict_set_dict(td_dict *d, const char *key, const td_dict *child)
 {
-	return set_dict_copy(d, key, NULL, 0, child, "td_dict_set_dict");
+	static const char fn[] = "td_dict_set_dict";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_dict_copy(d, p.part, p.n, NULL, child, fn);
 }
 
-int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n, const td_dict *child)
+int td_dict_set_dict_key(td_dict *d, const td_key *key, const td_dict *child)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_set_dict_path: NULL path");
-	return set_dict_copy(d, NULL, parts, n, child, "td_dict_set_dict_path");
+	static const char fn[] = "td_dict_set_dict_key";
+
+	if (!key)
+		return null_handle(fn);
+	return set_dict_copy(d, key->part, key->n, key, child, fn);
 }
 
-static int set_dict_take(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, td_dict *child, const char *fn)
+static int set_dict_take(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	td_dict *child, const char *fn)
 {
 	td_value v;
 
@@ -459,20 +466,28 @@ static int set_dict_take(td_dict *d, const char *dotted, const char *const *part
 		return td__error(TD_EINVAL, "%s: the dict already belongs to another dict", fn);
 	v.kind = TD_VALUE_DICT;
 	v.dict = child;
-	return set_impl(d, dotted, parts, n, key, &v, fn);
+	return set_value(d, kp, kn, handle, &v, fn);
 }
 
 int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child)
 {
-	return set_dict_take(d, FORM_DOTTED(key), child, "td_dict_set_dict_take");
+	static const char fn[] = "td_dict_set_dict_take";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_dict_take(d, p.part, p.n, NULL, child, fn);
 }
 
-int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size_t n, td_dict *child)
+int td_dict_set_dict_take_key(td_dict *d, const td_key *key, td_dict *child)
 {
-	return set_dict_take(d, FORM_PATH(parts, n), child, "td_dict_set_dict_take_path");
+	static const char fn[] = "td_dict_set_dict_take_key";
+
+	if (!key)
+		return null_handle(fn);
+	return set_dict_take(d, key->part, key->n, key, child, fn);
 }
 
-static int set_blob(td_dict *d, const char *dotted, const char *const *parts, size_t n,
+static int set_blob(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
 	const void *data, size_t length, bool string, const char *fn)
 {
 	td_value v;
@@ -483,47 +498,59 @@ static int set_blob(td_dict *d, const char *dotted, const char *const *parts, si
 	if (string && !td__utf8_valid(data, length))
 		return td__error(TD_EINVAL, "%s: the string is not valid UTF-8", fn);
 	TD_TRY(td__blob_make(&v, data, length, string, fn));
-	rc = set_impl(d, dotted, parts, n, NULL, &v, fn);
+	rc = set_value(d, kp, kn, handle, &v, fn);
 	td_buffer_unref(v.blob.buffer);
 	return rc;
 }
 
 int td_dict_set_string(td_dict *d, const char *key, const char *utf8)
 {
+	static const char fn[] = "td_dict_set_string";
+	td__kpath p;
+
 	if (!utf8)
-		return td__error(TD_EINVAL, "td_dict_set_string: NULL string");
-	return set_blob(d, key, NULL, 0, utf8, strlen(utf8), true, "td_dict_set_string");
+		return td__error(TD_EINVAL, "%s: NULL string", fn);
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_blob(d, p.part, p.n, NULL, utf8, strlen(utf8), true, fn);
 }
 
-int td_dict_set_string_path(td_dict *d, const char *const *parts, size_t n, const char *utf8)
+int td_dict_set_string_key(td_dict *d, const td_key *key, const char *utf8)
 {
-	if (!utf8 || !parts)
-		return td__error(TD_EINVAL, "td_dict_set_string_path: NULL argument");
-	return set_blob(d, NULL, parts, n, utf8, strlen(utf8), true, "td_dict_set_string_path");
+	static const char fn[] = "td_dict_set_string_key";
+
+	if (!key)
+		return null_handle(fn);
+	if (!utf8)
+		return td__error(TD_EINVAL, "%s: NULL string", fn);
+	return set_blob(d, key->part, key->n, key, utf8, strlen(utf8), true, fn);
 }
 
 int td_dict_set_bytes(td_dict *d, const char *key, const void *data, size_t length)
 {
-	return set_blob(d, key, NULL, 0, data, length, false, "td_dict_set_bytes");
+	static const char fn[] = "td_dict_set_bytes";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_blob(d, p.part, p.n, NULL, data, length, false, fn);
 }
 
-int td_dict_set_bytes_path(td_dict *d, const char *const *parts, size_t n, const void *data,
-	size_t length)
+int td_dict_set_bytes_key(td_dict *d, const td_key *key, const void *data, size_t length)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_set_bytes_path: NULL path");
-	return set_blob(d, NULL, parts, n, data, length, false, "td_dict_set_bytes_path");
+	static const char fn[] = "td_dict_set_bytes_key";
+
+	if (!key)
+		return null_handle(fn);
+	return set_blob(d, key->part, key->n, key, data, length, false, fn);
 }
 
-static int set_strings(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const td_key *key, int ndim, const int64_t *shape, const char *const *utf8,
-	const char *fn)
+static int set_strings(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
+	int ndim, const int64_t *shape, const char *const *utf8, const char *fn)
 {
 	td_value v;
 	int rc;
 
 	TD_TRY(td__strings_new(&v, ndim, shape, utf8, NULL, fn));
-	rc = set_impl(d, dotted, parts, n, key, &v, fn);
+	rc = set_value(d, kp, kn, handle, &v, fn);
 	td__value_release(&v);
 	return rc;
 }
@@ -531,43 +558,45 @@ static int set_strings(td_dict *d, const char *dotted, const char *const *parts,
 int td_dict_set_strings(td_dict *d, const char *key, int ndim, const int64_t *shape,
 	const char *const *utf8)
 {
-	return set_strings(d, FORM_DOTTED(key), ndim, shape, utf8, "td_dict_set_strings");
+	static const char fn[] = "td_dict_set_strings";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return set_strings(d, p.part, p.n, NULL, ndim, shape, utf8, fn);
 }
 
-int td_dict_set_strings_path(td_dict *d, const char *const *parts, size_t n, int ndim,
-	const int64_t *shape, const char *const *utf8)
+int td_dict_set_strings_key(td_dict *d, const td_key *key, int ndim, const int64_t *shape,
+	const char *const *utf8)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_set_strings_path: NULL path");
-	return set_strings(d, FORM_PATH(parts, n), ndim, shape, utf8,
-		"td_dict_set_strings_path");
+	static const char fn[] = "td_dict_set_strings_key";
+
+	if (!key)
+		return null_handle(fn);
+	return set_strings(d, key->part, key->n, key, ndim, shape, utf8, fn);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Deleting and renaming                                                     */
 /* ------------------------------------------------------------------------ */
 
-static int del_impl(td_dict *d, const char *dotted, const char *const *parts, size_t n,
-	const char *fn)
+static int del_impl(td_dict *d, const td__kref *kp, size_t kn, const char *fn)
 {
 	td_dict *parent;
 	td__entry *e;
-	td__kpath p;
 	int rc;
 
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	TD_TRY(resolve(&p, dotted, parts, n, NULL, fn));
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
-		return td__lazy_del(d, p.part, p.n, fn);
-	rc = td__dict_lookup(d, p.part, p.n, &e, &parent, fn);
+		return td__lazy_del(d, kp, kn, fn);
+	rc = td__dict_lookup(d, kp, kn, &e, &parent, fn);
 	if (TD_UNLIKELY(rc == TD_ENOTSUP)) {
 		/* A path into a nested lazy stack: deleted from its children. */
 		size_t used;
-		const td_dict *z = td__dict_lazy_prefix(d, p.part, p.n, &used);
+		const td_dict *z = td__dict_lazy_prefix(d, kp, kn, &used);
 
 		if (z)
-			return td__lazy_del((td_dict *)z, p.part + used, p.n - used, fn);
+			return td__lazy_del((td_dict *)z, kp + used, kn - used, fn);
 	}
 	TD_TRY(rc);
 	if (parent->locked)
@@ -579,14 +608,20 @@ static int del_impl(td_dict *d, const char *dotted, const char *const *parts, si
 
 int td_dict_del(td_dict *d, const char *key)
 {
-	return del_impl(d, key, NULL, 0, "td_dict_del");
+	static const char fn[] = "td_dict_del";
+	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return del_impl(d, p.part, p.n, fn);
 }
 
-int td_dict_del_path(td_dict *d, const char *const *parts, size_t n)
+int td_dict_del_key(td_dict *d, const td_key *key)
 {
-	if (!parts)
-		return td__error(TD_EINVAL, "td_dict_del_path: NULL path");
-	return del_impl(d, NULL, parts, n, "td_dict_del_path");
+	static const char fn[] = "td_dict_del_key";
+
+	if (!key)
+		return null_handle(fn);
+	return del_impl(d, key->part, key->n, fn);
 }
 
 /* Rename within one dict: the entry keeps its position. */
@@ -643,22 +678,26 @@ static int rename_move(td_dict *from, const td__kref *old, td_dict *to, const td
 	return TD_OK;
 }
 
-static int rename_impl(td_dict *d, const td__kpath *po, const td__kpath *pn, const char *fn)
+static int rename_impl(td_dict *d, const td__kref *op, size_t on, const td__kref *np,
+	size_t nn, const char *fn)
 {
-	const td__kref *last = &pn->part[pn->n - 1];
-	const td__kref *old = &po->part[po->n - 1];
+	const td__kref *last = &np[nn - 1];
+	const td__kref *old = &op[on - 1];
 	td_dict *from, *to;
 	char key[512];
 	td__entry *e;
 	td__undo undo;
 	int rc;
 
-	TD_TRY(td__dict_lookup(d, po->part, po->n, &e, &from, fn));
+	if (!d)
+		return td__error(TD_EINVAL, "%s: NULL dict", fn);
+	TD_DENSE_ONLY(d, fn);
+	TD_TRY(td__dict_lookup(d, op, on, &e, &from, fn));
 	if (from->locked)
 		return td__error(TD_ELOCKED, "%s: cannot rename '%s': the dict is locked", fn,
 			td__entry_key(e));
-	TD_TRY(td__dict_walk(d, pn->part, pn->n, &undo, &to, fn));
-	td__kpath_format(key, sizeof(key), pn->part, pn->n);
+	TD_TRY(td__dict_walk(d, np, nn, &undo, &to, fn));
+	td__kpath_format(key, sizeof(key), np, nn);
 	if (to == from && last->hash == old->hash && last->len == old->len &&
 	    memcmp(last->s, old->s, old->len) == 0) {
 		rc = TD_OK; /* renamed to itself: nothing to do */
@@ -679,24 +718,16 @@ int td_dict_rename(td_dict *d, const char *old_key, const char *new_key)
 	static const char fn[] = "td_dict_rename";
 	td__kpath po, pn;
 
-	if (!d)
-		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	TD_DENSE_ONLY(d, fn);
 	TD_TRY(td__kpath_dotted(&po, old_key, fn));
 	TD_TRY(td__kpath_dotted(&pn, new_key, fn));
-	return rename_impl(d, &po, &pn, fn);
+	return rename_impl(d, po.part, po.n, pn.part, pn.n, fn);
 }
 
-int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t old_n,
-	const char *const *new_parts, size_t new_n)
+int td_dict_rename_key(td_dict *d, const td_key *old_key, const td_key *new_key)
 {
-	static const char fn[] = "td_dict_rename_path";
-	td__kpath po, pn;
+	static const char fn[] = "td_dict_rename_key";
 
-	if (!d)
-		return td__error(TD_EINVAL, "%s: NULL dict", fn);
-	TD_DENSE_ONLY(d, fn);
-	TD_TRY(td__kpath_parts(&po, old_parts, old_n, fn));
-	TD_TRY(td__kpath_parts(&pn, new_parts, new_n, fn));
-	return rename_impl(d, &po, &pn, fn);
+	if (!old_key || !new_key)
+		return null_handle(fn);
+	return rename_impl(d, old_key->part, old_key->n, new_key->part, new_key->n, fn);
 }

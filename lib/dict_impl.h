@@ -167,7 +167,7 @@ struct td_key {
 	td__kref part[];
 };
 
-/** A key path resolved from one of the three key forms (borrowed strings). */
+/** A key path: a dotted key split into components, or a copy of a handle's (borrowed strings). */
 typedef struct td__kpath {
 	size_t n;
 	td__kref part[TD_KEY_MAX_DEPTH];

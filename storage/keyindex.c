@@ -5,6 +5,7 @@
  * encode, and build the td_dict it describes.
  */
 #include "keyindex.h"
+#include "dictname.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -778,7 +779,7 @@ static int set_strings(td_dict *parent, const char *key, const td__keyrec *r, ui
 		texts[k] = r->text + pos;
 		pos += strlen(texts[k]) + 1;
 	}
-	rc = td_dict_set_strings_path(parent, &key, 1, r->ndim, r->shape, texts);
+	rc = td__dictname_set_strings(parent, key, r->ndim, r->shape, texts);
 	if (rc == TD_EINVAL)
 		rc = corrupt(what, i, "a string is not valid UTF-8");
 	td__free(texts);
@@ -863,7 +864,7 @@ static int build_stacks(const td__keyindex *ix, td_dict **dicts, bool *own, cons
 		{
 			const char *key = r->key;
 
-			rc = td_dict_set_dict_take_path(dicts[r->parent], &key, 1, dicts[i]);
+			rc = td__dictname_set_dict_take(dicts[r->parent], key, dicts[i]);
 			if (rc < 0)
 				rc = restate(rc, what, i, "the lazy stack does not fit its dict");
 			else
@@ -902,7 +903,7 @@ static int build_record(const td__keyindex *ix, uint32_t i, td_dict **dicts, boo
 	case TD_KEYINDEX_KIND_DICT:
 		rc = td_dict_new(&dicts[i], r->ndim, r->shape);
 		if (rc == TD_OK) {
-			rc = td_dict_set_dict_take_path(parent, &key, 1, dicts[i]);
+			rc = td__dictname_set_dict_take(parent, key, dicts[i]);
 			if (rc < 0) {
 				td_dict_free(dicts[i]);
 				dicts[i] = NULL;
@@ -913,7 +914,7 @@ static int build_record(const td__keyindex *ix, uint32_t i, td_dict **dicts, boo
 		/* Keeps the key's place until build_stacks() puts the stack there. */
 		rc = td_dict_new(&ph, r->ndim, r->shape);
 		if (rc == TD_OK) {
-			rc = td_dict_set_dict_take_path(parent, &key, 1, ph);
+			rc = td__dictname_set_dict_take(parent, key, ph);
 			if (rc < 0)
 				td_dict_free(ph);
 		}
@@ -922,10 +923,10 @@ static int build_record(const td__keyindex *ix, uint32_t i, td_dict **dicts, boo
 		if (r->length == 0)
 			rc = td_tensor_empty(t, r->dtype, r->ndim, r->shape);
 		if (rc == TD_OK)
-			rc = td_dict_set_tensor_take_path(parent, &key, 1, t);
+			rc = td__dictname_set_tensor_take(parent, key, t);
 		break;
 	case TD_KEYINDEX_KIND_STRING:
-		rc = td_dict_set_string_path(parent, &key, 1, r->text ? r->text : "");
+		rc = td__dictname_set_string(parent, key, r->text ? r->text : "");
 		if (rc == TD_EINVAL)
 			rc = corrupt(what, i, "the string is not valid UTF-8");
 		break;

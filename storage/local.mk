@@ -9,6 +9,8 @@ libtdstore_la_LIBADD += libtdstorage.la
 libtdstorage_la_SOURCES = \
 	%D%/store_impl.h \
 	%D%/format.h \
+	%D%/dictname.h \
+	%D%/dictname.c \
 	%D%/keyindex.h \
 	%D%/keyindex.c \
 	%D%/io.h \

@@ -681,12 +681,7 @@ int td_ring_batch_new(td_dict **out, const td_ring *ring, int64_t n)
 		memcpy(shape + 1, l->row_shape, sizeof(int64_t) * (size_t)l->row_ndim);
 		rc = td_tensor_zeros(&t, l->dtype, l->row_ndim + 1, shape);
 		if (rc == TD_OK) {
-			size_t depth = td_key_depth(l->key), k;
-			const char *parts[TD_KEY_MAX_DEPTH];
-
-			for (k = 0; k < depth; k++)
-				parts[k] = td_key_part(l->key, k);
-			rc = td_dict_set_tensor_take_path(d, parts, depth, &t);
+			rc = td_dict_set_tensor_take_key(d, l->key, &t);
 			td_tensor_release(&t);
 		}
 	}

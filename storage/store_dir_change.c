@@ -8,6 +8,7 @@
  * store_dir_grow.c).
  */
 #include "store_dir.h"
+#include "dictname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,7 +123,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 		td_dict *cur = c->dicts[c->depth - 1], *child;
 		const td_value *v;
 		char crel[TD_REL_MAX], *name;
-		int fd, rc = td_dict_get_path(&v, cur, &parts[i], 1);
+		int fd, rc = td__dictname_get(&v, cur, parts[i]);
 
 		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
 			return td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[i]);
@@ -137,7 +138,7 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 				sizeof(crel), &fd, &name));
 			rc = td_dict_new(&child, td_dict_batch_ndim(cur), td_dict_batch_shape(cur));
 			if (rc == TD_OK) {
-				rc = td_dict_set_dict_take_path(cur, &parts[i], 1, child);
+				rc = td__dictname_set_dict_take(cur, parts[i], child);
 				if (rc < 0)
 					td_dict_free(child);
 			}
@@ -259,7 +260,7 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	if (td_dict_get_path(&v, d, &key, 1) == TD_OK) {
+	if (td__dictname_get(&v, d, key) == TD_OK) {
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, key);
 		goto out;
 	}
@@ -274,7 +275,7 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 	if (rc == TD_OK && !copy && td_tensor_numel(&mapped) > 0)
 		rc = td_tensor_zero(&mapped); /* a reused file may hold old bytes */
 	if (rc == TD_OK)
-		rc = td_dict_set_tensor_take_path(d, &key, 1, &mapped);
+		rc = td__dictname_set_tensor_take(d, key, &mapped);
 	td_tensor_release(&mapped);
 	if (rc == TD_OK && c.first_dirty == SIZE_MAX)
 		c.first_dirty = c.depth - 1;
@@ -341,7 +342,7 @@ static void delete_removed(td__change *c, void *arg)
 
 	if (r->value.kind != TD_VALUE_DICT)
 		remove_files(c->fds[c->depth - 1], r->key, &r->value);
-	else if (td_dict_get_path(&hv, r->holder, &r->key, 1) == TD_OK)
+	else if (td__dictname_get(&hv, r->holder, r->key) == TD_OK)
 		remove_files(c->fds[c->depth - 1], r->key, hv);
 	td_error_clear(); /* a file that cannot be deleted is dead space, not an error */
 }
@@ -360,7 +361,7 @@ int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char 
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	rc = td_dict_get_path(&v, d, &r.key, 1);
+	rc = td__dictname_get(&v, d, r.key);
 	if (rc < 0) {
 		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, r.key);
 		goto out;
@@ -369,11 +370,11 @@ int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char 
 	if (v->kind == TD_VALUE_DICT) {
 		rc = td_dict_new(&r.holder, 0, NULL);
 		if (rc == TD_OK)
-			rc = td_dict_set_dict_path(r.holder, &r.key, 1, v->dict);
+			rc = td__dictname_set_dict(r.holder, r.key, v->dict);
 	}
 	r.value = *v;
 	if (rc == TD_OK)
-		rc = td_dict_del_path(d, &r.key, 1);
+		rc = td__dictname_del(d, r.key);
 	if (rc == TD_OK) {
 		c.first_dirty = c.depth - 1;
 		c.on_commit = delete_removed;

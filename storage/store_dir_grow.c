@@ -9,6 +9,7 @@
  * never truncated, so a crash leaves at worst longer files than declared.
  */
 #include "store_dir.h"
+#include "dictname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -257,7 +258,7 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	size_t nbytes;
 	int rc;
 
-	if (td_dict_get_path(&v, d, &key, 1) < 0)
+	if (td__dictname_get(&v, d, key) < 0)
 		return td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
 	if (v->kind != TD_VALUE_TENSOR)
 		return td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, key,
@@ -288,7 +289,7 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	td_tensor_release(&z);
 	if (rc < 0)
 		return rc;
-	rc = td_dict_set_tensor_take_path(d, &key, 1, &e);
+	rc = td__dictname_set_tensor_take(d, key, &e);
 	td_tensor_release(&e);
 	if (rc < 0)
 		return rc;

@@ -11,6 +11,7 @@
  * declared size; symbolic links are refused everywhere below the root.
  */
 #include "store_dir.h"
+#include "dictname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -260,7 +261,7 @@ static int load_strings(const json_t *meta, const char *what, td_dict *d, const 
 		return td__error_nomem((size_t)numel * sizeof(*texts));
 	rc = numel ? collect_strings(data, ndim, texts, &n, what) : TD_OK;
 	if (rc == TD_OK) {
-		rc = td_dict_set_strings_path(d, &key, 1, ndim, shape, texts);
+		rc = td__dictname_set_strings(d, key, ndim, shape, texts);
 		if (rc == TD_ETYPE)
 			rc = td__error(TD_ECORRUPT, "%s: %s", what, td_error_last()->message);
 		else if (rc == TD_EINVAL)
@@ -291,7 +292,7 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 	if (type && !strcmp(type, TD_TYPE_NONTENSORDATA)) {
 		rc = load_string(meta, what, &s);
 		if (rc == TD_OK) {
-			rc = td_dict_set_string_path(d, &key, 1, s);
+			rc = td__dictname_set_string(d, key, s);
 			if (rc == TD_ETYPE)
 				rc = td__error(TD_ECORRUPT, "%s: %s", crel, td_error_last()->message);
 		}
@@ -316,7 +317,7 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 	}
 	if (rc < 0)
 		goto out;
-	rc = td_dict_set_dict_take_path(d, &key, 1, child);
+	rc = td__dictname_set_dict_take(d, key, child);
 	if (rc < 0) {
 		td_dict_free(child);
 		if (rc == TD_ETYPE)
@@ -477,7 +478,7 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 				continue;
 			rc = load_leaf(ld, dirfd, rel, key, val, d, &t);
 			if (rc == TD_OK) {
-				rc = td_dict_set_tensor_take_path(d, &key, 1, &t);
+				rc = td__dictname_set_tensor_take(d, key, &t);
 				td_tensor_release(&t);
 			}
 		}

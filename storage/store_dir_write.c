@@ -7,6 +7,7 @@
  * writer left.
  */
 #include "store_dir.h"
+#include "dictname.h"
 #include "io.h"
 
 #include <errno.h>
@@ -268,7 +269,7 @@ static int set_strings_copy(td_dict *dst, const char *key, const td_strings *s)
 		return td__error_nomem((size_t)s->numel * sizeof(*texts));
 	for (i = 0; i < s->numel; i++)
 		texts[i] = td_strings_at(NULL, s, i);
-	rc = td_dict_set_strings_path(dst, &key, 1, s->ndim, s->shape, texts);
+	rc = td__dictname_set_strings(dst, key, s->ndim, s->shape, texts);
 	td__free(texts);
 	return rc;
 }
@@ -308,7 +309,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 
 		rc = write_leaf(w, dirfd, rel, key, &v->tensor, &t);
 		if (rc == TD_OK) {
-			rc = td_dict_set_tensor_take_path(dst, &key, 1, &t);
+			rc = td__dictname_set_tensor_take(dst, key, &t);
 			td_tensor_release(&t);
 		}
 		return rc;
@@ -326,7 +327,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 			rc = write_dict(w, lv.fd, crel, v->dict, &child);
 		leave_child_dir(w, &lv);
 		if (rc == TD_OK) {
-			rc = td_dict_set_dict_take_path(dst, &key, 1, child);
+			rc = td__dictname_set_dict_take(dst, key, child);
 			if (rc < 0)
 				td_dict_free(child);
 		}
@@ -334,7 +335,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	}
 	case TD_VALUE_STRING:
 		TD_TRY(write_string(w, dirfd, rel, key, v));
-		return td_dict_set_string_path(dst, &key, 1, v->blob.data);
+		return td__dictname_set_string(dst, key, v->blob.data);
 	case TD_VALUE_STRINGS:
 		TD_TRY(write_strings(w, dirfd, rel, key, &v->strings));
 		return set_strings_copy(dst, key, &v->strings);

@@ -25,9 +25,10 @@ static const demo_step steps[] = {
 	{ "transitions", "build replay-buffer transitions: obs, action, reward, done, next.obs",
 		demo_step_transitions },
 	/* Access (tools/demo_access.c). */
-	{ "get", "nested get by dotted key, path array and td_key; membership",
+	{ "get", "nested get by dotted key and td_key (from a string or an array); membership",
 		demo_step_get },
-	{ "set", "nested set by dotted key, path array and td_key; set in place", demo_step_set },
+	{ "set", "nested set by dotted key and td_key (from a string or an array); set in place",
+		demo_step_set },
 	{ "iterate", "iterate keys: top level, nested, leaves only", demo_step_iterate },
 	{ "index", "batch indexing with an int, slices, a list and a mask", demo_step_index },
 	{ "index_put", "write a row with index_put and read it back; index_fill",

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * demo_access.c - demo steps that reach into dicts: nested get and set by
- * dotted key, path array and td_key handle; iteration; batch indexing with
- * an int, a slice, a list and a mask; writing a row with index_put.
+ * dotted key and td_key handle (made from a dotted key or an array of
+ * components); iteration; batch indexing with an int, a slice, a list and
+ * a mask; writing a row with index_put.
  */
 #include <string.h>
 
@@ -26,47 +27,52 @@ static const int64_t batch34[2] = { 3, 4 };
 
 int demo_step_get(demo *d)
 {
-	static const char *const next_obs[2] = { "next", "obs" }, *const zero_t[2] = { "0", "t" };
-	const td_tensor *by_dot, *by_path, *by_key, *n1, *n2;
+	static const char *const next_obs[2] = { "next", "obs" };
+	const td_tensor *by_dot, *by_parts, *by_key, *n1, *n2;
 	const td_value *v;
 	const int64_t at[2] = { 2, 3 };
-	td_key *key = NULL;
+	td_key *key = NULL, *from_parts = NULL, *no = NULL;
 	double x = 0;
 	int rc, has_0t, has_a;
 
 	DEMO_CALL(d, td_key_new(&key, leaf_dotted));
+	DEMO_CALL(d, td_key_from_path(&from_parts, leaf_path, 20));
 	DEMO_CALL(d, td_dict_get_tensor(&by_dot, d->nested, leaf_dotted));
-	DEMO_CALL(d, td_dict_get_tensor_path(&by_path, d->nested, leaf_path, 20));
+	DEMO_CALL(d, td_dict_get_tensor_key(&by_parts, d->nested, from_parts));
 	DEMO_CALL(d, td_dict_get_tensor_key(&by_key, d->nested, key));
 	DEMO_CALL(d, demo_tensor_at(by_key, at, &x));
-	DEMO_CHECK(d, by_dot == by_path && by_path == by_key && td_key_depth(key) == 20 && x == 19,
-		"LEAF by dotted key, path array and td_key: different tensors, or value %g != 19", x);
+	DEMO_CHECK(d, by_dot == by_parts && by_parts == by_key && td_key_depth(key) == 20 &&
+		x == 19, "LEAF by dotted key, td_key_new and td_key_from_path: different tensors, "
+		"or value %g != 19", x);
 	DEMO_CALL(d, td_dict_get_tensor(&n1, d->rb, "next.obs"));
-	DEMO_CALL(d, td_dict_get_tensor_path(&n2, d->rb, next_obs, 2));
+	DEMO_CALL(d, td_key_from_path(&no, next_obs, 2));
+	DEMO_CALL(d, td_dict_get_tensor_key(&n2, d->rb, no));
 	DEMO_CHECK(d, n1 == n2, "\"next.obs\" and {\"next\", \"obs\"} give different tensors");
-	DEMO_CALL(d, has_0t = td_dict_contains_path(d->nested, zero_t, 2, TD_LEAVES_ONLY));
+	DEMO_CALL(d, has_0t = td_dict_contains(d->nested, "0.t", TD_LEAVES_ONLY));
 	DEMO_CALL(d, has_a = td_dict_contains(d->nested, "a", 0));
-	DEMO_CHECK(d, has_0t == 1 && has_a == 0, "(\"0\", \"t\") in: %d, \"a\" in: %d", has_0t,
+	DEMO_CHECK(d, has_0t == 1 && has_a == 0, "\"0.t\" in: %d, \"a\" in: %d", has_0t,
 		has_a);
 	DEMO_TRY(demo_check_code(d, td_dict_get(&v, d->nested, "0.1.x"), TD_ENOTFOUND,
 		"td_dict_get(\"0.1.x\")"));
-	demo_say(d, "LEAF (%zu parts) by dotted key, path array, td_key: same %s = %g; "
-		"\"next.obs\" == {\"next\",\"obs\"}; (\"0\",\"t\") in %d, \"a\" in %d; "
+	demo_say(d, "LEAF (%zu parts) by dotted key, td_key_new, td_key_from_path: same %s = "
+		"%g; \"next.obs\" == {\"next\",\"obs\"}; \"0.t\" in %d, \"a\" in %d; "
 		"\"0.1.x\": %s", td_key_depth(key), demo_tensor(by_key), x, has_0t, has_a,
 		td_strerror(TD_ENOTFOUND));
 out:
+	td_key_free(no);
+	td_key_free(from_parts);
 	td_key_free(key);
 	return rc;
 }
 
 int demo_step_set(demo *d)
 {
-	static const char *const b_b2[2] = { "b", "b2" }, *const c_c_c[3] = { "c", "c", "c" };
+	static const char *const b_b2[2] = { "b", "b2" };
 	const td_tensor *got;
 	td_dict *c = NULL, *n = NULL;
 	td_tensor t = TD_TENSOR_INIT, z = TD_TENSOR_INIT, three = TD_TENSOR_INIT;
 	demo_stats s0, s1, n0, n1;
-	td_key *key = NULL;
+	td_key *key = NULL, *kb2 = NULL;
 	double sum = 0, x = 0;
 	const int64_t at[2] = { 0, 0 };
 	int rc;
@@ -76,9 +82,10 @@ int demo_step_set(demo *d)
 	DEMO_CALL(d, td_tensor_full(&t, TD_DTYPE_F32, 3, (const int64_t[]){ 3, 4, 5 },
 		td_scalar_float(1)));
 	DEMO_CALL(d, td_dict_set_tensor(c, "c.c.c", &t));
-	DEMO_CALL(d, td_dict_set_tensor_path(c, b_b2, 2, &t));
+	DEMO_CALL(d, td_key_from_path(&kb2, b_b2, 2));
+	DEMO_CALL(d, td_dict_set_tensor_key(c, kb2, &t));
 	DEMO_CALL(d, demo_dict_stats(c, &s1));
-	DEMO_CALL(d, td_dict_get_tensor_path(&got, c, c_c_c, 3));
+	DEMO_CALL(d, td_dict_get_tensor(&got, c, "c.c.c"));
 	DEMO_CALL(d, demo_tensor_sum(got, &sum));
 	DEMO_CHECK(d, s1.leaves == s0.leaves + 2 && s1.dicts == s0.dicts + 2 && sum == 60,
 		"after setting c.c.c and b.b2: %zu leaves, %zu dicts, c.c.c sum %g", s1.leaves,
@@ -102,6 +109,7 @@ int demo_step_set(demo *d)
 		"set_inplace(0-d 3) reads %g", s0.leaves, s1.leaves, s0.dicts, s1.dicts, n0.dicts,
 		n1.dicts, x);
 out:
+	td_key_free(kb2);
 	td_key_free(key);
 	td_tensor_release(&t);
 	td_tensor_release(&z);

@@ -21,10 +21,14 @@ static int set_full(td_dict *d, const char *const *parts, size_t n, int ndim,
 	const int64_t *shape, double value)
 {
 	td_tensor t = TD_TENSOR_INIT;
+	td_key *key = NULL;
 	int rc = td_tensor_full(&t, TD_DTYPE_F32, ndim, shape, td_scalar_float(value));
 
 	if (rc >= 0)
-		rc = td_dict_set_tensor_path(d, parts, n, &t);
+		rc = td_key_from_path(&key, parts, n);
+	if (rc >= 0)
+		rc = td_dict_set_tensor_key(d, key, &t);
+	td_key_free(key);
 	td_tensor_release(&t);
 	return rc;
 }

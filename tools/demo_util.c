@@ -229,10 +229,16 @@ int demo_dict_max_abs_diff(const td_dict *a, const td_dict *b, double *out)
 	*out = 0;
 	while (rc >= 0 && (rc = td_dict_iter_next(&item, it)) == 1) {
 		const td_tensor *tb;
+		td_key *key;
 
 		if (item.value->kind != TD_VALUE_TENSOR)
 			continue;
-		rc = td_dict_get_tensor_path(&tb, b, item.path, item.depth);
+		/* The path's components may hold '.': a key handle reaches them. */
+		rc = td_key_from_path(&key, item.path, item.depth);
+		if (rc >= 0) {
+			rc = td_dict_get_tensor_key(&tb, b, key);
+			td_key_free(key);
+		}
 		if (rc >= 0)
 			rc = tensor_max_abs_diff(&item.value->tensor, tb, out);
 	}

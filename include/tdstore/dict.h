@@ -8,13 +8,13 @@
  * nested dict's batch shape starts with the dict's batch shape. A locked
  * dict refuses new keys and deletions, recursively.
  *
- * Keys are reached three ways:
- *  - a dotted string, "next.obs" (convenient; a key holding '.' needs one
- *    of the other forms);
- *  - a path array, {"next", "obs"} with its length (the `_path` functions);
- *  - a precompiled key handle, td_key, for hot loops (the `_key` functions).
+ * Every call that takes a key comes in two forms:
+ *  - a dotted string, "next.obs", for convenience;
+ *  - a precompiled key handle, td_key (the `_key` functions), for hot
+ *    loops and for keys a dotted string cannot spell: td_key_from_path()
+ *    makes one from an array of components, {"next", "obs"}.
  * A single key may be any NUL-terminated string; through a dotted string it
- * may not be empty or contain '.'.
+ * may not be empty or contain '.'. A NULL key handle is TD_EINVAL.
  *
  * Ownership and lifetimes:
  *  - A dict made by td_dict_new() or returned through `**out` is a root,
@@ -218,30 +218,27 @@ TD_API bool td_dict_is_locked(const td_dict *d);
 /**
  * Whether the key is present (nested paths are followed).
  *
+ * @param key    a dotted key (td_dict_contains_key(): a key handle)
  * @param flags  0 or TD_LEAVES_ONLY
- * @return 1 if present, 0 if not, TD_EINVAL for NULL arguments or a
- *         malformed dotted key
+ * @return 1 if present, 0 if not, TD_EINVAL for NULL arguments, unknown
+ *         flags or a malformed dotted key
  */
 TD_API int td_dict_contains(const td_dict *d, const char *key, unsigned flags);
-/** td_dict_contains() with a path array. */
-TD_API int td_dict_contains_path(const td_dict *d, const char *const *parts, size_t n,
-	unsigned flags);
-/** td_dict_contains() with a key handle. */
 TD_API int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned flags);
 
 /**
  * Look up any value.
  *
  * @param[out] out  receives the value (borrowed)
+ * @param key       a dotted key (td_dict_get_key(): a key handle)
  * @return TD_OK; TD_ENOTFOUND (the message names the missing component);
- *         TD_ETYPE (a path component is not a dict); TD_EINVAL;
+ *         TD_ETYPE (a path component is not a dict); TD_EINVAL (NULL
+ *         arguments, a malformed dotted key);
  *         TD_ENOTSUP (the path goes on into a lazy stack nested in the
  *         dict, whose values are made by stacking: td_lazy_get_tensor()
  *         and td_lazy_get_dict() read them)
  */
 TD_API int td_dict_get(const td_value **out, const td_dict *d, const char *key);
-TD_API int td_dict_get_path(const td_value **out, const td_dict *d, const char *const *parts,
-	size_t n);
 TD_API int td_dict_get_key(const td_value **out, const td_dict *d, const td_key *key);
 
 /**
@@ -249,11 +246,10 @@ TD_API int td_dict_get_key(const td_value **out, const td_dict *d, const td_key 
  *
  * @param[out] out  receives the tensor (borrowed; take your own reference
  *                  with td_tensor_ref() to keep it)
+ * @param key       a dotted key (td_dict_get_tensor_key(): a key handle)
  * @return as td_dict_get(), plus TD_ETYPE when the value is not a tensor
  */
 TD_API int td_dict_get_tensor(const td_tensor **out, const td_dict *d, const char *key);
-TD_API int td_dict_get_tensor_path(const td_tensor **out, const td_dict *d,
-	const char *const *parts, size_t n);
 TD_API int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const td_key *key);
 
 /**
@@ -261,34 +257,38 @@ TD_API int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const
  *
  * @param[out] out  receives it (borrowed; it may be modified through this
  *                  pointer)
+ * @param key       a dotted key (td_dict_get_dict_key(): a key handle)
  * @return as td_dict_get(), plus TD_ETYPE when the value is not a dict
  */
 TD_API int td_dict_get_dict(td_dict **out, const td_dict *d, const char *key);
-TD_API int td_dict_get_dict_path(td_dict **out, const td_dict *d, const char *const *parts,
-	size_t n);
+TD_API int td_dict_get_dict_key(td_dict **out, const td_dict *d, const td_key *key);
 
 /**
  * Look up a non-tensor value (a string or bytes).
  *
  * @param[out] data_out    receives the bytes (borrowed; NUL-terminated for strings)
  * @param[out] length_out  receives their length (may be NULL)
+ * @param key              a dotted key (td_dict_get_blob_key(): a key handle)
  * @return as td_dict_get(), plus TD_ETYPE when the value is neither a
  *         string nor bytes
  */
 TD_API int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
 	const char *key);
+TD_API int td_dict_get_blob_key(const char **data_out, size_t *length_out, const td_dict *d,
+	const td_key *key);
 
 /**
  * Look up an array of strings (tensordict's NonTensorStack).
  *
  * @param[out] out  receives it (borrowed, as every value of a dict; read
  *                  its elements with td_strings_at())
+ * @param key       a dotted key (td_dict_get_strings_key(): a key handle)
  * @return as td_dict_get(), plus TD_ETYPE when the value is not an array of
  *         strings
  */
 TD_API int td_dict_get_strings(const td_strings **out, const td_dict *d, const char *key);
-TD_API int td_dict_get_strings_path(const td_strings **out, const td_dict *d,
-	const char *const *parts, size_t n);
+TD_API int td_dict_get_strings_key(const td_strings **out, const td_dict *d,
+	const td_key *key);
 
 /**
  * Element `i` of an array of strings, counted in C order over its shape.
@@ -306,6 +306,12 @@ TD_API const char *td_strings_at(size_t *length_out, const td_strings *s, int64_
 /* Setting and removing                                                      */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Every setter comes in the two key forms: a dotted key, and with the
+ * suffix `_key` a key handle (NULL: TD_EINVAL), which also reaches keys
+ * whose components hold '.' or are empty.
+ */
+
 /**
  * Store a tensor (sharing its buffer; no copy). Missing intermediate dicts
  * of a nested key are created with their parent's batch shape. An existing
@@ -313,24 +319,22 @@ TD_API const char *td_strings_at(size_t *length_out, const td_strings *s, int64_
  * and an existing tensor is overwritten in place (copied into), as
  * tensordict does.
  *
- * @param t  a tensor whose shape starts with the batch shape of the dict
- *           that receives it
+ * @param key  a dotted key (td_dict_set_tensor_key(): a key handle)
+ * @param t    a tensor whose shape starts with the batch shape of the dict
+ *             that receives it
  * @return TD_OK; TD_EINVAL; TD_ETYPE (shape does not start with the batch
  *         shape; a path component is not a dict); TD_ELOCKED; TD_ENOMEM
  */
 TD_API int td_dict_set_tensor(td_dict *d, const char *key, const td_tensor *t);
-TD_API int td_dict_set_tensor_path(td_dict *d, const char *const *parts, size_t n,
-	const td_tensor *t);
 TD_API int td_dict_set_tensor_key(td_dict *d, const td_key *key, const td_tensor *t);
 
 /**
- * As td_dict_set_tensor() (and td_dict_set_tensor_path()), but takes over
+ * As td_dict_set_tensor() (and td_dict_set_tensor_key()), but takes over
  * the caller's reference: on success `*t` is reset to TD_TENSOR_INIT; on
  * failure it is left untouched.
  */
 TD_API int td_dict_set_tensor_take(td_dict *d, const char *key, td_tensor *t);
-TD_API int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, size_t n,
-	td_tensor *t);
+TD_API int td_dict_set_tensor_take_key(td_dict *d, const td_key *key, td_tensor *t);
 
 /**
  * Copy `t` into the existing tensor under `key` (tensordict's
@@ -341,8 +345,6 @@ TD_API int td_dict_set_tensor_take_path(td_dict *d, const char *const *parts, si
  *         broadcast); TD_EREADONLY; TD_EINVAL
  */
 TD_API int td_dict_set_tensor_inplace(td_dict *d, const char *key, const td_tensor *t);
-TD_API int td_dict_set_tensor_inplace_path(td_dict *d, const char *const *parts, size_t n,
-	const td_tensor *t);
 TD_API int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const td_tensor *t);
 
 /**
@@ -357,33 +359,28 @@ TD_API int td_dict_set_tensor_inplace_key(td_dict *d, const td_key *key, const t
  *         its ancestors, or the tree would nest deeper than TD_KEY_MAX_DEPTH
  */
 TD_API int td_dict_set_dict(td_dict *d, const char *key, const td_dict *child);
-TD_API int td_dict_set_dict_path(td_dict *d, const char *const *parts, size_t n,
-	const td_dict *child);
+TD_API int td_dict_set_dict_key(td_dict *d, const td_key *key, const td_dict *child);
 
 /**
  * Store a root dict without copying: `child` becomes owned by `d` and the
  * pointer stays valid as a borrowed nested dict. A lazy stack is taken
  * too (the children it borrows stay borrowed: they must outlive `d`).
  *
- * td_dict_set_dict_take_path() does the same under a path (whose
- * components may hold '.', or be empty).
- *
  * @return as td_dict_set_dict(); TD_EINVAL if `child` already has a parent.
  *         On failure the caller still owns `child`.
  */
 TD_API int td_dict_set_dict_take(td_dict *d, const char *key, td_dict *child);
-TD_API int td_dict_set_dict_take_path(td_dict *d, const char *const *parts, size_t n,
-	td_dict *child);
+TD_API int td_dict_set_dict_take_key(td_dict *d, const td_key *key, td_dict *child);
 
 /**
  * Store a UTF-8 string (tensordict's NonTensorData). It applies to every
  * batch element: indexing the dict keeps it.
  *
- * @return as td_dict_set_tensor(); TD_EINVAL if `utf8` is not valid UTF-8
+ * @return as td_dict_set_tensor(); TD_EINVAL if `utf8` is NULL or not valid
+ *         UTF-8
  */
 TD_API int td_dict_set_string(td_dict *d, const char *key, const char *utf8);
-TD_API int td_dict_set_string_path(td_dict *d, const char *const *parts, size_t n,
-	const char *utf8);
+TD_API int td_dict_set_string_key(td_dict *d, const td_key *key, const char *utf8);
 
 /**
  * Store an array of UTF-8 strings (tensordict's NonTensorStack, as a list of
@@ -400,34 +397,37 @@ TD_API int td_dict_set_string_path(td_dict *d, const char *const *parts, size_t 
  */
 TD_API int td_dict_set_strings(td_dict *d, const char *key, int ndim, const int64_t *shape,
 	const char *const *utf8);
-TD_API int td_dict_set_strings_path(td_dict *d, const char *const *parts, size_t n, int ndim,
+TD_API int td_dict_set_strings_key(td_dict *d, const td_key *key, int ndim,
 	const int64_t *shape, const char *const *utf8);
 
 /** Store `length` raw bytes (copied). As td_dict_set_string(). */
 TD_API int td_dict_set_bytes(td_dict *d, const char *key, const void *data, size_t length);
-TD_API int td_dict_set_bytes_path(td_dict *d, const char *const *parts, size_t n,
-	const void *data, size_t length);
+TD_API int td_dict_set_bytes_key(td_dict *d, const td_key *key, const void *data,
+	size_t length);
 
 /**
  * Remove an entry (a whole nested dict for a dict value).
  *
+ * @param key  a dotted key (td_dict_del_key(): a key handle)
  * @return TD_OK; TD_ENOTFOUND; TD_ELOCKED; TD_EINVAL
  */
 TD_API int td_dict_del(td_dict *d, const char *key);
-TD_API int td_dict_del_path(td_dict *d, const char *const *parts, size_t n);
+TD_API int td_dict_del_key(td_dict *d, const td_key *key);
 
 /**
  * Rename an entry. Within one dict the entry keeps its position; moved to
  * another nested dict it goes last there (missing dicts are created).
  * Renaming a key to itself does nothing.
  *
+ * @param old_key  the entry's key: dotted (td_dict_rename_key(): a handle)
+ * @param new_key  its new key, in the same form
  * @return TD_OK; TD_ENOTFOUND (old key); TD_EEXISTS (new key present);
  *         TD_ETYPE (batch shapes differ); TD_ELOCKED; TD_EINVAL (moving a
- *         dict into itself)
+ *         dict into itself; a NULL or malformed key); TD_ENOTSUP (a lazy
+ *         stack, or a path into one)
  */
 TD_API int td_dict_rename(td_dict *d, const char *old_key, const char *new_key);
-TD_API int td_dict_rename_path(td_dict *d, const char *const *old_parts, size_t old_n,
-	const char *const *new_parts, size_t new_n);
+TD_API int td_dict_rename_key(td_dict *d, const td_key *old_key, const td_key *new_key);
 
 /* ------------------------------------------------------------------------ */
 /* Iteration                                                                 */

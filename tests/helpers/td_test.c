@@ -166,6 +166,14 @@ void td_test_assert_poisoned(const td_tensor *t)
 	cr_assert(memcmp(&p, t, sizeof(p)) == 0, "a failing call wrote its out tensor");
 }
 
+td_key *td_test_key(const char *const *parts, size_t n)
+{
+	td_key *k = NULL;
+
+	td_cr_assert_ok(td_key_from_path(&k, parts, n));
+	return k;
+}
+
 void td_test_unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx)
 {
 	int i;
@@ -421,8 +429,7 @@ static void race_adds_child(const char *path, int i, int per_racer, td_test_race
 td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test_race_step step)
 {
 	pid_t pids[64];
-	char key[32];
-	const char *parts[2] = { "shared", key };
+	char key[40];
 	td_store *st;
 	int i, j, status;
 
@@ -443,9 +450,8 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 			bool nested = j % 2;
 			const td_value *v;
 
-			snprintf(key, sizeof(key), "p%d_%d", i, j);
-			td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st),
-				parts + !nested, 1 + nested));
+			snprintf(key, sizeof(key), "%sp%d_%d", nested ? "shared." : "", i, j);
+			td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), key));
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 			cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], i * 100 + j,
 				"p%d_%d", i, j);
@@ -461,7 +467,6 @@ td_dict *td_test_lazy_ref(int sd)
 	int64_t b[2] = { 3, 2 }, sa[3], sb[2], sc[3];
 	td_tensor a, nb, c;
 	td_dict *d;
-	const char *const pb[2] = { "n", "b" }, *const pc[3] = { "n", "m", "c" };
 
 	if (sd == 1) {
 		b[0] = 2;
@@ -477,8 +482,8 @@ td_dict *td_test_lazy_ref(int sd)
 	td_test_arange(&nb, TD_DTYPE_I64, 2, sb);
 	td_test_arange(&c, TD_DTYPE_F64, 3, sc);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &a));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pb, 2, &nb));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, pc, 3, &c));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "n.b", &nb));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "n.m.c", &c));
 	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
 	return d;
 }

@@ -53,6 +53,14 @@ bool td_test_exists(const char *path);
 /** @return the size of the file `path` (following links); fails the test if it is missing. */
 int64_t td_test_file_size(const char *path);
 
+/* ---- keys ---- */
+
+/**
+ * A key handle of the path parts[0..n) (td_key_from_path(): components may
+ * hold '.' or be empty), asserted to succeed. Owned: td_key_free().
+ */
+td_key *td_test_key(const char *const *parts, size_t n);
+
 /* ---- tensors ---- */
 
 #define TD_TEST_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -115,14 +115,25 @@ static td_dict *new_dict(int ndim, const int64_t *shape)
 	return d;
 }
 
+/* A key handle of the path parts[0..n) (whose components may hold '.'; owned). */
+static td_key *path_key(const char *const *parts, size_t n)
+{
+	td_key *k;
+
+	check(td_key_from_path(&k, parts, n), "td_key_from_path");
+	return k;
+}
+
 /* d[parts] = a copy of `data` (C order). */
 static void put_path(td_dict *d, const char *const *parts, size_t n, td_dtype dtype, int ndim,
 	const int64_t *shape, const void *data)
 {
+	td_key *k = path_key(parts, n);
 	td_tensor t;
 
 	check(td_tensor_from_data(&t, dtype, ndim, shape, data), "td_tensor_from_data");
-	check(td_dict_set_tensor_take_path(d, parts, n, &t), parts[n - 1]);
+	check(td_dict_set_tensor_take_key(d, k, &t), parts[n - 1]);
+	td_key_free(k);
 }
 
 static void put(td_dict *d, const char *key, td_dtype dtype, int ndim, const int64_t *shape,
@@ -260,7 +271,7 @@ static td_dict *make_nested(void)
 	return d;
 }
 
-/* (c) keys with characters tensordict's file names escape (set by path: no '.' splitting). */
+/* (c) keys with characters tensordict's file names escape (set by key handle: no splitting). */
 static td_dict *make_encoded_keys(void)
 {
 	static const char *const keys[] = {
@@ -277,17 +288,20 @@ static td_dict *make_encoded_keys(void)
 	static const char *const nested_s[] = { "sub/dir", "s%" };
 	int32_t v[4];
 	td_dict *d = new_dict(1, b);
-	size_t k;
+	td_key *k;
+	size_t j;
 	int i;
 
-	for (k = 0; k < ARRAY_LEN(keys); k++) {
+	for (j = 0; j < ARRAY_LEN(keys); j++) {
 		for (i = 0; i < 4; i++)
-			v[i] = (int32_t)(k * 10 + (size_t)i);
-		put_path(d, &keys[k], 1, TD_DTYPE_I32, 2, s, v);
+			v[i] = (int32_t)(j * 10 + (size_t)i);
+		put_path(d, &keys[j], 1, TD_DTYPE_I32, 2, s, v);
 	}
-	/* A nested dict and a string under encoded keys (created by the path set). */
+	/* A nested dict and a string under encoded keys (created by the set). */
 	put_path(d, nested_x, 2, TD_DTYPE_I32, 1, b, v);
-	check(td_dict_set_string_path(d, nested_s, 2, "string under sub/dir"), "s%");
+	k = path_key(nested_s, 2);
+	check(td_dict_set_string_key(d, k, "string under sub/dir"), "s%");
+	td_key_free(k);
 	return d;
 }
 
@@ -424,19 +438,17 @@ static json_t *tensor_json(const td_item *it, const td_tensor *mapped, const td_
 	char *hex;
 
 	td_tensor stacked = TD_TENSOR_INIT;
-	int rc = td_dict_get_tensor_path(&orig, src, it->path, it->depth);
+	td_key *k = path_key(it->path, it->depth);
+	int rc = td_dict_get_tensor_key(&orig, src, k);
 
 	if (rc == TD_ENOTSUP) {
 		/* A leaf inside a lazy stack nested in the source: stacked there too. */
-		td_key *k;
-
-		check(td_key_from_path(&k, it->path, it->depth), "td_key_from_path");
 		check(td_lazy_get_tensor_key(&stacked, src, k), it->key);
-		td_key_free(k);
 		orig = &stacked;
 	} else {
 		check(rc, it->key);
 	}
+	td_key_free(k);
 	check(td_tensor_contiguous(&mc, mapped), "td_tensor_contiguous");
 	check(td_tensor_contiguous(&oc, orig), "td_tensor_contiguous");
 	td_tensor_release(&stacked);
@@ -471,7 +483,10 @@ static json_t *string_json(const td_item *it, const td_dict *src)
 
 	/* The source's string under the same path. */
 	if (it->depth > 1) {
-		check(td_dict_get_dict_path(&sub, src, it->path, it->depth - 1), it->key);
+		td_key *k = path_key(it->path, it->depth - 1);
+
+		check(td_dict_get_dict_key(&sub, src, k), it->key);
+		td_key_free(k);
 		parent = sub;
 	}
 	check(td_dict_get_blob(&orig, &orig_len, parent, it->key), it->key);
@@ -511,9 +526,11 @@ static json_t *strings_json(const td_item *it, const td_dict *src)
 	json_t *leaf = jcheck(json_object());
 	const td_strings *mine = &it->value->strings, *orig;
 	int64_t at = 0, i;
+	td_key *k = path_key(it->path, it->depth);
 
 	/* The source's array under the same path. */
-	check(td_dict_get_strings_path(&orig, src, it->path, it->depth), it->key);
+	check(td_dict_get_strings_key(&orig, src, k), it->key);
+	td_key_free(k);
 	if (orig->numel != mine->numel || orig->ndim != mine->ndim)
 		die("an array of strings changed shape in the store");
 	for (i = 0; i < mine->numel; i++)
@@ -604,13 +621,11 @@ static td_dict *ring_template(void)
 	return row;
 }
 
-static void *ring_leaf(const td_dict *d, const char *a, const char *b, const char *c)
+static void *ring_leaf(const td_dict *d, const char *key)
 {
-	const char *parts[3] = { a, b, c };
-	size_t n = c ? 3 : b ? 2 : 1;
 	const td_tensor *t;
 
-	check(td_dict_get_tensor_path(&t, d, parts, n), a);
+	check(td_dict_get_tensor(&t, d, key), key);
 	return td_tensor_data(t);
 }
 
@@ -622,12 +637,12 @@ static void *ring_leaf(const td_dict *d, const char *a, const char *b, const cha
  */
 static void ring_row(td_dict *d, int64_t j, uint64_t t)
 {
-	float *obs = ring_leaf(d, "obs", NULL, NULL), *nobs = ring_leaf(d, "next", "obs", NULL);
-	float *reward = ring_leaf(d, "next", "reward", NULL);
-	int64_t *action = ring_leaf(d, "action", NULL, NULL);
-	bool *done = ring_leaf(d, "next", "done", NULL);
-	int32_t *step = ring_leaf(d, "next", "info", "step");
-	uint8_t *pixels = ring_leaf(d, "frames", "pixels", NULL);
+	float *obs = ring_leaf(d, "obs"), *nobs = ring_leaf(d, "next.obs");
+	float *reward = ring_leaf(d, "next.reward");
+	int64_t *action = ring_leaf(d, "action");
+	bool *done = ring_leaf(d, "next.done");
+	int32_t *step = ring_leaf(d, "next.info.step");
+	uint8_t *pixels = ring_leaf(d, "frames.pixels");
 	int k;
 
 	for (k = 0; k < 3; k++) {

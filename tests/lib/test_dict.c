@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_dict.c - the td_dict map: creation, batch shapes, the three key
- * forms, set/get/delete/rename, locking, non-tensor values, iteration
+ * test_dict.c - the td_dict map: creation, batch shapes, the two key
+ * forms (dotted and key handles), set/get/delete/rename, locking, non-tensor values, iteration
  * order, index growth and holes, and allocation failures.
  */
 #include "td_test.h"
@@ -9,6 +9,11 @@
 #include <stdio.h>
 
 static const int64_t B34[] = { 3, 4 };
+
+/* A key handle of the components listed (owned: td_key_free()). */
+#define KEY(...) \
+	td_test_key((const char *const[]){ __VA_ARGS__ }, \
+		sizeof((const char *const[]){ __VA_ARGS__ }) / sizeof(const char *))
 
 static td_dict *new34(void)
 {
@@ -120,9 +125,6 @@ Test(dict, bad_arguments_are_refused)
 	td_cr_assert_err(td_dict_get(&v, d, "a..b"), TD_EINVAL);
 	td_cr_assert_err(td_dict_get(&v, d, ".a"), TD_EINVAL);
 	td_cr_assert_err(td_dict_get(&v, d, "a."), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(&v, d, NULL, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(&v, d, (const char *[]){ "a" }, 0), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_path(&v, d, (const char *[]){ NULL }, 1), TD_EINVAL);
 	td_cr_assert_err(td_dict_get_key(&v, d, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(NULL, "a", 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(d, "a", 0x100), TD_EINVAL);
@@ -153,6 +155,7 @@ Test(dict, nested_set_creates_intermediate_dicts_with_the_parent_batch)
 	td_dict *d = new34(), *a, *b;
 	int64_t s[] = { 3, 4, 7 };
 	const td_tensor *got;
+	td_key *k;
 
 	put(d, "a.b.c", 3, s);
 	td_cr_assert_ok(td_dict_get_dict(&a, d, "a"));
@@ -161,7 +164,9 @@ Test(dict, nested_set_creates_intermediate_dicts_with_the_parent_batch)
 	cr_assert_eq(td_dict_parent(b), a);
 	cr_assert_eq(td_dict_batch_ndim(b), 2);
 	cr_assert_eq(td_dict_batch_shape(b)[1], 4);
-	td_cr_assert_ok(td_dict_get_tensor_path(&got, d, (const char *[]){ "a", "b", "c" }, 3));
+	k = KEY("a", "b", "c");
+	td_cr_assert_ok(td_dict_get_tensor_key(&got, d, k));
+	td_key_free(k);
 	cr_assert_eq(got->shape[2], 7);
 	cr_assert_eq(td_dict_contains(d, "a.b", 0), 1);
 	cr_assert_eq(td_dict_contains(d, "a.b", TD_LEAVES_ONLY), 0);
@@ -185,19 +190,21 @@ Test(dict, failed_nested_set_leaves_no_intermediate_dicts)
 	td_dict_free(d);
 }
 
-Test(dict, path_components_may_hold_dots_and_be_empty)
+Test(dict, key_components_may_hold_dots_and_be_empty)
 {
 	td_dict *d = new34();
-	const char *p[] = { "a.b", "" };
+	td_key *k = KEY("a.b", ""), *k1 = KEY("a.b");
 	const td_value *v;
 	td_tensor t;
 
 	zeros(&t, 2, B34);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, p, 2, &t));
-	td_cr_assert_ok(td_dict_get_path(&v, d, p, 2));
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
+	td_cr_assert_ok(td_dict_get_key(&v, d, k));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
-	cr_assert_eq(td_dict_contains_path(d, p, 1, 0), 1);
+	cr_assert_eq(td_dict_contains_key(d, k1, 0), 1);
+	td_key_free(k1);
+	td_key_free(k);
 	td_tensor_release(&t);
 	td_dict_free(d);
 }
@@ -262,6 +269,7 @@ Test(dict, set_inplace_copies_with_broadcast_and_conversion)
 	const td_tensor *got;
 	td_tensor src, t;
 	td_scalar v;
+	td_key *k;
 	int64_t at[] = { 2, 3 };
 
 	zeros(&t, 2, B34);
@@ -275,7 +283,9 @@ Test(dict, set_inplace_copies_with_broadcast_and_conversion)
 	td_cr_assert_err(td_dict_set_tensor_inplace(d, "missing", &src), TD_ENOTFOUND);
 	td_cr_assert_ok(td_dict_set_string(d, "s", "x"));
 	td_cr_assert_err(td_dict_set_tensor_inplace(d, "s", &src), TD_ETYPE);
-	td_cr_assert_ok(td_dict_set_tensor_inplace_path(d, (const char *[]){ "x" }, 1, &src));
+	k = KEY("x");
+	td_cr_assert_ok(td_dict_set_tensor_inplace_key(d, k, &src));
+	td_key_free(k);
 	td_tensor_release(&src);
 	td_tensor_release(&t);
 	td_dict_free(d);
@@ -327,6 +337,7 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	const char *data;
 	size_t len;
 	const td_value *v;
+	td_key *k;
 	const char raw[] = { 0, 1, 2, (char)0xff };
 
 	td_cr_assert_ok(td_dict_set_string(d, "name", "caf\xc3\xa9"));
@@ -339,8 +350,12 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	cr_assert_eq(v->blob.length, 4);
 	cr_assert_eq(memcmp(v->blob.data, raw, 4), 0);
 	td_cr_assert_ok(td_dict_set_bytes(d, "empty", NULL, 0));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "n", "s" }, 2, ""));
-	td_cr_assert_ok(td_dict_set_bytes_path(d, (const char *[]){ "n", "b" }, 2, "ab", 2));
+	k = KEY("n", "s");
+	td_cr_assert_ok(td_dict_set_string_key(d, k, ""));
+	td_key_free(k);
+	k = KEY("n", "b");
+	td_cr_assert_ok(td_dict_set_bytes_key(d, k, "ab", 2));
+	td_key_free(k);
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xc3"), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xc0\xaf"), TD_EINVAL); /* overlong */
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xed\xa0\x80"), TD_EINVAL); /* surrogate */
@@ -411,21 +426,24 @@ Test(dict, nesting_deeper_than_the_key_depth_is_refused)
 	td_dict *d = new34();
 	const char *parts[TD_KEY_MAX_DEPTH];
 	td_tensor t;
+	td_key *k;
 	int i;
 
 	for (i = 0; i < TD_KEY_MAX_DEPTH; i++)
 		parts[i] = "k";
 	zeros(&t, 2, B34);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, TD_KEY_MAX_DEPTH, &t));
+	k = td_test_key(parts, TD_KEY_MAX_DEPTH);
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
 	td_dict_free(d);
 	d = new34();
 	{
 		td_dict *inner;
 		td_cr_assert_ok(td_dict_new(&inner, 2, B34));
-		td_cr_assert_ok(td_dict_set_tensor_path(inner, parts, TD_KEY_MAX_DEPTH, &t));
+		td_cr_assert_ok(td_dict_set_tensor_key(inner, k, &t));
 		td_cr_assert_err(td_dict_set_dict_take(d, "deeper", inner), TD_EINVAL);
 		td_dict_free(inner);
 	}
+	td_key_free(k);
 	td_tensor_release(&t);
 	td_dict_free(d);
 }
@@ -434,13 +452,16 @@ Test(dict, delete_removes_entries_and_keeps_order)
 {
 	td_dict *d = new34();
 	const char *keys[8];
+	td_key *k;
 	size_t n;
 
 	put(d, "a", 2, B34);
 	put(d, "b", 2, B34);
 	put(d, "c.d", 2, B34);
 	td_cr_assert_ok(td_dict_del(d, "b"));
-	td_cr_assert_ok(td_dict_del_path(d, (const char *[]){ "c", "d" }, 2));
+	k = KEY("c", "d");
+	td_cr_assert_ok(td_dict_del_key(d, k));
+	td_key_free(k);
 	td_cr_assert_err(td_dict_del(d, "b"), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_del(d, "c.d"), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_del(NULL, "a"), TD_EINVAL);
@@ -498,6 +519,7 @@ Test(dict, rename_keeps_position_or_moves_across_dicts)
 	td_dict *d = new34();
 	const char *keys[8];
 	const td_tensor *t1, *t2;
+	td_key *k1, *k2;
 
 	put(d, "a", 2, B34);
 	put(d, "b", 2, B34);
@@ -514,8 +536,11 @@ Test(dict, rename_keeps_position_or_moves_across_dicts)
 	cr_assert_eq(td_dict_contains(d, "z", 0), 0);
 	td_cr_assert_ok(td_dict_rename(d, "n", "moved"));
 	cr_assert_eq(td_dict_contains(d, "moved.m.z", 0), 1);
-	td_cr_assert_ok(td_dict_rename_path(d, (const char *[]){ "moved", "m", "z" }, 3,
-		(const char *[]){ "back" }, 1));
+	k1 = KEY("moved", "m", "z");
+	k2 = KEY("back");
+	td_cr_assert_ok(td_dict_rename_key(d, k1, k2));
+	td_key_free(k1);
+	td_key_free(k2);
 	cr_assert_eq(td_dict_contains(d, "back", 0), 1);
 	td_cr_assert_err(td_dict_rename(d, "a", "c"), TD_EEXISTS);
 	td_cr_assert_err(td_dict_rename(d, "nope", "x"), TD_ENOTFOUND);
@@ -756,7 +781,6 @@ Test(dict, key_handle_components_may_hold_dots_and_be_empty)
 	td_cr_assert_ok(td_dict_get_key(&v, d, k));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(v->tensor.buffer, t.buffer);
-	td_cr_assert_ok(td_dict_get_path(&v, d, parts, 2));
 	cr_assert_eq(td_dict_contains(d, "a", 0), 0);
 	td_key_free(k);
 	td_tensor_release(&t);
@@ -810,11 +834,124 @@ Test(dict, key_functions_refuse_null_handles_and_report_lookups)
 	td_dict_free(d);
 }
 
+/*
+ * The `_key` twins that came with the two key forms: a key whose
+ * components hold '.' (which no dotted key can spell) reaches its entry; a
+ * NULL handle is TD_EINVAL, a missing key TD_ENOTFOUND, a value of another
+ * kind (or a path through a leaf) TD_ETYPE.
+ */
+Test(dict, key_twins_reach_dotted_components_and_report_failures)
+{
+	static const char *const texts[] = { "p", "q", "r", "s" };
+	static const int64_t s4[] = { 4 };
+	td_key *kt = KEY("n.1", "t.x"), *ks = KEY("n.1", "s.x"), *kl = KEY("n.1", "l.x"),
+	       *kb = KEY("b.x"), *kn = KEY("n.1"), *kc = KEY("c.x"), *kk = KEY("k.x"),
+	       *km = KEY("m.y"), *miss = KEY("n.1", "zz"), *through = KEY("b.x", "y");
+	td_dict *d, *child, *other, *sub;
+	const td_strings *l;
+	const char *data;
+	size_t len = 0;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	/* Setters: every value lands under components that hold '.'. */
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, s4));
+	td_cr_assert_ok(td_dict_set_tensor_take_key(d, kt, &t));
+	cr_assert_null(t.buffer);
+	td_cr_assert_ok(td_dict_set_string_key(d, ks, "text"));
+	td_cr_assert_ok(td_dict_set_strings_key(d, kl, 1, s4, texts));
+	td_cr_assert_ok(td_dict_set_bytes_key(d, kb, "\x00\x01", 2));
+	td_cr_assert_ok(td_dict_new(&child, 0, NULL));
+	td_cr_assert_ok(td_dict_set_string(child, "x", "y"));
+	td_cr_assert_ok(td_dict_set_dict_key(d, kc, child));
+	td_cr_assert_ok(td_dict_set_dict_take_key(d, kk, child));
+	cr_assert_eq(td_dict_len(d), 4, "\"n.1\", \"b.x\", \"c.x\" and \"k.x\"");
+	cr_assert_eq(td_dict_contains(d, "n", 0), 0, "nothing split the components");
+
+	/* Lookups. */
+	td_cr_assert_ok(td_dict_get_dict_key(&sub, d, kn));
+	cr_assert_eq(td_dict_len(sub), 3);
+	td_cr_assert_ok(td_dict_get_dict_key(&sub, d, kk));
+	cr_assert_eq(sub, child, "a take stores the dict itself");
+	td_cr_assert_ok(td_dict_get_dict_key(&sub, d, kc));
+	cr_assert_neq(sub, child, "a set stores a copy");
+	td_cr_assert_ok(td_dict_get_blob_key(&data, &len, d, ks));
+	cr_assert_str_eq(data, "text");
+	cr_assert_eq(len, 4);
+	td_cr_assert_ok(td_dict_get_blob_key(&data, NULL, d, kb));
+	cr_assert_eq(data[1], 1);
+	td_cr_assert_ok(td_dict_get_strings_key(&l, d, kl));
+	cr_assert_eq(l->numel, 4);
+	cr_assert_str_eq(td_strings_at(NULL, l, 3), "s");
+
+	/* A NULL key handle. */
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, s4));
+	td_cr_assert_ok(td_dict_new(&other, 0, NULL));
+	td_cr_assert_err(td_dict_get_dict_key(&sub, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_blob_key(&data, &len, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_strings_key(&l, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_key(d, NULL, other), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, NULL, other), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_key(d, NULL, "z"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_strings_key(d, NULL, 1, s4, texts), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes_key(d, NULL, "z", 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_key(d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(d, NULL, km), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(d, kb, NULL), TD_EINVAL);
+
+	/* A missing key. */
+	td_cr_assert_err(td_dict_get_dict_key(&sub, d, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_blob_key(&data, &len, d, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_strings_key(&l, d, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_del_key(d, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_rename_key(d, miss, km), TD_ENOTFOUND);
+
+	/* A value of another kind, or a path through a leaf. */
+	td_cr_assert_err(td_dict_get_dict_key(&sub, d, kt), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_blob_key(&data, &len, d, kl), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_strings_key(&l, d, ks), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, through, &t), TD_ETYPE);
+	cr_assert_not_null(t.buffer, "a failed take leaves the tensor with the caller");
+	td_cr_assert_err(td_dict_set_dict_key(d, through, other), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, through, other), TD_ETYPE);
+	cr_assert_null(td_dict_parent(other), "a failed take leaves the dict with the caller");
+	td_cr_assert_err(td_dict_set_string_key(d, through, "z"), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_strings_key(d, through, 1, s4, texts), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_bytes_key(d, through, "z", 1), TD_ETYPE);
+	td_cr_assert_err(td_dict_del_key(d, through), TD_ETYPE);
+	td_cr_assert_err(td_dict_rename_key(d, ks, through), TD_ETYPE);
+	cr_assert_eq(td_dict_len(d), 4, "no refused call changed the dict");
+
+	/* Renames and deletions by handle. */
+	td_cr_assert_ok(td_dict_rename_key(d, kt, km));
+	cr_assert_eq(td_dict_contains_key(d, km, TD_LEAVES_ONLY), 1);
+	cr_assert_eq(td_dict_contains_key(d, kt, 0), 0);
+	td_cr_assert_ok(td_dict_del_key(d, km));
+	td_cr_assert_ok(td_dict_del_key(d, kn));
+	cr_assert_eq(td_dict_len(d), 3);
+
+	td_tensor_release(&t);
+	td_dict_free(other);
+	td_key_free(kt);
+	td_key_free(ks);
+	td_key_free(kl);
+	td_key_free(kb);
+	td_key_free(kn);
+	td_key_free(kc);
+	td_key_free(kk);
+	td_key_free(km);
+	td_key_free(miss);
+	td_key_free(through);
+	td_dict_free(d);
+}
+
 /* ---- lookups and their failures ---- */
 
 Test(dict, getters_refuse_values_of_the_wrong_kind)
 {
 	td_dict *d = new34(), *sub;
+	td_key *kn = KEY("n"), *kt = KEY("t"), *kny = KEY("n", "y"), *knx = KEY("n", "x");
 	const td_tensor *got;
 	const char *data;
 	size_t len = 99;
@@ -839,15 +976,17 @@ Test(dict, getters_refuse_values_of_the_wrong_kind)
 	td_cr_assert_err(td_dict_get_blob(&data, &len, d, "zz"), TD_ENOTFOUND);
 	td_cr_assert_ok(td_dict_get_blob(&data, NULL, d, "b"));
 	cr_assert_eq(memcmp(data, "xy", 2), 0);
-	td_cr_assert_ok(td_dict_get_dict_path(&sub, d, (const char *[]){ "n" }, 1));
+	td_cr_assert_ok(td_dict_get_dict_key(&sub, d, kn));
 	cr_assert_eq(td_dict_len(sub), 1);
-	td_cr_assert_err(td_dict_get_dict_path(&sub, d, NULL, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_dict_path(&sub, d, (const char *[]){ "t" }, 1), TD_ETYPE);
-	td_cr_assert_err(td_dict_get_dict_path(NULL, d, (const char *[]){ "n" }, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_tensor_path(&got, d, (const char *[]){ "n", "y" }, 2),
-		TD_ENOTFOUND);
-	td_cr_assert_err(td_dict_get_tensor_path(NULL, d, (const char *[]){ "n", "x" }, 2),
-		TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict_key(&sub, d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_dict_key(&sub, d, kt), TD_ETYPE);
+	td_cr_assert_err(td_dict_get_dict_key(NULL, d, kn), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_tensor_key(&got, d, kny), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get_tensor_key(NULL, d, knx), TD_EINVAL);
+	td_key_free(kn);
+	td_key_free(kt);
+	td_key_free(kny);
+	td_key_free(knx);
 	td_dict_free(d);
 }
 
@@ -870,6 +1009,7 @@ Test(dict, long_keys_are_found_and_told_apart)
 Test(dict, contains_follows_paths_and_refuses_bad_arguments)
 {
 	td_dict *d = new34();
+	td_key *kab = KEY("a", "b"), *ka = KEY("a");
 
 	put(d, "a.b", 2, B34);
 	cr_assert_eq(td_dict_contains(d, "a", 0), 1);
@@ -877,63 +1017,73 @@ Test(dict, contains_follows_paths_and_refuses_bad_arguments)
 	cr_assert_eq(td_dict_contains(d, "a.b", TD_LEAVES_ONLY), 1);
 	cr_assert_eq(td_dict_contains(d, "a.c", 0), 0);
 	cr_assert_eq(td_dict_contains(d, "z", 0), 0);
-	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "a", "b" }, 2, TD_LEAVES_ONLY), 1);
-	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "a" }, 1, TD_LEAVES_ONLY), 0);
+	cr_assert_eq(td_dict_contains_key(d, kab, TD_LEAVES_ONLY), 1);
+	cr_assert_eq(td_dict_contains_key(d, ka, TD_LEAVES_ONLY), 0);
 	td_cr_assert_err(td_dict_contains(d, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(d, "", 0), TD_EINVAL);
 	td_cr_assert_err(td_dict_contains(d, "a..b", 0), TD_EINVAL);
-	td_cr_assert_err(td_dict_contains_path(d, NULL, 1, 0), TD_EINVAL);
-	td_cr_assert_err(td_dict_contains_path(NULL, (const char *[]){ "a" }, 1, 0), TD_EINVAL);
-	td_cr_assert_err(td_dict_contains_path(d, (const char *[]){ "a" }, 1, 0x8), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_key(d, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_key(NULL, ka, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_contains_key(d, ka, 0x8), TD_EINVAL);
+	td_key_free(kab);
+	td_key_free(ka);
 	td_dict_free(d);
 }
 
-/* ---- setters: NULL arguments and paths ---- */
+/* ---- setters: NULL arguments and key handles ---- */
 
-Test(dict, path_setters_refuse_null_paths_and_arguments)
+Test(dict, key_setters_refuse_null_keys_and_arguments)
 {
 	td_dict *d = new34(), *c;
+	td_key *k = KEY("x"), *kxb = KEY("x", "b"), *none;
 	const char *p[] = { "x" };
 	td_tensor t;
 
 	td_cr_assert_ok(td_dict_new(&c, 2, B34));
 	zeros(&t, 2, B34);
-	td_cr_assert_err(td_dict_set_tensor_path(d, NULL, 1, &t), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_tensor_path(d, p, 0, &t), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_tensor_path(NULL, p, 1, &t), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_tensor_inplace_path(d, NULL, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_key_from_path(&none, p, 0), TD_EINVAL); /* no handle of no path */
+	cr_assert_null(none);
+	td_cr_assert_err(td_dict_set_tensor_key(NULL, k, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_inplace(NULL, "x", &t), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_inplace(d, "x", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_take(d, "x", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_tensor_take(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, k, NULL), TD_EINVAL);
 	cr_assert_not_null(t.buffer, "a failed take leaves the tensor with the caller");
-	td_cr_assert_err(td_dict_set_dict_path(d, NULL, 1, c), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_dict_path(d, p, 1, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_key(d, NULL, c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_key(d, k, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_dict(NULL, "x", c), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_dict(d, NULL, c), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_dict_take(d, "x", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_dict_take(NULL, "x", c), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_dict_take(d, "a..b", c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, NULL, c), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, k, NULL), TD_EINVAL);
 	cr_assert_null(td_dict_parent(c), "a failed take leaves the dict with the caller");
-	td_cr_assert_err(td_dict_set_string_path(d, NULL, 1, "s"), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_string_path(d, p, 1, NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_string_path(d, p, 1, "\xff"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_key(d, NULL, "s"), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_key(d, k, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_string_key(d, k, "\xff"), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_string(NULL, "x", "s"), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_string(d, NULL, "s"), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_bytes_path(d, NULL, 1, "b", 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_bytes_path(d, p, 1, NULL, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes_key(d, NULL, "b", 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_bytes_key(d, k, NULL, 1), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_bytes(NULL, "x", "b", 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_del_path(d, NULL, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_del_path(d, p, 0), TD_EINVAL);
-	td_cr_assert_err(td_dict_del_path(NULL, p, 1), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_strings_key(d, NULL, 2, B34, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_key(d, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_del_key(NULL, k), TD_EINVAL);
 	td_cr_assert_err(td_dict_del(d, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_del(d, "a..b"), TD_EINVAL);
 	cr_assert_eq(td_dict_len(d), 0, "no refused call added anything");
-	td_cr_assert_ok(td_dict_set_dict_path(d, p, 1, c));
-	td_cr_assert_ok(td_dict_set_bytes_path(d, (const char *[]){ "x", "b" }, 2, NULL, 0));
-	td_cr_assert_ok(td_dict_del_path(d, (const char *[]){ "x", "b" }, 2));
-	td_cr_assert_ok(td_dict_del_path(d, p, 1));
+	td_cr_assert_ok(td_dict_set_dict_key(d, k, c));
+	td_cr_assert_ok(td_dict_set_bytes_key(d, kxb, NULL, 0));
+	td_cr_assert_ok(td_dict_del_key(d, kxb));
+	td_cr_assert_ok(td_dict_del_key(d, k));
 	cr_assert_eq(td_dict_len(d), 0);
+	td_key_free(kxb);
+	td_key_free(k);
 	td_tensor_release(&t);
 	td_dict_free(c);
 	td_dict_free(d);
@@ -1208,6 +1358,7 @@ Test(dict, set_dict_take_refuses_cycles_and_owned_dicts)
 Test(dict, failed_renames_leave_the_dict_as_it_was)
 {
 	td_dict *d = new34(), *c, *n;
+	td_key *kt = KEY("t"), *ku = KEY("u"), *kdotted = KEY("n", "t.dotted");
 	int64_t b345[] = { 3, 4, 5 };
 	const char *keys[8];
 
@@ -1237,12 +1388,10 @@ Test(dict, failed_renames_leave_the_dict_as_it_was)
 	td_cr_assert_err(td_dict_rename(d, NULL, "u"), TD_EINVAL);
 	td_cr_assert_err(td_dict_rename(d, "t", NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_rename(d, "t", "u..v"), TD_EINVAL);
-	td_cr_assert_err(td_dict_rename_path(NULL, (const char *[]){ "t" }, 1,
-		(const char *[]){ "u" }, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_rename_path(d, NULL, 1, (const char *[]){ "u" }, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1, NULL, 1), TD_EINVAL);
-	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
-		(const char *[]){ "u" }, 0), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(NULL, kt, ku), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(d, NULL, ku), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(d, kt, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_rename_key(d, ku, kt), TD_ENOTFOUND);
 	/* Nothing moved. */
 	cr_assert_eq(td_dict_items(keys, NULL, 8, d), 3);
 	cr_assert_str_eq(keys[0], "n");
@@ -1250,10 +1399,13 @@ Test(dict, failed_renames_leave_the_dict_as_it_was)
 	cr_assert_str_eq(keys[2], "c");
 	cr_assert_eq(td_dict_len(n), 1);
 	cr_assert_eq(td_dict_len(c), 0);
-	/* Path renames may use components with dots. */
-	td_cr_assert_ok(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
-		(const char *[]){ "n", "t.dotted" }, 2));
-	cr_assert_eq(td_dict_contains_path(d, (const char *[]){ "n", "t.dotted" }, 2, 0), 1);
+	/* Renames by key handle may use components with dots. */
+	td_cr_assert_ok(td_dict_rename_key(d, kt, kdotted));
+	cr_assert_eq(td_dict_contains_key(d, kdotted, 0), 1);
+	cr_assert_eq(td_dict_contains(d, "t", 0), 0);
+	td_key_free(kdotted);
+	td_key_free(ku);
+	td_key_free(kt);
 	td_dict_free(d);
 }
 
@@ -1262,12 +1414,15 @@ Test(dict, renames_that_would_nest_too_deep_are_refused)
 	td_dict *d = new34();
 	const char *parts[TD_KEY_MAX_DEPTH];
 	td_tensor t;
+	td_key *k;
 	int i;
 
 	for (i = 0; i < TD_KEY_MAX_DEPTH; i++)
 		parts[i] = "k";
 	zeros(&t, 2, B34);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, TD_KEY_MAX_DEPTH, &t));
+	k = td_test_key(parts, TD_KEY_MAX_DEPTH);
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
+	td_key_free(k);
 	td_tensor_release(&t);
 	td_cr_assert_err(td_dict_rename(d, "k", "z.k"), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "nest deeper") != NULL, "%s",
@@ -1285,11 +1440,14 @@ Test(dict, renames_that_would_nest_too_deep_are_refused)
 			deeper[i] = i ? "k" : "top";
 		deeper[TD_KEY_MAX_DEPTH - 1] = "more";
 		td_cr_assert_ok(td_dict_new(&leafdict, 2, B34));
-		td_cr_assert_err(td_dict_set_dict_path(d, deeper, TD_KEY_MAX_DEPTH, leafdict),
-			TD_EINVAL);
+		k = td_test_key(deeper, TD_KEY_MAX_DEPTH);
+		td_cr_assert_err(td_dict_set_dict_key(d, k, leafdict), TD_EINVAL);
+		td_key_free(k);
 		td_dict_free(leafdict);
 		/* From the deepest dict itself, no new dict may be made below it. */
-		td_cr_assert_ok(td_dict_get_dict_path(&leafdict, d, deeper, TD_KEY_MAX_DEPTH - 1));
+		k = td_test_key(deeper, TD_KEY_MAX_DEPTH - 1);
+		td_cr_assert_ok(td_dict_get_dict_key(&leafdict, d, k));
+		td_key_free(k);
 		zeros(&t, 2, B34);
 		td_cr_assert_err(td_dict_set_tensor(leafdict, "new.x", &t), TD_EINVAL);
 		cr_assert_eq(td_dict_contains(leafdict, "new", 0), 0);
@@ -1330,6 +1488,8 @@ static int plus_one(td_tensor *out, const td_tensor *in, const td_item *item, vo
 Test(dict, locked_dicts_refuse_every_structural_change)
 {
 	td_dict *d = new34(), *snapshot, *v, *c;
+	td_key *knew = KEY("new"), *kab = KEY("a", "b"), *kax = KEY("a", "x"), *kt = KEY("t"),
+	       *kat = KEY("a", "t");
 	td_index idx[] = { td_index_int(0) };
 	int64_t b4[] = { 4 };
 	td_tensor t;
@@ -1341,24 +1501,27 @@ Test(dict, locked_dicts_refuse_every_structural_change)
 	td_cr_assert_ok(td_dict_lock(d));
 	zeros(&t, 2, B34);
 	td_cr_assert_ok(td_dict_new(&c, 2, B34));
-	td_cr_assert_err(td_dict_set_tensor_path(d, (const char *[]){ "new" }, 1, &t), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_tensor_key(d, knew, &t), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_tensor(d, "a.new", &t), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_string(d, "s", "other"), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_string(d, "new", "other"), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_bytes(d, "new", "b", 1), TD_ELOCKED);
-	td_cr_assert_err(td_dict_set_bytes_path(d, (const char *[]){ "a", "b" }, 2, "b", 1),
-		TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_bytes_key(d, kab, "b", 1), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_dict(d, "a", c), TD_ELOCKED);
-	td_cr_assert_err(td_dict_set_dict_path(d, (const char *[]){ "new" }, 1, c), TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_dict_key(d, knew, c), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_dict_take(d, "new", c), TD_ELOCKED);
 	cr_assert_null(td_dict_parent(c), "a refused take leaves the dict with the caller");
 	td_cr_assert_err(td_dict_set_tensor(d, "s", &t), TD_ELOCKED);
 	td_cr_assert_err(td_dict_set_tensor(d, "a", &t), TD_ELOCKED);
-	td_cr_assert_err(td_dict_del_path(d, (const char *[]){ "a", "x" }, 2), TD_ELOCKED);
+	td_cr_assert_err(td_dict_del_key(d, kax), TD_ELOCKED);
 	td_cr_assert_err(td_dict_del(d, "s"), TD_ELOCKED);
 	td_cr_assert_err(td_dict_rename(d, "t", "u"), TD_ELOCKED);
-	td_cr_assert_err(td_dict_rename_path(d, (const char *[]){ "t" }, 1,
-		(const char *[]){ "a", "t" }, 2), TD_ELOCKED);
+	td_cr_assert_err(td_dict_rename_key(d, kt, kat), TD_ELOCKED);
+	td_key_free(knew);
+	td_key_free(kab);
+	td_key_free(kax);
+	td_key_free(kt);
+	td_key_free(kat);
 	td_cr_assert_err(td_dict_set_batch_shape(d, 0, NULL), TD_ELOCKED);
 	td_cr_assert_ok(td_dict_new(&v, 1, b4));
 	put(v, "brand_new", 1, b4);
@@ -1452,8 +1615,7 @@ static int more_body(void *arg)
 	if (rc == 0)
 		rc = td_dict_rename(c->d, "b3", "renamed_in_place");
 	if (rc == 0)
-		rc = td_dict_rename_path(c->d, (const char *[]){ "b4" }, 1,
-			(const char *[]){ "n", "m", "b4" }, 3);
+		rc = td_dict_rename(c->d, "b4", "n.m.b4");
 	if (rc == 0)
 		rc = td_dict_del(c->d, "b5");
 	if (rc == 0)
@@ -1470,7 +1632,7 @@ static int more_body(void *arg)
 	if (rc == 0)
 		rc = td_dict_set_dict(c->d, "copies.one", child);
 	if (rc == 0)
-		rc = td_dict_set_dict_path(c->d, (const char *[]){ "copies", "two" }, 2, child);
+		rc = td_dict_set_dict(c->d, "copies.two", child);
 	if (rc == 0)
 		rc = td_dict_set_dict_take(c->d, "taken.here", child);
 	/* "copies" holds two entries in two slots: the move makes it grow. */
@@ -1774,52 +1936,56 @@ Test(dict, short_boundary_and_long_keys_behave_alike)
 	td_dict_free(d);
 }
 
-Test(dict, take_path_setters_adopt_values_under_keys_with_dots_or_empty)
+Test(dict, take_key_setters_adopt_values_under_keys_with_dots_or_empty)
 {
 	static const int64_t b[] = { 2 };
-	const char *dotted[] = { "a.b" }, *empty[] = { "" }, *nested[] = { "sub.x", "" };
+	td_key *dotted = KEY("a.b"), *empty = KEY(""), *nested = KEY("sub.x", ""),
+	       *knew = KEY("new");
 	td_dict *d, *child, *other;
 	const td_value *v;
 	td_tensor t, keep;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, dotted, 1, &t));
+	td_cr_assert_ok(td_dict_set_tensor_take_key(d, dotted, &t));
 	cr_assert_null(t.buffer);
-	td_cr_assert_ok(td_dict_get_path(&v, d, dotted, 1));
+	td_cr_assert_ok(td_dict_get_key(&v, d, dotted));
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	cr_assert_eq(td_buffer_refcount(v->tensor.buffer), 1);
 
 	td_cr_assert_ok(td_dict_new(&child, 1, b));
-	td_cr_assert_ok(td_dict_set_dict_take_path(d, empty, 1, child));
-	td_cr_assert_ok(td_dict_get_path(&v, d, empty, 1));
+	td_cr_assert_ok(td_dict_set_dict_take_key(d, empty, child));
+	td_cr_assert_ok(td_dict_get_key(&v, d, empty));
 	cr_assert_eq(v->dict, child);
 	cr_assert_eq(td_dict_parent(child), d);
 	/* Intermediate dicts are created; the empty last component is a key too. */
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I8, 1, b));
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, nested, 2, &t));
-	td_cr_assert_ok(td_dict_get_path(&v, d, nested, 2));
+	td_cr_assert_ok(td_dict_set_tensor_take_key(d, nested, &t));
+	td_cr_assert_ok(td_dict_get_key(&v, d, nested));
 
 	/* Failures leave the caller's reference and dict alone. */
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (const int64_t[]){ 3 }));
 	td_tensor_ref(&keep, &t);
-	td_cr_assert_err(td_dict_set_tensor_take_path(d, dotted, 1, &t), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, dotted, &t), TD_ETYPE);
 	cr_assert_eq(t.buffer, keep.buffer);
-	td_cr_assert_err(td_dict_set_tensor_take_path(d, NULL, 1, &t), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_tensor_take_path(d, dotted, 0, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_key(d, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_tensor_take_key(NULL, dotted, &t), TD_EINVAL);
 	cr_assert_eq(td_buffer_refcount(t.buffer), 2);
 	td_tensor_release(&t);
 	td_tensor_release(&keep);
-	td_cr_assert_err(td_dict_set_dict_take_path(d, dotted, 1, NULL), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_dict_take_path(d, dotted, 1, child), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, dotted, NULL), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, dotted, child), TD_EINVAL);
 	td_cr_assert_ok(td_dict_new(&other, 1, (const int64_t[]){ 5 }));
-	td_cr_assert_err(td_dict_set_dict_take_path(d, empty, 1, other), TD_ETYPE);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, empty, other), TD_ETYPE);
 	cr_assert_null(td_dict_parent(other));
 	td_dict_free(other);
 	td_cr_assert_ok(td_dict_lock(d));
 	td_cr_assert_ok(td_dict_new(&other, 1, b));
-	td_cr_assert_err(td_dict_set_dict_take_path(d, (const char *[]){ "new" }, 1, other),
-		TD_ELOCKED);
+	td_cr_assert_err(td_dict_set_dict_take_key(d, knew, other), TD_ELOCKED);
 	td_dict_free(other);
+	td_key_free(dotted);
+	td_key_free(empty);
+	td_key_free(nested);
+	td_key_free(knew);
 	td_dict_free(d);
 }

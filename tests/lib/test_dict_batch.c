@@ -916,10 +916,6 @@ Test(dict_batch, cutting_into_many_pieces_fails_cleanly_without_memory)
 
 static td_dict *small_fixture(void)
 {
-	static const char *const path_t[] = { LONG_KEY, "t" };
-	static const char *const path_u[] = { LONG_KEY, LONG_KEY2, "u" };
-	static const char *const path_n[] = { LONG_KEY, LONG_KEY2, "names" };
-	static const char *const path_b[] = { LONG_KEY, "b" };
 	int64_t b[] = { 20, 2 }, sk[] = { 20, 2, 3 };
 	static char texts[40][8];
 	const char *ptrs[40];
@@ -933,15 +929,15 @@ static td_dict *small_fixture(void)
 	td_test_arange(&t, TD_DTYPE_F32, 3, sk);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &t));
 	td_test_arange(&t, TD_DTYPE_I64, 2, b);
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, path_t, 2, &t));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, LONG_KEY ".t", &t));
 	td_test_arange(&t, TD_DTYPE_I32, 3, sk);
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, path_u, 3, &t));
+	td_cr_assert_ok(td_dict_set_tensor_take(d, LONG_KEY "." LONG_KEY2 ".u", &t));
 	for (i = 0; i < 40; i++) {
 		snprintf(texts[i], sizeof(texts[i]), "w%d", i);
 		ptrs[i] = texts[i];
 	}
-	td_cr_assert_ok(td_dict_set_strings_path(d, path_n, 3, 2, b, ptrs));
-	td_cr_assert_ok(td_dict_set_bytes_path(d, path_b, 2, "\x01\x02", 2));
+	td_cr_assert_ok(td_dict_set_strings(d, LONG_KEY "." LONG_KEY2 ".names", 2, b, ptrs));
+	td_cr_assert_ok(td_dict_set_bytes(d, LONG_KEY ".b", "\x01\x02", 2));
 	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
 	td_cr_assert_ok(td_dict_del(d, "gone"));
 	return d;
@@ -951,7 +947,6 @@ static td_dict *small_fixture(void)
  * long keys shared by every piece, holes skipped. */
 Test(dict_batch, cutting_small_levels_with_long_keys_equals_indexing)
 {
-	static const char *const path_n[] = { LONG_KEY, LONG_KEY2, "names" };
 	static const int64_t sizes[] = { 5, 0, 15 };
 	td_dict *d = small_fixture(), **parts;
 	const td_tensor *a;
@@ -972,7 +967,7 @@ Test(dict_batch, cutting_small_levels_with_long_keys_equals_indexing)
 		cr_assert_eq(td_dict_contains(parts[i], "gone", 0), 0);
 		td_cr_assert_ok(td_dict_get_blob(&s, NULL, parts[i], "s"));
 		cr_assert_str_eq(s, "text");
-		td_cr_assert_ok(td_dict_get_path(&v, parts[i], path_n, 3));
+		td_cr_assert_ok(td_dict_get(&v, parts[i], LONG_KEY "." LONG_KEY2 ".names"));
 		cr_assert_eq(v->kind, TD_VALUE_STRINGS);
 		cr_assert_eq(v->strings.ndim, 1);
 	}

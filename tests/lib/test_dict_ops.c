@@ -17,6 +17,24 @@ static void put_full(td_dict *d, const char *key, td_dtype dt, int ndim, const i
 	td_cr_assert_ok(td_dict_set_tensor_take(d, key, &t));
 }
 
+/* d[name] = t, under the one key component `name`, which may hold '.'. */
+static void set_flat_tensor(td_dict *d, const char *name, const td_tensor *t)
+{
+	td_key *k = td_test_key(&name, 1);
+
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, t));
+	td_key_free(k);
+}
+
+/* d[name] = the string `utf8`, under the one key component `name`. */
+static void set_flat_string(td_dict *d, const char *name, const char *utf8)
+{
+	td_key *k = td_test_key(&name, 1);
+
+	td_cr_assert_ok(td_dict_set_string_key(d, k, utf8));
+	td_key_free(k);
+}
+
 static double val(const td_dict *d, const char *key)
 {
 	const td_tensor *t;
@@ -231,19 +249,22 @@ Test(dict_ops, flatten_and_unflatten_round_trip)
 {
 	td_dict *d = fixture(), *f, *u;
 	const char *keys[4];
+	td_key *k;
 
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "."));
 	cr_assert_eq(td_dict_items(keys, NULL, 4, f), 3);
 	cr_assert_str_eq(keys[0], "a");
 	cr_assert_str_eq(keys[1], "b.b1");
 	cr_assert_str_eq(keys[2], "s");
-	cr_assert_eq(td_dict_contains_path(f, (const char *[]){ "b.b1" }, 1, 0), 1);
+	k = td_test_key((const char *[]){ "b.b1" }, 1);
+	cr_assert_eq(td_dict_contains_key(f, k, 0), 1);
+	td_key_free(k);
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, f, "."));
 	cr_assert_eq(td_dict_equal(u, d), 1);
 	td_dict_free(u);
 	td_dict_free(f);
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "::"));
-	cr_assert_eq(td_dict_contains_path(f, (const char *[]){ "b::b1" }, 1, 0), 1);
+	cr_assert_eq(td_dict_contains(f, "b::b1", 0), 1);
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, f, "::"));
 	cr_assert_eq(td_dict_equal(u, d), 1);
 	td_dict_free(u);
@@ -257,8 +278,7 @@ Test(dict_ops, flatten_and_unflatten_report_collisions)
 
 	td_cr_assert_ok(td_dict_new(&d, 2, B34));
 	put_full(d, "a.b", TD_DTYPE_F32, 2, B34, 1);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, (const char *[]){ "a.b" }, 1,
-		tensor(d, "a.b")));
+	set_flat_tensor(d, "a.b", tensor(d, "a.b"));
 	td_cr_assert_err(td_dict_flatten_keys(&f, d, "."), TD_EEXISTS);
 	cr_assert_null(f);
 	td_cr_assert_err(td_dict_unflatten_keys(&f, d, "."), TD_EEXISTS);
@@ -266,7 +286,7 @@ Test(dict_ops, flatten_and_unflatten_report_collisions)
 	td_cr_assert_err(td_dict_unflatten_keys(&f, d, NULL), TD_EINVAL);
 	td_dict_free(d);
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "x..y" }, 1, "v"));
+	set_flat_string(d, "x..y", "v");
 	td_cr_assert_err(td_dict_unflatten_keys(&f, d, "."), TD_EINVAL);
 	td_dict_free(d);
 }
@@ -277,9 +297,9 @@ Test(dict_ops, unflatten_merges_prefixes_into_one_dict)
 	const char *keys[4];
 
 	td_cr_assert_ok(td_dict_new(&d, 2, B34));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.x" }, 1, "1"));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "b" }, 1, "2"));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.y.z" }, 1, "3"));
+	set_flat_string(d, "a.x", "1");
+	td_cr_assert_ok(td_dict_set_string(d, "b", "2"));
+	set_flat_string(d, "a.y.z", "3");
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, d, "."));
 	cr_assert_eq(td_dict_items(keys, NULL, 4, u), 2);
 	cr_assert_str_eq(keys[0], "a");
@@ -697,7 +717,7 @@ Test(dict_ops, flatten_with_a_long_separator_and_keys_holding_it)
 
 	td_cr_assert_ok(td_dict_new(&d, 2, B34));
 	put_full(d, "a.b", TD_DTYPE_F32, 2, B34, 1);
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a", "x--y" }, 2, "v"));
+	td_cr_assert_ok(td_dict_set_string(d, "a.x--y", "v"));
 	{
 		td_dict *e;
 		td_cr_assert_ok(td_dict_new(&e, 2, B34));
@@ -709,17 +729,17 @@ Test(dict_ops, flatten_with_a_long_separator_and_keys_holding_it)
 	cr_assert_str_eq(keys[1], "a--x--y");
 	/* Splitting on "--" cuts the key that held the separator. */
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, f, "--"));
-	cr_assert_eq(td_dict_contains_path(u, (const char *[]){ "a", "x", "y" }, 3, 0), 1);
-	cr_assert_eq(td_dict_contains_path(u, (const char *[]){ "a", "b" }, 2, 0), 1);
+	cr_assert_eq(td_dict_contains(u, "a.x.y", 0), 1);
+	cr_assert_eq(td_dict_contains(u, "a.b", 0), 1);
 	td_dict_free(u);
 	/* A longer separator that only partly matches is no separator. */
 	td_dict_free(f);
 	td_cr_assert_ok(td_dict_new(&f, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(f, "a-b", "1"));
-	td_cr_assert_ok(td_dict_set_string_path(f, (const char *[]){ "a---b" }, 1, "2"));
+	td_cr_assert_ok(td_dict_set_string(f, "a---b", "2"));
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, f, "--"));
-	cr_assert_eq(td_dict_contains_path(u, (const char *[]){ "a-b" }, 1, 0), 1);
-	cr_assert_eq(td_dict_contains_path(u, (const char *[]){ "a", "-b" }, 2, 0), 1);
+	cr_assert_eq(td_dict_contains(u, "a-b", 0), 1);
+	cr_assert_eq(td_dict_contains(u, "a.-b", 0), 1);
 	td_dict_free(u);
 	td_dict_free(f);
 	td_cr_assert_err(td_dict_flatten_keys(NULL, d, "."), TD_EINVAL);
@@ -735,12 +755,15 @@ Test(dict_ops, flattened_keys_may_be_long)
 	td_dict *d, *f;
 	const char *keys[2];
 	size_t len;
+	td_key *k;
 	char *longkey = malloc(40001);
 
 	memset(longkey, 'k', 40000);
 	longkey[40000] = '\0';
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ longkey, longkey }, 2, "v"));
+	k = td_test_key((const char *[]){ longkey, longkey }, 2);
+	td_cr_assert_ok(td_dict_set_string_key(d, k, "v"));
+	td_key_free(k);
 	td_cr_assert_ok(td_dict_set_string(d, "short", "w"));
 	td_cr_assert_ok(td_dict_flatten_keys(&f, d, "::"));
 	cr_assert_eq(td_dict_items(keys, NULL, 2, f), 2);
@@ -759,12 +782,12 @@ Test(dict_ops, unflatten_merges_nested_dicts_with_split_keys)
 
 	/* {"a.b": 1, "a": {"c": 2, "x.y": 3}, "a.x.z": 4} */
 	td_cr_assert_ok(td_dict_new(&d, 2, B34));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.b" }, 1, "1"));
+	set_flat_string(d, "a.b", "1");
 	td_cr_assert_ok(td_dict_new(&n, 2, B34));
 	td_cr_assert_ok(td_dict_set_string(n, "c", "2"));
-	td_cr_assert_ok(td_dict_set_string_path(n, (const char *[]){ "x.y" }, 1, "3"));
+	set_flat_string(n, "x.y", "3");
 	td_cr_assert_ok(td_dict_set_dict_take(d, "a", n));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.x.z" }, 1, "4"));
+	set_flat_string(d, "a.x.z", "4");
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, d, "."));
 	cr_assert_eq(td_dict_len(u), 1);
 	cr_assert_eq(td_dict_contains(u, "a.b", TD_LEAVES_ONLY), 1);
@@ -777,12 +800,12 @@ Test(dict_ops, unflatten_merges_nested_dicts_with_split_keys)
 	td_cr_assert_err(td_dict_unflatten_keys(&u, d, "."), TD_EEXISTS);
 	cr_assert_null(u);
 	td_cr_assert_ok(td_dict_del(n, "b"));
-	td_cr_assert_ok(td_dict_set_string_path(n, (const char *[]){ "x" }, 1, "leaf"));
+	td_cr_assert_ok(td_dict_set_string(n, "x", "leaf"));
 	td_cr_assert_err(td_dict_unflatten_keys(&u, d, "."), TD_EEXISTS);
 	td_dict_free(d);
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(d, "a", "leaf"));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.b" }, 1, "under a leaf"));
+	set_flat_string(d, "a.b", "under a leaf");
 	td_cr_assert_err(td_dict_unflatten_keys(&u, d, "."), TD_EEXISTS);
 	cr_assert(strstr(td_error_last()->message, "a.b") != NULL, "%s", td_error_last()->message);
 	td_dict_free(d);
@@ -800,13 +823,13 @@ Test(dict_ops, unflatten_refuses_keys_deeper_than_the_limit)
 	}
 	key[2 * TD_KEY_MAX_DEPTH + 1] = '\0';
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ key }, 1, "v"));
+	td_cr_assert_ok(td_dict_set_string(d, key, "v"));
 	td_cr_assert_err(td_dict_unflatten_keys(&u, d, "/"), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s",
 		td_error_last()->message);
-	td_cr_assert_ok(td_dict_del_path(d, (const char *[]){ key }, 1));
+	td_cr_assert_ok(td_dict_del(d, key));
 	key[2 * TD_KEY_MAX_DEPTH - 1] = '\0';
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ key }, 1, "v"));
+	td_cr_assert_ok(td_dict_set_string(d, key, "v"));
 	td_cr_assert_ok(td_dict_unflatten_keys(&u, d, "/"));
 	td_dict_free(u);
 	td_dict_free(d);
@@ -1141,7 +1164,7 @@ Test(dict_ops, unflatten_merges_dicts_met_at_several_levels)
 
 	/* {"a.x.z": 1, "a": {"x": {"y": 2}}}: 'a' and then 'a.x' meet twice. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	td_cr_assert_ok(td_dict_set_string_path(d, (const char *[]){ "a.x.z" }, 1, "1"));
+	set_flat_string(d, "a.x.z", "1");
 	td_cr_assert_ok(td_dict_new(&n, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(n, "x.y", "2"));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "a", n));
@@ -1328,15 +1351,15 @@ Test(dict_ops, unflatten_merges_leak_nothing_on_allocation_failures)
 	td_dict *n;
 
 	td_cr_assert_ok(td_dict_new(&c.src, 2, B34));
-	td_cr_assert_ok(td_dict_set_string_path(c.src, (const char *[]){ "a.b" }, 1, "1"));
+	set_flat_string(c.src, "a.b", "1");
 	td_cr_assert_ok(td_dict_new(&n, 2, B34));
 	td_cr_assert_ok(td_dict_set_string(n, "c", "2"));
-	td_cr_assert_ok(td_dict_set_string_path(n, (const char *[]){ "x.y" }, 1, "3"));
+	set_flat_string(n, "x.y", "3");
 	put_full(n, "t", TD_DTYPE_F32, 2, B34, 1);
 	td_cr_assert_ok(td_dict_set_dict_take(c.src, "a", n));
-	td_cr_assert_ok(td_dict_set_string_path(c.src, (const char *[]){ "a.x.z" }, 1, "4"));
+	set_flat_string(c.src, "a.x.z", "4");
 	/* A dict value stored into a dict the split keys made (which must grow). */
-	td_cr_assert_ok(td_dict_set_string_path(c.src, (const char *[]){ "p.a" }, 1, "5"));
+	set_flat_string(c.src, "p.a", "5");
 	td_cr_assert_ok(td_dict_new(&n, 2, B34));
 	td_cr_assert_ok(td_dict_set_string(n, "leaf", "6"));
 	td_cr_assert_ok(td_dict_set_dict_take(c.src, "p.n", n));

@@ -241,7 +241,9 @@ Test(lazy_nested, contains_reaches_into_the_stack)
 	cr_assert_eq(td_dict_contains(f.dict, "z.n", TD_LEAVES_ONLY), 0);
 	cr_assert_eq(td_dict_contains(f.dict, "z.n", 0), 1);
 	cr_assert_eq(td_dict_contains(f.dict, "z.q", 0), 0);
-	cr_assert_eq(td_dict_contains_path(f.dict, path, 3, 0), 1);
+	k = td_test_key(path, 3);
+	cr_assert_eq(td_dict_contains_key(f.dict, k, 0), 1);
+	td_key_free(k);
 	td_cr_assert_ok(td_key_new(&k, "z.n.b"));
 	cr_assert_eq(td_dict_contains_key(f.dict, k, TD_LEAVES_ONLY), 1);
 	td_key_free(k);
@@ -263,7 +265,9 @@ Test(lazy_nested, writes_go_through_the_stack)
 		td_cr_assert_ok(td_dict_set_tensor(f.dict, "z.new.x", &t));
 		td_cr_assert_ok(td_dict_set_tensor(f.ref, "z.new.x", &t));
 		assert_leaf(&f, "z.new.x");
-		td_cr_assert_ok(td_dict_set_tensor_path(f.dict, path, 2, &t));
+		k = td_test_key(path, 2);
+		td_cr_assert_ok(td_dict_set_tensor_key(f.dict, k, &t));
+		td_key_free(k);
 		td_cr_assert_ok(td_dict_set_tensor(f.ref, "z.w", &t));
 		td_cr_assert_ok(td_key_new(&k, "z.kk"));
 		td_cr_assert_ok(td_dict_set_tensor_key(f.dict, k, &t));
@@ -847,18 +851,25 @@ Test(lazy_nested, nesting_depth_counts_the_stack)
 	td_dict *inner = td_test_lazy_ref(0), *stack = make_stack(inner, 0), *d, *at;
 	int64_t b = 3;
 	td_tensor t;
+	td_key *k;
 	size_t i, deep = TD_KEY_MAX_DEPTH - 4;
 
 	for (i = 0; i < TD_KEY_MAX_DEPTH; i++)
 		parts[i] = "x";
 	td_cr_assert_ok(td_dict_new(&d, 1, &b));
 	td_test_arange(&t, TD_DTYPE_I32, 1, &b);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, deep + 1, &t));
+	k = td_test_key(parts, deep + 1);
+	td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
+	td_key_free(k);
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_dict_get_dict_path(&at, d, parts, deep));
+	k = td_test_key(parts, deep);
+	td_cr_assert_ok(td_dict_get_dict_key(&at, d, k));
+	td_key_free(k);
 	td_cr_assert_err(td_dict_set_dict_take(at, "z", stack), TD_EINVAL);
 	cr_assert_null(td_dict_parent(stack)); /* still the caller's */
-	td_cr_assert_ok(td_dict_get_dict_path(&at, d, parts, deep - 1));
+	k = td_test_key(parts, deep - 1);
+	td_cr_assert_ok(td_dict_get_dict_key(&at, d, k));
+	td_key_free(k);
 	td_cr_assert_ok(td_dict_set_dict_take(at, "z", stack));
 	td_dict_free(d);
 	td_dict_free(inner);

@@ -90,21 +90,23 @@ Test(strings, set_get_and_read_each_element)
 	td_dict_free(d);
 }
 
-Test(strings, path_forms_and_nested_dicts)
+Test(strings, key_forms_and_nested_dicts)
 {
 	const int64_t b2[] = { 2 }, s23[] = { 2, 3 };
 	const char *const six[] = { "a", "b", "c", "d", "e", "f" };
 	const char *const path[] = { "sub", "names.with.dots" };
+	td_key *k = td_test_key(path, 2);
 	const td_strings *s;
 	td_dict *d;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b2));
-	td_cr_assert_ok(td_dict_set_strings_path(d, path, 2, 2, s23, six));
-	td_cr_assert_ok(td_dict_get_strings_path(&s, d, path, 2));
+	td_cr_assert_ok(td_dict_set_strings_key(d, k, 2, s23, six));
+	td_cr_assert_ok(td_dict_get_strings_key(&s, d, k));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_str_eq(td_strings_at(NULL, s, 5), "f");
-	td_cr_assert_err(td_dict_set_strings_path(d, NULL, 2, 2, s23, six), TD_EINVAL);
-	td_cr_assert_err(td_dict_get_strings_path(&s, d, NULL, 2), TD_EINVAL);
+	td_cr_assert_err(td_dict_set_strings_key(d, NULL, 2, s23, six), TD_EINVAL);
+	td_cr_assert_err(td_dict_get_strings_key(&s, d, NULL), TD_EINVAL);
+	td_key_free(k);
 	td_dict_free(d);
 }
 

@@ -455,7 +455,6 @@ Test(store_dir, keys_needing_encoding_round_trip)
 {
 	static const char *keys[] = { "a/b", "my key", "50%", "", ".", "..", "tab\there", "q?*" };
 	static const int64_t b[] = { 2 };
-	const char *parts[] = { "sub/dir", "v" };
 	td_dict *d;
 	td_store *st;
 	size_t i;
@@ -463,12 +462,15 @@ Test(store_dir, keys_needing_encoding_round_trip)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	for (i = 0; i < TD_TEST_ARRAY_LEN(keys); i++) {
+		td_key *k = td_test_key(&keys[i], 1);
+
 		td_test_arange(&t, TD_DTYPE_I32, 1, b);
-		td_cr_assert_ok(td_dict_set_tensor_path(d, &keys[i], 1, &t));
+		td_cr_assert_ok(td_dict_set_tensor_key(d, k, &t));
+		td_key_free(k);
 		td_tensor_release(&t);
 	}
 	td_test_arange(&t, TD_DTYPE_U8, 1, b);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, 2, &t));
+	td_cr_assert_ok(td_dict_set_tensor(d, "sub/dir.v", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"), TD_STORE_NOSYNC));
 	td_cr_assert_ok(td_store_close(st));
@@ -517,7 +519,6 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	static const int64_t b[] = { 2 };
 	td_store *st = (td_store *)0x1;
 	td_dict *d, *sub;
-	const char *parts[] = { "sub", "shape" }, *cls[] = { "_class" };
 	td_tensor t;
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
@@ -531,18 +532,18 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 
 	/* Keys meta.json reserves, at any depth; bytes leaves. Checked before writing. */
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, parts, 2, &t));
+	td_cr_assert_ok(td_dict_set_tensor(d, "sub.shape", &t));
 	td_tensor_release(&t);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "reserved"));
 	cr_assert_not(td_test_exists(td_test_path("a")));
-	td_cr_assert_ok(td_dict_del_path(d, parts, 2));
+	td_cr_assert_ok(td_dict_del(d, "sub.shape"));
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
-	td_cr_assert_ok(td_dict_set_tensor_path(d, cls, 1, &t));
+	td_cr_assert_ok(td_dict_set_tensor(d, "_class", &t));
 	td_tensor_release(&t);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("a")));
-	td_cr_assert_ok(td_dict_del_path(d, cls, 1));
+	td_cr_assert_ok(td_dict_del(d, "_class"));
 	td_cr_assert_ok(td_dict_get_dict(&sub, d, "sub"));
 	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
@@ -965,31 +966,30 @@ static const char *dir_with_stack(const char *name, const char *batch, const cha
 
 Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 {
-	const char *lst[1] = { "lst" };
 	const td_strings *s;
 	td_store *st;
 
 	st = open_ok(dir_with_stack("a", "[2]", STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
 		0);
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->shape[1], 3);
 	cr_assert_str_eq(td_strings_at(NULL, s, 4), "e");
 	td_cr_assert_ok(td_store_close(st));
 	/* Empty lists are dims of size 0. */
 	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->numel, 0);
 	td_cr_assert_ok(td_store_close(st));
 	st = open_ok(dir_with_stack("c", "[0]", STACK("[]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 1);
 	cr_assert_eq(s->shape[0], 0);
 	td_cr_assert_ok(td_store_close(st));
 	/* JSON escapes, stdlib and orjson spellings alike. */
 	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), 0);
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(st), lst, 1));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_str_eq(td_strings_at(NULL, s, 0), td_strings_at(NULL, s, 1));
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -1020,7 +1020,7 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 {
 	static const int64_t b2[] = { 2 }, s23[] = { 2, 3 };
 	static const char *const grid[] = { "a", "b", "c", "d", "e", "\xc3\xa9" };
-	const char *key[1] = { "grid" }, *deep[2] = { "sub", "names" };
+	const char *key[1] = { "grid" };
 	char path[4200];
 	const td_strings *s;
 	td_store *st, *ro;
@@ -1049,12 +1049,12 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	td_cr_assert_ok(td_store_grow(st, 4));
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), key, 1));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(ro), "grid"));
 	cr_assert_eq(s->shape[0], 4);
 	cr_assert_eq(s->shape[1], 3);
 	for (i = 0; i < 12; i++)
 		cr_assert_str_eq(td_strings_at(NULL, s, i), i < 6 ? grid[i] : "");
-	td_cr_assert_ok(td_dict_get_strings_path(&s, td_store_dict(ro), deep, 2));
+	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(ro), "sub.names"));
 	cr_assert_eq(s->numel, 4);
 	cr_assert_str_eq(td_strings_at(NULL, s, 1), "y");
 	cr_assert_str_eq(td_strings_at(NULL, s, 3), "");
@@ -1095,7 +1095,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	snprintf(path, sizeof(path), "%s/obs/extra.memmap", dir);
 	cr_assert_neq(access(path, F_OK), 0, "nothing lands beside the class's meta.json");
 	st = open_ok(dir, 0);
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st), extra, 2));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "obs.extra"));
 	cr_assert_eq(td_test_element(&v->tensor, 3), 7.0);
 	td_cr_assert_ok(td_store_close(st));
 

@@ -27,9 +27,11 @@ static const int64_t B4[] = { 4 };
 /* The tensor at a key path (borrowed from d). */
 static const td_tensor *leaf(const td_dict *d, const char *const *parts, size_t n)
 {
+	td_key *k = td_test_key(parts, n);
 	const td_value *v;
 
-	td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
+	td_cr_assert_ok(td_dict_get_key(&v, d, k));
+	td_key_free(k);
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	return &v->tensor;
 }
@@ -95,7 +97,7 @@ static void assert_grown(const td_dict *d, int64_t rows)
 	cr_assert(t->ndim == 3 && t->shape[0] == rows && t->shape[1] == 2 && t->shape[2] == 3);
 	for (i = 0; i < rows * 6; i++)
 		cr_assert_eq(((const float *)td_tensor_data(t))[i], i < 24 ? (float)i : 0.0f);
-	td_cr_assert_ok(td_dict_get_path(&v, d, (const char *[]){ "sub" }, 1));
+	td_cr_assert_ok(td_dict_get(&v, d, "sub"));
 	cr_assert_eq(td_dict_batch_ndim(v->dict), 2);
 	cr_assert_eq(td_dict_batch_shape(v->dict)[0], rows);
 	cr_assert_eq(td_dict_batch_shape(v->dict)[1], 5);
@@ -104,7 +106,7 @@ static void assert_grown(const td_dict *d, int64_t rows)
 		cr_assert_eq(((const int64_t *)td_tensor_data(t))[i], i < 20 ? i : 0);
 	t = leaf(d, e, 1);
 	cr_assert(t->shape[0] == rows && t->shape[1] == 0);
-	td_cr_assert_ok(td_dict_get_path(&v, d, (const char *[]){ "s" }, 1));
+	td_cr_assert_ok(td_dict_get(&v, d, "s"));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
 	cr_assert_str_eq(v->blob.data, "hello");
 }

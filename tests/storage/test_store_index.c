@@ -259,10 +259,12 @@ static void write_index(const char *store, const td__dirindex *dx)
 static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
 	const int64_t *shape)
 {
+	td_key *k = td_test_key(&key, 1);
 	td_tensor t;
 
 	td_test_arange(&t, dtype, ndim, shape);
-	td_cr_assert_ok(td_dict_set_tensor_take_path(d, &key, 1, &t));
+	td_cr_assert_ok(td_dict_set_tensor_take_key(d, k, &t));
+	td_key_free(k);
 }
 
 /*
@@ -770,9 +772,11 @@ static const char *small_store(const char *name)
 
 static const td_value *get(td_store *st, const char *const *parts, size_t n)
 {
+	td_key *k = td_test_key(parts, n);
 	const td_value *v;
 
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st), parts, n));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), k));
+	td_key_free(k);
 	return v;
 }
 

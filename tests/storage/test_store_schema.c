@@ -49,9 +49,11 @@ static void filled(td_tensor *t, int64_t v)
 
 static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
 {
+	td_key *k = td_test_key(parts, n);
 	const td_value *v;
 
-	td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
+	td_cr_assert_ok(td_dict_get_key(&v, d, k));
+	td_key_free(k);
 	cr_assert_eq(v->kind, TD_VALUE_TENSOR);
 	return ((const int64_t *)td_tensor_data(&v->tensor))[3];
 }
@@ -62,6 +64,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	static const int64_t s43[] = { 4, 3 };
 	td_store *st = new_store("s"), *ro;
 	uint64_t g0 = td_store_generation(st);
+	td_key *kdeep = td_test_key(deep, 3);
 	const td_value *v;
 	td_tensor t;
 
@@ -76,7 +79,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
 	cr_assert(exists(td_test_path("s/a/b.c/meta.json")));
 	cr_assert(exists(td_test_path("s/a/b.c/y.memmap")));
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(st), deep, 3));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), kdeep));
 	cr_assert_eq(v->tensor.dtype, TD_DTYPE_F16);
 	cr_assert_eq(td_tensor_numel(&v->tensor), 12);
 	td_cr_assert_ok(td_store_close(st));
@@ -84,7 +87,8 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	ro = NULL;
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(ro), deep, 3));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(ro), kdeep));
+	td_key_free(kdeep);
 	cr_assert_eq(((const uint16_t *)td_tensor_data(&v->tensor))[11], 0);
 	/* A read-only store refuses schema changes. */
 	filled(&t, 1);
@@ -111,7 +115,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 
 	td_cr_assert_ok(td_store_remove(st, x, 1));
 	cr_assert_not(exists(td_test_path("s/x.memmap")));
-	td_cr_assert_err(td_dict_get_path(&v, td_store_dict(st), x, 1), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get(&v, td_store_dict(st), "x"), TD_ENOTFOUND);
 	td_cr_assert_ok(td_store_remove(st, (const char *[]){ "a" }, 1));
 	cr_assert_not(exists(td_test_path("s/a")));
 	td_cr_assert_err(td_store_remove(st, x, 1), TD_ENOTFOUND);
@@ -133,20 +137,20 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	td_cr_assert_ok(td_store_open(&b, td_test_path("r"), TD_STORE_RDONLY));
 	td_cr_assert_ok(td_store_refresh(b, &changed));
 	cr_assert_not(changed);
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(b), base, 1));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(b), "base"));
 	td_tensor_ref(&held, &v->tensor);
 
 	filled(&t, 7);
 	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
 	td_tensor_release(&t);
 	cr_assert_eq(td_store_generation(b), td_store_generation(a));
-	td_cr_assert_err(td_dict_get_path(&v, td_store_dict(b), x, 1), TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_get(&v, td_store_dict(b), "x"), TD_ENOTFOUND);
 	td_cr_assert_ok(td_store_refresh(b, &changed));
 	cr_assert(changed);
 	cr_assert_eq(first_i64(td_store_dict(b), x, 1), 7);
 	/* The view taken before the refresh still reads the same file pages. */
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 3);
-	td_cr_assert_ok(td_dict_get_path(&v, td_store_dict(a), base, 1));
+	td_cr_assert_ok(td_dict_get(&v, td_store_dict(a), "base"));
 	((int32_t *)td_tensor_data(&v->tensor))[3] = 99;
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	/* Removing a leaf another handle still views: its pages stay readable there. */

@@ -147,9 +147,11 @@ static void check_dict(const td_dict *d, const json_t *node)
 	json_array_foreach(leaves, i, l) {
 		const char *parts[8], *kind = json_string_value(json_object_get(l, "kind"));
 		size_t n = json_path(json_object_get(l, "path"), parts);
+		td_key *k = td_test_key(parts, n);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
+		td_cr_assert_ok(td_dict_get_key(&v, d, k));
+		td_key_free(k);
 		if (!strcmp(kind, "tensor")) {
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR, "%s", parts[n - 1]);
 			cr_assert_str_eq(td_dtype_torch_name(v->tensor.dtype),
@@ -173,9 +175,11 @@ static void check_dict(const td_dict *d, const json_t *node)
 	json_array_foreach(dicts, i, l) {
 		const char *parts[8];
 		size_t n = json_path(json_object_get(l, "path"), parts);
+		td_key *k = td_test_key(parts, n);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
+		td_cr_assert_ok(td_dict_get_key(&v, d, k));
+		td_key_free(k);
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
 		assert_shape(td_dict_batch_ndim(v->dict), td_dict_batch_shape(v->dict),
 			json_object_get(l, "batch_size"));
@@ -183,9 +187,11 @@ static void check_dict(const td_dict *d, const json_t *node)
 	json_array_foreach(lazy, i, l) {
 		const char *parts[8];
 		size_t n = json_path(json_object_get(l, "path"), parts);
+		td_key *k = td_test_key(parts, n);
 		const td_value *v;
 
-		td_cr_assert_ok(td_dict_get_path(&v, d, parts, n));
+		td_cr_assert_ok(td_dict_get_key(&v, d, k));
+		td_key_free(k);
 		cr_assert_eq(v->kind, TD_VALUE_DICT);
 		cr_assert(td_dict_is_lazy(v->dict), "%s", parts[n - 1]);
 		check_lazy(v->dict, json_object_get(l, "stack"));
