@@ -141,10 +141,14 @@ dist_man_MANS += \
 	%D%/man/man3/td_lazy_get_dict.3 \
 	%D%/man/man3/td_lazy_get_dict_key.3 \
 	%D%/man/man3/td_lazy_get_list.3 \
+	%D%/man/man3/td_lazy_get_list_key.3 \
 	%D%/man/man3/td_lazy_get_nested.3 \
+	%D%/man/man3/td_lazy_get_nested_key.3 \
 	%D%/man/man3/td_lazy_get_padded.3 \
+	%D%/man/man3/td_lazy_get_padded_key.3 \
 	%D%/man/man3/td_lazy_get_tensor.3 \
 	%D%/man/man3/td_lazy_get_tensor_into.3 \
+	%D%/man/man3/td_lazy_get_tensor_into_key.3 \
 	%D%/man/man3/td_lazy_get_tensor_key.3 \
 	%D%/man/man3/td_lazy_maybe_dense_stack.3 \
 	%D%/man/man3/td_lazy_stack.3 \

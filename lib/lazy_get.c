@@ -4,7 +4,10 @@
  * cached schema's entries when it can), into a caller's tensor, as a list,
  * padded or in the nested (jagged) form, and sub-dicts as lazy stacks of
  * the children's sub-dicts. The public td_lazy_get_*() functions also take
- * a dense dict with a path that leads into a lazy stack nested in it.
+ * a dense dict with a path that leads into a lazy stack nested in it. Each
+ * comes in the two key forms: the dotted one and its `_key` twin, thin
+ * entry points over one implementation that resolves either form and
+ * reroutes a path into a nested stack once (lazy_args()).
  */
 #include "td_internal.h"
 #include "dict_impl.h"
@@ -206,6 +209,12 @@ int td__lazy_get_tensor(td_tensor *out, const td_dict *d, const td__kref *parts,
 	return rc;
 }
 
+/* TD_EINVAL for a NULL key handle passed to `fn`. */
+static int null_handle(const char *fn)
+{
+	return td__error(TD_EINVAL, "%s: NULL key handle", fn);
+}
+
 /*
  * Resolve a dotted key or a key handle and check the stack argument *dp: a
  * lazy stack, or a dense dict whose path leads into a lazy stack nested in
@@ -280,14 +289,16 @@ int td_lazy_get_tensor(td_tensor *out, const td_dict *d, const char *key)
 
 int td_lazy_get_tensor_key(td_tensor *out, const td_dict *d, const td_key *key)
 {
+	static const char fn[] = "td_lazy_get_tensor_key";
+
 	if (!key)
-		return td__error(TD_EINVAL, "td_lazy_get_tensor_key: NULL key handle");
-	return get_tensor(out, d, NULL, key, "td_lazy_get_tensor_key");
+		return null_handle(fn);
+	return get_tensor(out, d, NULL, key, fn);
 }
 
-int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key)
+static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted,
+	const td_key *key, const char *fn)
 {
-	static const char fn[] = "td_lazy_get_tensor_into";
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	int64_t shape[TD_MAX_DIMS];
 	td__kpath p;
@@ -296,7 +307,7 @@ int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key)
 	size_t i;
 	int k, j, rc, dim;
 
-	TD_TRY(lazy_args(&p, &d, key, NULL, dst, &rerouted, fn));
+	TD_TRY(lazy_args(&p, &d, dotted, key, dst, &rerouted, fn));
 	TD_TRY(td__tensor_check(dst, fn, "the destination"));
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	dim = d->lazy->dim;
@@ -321,10 +332,23 @@ int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key)
 	return rc;
 }
 
-int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
-	const char *key)
+int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key)
 {
-	static const char fn[] = "td_lazy_get_list";
+	return get_tensor_into(dst, d, key, NULL, "td_lazy_get_tensor_into");
+}
+
+int td_lazy_get_tensor_into_key(td_tensor *dst, const td_dict *d, const td_key *key)
+{
+	static const char fn[] = "td_lazy_get_tensor_into_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_tensor_into(dst, d, NULL, key, fn);
+}
+
+static int get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
+	const char *dotted, const td_key *key, const char *fn)
+{
 	td_tensor *arr;
 	td__kpath p;
 	bool rerouted;
@@ -337,7 +361,7 @@ int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *
 		*count_out = 0;
 	if (!count_out)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_TRY(lazy_args(&p, &d, key, NULL, tensors_out, &rerouted, fn));
+	TD_TRY(lazy_args(&p, &d, dotted, key, tensors_out, &rerouted, fn));
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	arr = td__calloc(L.n, sizeof(*arr));
 	if (!arr) {
@@ -356,6 +380,26 @@ int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *
 	leaves_release(&L);
 	*tensors_out = arr;
 	return TD_OK;
+}
+
+int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
+	const char *key)
+{
+	return get_list(tensors_out, count_out, d, key, NULL, "td_lazy_get_list");
+}
+
+int td_lazy_get_list_key(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
+	const td_key *key)
+{
+	static const char fn[] = "td_lazy_get_list_key";
+
+	if (tensors_out)
+		*tensors_out = NULL;
+	if (count_out)
+		*count_out = 0;
+	if (!key)
+		return null_handle(fn);
+	return get_list(tensors_out, count_out, d, NULL, key, fn);
 }
 
 /* The promoted dtype of the leaves. */
@@ -389,10 +433,9 @@ static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left)
 	return TD_OK;
 }
 
-int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_scalar pad,
-	unsigned flags)
+static int get_padded(td_tensor *out, const td_dict *d, const char *dotted, const td_key *key,
+	td_scalar pad, unsigned flags, const char *fn)
 {
-	static const char fn[] = "td_lazy_get_padded";
 	char name[512], s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	int64_t shape[TD_MAX_DIMS], maxs[TD_MAX_DIMS];
 	td_tensor tmp;
@@ -402,7 +445,7 @@ int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_sca
 	size_t i;
 	int k, j, rc = TD_OK, nd, dim;
 
-	TD_TRY(lazy_args(&p, &d, key, NULL, out, &rerouted, fn));
+	TD_TRY(lazy_args(&p, &d, dotted, key, out, &rerouted, fn));
 	if (flags & ~(unsigned)TD_PAD_LEFT)
 		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
 	TD_TRY(td__scalar_check(pad, fn));
@@ -442,6 +485,22 @@ int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_sca
 	return rc;
 }
 
+int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_scalar pad,
+	unsigned flags)
+{
+	return get_padded(out, d, key, NULL, pad, flags, "td_lazy_get_padded");
+}
+
+int td_lazy_get_padded_key(td_tensor *out, const td_dict *d, const td_key *key, td_scalar pad,
+	unsigned flags)
+{
+	static const char fn[] = "td_lazy_get_padded_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_padded(out, d, NULL, key, pad, flags, fn);
+}
+
 /* TD_ETYPE unless the leaves have >= 1 dim and agree beyond their first. */
 static int check_jagged(const leaves *L, const td__kref *parts, size_t n, const char *fn)
 {
@@ -467,10 +526,9 @@ static int check_jagged(const leaves *L, const td__kref *parts, size_t n, const 
 	return TD_OK;
 }
 
-int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
-	const char *key)
+static int get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
+	const char *dotted, const td_key *key, const char *fn)
 {
-	static const char fn[] = "td_lazy_get_nested";
 	td_tensor values, offsets;
 	int64_t count, *off;
 	td__kpath p;
@@ -481,7 +539,7 @@ int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_d
 
 	if (!offsets_out)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
-	TD_TRY(lazy_args(&p, &d, key, NULL, values_out, &rerouted, fn));
+	TD_TRY(lazy_args(&p, &d, dotted, key, values_out, &rerouted, fn));
 	if (d->lazy->dim != 0)
 		return td__error(TD_ENOTSUP, "%s: the nested form needs stack dim 0 (this stack's "
 			"is %d), as tensordict's get_nestedtensor()", fn, d->lazy->dim);
@@ -505,6 +563,22 @@ int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_d
 	*values_out = values;
 	*offsets_out = offsets;
 	return TD_OK;
+}
+
+int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
+	const char *key)
+{
+	return get_nested(values_out, offsets_out, d, key, NULL, "td_lazy_get_nested");
+}
+
+int td_lazy_get_nested_key(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
+	const td_key *key)
+{
+	static const char fn[] = "td_lazy_get_nested_key";
+
+	if (!key)
+		return null_handle(fn);
+	return get_nested(values_out, offsets_out, d, NULL, key, fn);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -625,9 +699,11 @@ int td_lazy_get_dict(td_dict **out, const td_dict *d, const char *key)
 
 int td_lazy_get_dict_key(td_dict **out, const td_dict *d, const td_key *key)
 {
+	static const char fn[] = "td_lazy_get_dict_key";
+
 	if (out)
 		*out = NULL;
 	if (!key)
-		return td__error(TD_EINVAL, "td_lazy_get_dict_key: NULL key handle");
-	return get_dict(out, d, NULL, key, "td_lazy_get_dict_key");
+		return null_handle(fn);
+	return get_dict(out, d, NULL, key, fn);
 }

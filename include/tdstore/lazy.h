@@ -171,6 +171,12 @@ TD_API td_dict *td_lazy_child(const td_dict *d, size_t i);
 /* Reading leaves and sub-dicts                                              */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * Every reader comes in the two key forms: a dotted key, and with the
+ * suffix `_key` a key handle (NULL: TD_EINVAL), which also reaches keys
+ * whose components hold '.' or are empty (td_key_from_path()).
+ */
+
 /**
  * The leaf under `key`, stacked: a new contiguous tensor (tensordict's
  * `get`), whose shape is the children's leaf shape with N inserted at the
@@ -193,10 +199,13 @@ TD_API int td_lazy_get_tensor_key(td_tensor *out, const td_dict *d, const td_key
  * Stack the leaf under `key` into the caller's tensor `dst`, whose shape
  * must be the stacked shape (dtype converted as td_tensor_copy() does).
  *
+ * @param dst  the caller's tensor, written in place
+ * @param key  a dotted key (td_lazy_get_tensor_into_key(): a key handle)
  * @return as td_lazy_get_tensor(); TD_ETYPE (dst has another shape);
  *         TD_EREADONLY. On failure, `dst` may be partly written.
  */
 TD_API int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char *key);
+TD_API int td_lazy_get_tensor_into_key(td_tensor *dst, const td_dict *d, const td_key *key);
 
 /**
  * The children's leaves under `key` as a list, without stacking
@@ -208,10 +217,13 @@ TD_API int td_lazy_get_tensor_into(td_tensor *dst, const td_dict *d, const char 
  *                          owned by the caller, release with
  *                          td_tensor_array_free()
  * @param[out] count_out    receives the number of children
+ * @param key               a dotted key (td_lazy_get_list_key(): a key handle)
  * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE; TD_ENOMEM
  */
 TD_API int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
 	const char *key);
+TD_API int td_lazy_get_list_key(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
+	const td_key *key);
 
 /**
  * The leaf under `key` stacked after padding (tensordict's
@@ -222,13 +234,15 @@ TD_API int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td
  * stacked tensor.
  *
  * @param[out] out  receives a new tensor (owned; td_tensor_release())
+ * @param key       a dotted key (td_lazy_get_padded_key(): a key handle)
  * @param flags     0 or TD_PAD_LEFT
  * @return TD_OK; TD_EINVAL (also unknown flags, an invalid scalar);
- *         TD_ENOTFOUND; TD_ETYPE (leaves of
- *         different ndim); TD_ENOMEM
+ *         TD_ENOTFOUND; TD_ETYPE (leaves of different ndim); TD_ENOMEM
  */
 TD_API int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key, td_scalar pad,
 	unsigned flags);
+TD_API int td_lazy_get_padded_key(td_tensor *out, const td_dict *d, const td_key *key,
+	td_scalar pad, unsigned flags);
 
 /**
  * The leaf under `key` in the nested (jagged) form of
@@ -240,12 +254,15 @@ TD_API int td_lazy_get_padded(td_tensor *out, const td_dict *d, const char *key,
  *
  * @param[out] values_out   receives a new tensor (owned; td_tensor_release())
  * @param[out] offsets_out  receives a new int64 tensor of shape [N + 1] (owned)
+ * @param key               a dotted key (td_lazy_get_nested_key(): a key handle)
  * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE (a 0-d leaf; leaves that
  *         differ beyond their first dim); TD_ENOTSUP (the stack dim is not 0,
  *         as in tensordict's get_nestedtensor()); TD_ENOMEM
  */
 TD_API int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
 	const char *key);
+TD_API int td_lazy_get_nested_key(td_tensor *values_out, td_tensor *offsets_out,
+	const td_dict *d, const td_key *key);
 
 /**
  * The sub-dict under `key`: a new lazy stack, at the same stack dim, of the
@@ -255,6 +272,7 @@ TD_API int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, con
  * @param[out] out  receives the stack; owned by the caller, release with
  *                  td_dict_free(). It borrows the children's sub-dicts: valid
  *                  until one of the children changes structurally or is freed
+ * @param key       a dotted key (td_lazy_get_dict_key(): a key handle)
  * @return TD_OK; TD_EINVAL; TD_ENOTFOUND; TD_ETYPE (not a dict in some
  *         child; the sub-dicts' batch shapes differ); TD_ENOMEM
  */

@@ -443,6 +443,115 @@ Test(lazy, ragged_failures)
 	td_dict_free(t1);
 }
 
+
+/*
+ * Two children of batch [] holding the dict "n.x" with "y" (2 and 3 rows
+ * of 2: ragged) and "z" ([2] in both), and the string "s.t": keys that
+ * only a key handle can spell.
+ */
+static td_dict *dotted_stack(void)
+{
+	td_key *kn = td_test_key((const char *[]){ "n.x" }, 1);
+	td_key *ks = td_test_key((const char *[]){ "s.t" }, 1);
+	td_dict *c[2], *n, *s;
+	td_tensor t;
+
+	for (int i = 0; i < 2; i++) {
+		int64_t shape[2] = { 2 + i, 2 };
+
+		td_cr_assert_ok(td_dict_new(&c[i], 0, NULL));
+		td_cr_assert_ok(td_dict_new(&n, 0, NULL));
+		td_test_arange(&t, TD_DTYPE_F32, 2, shape);
+		td_cr_assert_ok(td_dict_set_tensor_take(n, "y", &t));
+		td_test_arange(&t, TD_DTYPE_I32, 1, shape + 1);
+		td_cr_assert_ok(td_dict_set_tensor_take(n, "z", &t));
+		td_cr_assert_ok(td_dict_set_dict_take_key(c[i], kn, n));
+		td_cr_assert_ok(td_dict_set_string_key(c[i], ks, "text"));
+	}
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, TD_LAZY_TAKE));
+	td_key_free(kn);
+	td_key_free(ks);
+	return s;
+}
+
+/*
+ * The `_key` twins of the readers (into, list, padded, nested): a key whose
+ * components hold '.' reads what no dotted key reaches, in the stack and
+ * through a dense dict holding it; a NULL handle is TD_EINVAL, a missing
+ * key TD_ENOTFOUND, a leaf that is not a tensor TD_ETYPE.
+ */
+Test(lazy, reader_key_twins_reach_dotted_components_and_report_failures)
+{
+	td_key *ky = td_test_key((const char *[]){ "n.x", "y" }, 2);
+	td_key *kz = td_test_key((const char *[]){ "n.x", "z" }, 2);
+	td_key *miss = td_test_key((const char *[]){ "n.x", "nope" }, 2);
+	td_key *kstr = td_test_key((const char *[]){ "s.t" }, 1);
+	td_key *kw = td_test_key((const char *[]){ "w.v" }, 1);
+	td_key *deep = td_test_key((const char *[]){ "w.v", "n.x", "y" }, 3);
+	td_dict *s = dotted_stack(), *d;
+	td_tensor dst, t, o, *list;
+	const int64_t *off;
+	size_t n = 9;
+
+	/* Success: each reader under components holding '.'. */
+	td_cr_assert_ok(td_tensor_zeros(&dst, TD_DTYPE_I64, 2, (const int64_t[]){ 2, 2 }));
+	td_cr_assert_ok(td_lazy_get_tensor_into_key(&dst, s, kz));
+	cr_assert_float_eq(td_test_element(&dst, 3), 1.0, 0);
+	td_cr_assert_ok(td_lazy_get_list_key(&list, &n, s, ky));
+	cr_assert(n == 2 && list[0].shape[0] == 2 && list[1].shape[0] == 3);
+	td_tensor_array_free(list, n);
+	td_cr_assert_ok(td_lazy_get_padded_key(&t, s, ky, td_scalar_float(-1), TD_PAD_LEFT));
+	cr_assert(t.ndim == 3 && t.shape[1] == 3);
+	cr_assert_float_eq(td_test_element(&t, 0), -1.0, 0);
+	td_tensor_release(&t);
+	td_cr_assert_ok(td_lazy_get_nested_key(&t, &o, s, ky));
+	off = td_tensor_data(&o);
+	cr_assert(t.shape[0] == 5 && off[1] == 2 && off[2] == 5);
+	td_tensor_release(&t);
+	td_tensor_release(&o);
+
+	/* A NULL key handle. */
+	td_cr_assert_err(td_lazy_get_tensor_into_key(&dst, s, NULL), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_list_key(&list, &n, s, NULL), TD_EINVAL);
+	cr_assert(list == NULL && n == 0, "a failed list writes NULL and 0");
+	td_cr_assert_err(td_lazy_get_padded_key(&t, s, NULL, td_scalar_int(0), 0), TD_EINVAL);
+	td_cr_assert_err(td_lazy_get_nested_key(&t, &o, s, NULL), TD_EINVAL);
+	/* A missing key. */
+	td_cr_assert_err(td_lazy_get_tensor_into_key(&dst, s, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_lazy_get_list_key(&list, &n, s, miss), TD_ENOTFOUND);
+	td_cr_assert_err(td_lazy_get_padded_key(&t, s, miss, td_scalar_int(0), 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_lazy_get_nested_key(&t, &o, s, miss), TD_ENOTFOUND);
+	/* A leaf that is not a tensor. */
+	td_cr_assert_err(td_lazy_get_tensor_into_key(&dst, s, kstr), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_list_key(&list, &n, s, kstr), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_padded_key(&t, s, kstr, td_scalar_int(0), 0), TD_ETYPE);
+	td_cr_assert_err(td_lazy_get_nested_key(&t, &o, s, kstr), TD_ETYPE);
+
+	/* Through a dense dict holding the stack under "w.v". */
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_dict_set_dict_take_key(d, kw, s));
+	td_cr_assert_ok(td_lazy_get_list_key(&list, &n, d, deep));
+	cr_assert(n == 2 && list[1].shape[0] == 3);
+	td_tensor_array_free(list, n);
+	td_cr_assert_ok(td_lazy_get_nested_key(&t, &o, d, deep));
+	cr_assert_eq(t.shape[0], 5);
+	td_tensor_release(&t);
+	td_tensor_release(&o);
+	td_cr_assert_ok(td_lazy_get_padded_key(&t, d, deep, td_scalar_int(0), 0));
+	cr_assert_eq(t.shape[1], 3);
+	td_tensor_release(&t);
+	td_cr_assert_err(td_lazy_get_tensor_into_key(&dst, d, deep), TD_ETYPE); /* ragged */
+
+	td_tensor_release(&dst);
+	td_dict_free(d);
+	td_key_free(ky);
+	td_key_free(kz);
+	td_key_free(miss);
+	td_key_free(kstr);
+	td_key_free(kw);
+	td_key_free(deep);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Indexing                                                                  */
 /* ------------------------------------------------------------------------ */
