@@ -82,6 +82,12 @@ void td__free(void *ptr);
  */
 void *td__alloc_small(size_t size);
 void td__free_small(void *ptr, size_t size);
+/**
+ * n blocks of `size` bytes into out[0..n-1], as n calls of
+ * td__alloc_small(size) (each released with td__free_small()), the cached
+ * ones taken in one pass. false when memory runs out: then none is left.
+ */
+bool td__alloc_small_n(void **out, size_t n, size_t size);
 
 /** A copy of `len` bytes of `s` plus a NUL; NULL on allocation failure. */
 char *td__strndup(const char *s, size_t len);
