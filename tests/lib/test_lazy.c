@@ -2273,3 +2273,300 @@ Test(lazy, plain_sets_through_the_schema_store_slices_as_td_dict_set_tensor)
 	free_stack(s, c);
 	td_tensor_release(&whole);
 }
+
+/* ------------------------------------------------------------------------ */
+/* unbind beside the stack dim: children of one layout are cut together     */
+/* ------------------------------------------------------------------------ */
+
+#define LONG_KEY "a_key_longer_than_the_inline_bytes"
+
+/* A dense dict of batch [3, 2] with leaves, nested levels, an empty one, a long key. */
+static td_dict *layout_dict(int64_t seed)
+{
+	int64_t b[2] = { 3, 2 }, s4[3] = { 3, 2, 4 }, s5[3] = { 3, 2, 5 };
+	td_dict *d, *empty;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	td_test_arange(&t, TD_DTYPE_F32, 3, s4);
+	td_test_random_fill(&t, (uint64_t)seed);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "a", &t));
+	td_test_arange(&t, TD_DTYPE_I64, 2, b);
+	td_test_random_fill(&t, (uint64_t)seed + 1);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "nested.b", &t));
+	td_test_arange(&t, TD_DTYPE_I32, 3, s5);
+	td_test_random_fill(&t, (uint64_t)seed + 2);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "nested.deeper.c", &t));
+	td_cr_assert_ok(td_dict_new(&empty, 2, b));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "nested.empty", empty));
+	td_test_arange(&t, TD_DTYPE_F64, 2, b);
+	td_test_random_fill(&t, (uint64_t)seed + 3);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, LONG_KEY, &t));
+	return d;
+}
+
+/* The nested keys of d, in order, as one string ("a,nested.b,..."). */
+static void key_order(char *buf, size_t size, const td_dict *d)
+{
+	td_dict_iter *it;
+	td_item item;
+	size_t len = 0;
+
+	buf[0] = '\0';
+	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_KEYS_ONLY));
+	while (td_dict_iter_next(&item, it) == 1) {
+		for (size_t k = 0; k < item.depth; k++)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? "." : "",
+				item.path[k]);
+		len += (size_t)snprintf(buf + len, size - len, ",");
+		cr_assert_lt(len, size);
+	}
+	td_dict_iter_free(it);
+}
+
+/*
+ * unbind of the stack s (children c[0..n-1], stacked at sd) along every dim
+ * beside sd: piece k holds, as child i, what td_dict_unbind() of c[i] gives
+ * as piece k, with the same keys in the same order.
+ */
+static void check_unbind_beside(td_dict *s, td_dict *const *c, size_t n, int sd)
+{
+	char ka[1024], kb[1024];
+
+	for (int dim = 0; dim < td_dict_batch_ndim(s); dim++) {
+		td_dict **lp, **dp;
+		size_t ln, dn;
+		int cd = dim < sd ? dim : dim - 1;
+
+		if (dim == sd)
+			continue;
+		td_cr_assert_ok(td_dict_unbind(&lp, &ln, s, dim));
+		cr_assert_eq(ln, (size_t)td_dict_batch_shape(s)[dim]);
+		for (size_t i = 0; i < n; i++) {
+			td_cr_assert_ok(td_dict_unbind(&dp, &dn, c[i], cd));
+			cr_assert_eq(dn, ln);
+			for (size_t k = 0; k < ln; k++) {
+				const td_dict *got = td_lazy_child(lp[k], i);
+
+				cr_assert(td_dict_is_lazy(lp[k]));
+				cr_assert_eq(td_lazy_count(lp[k]), n);
+				cr_assert_eq(td_dict_is_lazy(got), td_dict_is_lazy(dp[k]));
+				cr_assert_eq(td_dict_equal(got, dp[k]), 1, "dim %d child %zu piece %zu",
+					dim, i, k);
+				key_order(ka, sizeof(ka), got);
+				key_order(kb, sizeof(kb), dp[k]);
+				cr_assert_str_eq(ka, kb, "dim %d child %zu piece %zu", dim, i, k);
+			}
+			td_dict_array_free(dp, dn);
+		}
+		td_dict_array_free(lp, ln);
+	}
+}
+
+enum layout_variant {
+	SAME,         /* one layout (children share the leaves' buffers) */
+	OWN_BUFFERS,  /* one layout, every child its own buffers */
+	HOLE_ALL,     /* a deleted key in every child: a dead slot in one layout */
+	HOLE_ONE,     /* a deleted key in one child */
+	ORDER,        /* one child has its keys in another order */
+	EXTRA,        /* one child has a key more, deep down */
+	KIND,         /* a leaf in one child is a dict in another */
+	SUB_SHAPE,    /* a sub-dict's batch shape differs */
+	LAZY_SUB,     /* a lazy stack nested in every child */
+	STRING,       /* a string value in every child */
+	MANY_KEYS,    /* a level with an index (more keys than a scan) */
+	VARIANTS
+};
+
+/* n children (batch [3, 2]) in layout variant v. */
+static void layout_children(td_dict **c, size_t n, int v)
+{
+	int64_t b[2] = { 3, 2 }, b3[3] = { 3, 2, 5 };
+	td_dict *ref, **parts, *sub, *kids[2];
+	size_t got;
+	td_tensor t;
+	char key[16];
+
+	if (v == OWN_BUFFERS) {
+		for (size_t i = 0; i < n; i++)
+			c[i] = layout_dict((int64_t)i * 10);
+	} else {
+		/* Unbind of one dict: the children's leaves are views of its buffers. */
+		int64_t rb[3] = { (int64_t)n, 3, 2 }, s[4] = { (int64_t)n, 3, 2, 4 };
+
+		td_cr_assert_ok(td_dict_new(&ref, 3, rb));
+		td_test_arange(&t, TD_DTYPE_F32, 4, s);
+		td_cr_assert_ok(td_dict_set_tensor_take(ref, "a", &t));
+		td_test_arange(&t, TD_DTYPE_I64, 3, rb);
+		td_cr_assert_ok(td_dict_set_tensor_take(ref, "nested.b", &t));
+		td_test_arange(&t, TD_DTYPE_I64, 3, rb);
+		td_cr_assert_ok(td_dict_set_tensor_take(ref, "nested.deeper.c", &t));
+		td_test_arange(&t, TD_DTYPE_F64, 3, rb);
+		td_cr_assert_ok(td_dict_set_tensor_take(ref, LONG_KEY, &t));
+		td_cr_assert_ok(td_dict_unbind(&parts, &got, ref, 0));
+		cr_assert_eq(got, n);
+		for (size_t i = 0; i < n; i++)
+			td_cr_assert_ok(td_dict_copy(&c[i], parts[i]));
+		td_dict_array_free(parts, got);
+		td_dict_free(ref);
+	}
+	switch (v) {
+	case HOLE_ALL:
+		for (size_t i = 0; i < n; i++)
+			td_cr_assert_ok(td_dict_del(c[i], "nested.b"));
+		break;
+	case HOLE_ONE:
+		td_cr_assert_ok(td_dict_del(c[n - 1], "nested.b"));
+		break;
+	case ORDER: {
+		const td_tensor *a;
+
+		td_cr_assert_ok(td_dict_get_tensor(&a, c[1], "a"));
+		td_tensor_ref(&t, a);
+		td_cr_assert_ok(td_dict_del(c[1], "a"));
+		td_cr_assert_ok(td_dict_set_tensor_take(c[1], "a", &t));
+		break;
+	}
+	case EXTRA:
+		td_test_arange(&t, TD_DTYPE_F32, 2, b);
+		td_cr_assert_ok(td_dict_set_tensor_take(c[n - 1], "nested.deeper.extra", &t));
+		break;
+	case KIND:
+		td_cr_assert_ok(td_dict_new(&sub, 2, b));
+		td_test_arange(&t, TD_DTYPE_F32, 2, b);
+		td_cr_assert_ok(td_dict_set_tensor_take(sub, "leaf", &t));
+		td_cr_assert_ok(td_dict_del(c[1], "nested.b"));
+		td_cr_assert_ok(td_dict_set_dict_take(c[1], "nested.b", sub));
+		break;
+	case SUB_SHAPE:
+		td_cr_assert_ok(td_dict_new(&sub, 3, b3));
+		td_test_arange(&t, TD_DTYPE_I64, 3, b3);
+		td_cr_assert_ok(td_dict_set_tensor_take(sub, "c", &t));
+		td_cr_assert_ok(td_dict_del(c[1], "nested.deeper"));
+		td_cr_assert_ok(td_dict_set_dict_take(c[1], "nested.deeper", sub));
+		break;
+	case LAZY_SUB:
+		for (size_t i = 0; i < n; i++) {
+			int64_t b1 = 3;
+
+			for (int k = 0; k < 2; k++) {
+				td_cr_assert_ok(td_dict_new(&kids[k], 1, &b1));
+				td_test_arange(&t, TD_DTYPE_F32, 1, &b1);
+				td_test_random_fill(&t, (uint64_t)(i * 2 + (size_t)k));
+				td_cr_assert_ok(td_dict_set_tensor_take(kids[k], "x", &t));
+			}
+			td_cr_assert_ok(td_lazy_stack(&sub, kids, 2, 1, TD_LAZY_TAKE));
+			td_cr_assert_ok(td_dict_set_dict_take(c[i], "nested.lz", sub));
+		}
+		break;
+	case STRING:
+		for (size_t i = 0; i < n; i++)
+			td_cr_assert_ok(td_dict_set_string(c[i], "nested.name", "value"));
+		break;
+	case MANY_KEYS:
+		for (size_t i = 0; i < n; i++)
+			for (int k = 0; k < 12; k++) {
+				snprintf(key, sizeof(key), "k%d", k);
+				td_test_arange(&t, TD_DTYPE_I32, 2, b);
+				td_cr_assert_ok(td_dict_set_tensor_take(c[i], key, &t));
+			}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Every layout, stacked at each dim, 3 children and 12 (more pieces than fit on the stack). */
+Test(lazy, unbind_beside_the_stack_dim_matches_each_childs_unbind)
+{
+	static const size_t counts[2] = { 3, 12 };
+	td_dict *c[12], *s;
+
+	for (int v = 0; v < VARIANTS; v++)
+		for (int ci = 0; ci < 2; ci++)
+			for (int sd = 0; sd < 3; sd++) {
+				size_t n = counts[ci];
+
+				layout_children(c, n, v);
+				td_cr_assert_ok(td_lazy_stack(&s, c, n, sd, 0));
+				check_unbind_beside(s, c, n, sd);
+				td_dict_free(s);
+				for (size_t i = 0; i < n; i++)
+					td_dict_free(c[i]);
+			}
+}
+
+/* A stack of no children, and pieces of size zero. */
+Test(lazy, unbind_beside_the_stack_dim_of_empty_stacks)
+{
+	int64_t b0[2] = { 0, 2 }, b1[1] = { 3 };
+	td_dict *c[2], *s, **p;
+	size_t n;
+
+	td_cr_assert_ok(td_dict_new(&c[0], 2, b0));
+	td_cr_assert_ok(td_dict_new(&c[1], 2, b0));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 0, 0));
+	td_cr_assert_ok(td_dict_unbind(&p, &n, s, 1)); /* a dim of size 0: no piece */
+	cr_assert_eq(n, 0);
+	td_dict_array_free(p, n);
+	td_cr_assert_ok(td_dict_unbind(&p, &n, s, 2)); /* two stacks of two empty dicts */
+	cr_assert_eq(n, 2);
+	for (size_t k = 0; k < n; k++) {
+		cr_assert_eq(td_lazy_count(p[k]), 2);
+		cr_assert_eq(td_dict_batch_shape(p[k])[1], 0);
+	}
+	td_dict_array_free(p, n);
+	td_dict_free(s);
+	td_dict_free(c[0]);
+	td_dict_free(c[1]);
+	/* Dicts without entries, nested: every level empty. */
+	td_cr_assert_ok(td_dict_new(&c[0], 1, b1));
+	td_cr_assert_ok(td_dict_new(&c[1], 1, b1));
+	td_cr_assert_ok(td_lazy_stack(&s, c, 2, 1, 0));
+	check_unbind_beside(s, c, 2, 1);
+	td_dict_free(s);
+	td_dict_free(c[0]);
+	td_dict_free(c[1]);
+}
+
+typedef struct beside_ctx {
+	td_dict *s;
+	td_dict **p;
+	size_t n;
+} beside_ctx;
+
+static int beside_body(void *arg)
+{
+	beside_ctx *x = arg;
+
+	x->p = NULL;
+	x->n = 0;
+	return td_dict_unbind(&x->p, &x->n, x->s, 1);
+}
+
+static void beside_cleanup(void *arg)
+{
+	beside_ctx *x = arg;
+
+	td_dict_array_free(x->p, x->n);
+	x->p = NULL;
+	x->n = 0;
+}
+
+/* Memory failing anywhere in the cut of children of one layout, or of mixed ones. */
+Test(lazy, unbind_beside_the_stack_dim_leaks_nothing_without_memory)
+{
+	static const int variants[] = { SAME, HOLE_ONE, LAZY_SUB };
+	td_dict *c[12];
+	beside_ctx x;
+
+	for (size_t vi = 0; vi < sizeof(variants) / sizeof(variants[0]); vi++)
+		for (size_t n = 3; n <= 12; n += 9) {
+			layout_children(c, n, variants[vi]);
+			td_cr_assert_ok(td_lazy_stack(&x.s, c, n, 0, 0));
+			td_test_enomem_sweep(beside_body, beside_cleanup, &x);
+			td_dict_free(x.s);
+			for (size_t i = 0; i < n; i++)
+				td_dict_free(c[i]);
+		}
+}
