@@ -458,61 +458,71 @@ int td__lazy_cut(td_dict **out, const td_dict *z, int dim, const int64_t *length
 /*
  * Cutting the dense children of a stack together, a level at a time.
  *
- * The children of a stack usually share their layout: the same keys in the
- * same slots, leaves and sub-dicts alike, the same batch shapes. Their
+ * The children of a stack usually share their layout: a leaf or a
+ * sub-dict in the same slots, the same batch shapes (each piece takes its
+ * own child's keys: they need not agree, though they usually do). Their
  * levels are then cut in one pass over all of them (mcut_rec()): one
  * template header per level for every piece, the pieces of the level
  * allocated together, one buffer reference per run of leaves that share a
  * buffer (the children of a stack made by td_lazy_stack() of an unbind
  * usually do), and one call per level instead of one per child and level.
- * A level whose children differ in layout (another slot count, a hole, a
- * different kind of value in a slot, a lazy sub-stack, a level with an
- * index, arrays of strings or blobs) is cut child by child with
- * td__dict_cut(), which handles everything; the levels below it too.
+ * A level whose children differ in layout (another slot count, a
+ * different kind of value or a hole in one slot, a lazy sub-stack, a level
+ * with an index, arrays of strings or blobs) is cut child by child with
+ * td__dict_cut(), which handles everything; the levels below it too. The
+ * slots are compared as the pass reaches them: a level found to differ
+ * late drops the pieces it began and starts over child by child.
  *
- * Against td__dict_cut() child by child: ~290 -> ~223 instructions per dict
+ * Against td__dict_cut() child by child: ~290 -> ~215 instructions per dict
  * made in the unbind of the lazy benchmark stack (callgrind).
  */
 #define MCUT_LOCAL 32
 
-/* Whether the dense dicts src[0..m-1] can be cut in one pass (see above). */
-static bool mcut_uniform(td_dict *const *src, size_t m)
+/*
+ * Whether the dicts src[0..m-1] are dense, small (no index), and agree in
+ * their slot counts and batch shapes: what one pass needs of their headers
+ * (their slots are compared as the pass reaches them, in mcut_slot_same()).
+ */
+static bool mcut_same_headers(td_dict *const *src, size_t m)
 {
 	const td_dict *a = src[0], *b;
-	const td__entry *ea, *eb;
 	size_t i;
-	uint32_t j;
 
-	if (a->count > TD_DICT_SCAN_MAX)
+	if (td__dict_is_lazy(a) || a->count > TD_DICT_SCAN_MAX)
 		return false;
-	for (j = 0; j < a->used; j++) {
-		ea = &a->entries[j];
-		if (!td__entry_live(ea))
-			continue;
-		if (ea->value.kind == TD_VALUE_DICT) {
-			if (td__dict_is_lazy(ea->value.dict))
-				return false;
-		} else if (ea->value.kind != TD_VALUE_TENSOR) {
-			return false;
-		}
-	}
 	for (i = 1; i < m; i++) {
 		b = src[i];
-		if (b->used != a->used || b->count != a->count || b->batch_ndim != a->batch_ndim ||
+		if (td__dict_is_lazy(b) || b->used != a->used || b->count != a->count ||
+		    b->batch_ndim != a->batch_ndim ||
 		    !td__shape_eq(b->batch_shape, a->batch_shape, a->batch_ndim))
 			return false;
-		for (j = 0; j < a->used; j++) {
-			ea = &a->entries[j];
-			eb = &b->entries[j];
-			if (td__entry_live(ea) != td__entry_live(eb))
+	}
+	return true;
+}
+
+/*
+ * Whether slot j is dead in every dict src[0..m-1], or holds a tensor in
+ * every one, or a dict in every one (whether these are dense is for the
+ * level below to see).
+ */
+static inline bool mcut_slot_same(td_dict *const *src, size_t m, uint32_t j)
+{
+	const td__entry *e = &src[0]->entries[j];
+	const uint32_t kind = e->value.kind;
+	size_t i;
+
+	if (!td__entry_live(e)) {
+		for (i = 1; i < m; i++)
+			if (td__entry_live(&src[i]->entries[j]))
 				return false;
-			if (!td__entry_live(ea))
-				continue;
-			if (eb->value.kind != ea->value.kind)
-				return false;
-			if (eb->value.kind == TD_VALUE_DICT && td__dict_is_lazy(eb->value.dict))
-				return false;
-		}
+		return true;
+	}
+	if (kind != TD_VALUE_TENSOR && kind != TD_VALUE_DICT)
+		return false;
+	for (i = 1; i < m; i++) {
+		e = &src[i]->entries[j];
+		if (!td__entry_live(e) || e->value.kind != kind)
+			return false;
 	}
 	return true;
 }
@@ -560,8 +570,9 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 	size_t i, k, q, off;
 	uint32_t j, w = 0;
 	int d, nd = 0, rc = TD_OK;
+	bool differ = false;
 
-	if (!mcut_uniform(src, m))
+	if (!mcut_same_headers(src, m))
 		return mcut_each(out, src, m, dim, n, fn);
 	if (total > MCUT_LOCAL) {
 		scratch = td__malloc((2 * total + m) * sizeof(void *));
@@ -582,16 +593,22 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 	td__dict_init(&tmpl, nd, shape, count);
 	tmpl.used = tmpl.count = count;
 	tmpl.gen += count; /* as td__dict_commit() would have */
+	tmpl.entries = NULL;
 	for (q = 0; q < total; q++) {
 		td_dict *p = blk[q];
 
 		memcpy(p, &tmpl, offsetof(td_dict, batch_shape));
-		p->entries = count ? (td__entry *)(p + 1) : NULL;
+		if (count)
+			p->entries = (td__entry *)(p + 1);
 		for (d = 0; d < nd; d++)
 			p->batch_shape[d] = shape[d];
 		out[q] = p;
 	}
 	for (j = 0; j < a->used; j++) {
+		if (!mcut_slot_same(src, m, j)) {
+			differ = true;
+			break;
+		}
 		if (!td__entry_live(&a->entries[j]))
 			continue;
 		off = sizeof(td_dict) + (size_t)w * sizeof(td__entry);
@@ -647,7 +664,7 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 		}
 		w++;
 	}
-	if (rc < 0) {
+	if (rc < 0 || differ) {
 		/* The pieces hold the w entries written so far. */
 		for (q = 0; q < total; q++) {
 			out[q]->used = out[q]->count = w;
@@ -655,6 +672,9 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 		}
 	}
 	td__free(scratch);
+	/* Slots that differ (rare): the level is cut child by child instead. */
+	if (differ)
+		return mcut_each(out, src, m, dim, n, fn);
 	return rc;
 }
 

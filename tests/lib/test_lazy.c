@@ -2375,6 +2375,8 @@ enum layout_variant {
 	LAZY_SUB,     /* a lazy stack nested in every child */
 	STRING,       /* a string value in every child */
 	MANY_KEYS,    /* a level with an index (more keys than a scan) */
+	KIND_LATE,    /* same slot counts; the last slot a leaf in one child, a dict in another */
+	DEAD_MIX,     /* same slot counts; a slot dead in one child, live in another */
 	VARIANTS
 };
 
@@ -2471,6 +2473,27 @@ static void layout_children(td_dict **c, size_t n, int v)
 				td_cr_assert_ok(td_dict_set_tensor_take(c[i], key, &t));
 			}
 		break;
+	case KIND_LATE:
+		/* nested: b deleted and set again last, a dict in child 1 only */
+		for (size_t i = 0; i < n; i++) {
+			td_cr_assert_ok(td_dict_del(c[i], "nested.b"));
+			if (i != 1) {
+				td_test_arange(&t, TD_DTYPE_F32, 2, b);
+				td_cr_assert_ok(td_dict_set_tensor_take(c[i], "nested.b", &t));
+				continue;
+			}
+			td_cr_assert_ok(td_dict_new(&sub, 2, b));
+			td_cr_assert_ok(td_dict_set_dict_take(c[i], "nested.b", sub));
+		}
+		break;
+	case DEAD_MIX:
+		/* root: [dead, nested, long, z] in child 0, [a, nested, long, dead] in the others */
+		for (size_t i = 0; i < n; i++) {
+			td_test_arange(&t, TD_DTYPE_F32, 2, b);
+			td_cr_assert_ok(td_dict_set_tensor_take(c[i], "z", &t));
+			td_cr_assert_ok(td_dict_del(c[i], i == 0 ? "a" : "z"));
+		}
+		break;
 	default:
 		break;
 	}
@@ -2556,7 +2579,7 @@ static void beside_cleanup(void *arg)
 /* Memory failing anywhere in the cut of children of one layout, or of mixed ones. */
 Test(lazy, unbind_beside_the_stack_dim_leaks_nothing_without_memory)
 {
-	static const int variants[] = { SAME, HOLE_ONE, LAZY_SUB };
+	static const int variants[] = { SAME, HOLE_ONE, LAZY_SUB, KIND_LATE };
 	td_dict *c[12];
 	beside_ctx x;
 
