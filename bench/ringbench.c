@@ -333,12 +333,14 @@ typedef struct shared {
 
 static int writer(const char *dir, shared *sh, double seconds)
 {
+	td_ring_open_opts rw = TD_RING_OPEN_OPTS_INIT;
 	td_ring *r;
 	td_dict *b;
 	int64_t rows = 0;
 	double t0;
 
-	if (td_ring_open(&r, dir, TD_STORE_RDWR) < 0 || td_ring_batch_new(&b, r, BATCH) < 0)
+	rw.writable = true;
+	if (td_ring_open(&r, dir, &rw) < 0 || td_ring_batch_new(&b, r, BATCH) < 0)
 		return 1;
 	fill_batch(b);
 	atomic_fetch_add(&sh->ready, 1);
@@ -472,11 +474,13 @@ static void bench_layout(const layout *l)
 	static const int writers[] = { 1, 2, 4 };
 	char dir[4200], name[64], target[64];
 	td_dict *tmpl = template_for(l->bytes), *b;
+	td_ring_create_opts opts = TD_RING_CREATE_OPTS_INIT;
 	td_ring *r;
 	size_t i;
 
 	snprintf(dir, sizeof(dir), "%.4100s/ring-%s", opt.dir, l->name);
-	BENCH_CHECK(td_ring_create(&r, dir, tmpl, cap, TD_RING_NOSYNC));
+	opts.sync = TD_SYNC_NONE;
+	BENCH_CHECK(td_ring_create(&r, dir, tmpl, cap, &opts));
 	td_dict_free(tmpl);
 	/* Fault every page in: one full lap, not timed. */
 	BENCH_CHECK(td_ring_batch_new(&b, r, cap));

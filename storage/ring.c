@@ -273,7 +273,7 @@ static int map_ring_file(td_ring *r, int dirfd, const char *what)
 	return TD_OK;
 }
 
-static int open_impl(td_ring **out, const char *path, unsigned flags, const char *fn)
+static int open_impl(td_ring **out, const char *path, bool writable, const char *fn)
 {
 	char what[4096];
 	uint64_t hash, row_bytes;
@@ -286,7 +286,7 @@ static int open_impl(td_ring **out, const char *path, unsigned flags, const char
 		return td__error_nomem(sizeof(*r));
 	r->fd = -1;
 	r->wslot = -1;
-	r->writable = (flags & TD_STORE_RDWR) != 0;
+	r->writable = writable;
 	rc = td__ring_own_init(r);
 	if (rc < 0) {
 		td__free(r);
@@ -301,7 +301,7 @@ static int open_impl(td_ring **out, const char *path, unsigned flags, const char
 	close(dirfd);
 	if (rc < 0)
 		goto fail;
-	rc = td_store_open(&r->store, path, flags & TD_STORE_RDWR);
+	rc = td_store_open(&r->store, path, writable ? TD_STORE_RDWR : TD_STORE_RDONLY);
 	if (rc < 0)
 		goto fail;
 	rc = load_leaves(r, r->capacity, &hash, &row_bytes, what);
@@ -328,16 +328,17 @@ fail:
 	return rc;
 }
 
-int td_ring_open(td_ring **out, const char *path, unsigned flags)
+int td_ring_open(td_ring **out, const char *path, const td_ring_open_opts *opts)
 {
 	if (!out)
 		return td__error(TD_EINVAL, "td_ring_open: NULL out");
 	*out = NULL;
 	if (!path)
 		return td__error(TD_EINVAL, "td_ring_open: NULL path");
-	if (flags & ~TD_STORE_RDWR)
-		return td__error(TD_EINVAL, "td_ring_open: unknown flags 0x%x", flags);
-	return open_impl(out, path, flags, "td_ring_open");
+	if (opts && opts->version != TD_RING_OPEN_OPTS_VERSION)
+		return td__error(TD_EINVAL, "td_ring_open: options version %u, expected %u",
+			opts->version, TD_RING_OPEN_OPTS_VERSION);
+	return open_impl(out, path, opts && opts->writable, "td_ring_open");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -461,16 +462,22 @@ static int write_ring_file(int dirfd, const td__ring_header *h, bool nosync, con
 	return rc;
 }
 
+/* Check td_ring_create()'s arguments; `o`, the defaults, takes the options given. */
 static int check_create_args(td_ring **out, const char *path, const td_dict *row,
-	int64_t capacity, unsigned flags)
+	int64_t capacity, const td_ring_create_opts *opts, td_ring_create_opts *o)
 {
 	if (!out)
 		return td__error(TD_EINVAL, "td_ring_create: NULL out");
 	*out = NULL;
 	if (!path || !row)
 		return td__error(TD_EINVAL, "td_ring_create: NULL %s", path ? "row" : "path");
-	if (flags & ~(TD_RING_PRIORITIZED | TD_RING_NOSYNC))
-		return td__error(TD_EINVAL, "td_ring_create: unknown flags 0x%x", flags);
+	if (opts && opts->version != TD_RING_CREATE_OPTS_VERSION)
+		return td__error(TD_EINVAL, "td_ring_create: options version %u, expected %u",
+			opts->version, TD_RING_CREATE_OPTS_VERSION);
+	if (opts)
+		*o = *opts;
+	if (o->sync != TD_SYNC_FULL && o->sync != TD_SYNC_NONE)
+		return td__error(TD_EINVAL, "td_ring_create: unknown sync mode %d", (int)o->sync);
 	if (capacity < 1 || (uint64_t)capacity > TD_RING_MAX_CAPACITY)
 		return td__error(TD_EINVAL, "td_ring_create: capacity %lld out of [1, 2^40]",
 			(long long)capacity);
@@ -481,21 +488,21 @@ static int check_create_args(td_ring **out, const char *path, const td_dict *row
 }
 
 /* Build the header of a new ring file from the store just written. */
-static int make_header(td_ring *r, uint64_t capacity, unsigned flags, td__ring_header *h,
+static int make_header(td_ring *r, uint64_t capacity, bool prioritized, td__ring_header *h,
 	const char *what)
 {
 	layout l;
 	uint64_t row_bytes, hash;
 
 	TD_TRY(load_leaves(r, capacity, &hash, &row_bytes, what));
-	compute_layout(capacity, flags & TD_RING_PRIORITIZED, &l);
+	compute_layout(capacity, prioritized, &l);
 	if (l.file_size > SIZE_MAX)
 		return td__error(TD_EOVERFLOW, "%s: too large", what);
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, TD_RING_MAGIC, sizeof(h->magic));
 	h->version = TD_RING_VERSION;
 	h->header_size = TD_RING_HEADER_SIZE;
-	h->flags = (flags & TD_RING_PRIORITIZED) ? TD_RING_F_PRIORITIZED : 0;
+	h->flags = prioritized ? TD_RING_F_PRIORITIZED : 0;
 	h->nleaves = (uint32_t)r->nleaves;
 	h->capacity = capacity;
 	h->row_bytes = row_bytes;
@@ -511,16 +518,19 @@ static int make_header(td_ring *r, uint64_t capacity, unsigned flags, td__ring_h
 }
 
 int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t capacity,
-	unsigned flags)
+	const td_ring_create_opts *opts)
 {
 	char what[4096];
+	td_ring_create_opts o = TD_RING_CREATE_OPTS_INIT;
 	td_dict *like = NULL;
 	td_ring *r = NULL;
 	td__ring_header h;
 	size_t ntensors = 0;
+	bool nosync;
 	int dirfd, rc;
 
-	TD_TRY(check_create_args(out, path, row, capacity, flags));
+	TD_TRY(check_create_args(out, path, row, capacity, opts, &o));
+	nosync = o.sync == TD_SYNC_NONE;
 	snprintf(what, sizeof(what), "%s/" TD_RING_NAME, path);
 	dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd >= 0) {
@@ -544,14 +554,14 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 	r->fd = -1;
 	r->wslot = -1;
 	rc = td_store_memmap(&r->store, like, path,
-		TD_STORE_LIKE | ((flags & TD_RING_NOSYNC) ? TD_STORE_NOSYNC : 0));
+		TD_STORE_LIKE | (nosync ? TD_STORE_NOSYNC : 0));
 	td_dict_free(like);
 	if (rc == TD_OK)
-		rc = make_header(r, (uint64_t)capacity, flags, &h, what);
+		rc = make_header(r, (uint64_t)capacity, o.prioritized, &h, what);
 	if (rc == TD_OK) {
 		dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		rc = dirfd < 0 ? td__file_error(errno, path, "open") :
-			write_ring_file(dirfd, &h, flags & TD_RING_NOSYNC, what);
+			write_ring_file(dirfd, &h, nosync, what);
 		if (dirfd >= 0)
 			close(dirfd);
 	}
@@ -560,7 +570,7 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 	ring_free(r);
 	if (rc < 0)
 		return rc;
-	return open_impl(out, path, TD_STORE_RDWR, "td_ring_create");
+	return open_impl(out, path, true, "td_ring_create");
 }
 
 /* ------------------------------------------------------------------------ */

@@ -110,7 +110,7 @@ int td_ring_sample_prioritized(td_ring *ring, td_dict *dst, int64_t *index_out,
 			ring ? "dst" : "ring");
 	if (!ring->tree)
 		return td__error(TD_ENOTSUP, "td_ring_sample_prioritized: the ring was created "
-			"without TD_RING_PRIORITIZED");
+			"without priorities (td_ring_create_opts.prioritized)");
 	if (td_dict_batch_ndim(dst) != 1)
 		return td__error(TD_EINVAL, "td_ring_sample_prioritized: the dict must have batch "
 			"shape [n]");
@@ -159,7 +159,7 @@ int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *p
 		return td__error(TD_EINVAL, "td_ring_update_priority: NULL argument");
 	if (!ring->tree)
 		return td__error(TD_ENOTSUP, "td_ring_update_priority: the ring was created "
-			"without TD_RING_PRIORITIZED");
+			"without priorities (td_ring_create_opts.prioritized)");
 	if (!ring->writable)
 		return td__error(TD_EREADONLY, "td_ring_update_priority: the ring is open read-only");
 	for (j = 0; j < n; j++) {

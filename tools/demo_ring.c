@@ -149,12 +149,14 @@ static int row_template(td_dict **out)
 /* An actor: write batches of transitions until its rows or its time are up. */
 static int actor(const char *dir, int a, ring_shared *sh)
 {
+	td_ring_open_opts rw = TD_RING_OPEN_OPTS_INIT;
 	td_ring *r = NULL;
 	td_dict *b = NULL;
 	transition v;
 	int64_t t0 = now_ns(), step = (int64_t)a * 100000000, done = 0, ns, prev;
 
-	if (td_ring_open(&r, dir, TD_STORE_RDWR) < 0 || td_ring_batch_new(&b, r, RING_BATCH) < 0)
+	rw.writable = true;
+	if (td_ring_open(&r, dir, &rw) < 0 || td_ring_batch_new(&b, r, RING_BATCH) < 0)
 		return 1;
 	v = view_of(b);
 	while (done < RING_ACTOR_ROWS && now_ns() - t0 < (int64_t)(RING_SECONDS * 1e9)) {
@@ -186,7 +188,7 @@ static int learner(const char *dir, ring_shared *sh)
 	int64_t n = 0, t0, i;
 	bool last = false;
 
-	if (td_ring_open(&r, dir, TD_STORE_RDONLY) < 0 ||
+	if (td_ring_open(&r, dir, NULL) < 0 ||
 		td_ring_batch_new(&b, r, RING_SAMPLE) < 0)
 		return 1;
 	v = view_of(b);
@@ -262,7 +264,7 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 	int rc;
 
 	*verified = 0;
-	DEMO_CALL(d, td_ring_open(&r, dir, TD_STORE_RDONLY));
+	DEMO_CALL(d, td_ring_open(&r, dir, NULL));
 	DEMO_CALL(d, td_ring_stat(r, st));
 	DEMO_CHECK(d, st->head == (uint64_t)atomic_load(&sh->rows),
 		"the reopened ring's cursor (%llu) counts every row written (%lld)",
@@ -300,6 +302,7 @@ int demo_step_ring(demo *d)
 	td_dict *row = NULL;
 	td_ring *r = NULL;
 	ring_shared *sh;
+	td_ring_create_opts opts = TD_RING_CREATE_OPTS_INIT;
 	td_ring_stats st;
 	size_t row_bytes;
 	int64_t verified = 0;
@@ -317,7 +320,8 @@ int demo_step_ring(demo *d)
 	}
 	memset(sh, 0, sizeof(*sh));
 	DEMO_CALL(d, row_template(&row));
-	DEMO_CALL(d, td_ring_create(&r, dir, row, RING_CAPACITY, TD_RING_NOSYNC));
+	opts.sync = TD_SYNC_NONE; /* a scratch ring: durability buys nothing */
+	DEMO_CALL(d, td_ring_create(&r, dir, row, RING_CAPACITY, &opts));
 	row_bytes = (size_t)(DEMO_OBS * 4 * 2 + 8 + 4 + 1 + 4 + 1 + 8);
 	DEMO_CALL(d, td_ring_close(r));
 	r = NULL;

@@ -54,10 +54,33 @@ TD_BEGIN_DECLS
 
 typedef struct td_ring td_ring;
 
-/** td_ring_create() flag: keep a sum-tree of priorities (prioritized sampling). */
-#define TD_RING_PRIORITIZED 0x1u
-/** td_ring_create() flag: skip the final fsync of the new files (faster, not durable). */
-#define TD_RING_NOSYNC 0x2u
+/** Current version of td_ring_create_opts; set `version` to it. */
+#define TD_RING_CREATE_OPTS_VERSION 1
+
+/** How td_ring_create() makes a ring. Fields are only appended. */
+typedef struct td_ring_create_opts {
+	unsigned version;  /**< TD_RING_CREATE_OPTS_VERSION */
+	/** keep a sum-tree of priorities (td_ring_sample_prioritized()); default false */
+	bool prioritized;
+	/** TD_SYNC_FULL (default): the new files are synced before the call returns */
+	td_sync_mode sync;
+} td_ring_create_opts;
+
+/** Initializer for td_ring_create_opts: no priorities, every file synced. */
+#define TD_RING_CREATE_OPTS_INIT { TD_RING_CREATE_OPTS_VERSION, false, TD_SYNC_FULL }
+
+/** Current version of td_ring_open_opts; set `version` to it. */
+#define TD_RING_OPEN_OPTS_VERSION 1
+
+/** How td_ring_open() opens a ring. Fields are only appended. */
+typedef struct td_ring_open_opts {
+	unsigned version;  /**< TD_RING_OPEN_OPTS_VERSION */
+	/** open read-write (a writer: add, extend, clear, ...); default false: sample and read only */
+	bool writable;
+} td_ring_open_opts;
+
+/** Initializer for td_ring_open_opts: read-only. */
+#define TD_RING_OPEN_OPTS_INIT { TD_RING_OPEN_OPTS_VERSION, false }
 
 /** td_ring_sample() flag: draw distinct rows (sampling without replacement). */
 #define TD_RING_NO_REPLACEMENT 0x1u
@@ -79,11 +102,14 @@ typedef struct td_ring td_ring;
  * @param row        one row's layout: tensors with at least one element and
  *                   nested dicts, batch shape []
  * @param capacity   rows, >= 1
- * @param flags      TD_RING_PRIORITIZED, TD_RING_NOSYNC or 0
+ * @param opts       NULL for the defaults (TD_RING_CREATE_OPTS_INIT: no
+ *                   priorities, every file synced), or options whose
+ *                   `version` is TD_RING_CREATE_OPTS_VERSION
  * @return TD_OK;
- *         TD_EINVAL (NULL arguments, unknown flags, capacity < 1, a `row`
- *         with a batch shape, no tensor, an empty tensor, a string or bytes
- *         leaf, a lazy stack at any depth, or a reserved key);
+ *         TD_EINVAL (NULL arguments, an unknown options version or `sync`
+ *         mode, capacity < 1, a `row` with a batch shape, no tensor, an
+ *         empty tensor, a string or bytes leaf, a lazy stack at any depth,
+ *         or a reserved key);
  *         TD_EEXISTS (`path` already holds a store or a ring);
  *         TD_EOVERFLOW (the files would be too large);
  *         TD_ENOSPC; TD_EIO; TD_ENOMEM.
@@ -91,7 +117,7 @@ typedef struct td_ring td_ring;
  *         ring file.
  */
 TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
-	int64_t capacity, unsigned flags);
+	int64_t capacity, const td_ring_create_opts *opts);
 
 /**
  * Open an existing ring. It carries on where it stopped: the cursor, the
@@ -101,20 +127,22 @@ TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
  *
  * @param[out] out  receives the ring; release with td_ring_close()
  * @param path      the directory
- * @param flags     TD_STORE_RDONLY (sample and read only) or TD_STORE_RDWR
+ * @param opts      NULL for the defaults (TD_RING_OPEN_OPTS_INIT:
+ *                  read-only, sample and read only), or options whose
+ *                  `version` is TD_RING_OPEN_OPTS_VERSION
  * @return TD_OK;
- *         TD_EINVAL (NULL arguments, unknown flags);
+ *         TD_EINVAL (NULL arguments, an unknown options version);
  *         TD_ENOTFOUND (no such directory, or no `.tdstore-ring` in it);
  *         TD_ECORRUPT (a ring file that is too short, has a bad magic,
  *         header size, checksum, reserved field or layout, or that does not
  *         match the store's leaves; a store holding a lazy stack; and the
  *         errors of td_store_open());
  *         TD_EVERSION (a ring file version this library does not read);
- *         TD_EBUSY (TD_STORE_RDWR: every writer slot is held by a live
+ *         TD_EBUSY (writable: every writer slot is held by a live
  *         process);
  *         TD_EREADONLY; TD_EIO; TD_ENOMEM
  */
-TD_API int td_ring_open(td_ring **out, const char *path, unsigned flags);
+TD_API int td_ring_open(td_ring **out, const char *path, const td_ring_open_opts *opts);
 
 /**
  * Close a ring: its writer slot is released and the store is closed (a
@@ -300,7 +328,7 @@ TD_API int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out);
 
 /**
  * Draw n rows with probability proportional to their priority (a ring
- * created with TD_RING_PRIORITIZED), as td_ring_sample() with replacement.
+ * created with the option `prioritized`), as td_ring_sample() with replacement.
  * New rows get the largest priority ever set (1.0 at first).
  *
  * @param[out] index_out  n slots receive the rows drawn; may be NULL

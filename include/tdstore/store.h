@@ -47,6 +47,24 @@ TD_BEGIN_DECLS
 
 typedef struct td_store td_store;
 
+/**
+ * How much of a call's writing reaches the disk before it returns (the
+ * `sync` of td_store_memmap_opts and td_ring_create_opts).
+ */
+typedef enum td_sync_mode {
+	/**
+	 * Every file and directory written is synced (fsync, syncfs) before
+	 * the call returns: the result survives a crash of the machine.
+	 */
+	TD_SYNC_FULL = 0,
+	/**
+	 * Nothing is synced: faster; the result survives a crash of the
+	 * process (what is committed is whole), not of the machine, until the
+	 * kernel writes it back or td_store_sync() / td_ring_sync() is called.
+	 */
+	TD_SYNC_NONE = 1
+} td_sync_mode;
+
 /** td_store_open() flag: map leaves read-only (the default). */
 #define TD_STORE_RDONLY 0x0u
 /** td_store_open() flag: map leaves writable (written data reaches the files). */

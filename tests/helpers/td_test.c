@@ -314,6 +314,23 @@ bool td_test_under_valgrind(void)
 	return p && strstr(p, "vgpreload") != NULL;
 }
 
+const td_ring_open_opts *td_test_ring_rw(void)
+{
+	static const td_ring_open_opts rw = { TD_RING_OPEN_OPTS_VERSION, true };
+
+	return &rw;
+}
+
+const td_ring_create_opts *td_test_ring_create(bool prioritized)
+{
+	static const td_ring_create_opts opts[2] = {
+		{ TD_RING_CREATE_OPTS_VERSION, false, TD_SYNC_NONE },
+		{ TD_RING_CREATE_OPTS_VERSION, true, TD_SYNC_NONE },
+	};
+
+	return &opts[prioritized];
+}
+
 void td_test_kill_writer(td_store *watch, void (*writer)(void *arg), void *arg,
 	const char *wait_path, long delay_ns)
 {

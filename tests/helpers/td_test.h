@@ -108,6 +108,13 @@ long td_test_alloc_attempts(void);
  */
 void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), void *ctx);
 
+/* ---- options (static, never changed: pass them to any number of calls) ---- */
+
+/** td_ring_open() options: read-write. */
+const td_ring_open_opts *td_test_ring_rw(void);
+/** td_ring_create() options: with or without priorities; nothing synced (no test needs it). */
+const td_ring_create_opts *td_test_ring_create(bool prioritized);
+
 /* ---- writers killed at random points ---- */
 
 /** Whether the program runs under valgrind (long tests then run fewer iterations). */

@@ -685,20 +685,22 @@ static td_dict *ring_reference(const td_ring *r, uint64_t tickets)
 typedef struct ring_spec {
 	const char *name;
 	int64_t capacity;
-	unsigned flags;
+	bool prioritized;
 	/* Rows added, batch after batch (1 = td_ring_add); the ring is closed and
 	 * reopened before each batch. */
 	int64_t batches[4];
 } ring_spec;
 
 static const ring_spec rings[] = {
-	{ "ring", 5, TD_RING_PRIORITIZED, { 3, 1, 4 } },
-	{ "ring_unwrapped", 8, 0, { 2, 1, 2 } },
-	{ "ring_lapped", 4, 0, { 6, 1 } },
+	{ "ring", 5, true, { 3, 1, 4 } },
+	{ "ring_unwrapped", 8, false, { 2, 1, 2 } },
+	{ "ring_lapped", 4, false, { 6, 1 } },
 };
 
 static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 {
+	td_ring_create_opts opts = TD_RING_CREATE_OPTS_INIT;
+	td_ring_open_opts rw = TD_RING_OPEN_OPTS_INIT;
 	td_dict *row = ring_template(), *src;
 	uint64_t tickets = 0, first;
 	json_t *node, *info;
@@ -706,7 +708,9 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 	td_ring *r;
 	size_t i;
 
-	check(td_ring_create(&r, dir, row, spec->capacity, spec->flags), "td_ring_create");
+	opts.prioritized = spec->prioritized;
+	rw.writable = true;
+	check(td_ring_create(&r, dir, row, spec->capacity, &opts), "td_ring_create");
 	td_dict_free(row);
 	for (i = 0; i < ARRAY_LEN(spec->batches) && spec->batches[i] > 0; i++) {
 		int64_t n = spec->batches[i];
@@ -715,7 +719,7 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 
 		if (i > 0) {
 			check(td_ring_close(r), "td_ring_close");
-			check(td_ring_open(&r, dir, TD_STORE_RDWR), "td_ring_open");
+			check(td_ring_open(&r, dir, &rw), "td_ring_open");
 		}
 		if (n == 1) {
 			check(td_dict_index(&one, b, (td_index[]){ td_index_int(0) }, 1), "td_dict_index");

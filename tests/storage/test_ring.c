@@ -149,12 +149,13 @@ static bool row_ok(const rowptrs *p, int64_t i)
 	return p->sum[i] == row_sum(p, i);
 }
 
-static td_ring *new_ring(const char *name, int64_t cap, unsigned flags)
+static td_ring *new_ring(const char *name, int64_t cap, bool prioritized)
 {
 	td_dict *row = row_template();
 	td_ring *r;
 
-	td_cr_assert_ok(td_ring_create(&r, td_test_path(name), row, cap, flags | TD_RING_NOSYNC));
+	td_cr_assert_ok(td_ring_create(&r, td_test_path(name), row, cap,
+		td_test_ring_create(prioritized)));
 	td_dict_free(row);
 	return r;
 }
@@ -180,7 +181,7 @@ static int64_t put_rows(td_ring *r, int64_t first_id, int64_t n, uint64_t *first
 
 Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 {
-	td_ring *r = new_ring("r", 10, 0);
+	td_ring *r = new_ring("r", 10, false);
 	const td_tensor *t;
 	td_ring_stats st;
 
@@ -216,7 +217,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 
 Test(ring, extend_then_sample_and_read_return_whole_rows)
 {
-	td_ring *r = new_ring("r", 16, 0);
+	td_ring *r = new_ring("r", 16, false);
 	td_dict *out;
 	rowptrs p;
 	int64_t idx[64], i;
@@ -254,7 +255,7 @@ Test(ring, extend_then_sample_and_read_return_whole_rows)
 
 Test(ring, sampling_without_replacement_draws_distinct_rows)
 {
-	td_ring *r = new_ring("r", 16, 0);
+	td_ring *r = new_ring("r", 16, false);
 	td_dict *out;
 	int64_t idx[6], i, j;
 
@@ -275,7 +276,7 @@ Test(ring, sampling_without_replacement_draws_distinct_rows)
 
 Test(ring, the_same_seed_draws_the_same_rows)
 {
-	td_ring *r = new_ring("r", 32, 0);
+	td_ring *r = new_ring("r", 32, false);
 	td_dict *out;
 	int64_t a[16], b[16];
 
@@ -316,7 +317,7 @@ static void crash_after_claim(const char *dir, uint64_t capacity);
 Test(ring, sampling_is_uniform_over_the_published_rows)
 {
 	enum { CAP = 16, CALLS = 1000 };
-	td_ring *r = new_ring("r", CAP, 0);
+	td_ring *r = new_ring("r", CAP, false);
 	int64_t idx[CAP], counts[CAP], total, i, c;
 	td_dict *out, *half;
 	rowptrs p;
@@ -350,7 +351,7 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 	/* A dead writer's slot (ticket 40, slot 8) is skipped; the 15 others stay uniform. */
 	td_cr_assert_ok(td_ring_close(r));
 	crash_after_claim(td_test_path("r"), CAP);
-	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
 	td_ring_seed(r, 99);
 	memset(counts, 0, sizeof(counts));
 	total = 0;
@@ -408,7 +409,7 @@ static int child_draws(td_ring *r, bool own, draws *d, int k, bool seed7)
 	int ok;
 
 	if (own && (td_ring_close(r) != 0 || td_ring_open(&r, td_test_path("r"),
-		TD_STORE_RDONLY) != 0))
+		NULL) != 0))
 		return 1;
 	if (seed7)
 		td_ring_seed(r, 7);
@@ -420,7 +421,7 @@ static int child_draws(td_ring *r, bool own, draws *d, int k, bool seed7)
 
 Test(ring, every_process_draws_from_its_own_generator)
 {
-	td_ring *r = new_ring("r", 64, 0);
+	td_ring *r = new_ring("r", 64, false);
 	draws *d = draws_new();
 	td_dict *b;
 	int64_t mine[32];
@@ -473,7 +474,7 @@ Test(ring, every_process_draws_from_its_own_generator)
 
 Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
 {
-	td_ring *r = new_ring("r", 64, 0);
+	td_ring *r = new_ring("r", 64, false);
 	draws *d = draws_new();
 	td_ring_stats st;
 	td_dict *b;
@@ -546,7 +547,7 @@ static int handle_fd_of(const char *path)
  */
 Test(ring, a_handle_inherited_through_fork_takes_the_tree_lock_apart)
 {
-	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 8, true);
 	struct timespec wait = { 0, 200 * 1000 * 1000 };
 	char path[4096];
 	draws *d = draws_new();
@@ -589,7 +590,7 @@ Test(ring, a_handle_inherited_through_fork_takes_the_tree_lock_apart)
 
 Test(ring, wrapping_overwrites_the_oldest_rows)
 {
-	td_ring *r = new_ring("r", 8, 0);
+	td_ring *r = new_ring("r", 8, false);
 	td_dict *out;
 	rowptrs p;
 	uint64_t pos = 0, tickets[8];
@@ -638,7 +639,7 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 Test(ring, add_stores_one_row_and_strided_sources_are_gathered)
 {
 	static const int64_t two[2] = { 3, 2 * OBS };
-	td_ring *r = new_ring("r", 4, 0);
+	td_ring *r = new_ring("r", 4, false);
 	td_dict *row, *b, *out;
 	td_tensor wide, view;
 	rowptrs p;
@@ -684,7 +685,7 @@ Test(ring, add_stores_one_row_and_strided_sources_are_gathered)
 
 Test(ring, clear_empties_the_ring_and_writers_carry_on)
 {
-	td_ring *r = new_ring("r", 8, 0);
+	td_ring *r = new_ring("r", 8, false);
 	td_dict *out;
 	rowptrs p;
 	uint64_t pos = 0;
@@ -719,7 +720,7 @@ static void put_rows_in_child(int64_t first_id, int64_t n, uint64_t first_ticket
 	if (pid == 0) {
 		td_ring *c;
 		uint64_t first = 0;
-		int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0 &&
+		int ok = td_ring_open(&c, td_test_path("r"), td_test_ring_rw()) == 0 &&
 			put_rows(c, first_id, n, &first) == n && first == first_ticket;
 
 		ok = ok && td_ring_close(c) == 0;
@@ -730,7 +731,7 @@ static void put_rows_in_child(int64_t first_id, int64_t n, uint64_t first_ticket
 
 Test(ring, a_ring_reopened_by_another_process_carries_on)
 {
-	td_ring *r = new_ring("r", 8, 0);
+	td_ring *r = new_ring("r", 8, false);
 	td_ring_stats st;
 	td_dict *out;
 	rowptrs p;
@@ -740,7 +741,7 @@ Test(ring, a_ring_reopened_by_another_process_carries_on)
 	put_rows(r, 0, 3, NULL);
 	td_cr_assert_ok(td_ring_close(r));
 	put_rows_in_child(3, 4, 3);
-	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, 7);
 	cr_assert_eq(st.published, 7);
@@ -799,10 +800,10 @@ Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
 		td_cr_assert_ok(td_dict_set_dict(lz, "in", bad));
 		td_dict_free(bad);
 	}
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), lz, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), lz, 4, NULL), TD_EINVAL);
 	td_dict_free(lz);
 	/* A ring store whose meta.json gained a lazy stack: refused at open. */
-	td_cr_assert_ok(td_ring_create(&r, td_test_path("lzr"), row, 2, TD_RING_NOSYNC));
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("lzr"), row, 2, td_test_ring_create(false)));
 	td_cr_assert_ok(td_ring_close(r));
 	snprintf(dir, sizeof(dir), "%s", td_test_path("lzr"));
 	snprintf(path, sizeof(path), "%s/meta.json", dir);
@@ -838,9 +839,84 @@ Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
 	cr_assert_eq(mkdir(path, 0777), 0);
 	put_text(dir, "lz/0/meta.json", kid);
 	put_text(dir, "lz/1/meta.json", kid);
-	td_cr_assert_err(td_ring_open(&r, dir, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_ring_open(&r, dir, NULL), TD_ECORRUPT);
 	cr_assert(strstr(td_error_last()->message, "lazy") != NULL, "%s",
 		td_error_last()->message);
+	td_dict_free(row);
+}
+
+/* The rows of ring `r` may be extended (1) or not (TD_EREADONLY), as its open asked. */
+static int64_t try_extend(td_ring *r)
+{
+	td_dict *b;
+	int64_t got;
+
+	td_cr_assert_ok(td_ring_batch_new(&b, r, 1));
+	got = td_ring_extend(r, b, NULL);
+	td_dict_free(b);
+	return got;
+}
+
+Test(ring, options_choose_priorities_sync_and_writability)
+{
+	td_ring_create_opts co = TD_RING_CREATE_OPTS_INIT;
+	td_ring_open_opts oo = TD_RING_OPEN_OPTS_INIT;
+	td_dict *row = row_template();
+	td_ring_stats st;
+	td_ring *r;
+
+	/* The defaults: no priorities, every file synced. */
+	cr_assert_eq(co.version, TD_RING_CREATE_OPTS_VERSION);
+	cr_assert(!co.prioritized);
+	cr_assert_eq(co.sync, TD_SYNC_FULL);
+	cr_assert_eq(oo.version, TD_RING_OPEN_OPTS_VERSION);
+	cr_assert(!oo.writable);
+	/* NULL options are the defaults; a created ring is open read-write. */
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("a"), row, 4, NULL));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert(!st.prioritized);
+	cr_assert_eq(try_extend(r), 1);
+	td_ring_close(r);
+	/* Every field: a prioritized ring, created without syncs. */
+	co.prioritized = true;
+	co.sync = TD_SYNC_NONE;
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("b"), row, 4, &co));
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert(st.prioritized);
+	cr_assert_eq(try_extend(r), 1);
+	td_ring_close(r);
+	/* Opening: NULL and the initializer are read-only, `writable` a writer. */
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("b"), NULL));
+	td_cr_assert_err((int)try_extend(r), TD_EREADONLY);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert(st.prioritized);
+	cr_assert_eq(st.head, 1);
+	td_ring_close(r);
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("b"), &oo));
+	td_cr_assert_err((int)try_extend(r), TD_EREADONLY);
+	td_ring_close(r);
+	oo.writable = true;
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("b"), &oo));
+	cr_assert_eq(try_extend(r), 1);
+	td_cr_assert_ok(td_ring_stat(r, &st));
+	cr_assert_eq(st.writers, 1);
+	td_ring_close(r);
+	/* An unknown version or sync mode: TD_EINVAL, and nothing made. */
+	co.version = TD_RING_CREATE_OPTS_VERSION + 1;
+	td_cr_assert_err(td_ring_create(&r, td_test_path("c"), row, 4, &co), TD_EINVAL);
+	cr_assert_null(r);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
+	co.version = 0;
+	td_cr_assert_err(td_ring_create(&r, td_test_path("c"), row, 4, &co), TD_EINVAL);
+	co.version = TD_RING_CREATE_OPTS_VERSION;
+	co.sync = (td_sync_mode)7;
+	td_cr_assert_err(td_ring_create(&r, td_test_path("c"), row, 4, &co), TD_EINVAL);
+	cr_assert_null(r);
+	cr_assert(!td_test_exists(td_test_path("c")));
+	oo.version = 0;
+	td_cr_assert_err(td_ring_open(&r, td_test_path("b"), &oo), TD_EINVAL);
+	cr_assert_null(r);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
 	td_dict_free(row);
 }
 
@@ -851,34 +927,36 @@ Test(ring, bad_arguments_are_refused)
 	td_tensor t;
 	static const int64_t b2[1] = { 2 };
 
-	td_cr_assert_err(td_ring_create(NULL, "x", row, 4, 0), TD_EINVAL);
-	td_cr_assert_err(td_ring_create(&r, NULL, row, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(NULL, "x", row, 4, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, NULL, row, 4, NULL), TD_EINVAL);
 	cr_assert_null(r);
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), NULL, 4, 0), TD_EINVAL);
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 0, 0), TD_EINVAL);
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 4, 0x80), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), NULL, 4, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 0, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 4,
+		&(td_ring_create_opts){ 0, false, TD_SYNC_FULL }), TD_EINVAL);
 	td_cr_assert_ok(td_dict_new(&bad, 1, b2));
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, NULL), TD_EINVAL);
 	td_dict_free(bad);
 	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, NULL), TD_EINVAL);
 	td_cr_assert_ok(td_dict_set_string(bad, "s", "text"));
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, NULL), TD_EINVAL);
 	td_dict_free(bad);
 	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 0 }));
 	td_cr_assert_ok(td_dict_set_tensor_take(bad, "empty", &t));
-	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, NULL), TD_EINVAL);
 	td_dict_free(bad);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("nothing"), 0), TD_ENOTFOUND);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("x"), 0x10), TD_EINVAL);
-	td_cr_assert_err(td_ring_open(NULL, td_test_path("x"), 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("nothing"), NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("x"), &(td_ring_open_opts){ 2, true }),
+		TD_EINVAL);
+	td_cr_assert_err(td_ring_open(NULL, td_test_path("x"), NULL), TD_EINVAL);
 
-	td_cr_assert_ok(td_ring_create(&r, td_test_path("r"), row, 4, TD_RING_NOSYNC));
-	td_cr_assert_err(td_ring_create(&r2, td_test_path("r"), row, 4, 0), TD_EEXISTS);
+	td_cr_assert_ok(td_ring_create(&r, td_test_path("r"), row, 4, td_test_ring_create(false)));
+	td_cr_assert_err(td_ring_create(&r2, td_test_path("r"), row, 4, NULL), TD_EEXISTS);
 	cr_assert_null(r2);
 	td_cr_assert_ok(td_ring_close(r));
-	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), td_test_ring_rw()));
 	/* A wrong dtype, a wrong row shape, a missing leaf, no batch dim. */
 	td_cr_assert_ok(td_ring_batch_new(&bad, r, 2));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b2));
@@ -954,7 +1032,7 @@ static void copy_file(const char *from, const char *to)
 
 Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 {
-	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 8, true);
 	char path[4096];
 	unsigned char hdr[128], b;
 	uint32_t v;
@@ -971,7 +1049,7 @@ Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 		b = hdr[i] ^ 0x5a;
 		poke(path, i, &b, 1);
 		td_error_clear();
-		rc = td_ring_open(&r, td_test_path("r"), TD_STORE_RDWR);
+		rc = td_ring_open(&r, td_test_path("r"), td_test_ring_rw());
 		cr_assert(rc == TD_ECORRUPT || (i >= 8 && i < 12 && rc == TD_EVERSION),
 			"byte %d: %d", i, rc);
 		cr_assert_null(r);
@@ -979,13 +1057,13 @@ Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 	}
 	v = 2;
 	poke(path, 8, &v, 4);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_EVERSION);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_EVERSION);
 	poke(path, 8, &hdr[8], 4);
 	/* Too short. */
 	cr_assert_eq(truncate(path, 8192), 0);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_ECORRUPT);
 	cr_assert_eq(truncate(path, 10), 0);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_ECORRUPT);
 	/* A ring file of another ring with other leaves does not fit this store. */
 	{
 		td_dict *row;
@@ -996,24 +1074,24 @@ Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 3 }));
 		td_cr_assert_ok(td_dict_set_tensor_take(row, "x", &t));
 		td_cr_assert_ok(td_ring_create(&other, td_test_path("o"), row, 8,
-			TD_RING_PRIORITIZED | TD_RING_NOSYNC));
+			td_test_ring_create(true)));
 		td_cr_assert_ok(td_ring_close(other));
 		td_dict_free(row);
 		copy_file(td_test_path("o/.tdstore-ring"), path);
-		td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+		td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_ECORRUPT);
 	}
 	/* A symbolic link is not followed. */
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(symlink(td_test_path("o/.tdstore-ring"), path), 0);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ECORRUPT);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_ECORRUPT);
 	/* A store without a ring file is not a ring. */
 	cr_assert_eq(unlink(path), 0);
-	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_open(&r, td_test_path("r"), NULL), TD_ENOTFOUND);
 }
 
 Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
 {
-	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 8, true);
 	td_dict *out;
 	uint64_t junk[8], pos = 0, seed = 99;
 	int64_t got;
@@ -1062,7 +1140,7 @@ static void crash_after_claim(const char *dir, uint64_t capacity)
 		uint64_t t, owner, lo, hi;
 		int fd, slot;
 
-		if (td_ring_open(&r, dir, TD_STORE_RDWR) != 0)
+		if (td_ring_open(&r, dir, td_test_ring_rw()) != 0)
 			_exit(2);
 		snprintf(path, sizeof(path), "%s/.tdstore-ring", dir);
 		fd = open(path, O_RDWR);
@@ -1091,7 +1169,7 @@ static void crash_after_claim(const char *dir, uint64_t capacity)
 
 Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 {
-	td_ring *r = new_ring("r", 8, 0);
+	td_ring *r = new_ring("r", 8, false);
 	td_ring_stats st;
 	td_dict *out;
 	rowptrs p;
@@ -1135,14 +1213,14 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 
 Test(ring, a_live_writer_a_lap_behind_keeps_its_slot)
 {
-	td_ring *r = new_ring("r", 4, 0), *slow;
+	td_ring *r = new_ring("r", 4, false), *slow;
 	td_ring_stats st;
 	unsigned char *m;
 	uint64_t w;
 	int fd;
 
 	/* The slow writer (this process, another handle) holds slot 0 for ticket 0. */
-	td_cr_assert_ok(td_ring_open(&slow, td_test_path("r"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_ring_open(&slow, td_test_path("r"), td_test_ring_rw()));
 	fd = open(td_test_path("r/.tdstore-ring"), O_RDWR);
 	m = mmap(NULL, RING_SEQ_OFFSET + 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	cr_assert(m != MAP_FAILED);
@@ -1178,7 +1256,7 @@ Test(ring, a_live_writer_a_lap_behind_keeps_its_slot)
 
 Test(ring, prioritized_sampling_follows_the_priorities)
 {
-	td_ring *r = new_ring("r", 6, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 6, true);
 	td_dict *out;
 	rowptrs p;
 	int64_t idx[4000], counts[6] = { 0 }, i;
@@ -1232,7 +1310,7 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 
 Test(ring, priorities_carry_on_after_a_reopen)
 {
-	td_ring *r = new_ring("r", 8, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 8, true);
 	td_dict *out;
 	int64_t idx[2000], counts[8] = { 0 }, i;
 	double prob[2000];
@@ -1244,7 +1322,7 @@ Test(ring, priorities_carry_on_after_a_reopen)
 	/* Another process reopens it: the priorities, and the largest one (3) that
 	 * new rows get, are those in the file. */
 	put_rows_in_child(4, 1, 4);
-	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 2000));
 	td_ring_seed(r, 5);
 	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
@@ -1262,7 +1340,7 @@ Test(ring, priorities_carry_on_after_a_reopen)
 Test(ring, priority_updates_from_several_processes_add_up)
 {
 	enum { PROCS = 4, ROUNDS = 200 };
-	td_ring *r = new_ring("r", 64, TD_RING_PRIORITIZED);
+	td_ring *r = new_ring("r", 64, true);
 	td_dict *out;
 	int64_t idx[1000], i, counts[64] = { 0 };
 	int k, status, rounds = under_valgrind() ? 20 : ROUNDS;
@@ -1274,7 +1352,7 @@ Test(ring, priority_updates_from_several_processes_add_up)
 		cr_assert(pids[k] >= 0);
 		if (pids[k] == 0) {
 			td_ring *c;
-			int ok = td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) == 0, j;
+			int ok = td_ring_open(&c, td_test_path("r"), td_test_ring_rw()) == 0, j;
 
 			/* Process k owns slots k, k+4, ...; each ends at priority 0 or 2. */
 			for (j = 0; ok && j < rounds; j++) {
@@ -1330,7 +1408,7 @@ static int stress_writer(const char *dir, int w, int64_t rows, shared *sh)
 	uint64_t seed = 1000 + (uint64_t)w;
 	int64_t done = 0;
 
-	if (td_ring_open(&r, dir, TD_STORE_RDWR) != 0)
+	if (td_ring_open(&r, dir, td_test_ring_rw()) != 0)
 		return 1;
 	while (done < rows) {
 		int64_t n = 1 + (int64_t)(td_test_rand(&seed) % 48), i, got;
@@ -1372,7 +1450,7 @@ static int stress_sampler(const char *dir, int k, shared *sh)
 	double prio[32];
 	bool last = false, writable = k % 2 == 0;
 
-	if (td_ring_open(&r, dir, writable ? TD_STORE_RDWR : TD_STORE_RDONLY) != 0 ||
+	if (td_ring_open(&r, dir, writable ? td_test_ring_rw() : NULL) != 0 ||
 		td_ring_batch_new(&b, r, 32) != 0 || td_ring_stat(r, &st) != 0)
 		return 1;
 	p = ptrs_of(b);
@@ -1425,11 +1503,11 @@ static int stress_sampler(const char *dir, int k, shared *sh)
 	return td_ring_close(r) != 0;
 }
 
-static void stress(unsigned flags)
+static void stress(bool prioritized)
 {
 	enum { WRITERS = 4, SAMPLERS = 2 };
 	int64_t rows = under_valgrind() ? 300 : 20000, i, got;
-	td_ring *r = new_ring("r", 256, flags);
+	td_ring *r = new_ring("r", 256, prioritized);
 	shared *sh = shared_new();
 	pid_t w[WRITERS], s[SAMPLERS];
 	td_ring_stats st;
@@ -1465,7 +1543,7 @@ static void stress(unsigned flags)
 	cr_assert(atomic_load(&sh->sampled) >= 32 * SAMPLERS);
 	/* Totals: every row reserved was stored (no writer fell a lap behind for
 	 * good: dropped rows are counted), the ring holds the last 256. */
-	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_ring_stat(r, &st));
 	cr_assert_eq(st.head, (uint64_t)(WRITERS * rows));
 	cr_assert_eq((uint64_t)atomic_load(&sh->stored) + st.dropped, st.head);
@@ -1481,7 +1559,7 @@ static void stress(unsigned flags)
 		(long long)got);
 	for (i = 0; i < got; i++)
 		cr_assert(row_ok(&p, i));
-	if (flags & TD_RING_PRIORITIZED) {
+	if (prioritized) {
 		/* The sum-tree, updated by writers and a sampler at once, still draws whole rows. */
 		td_cr_assert_ok(td_ring_sample_prioritized(r, b, NULL, NULL));
 		for (i = 0; i < 256; i++)
@@ -1497,12 +1575,12 @@ static void stress(unsigned flags)
 
 Test(ring, four_writers_and_two_samplers_never_see_a_torn_row)
 {
-	stress(0);
+	stress(false);
 }
 
 Test(ring, four_writers_and_two_prioritized_samplers_never_see_a_torn_row)
 {
-	stress(TD_RING_PRIORITIZED);
+	stress(true);
 }
 
 /* ---- processes: kill ---- */
@@ -1510,7 +1588,7 @@ Test(ring, four_writers_and_two_prioritized_samplers_never_see_a_torn_row)
 Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 {
 	int iterations = under_valgrind() ? 10 : 120, it;
-	td_ring *r = new_ring("r", 64, 0);
+	td_ring *r = new_ring("r", 64, false);
 	uint64_t seed = 4242, total_reclaimed = 0;
 	td_dict *b;
 	rowptrs p;
@@ -1534,7 +1612,7 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 			td_ring *c;
 			int64_t id = (int64_t)it * 1000000;
 
-			if (td_ring_open(&c, td_test_path("r"), TD_STORE_RDWR) != 0)
+			if (td_ring_open(&c, td_test_path("r"), td_test_ring_rw()) != 0)
 				_exit(1);
 			for (;;) {
 				td_dict *cb;

@@ -225,9 +225,9 @@ Test(store_full, a_ring_that_does_not_fit_is_refused)
 	td_cr_assert_ok(td_dict_new(&tmpl, 0, NULL));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 1, row));
 	td_cr_assert_ok(td_dict_set_tensor_take(tmpl, "obs", &t));
-	td_cr_assert_err(td_ring_create(&r, in(mnt, "ring"), tmpl, 1024, 0), TD_ENOSPC);
+	td_cr_assert_err(td_ring_create(&r, in(mnt, "ring"), tmpl, 1024, NULL), TD_ENOSPC);
 	cr_assert_null(r);
-	td_cr_assert_ok(td_ring_create(&r, in(mnt, "ring2"), tmpl, 16, 0));
+	td_cr_assert_ok(td_ring_create(&r, in(mnt, "ring2"), tmpl, 16, NULL));
 	td_cr_assert_ok(td_ring_close(r));
 	td_dict_free(tmpl);
 }
