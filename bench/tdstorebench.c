@@ -413,31 +413,33 @@ static double files_floor(const td_dict *d, const char *path, bool data, size_t 
 /* ---- rows ---- */
 
 /* "save", "save-packed", ... : the row prefix of a placement. */
-static const char *prefix(const char *what, unsigned placement)
+static const char *prefix(const char *what, td_placement placement)
 {
 	static char buf[64];
 
-	snprintf(buf, sizeof(buf), "%s%s", what, placement & TD_STORE_PACKED ? "-packed" : "");
+	snprintf(buf, sizeof(buf), "%s%s", what, placement == TD_PLACEMENT_PACKED ? "-packed" : "");
 	return buf;
 }
 
 static void bench_save_read(const char *layout, td_dict *d, const char *size_name,
-	unsigned placement)
+	td_placement placement)
 {
 	char name[128], store[4200], raw[4200], extra[256], files[128], rawfiles[128], tree[4200];
 	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
 	       s2 = 0, best_files = 1e30, best_rawfiles = 1e30;
+	td_store_memmap_opts opts = TD_STORE_MEMMAP_OPTS_INIT;
 	bool floor;
 	size_t leaves, bytes = dict_bytes(d, &leaves), nfiles = 0, ndirs = 0;
 	int r;
 
+	opts.placement = placement;
 	snprintf(name, sizeof(name), "%s/%s/%s", prefix("save", placement), layout, size_name);
 	snprintf(extra, sizeof(extra), "%s/%s/%s", prefix("read", placement), layout, size_name);
 	/* The directory placement's floor: its files created empty. */
 	snprintf(files, sizeof(files), "save-files/%s/%s", layout, size_name);
 	/* ... and with every byte written and synced: the least any save takes. */
 	snprintf(rawfiles, sizeof(rawfiles), "save-rawfiles/%s/%s", layout, size_name);
-	floor = opt.floor && !(placement & TD_STORE_PACKED) && (wanted(files) || wanted(rawfiles));
+	floor = opt.floor && placement != TD_PLACEMENT_PACKED && (wanted(files) || wanted(rawfiles));
 	if (!wanted(name) && !wanted(extra) && !floor)
 		return;
 	snprintf(store, sizeof(store), "%s/store", opt.dir);
@@ -472,7 +474,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 			best_raw = t;
 		sync();
 		t = bench_now();
-		BENCH_CHECK(td_store_memmap(&st, d, store, placement));
+		BENCH_CHECK(td_store_memmap(&st, d, store, &opts));
 		t = bench_now() - t;
 		BENCH_CHECK(td_store_close(st));
 		if (t < best_save)
@@ -501,7 +503,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		td_store *st;
 		double t = bench_now();
 
-		BENCH_CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+		BENCH_CHECK(td_store_open(&st, store, NULL));
 		s1 = sum_dict(td_store_dict(st));
 		BENCH_CHECK(td_store_close(st));
 		t = bench_now() - t;
@@ -531,7 +533,7 @@ static double time_open(const char *store, long *rss)
 	td_store *st;
 	double t = bench_now();
 
-	BENCH_CHECK(td_store_open(&st, store, TD_STORE_RDONLY));
+	BENCH_CHECK(td_store_open(&st, store, NULL));
 	t = bench_now() - t;
 	grown = rss_bytes() - before;
 	if (grown > *rss)
@@ -559,12 +561,13 @@ static void open_row(const char *name, int leaves, int64_t bytes, double t, doub
  * baseline of the open row. The two alternate, so that both see the same
  * load of the machine; each is the best of --repeat.
  */
-static void bench_open(int leaves, int64_t bytes, const char *size_name, unsigned placement)
+static void bench_open(int leaves, int64_t bytes, const char *size_name, td_placement placement)
 {
 	char name[128], jname[128], store[4200];
 	double best = 1e30, best_json = 1e30;
 	long rss = 0, rss_json = 0;
-	bool dir = !(placement & TD_STORE_PACKED);
+	bool dir = placement != TD_PLACEMENT_PACKED;
+	td_store_memmap_opts opts = TD_STORE_MEMMAP_OPTS_INIT;
 	td_dict *d;
 	td_store *st;
 	int r;
@@ -578,7 +581,10 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, unsigne
 	snprintf(store, sizeof(store), "%s/open", opt.dir);
 	bench_rm_rf(store);
 	/* Files sized and reserved, data not copied: the open does not look at it. */
-	BENCH_CHECK(td_store_memmap(&st, d, store, TD_STORE_LIKE | TD_STORE_NOSYNC | placement));
+	opts.placement = placement;
+	opts.like = true;
+	opts.sync = TD_SYNC_NONE;
+	BENCH_CHECK(td_store_memmap(&st, d, store, &opts));
 	BENCH_CHECK(td_store_close(st));
 	td_dict_free(d);
 	for (r = 0; r < opt.repeat; r++) {
@@ -610,7 +616,7 @@ int main(int argc, char **argv)
 		bool large;
 	} sizes[] = { { "10MB", 10 * MB, false }, { "100MB", 100 * MB, false },
 		      { "1GB", 1000 * MB, true } };
-	static const unsigned placements[2] = { 0, TD_STORE_PACKED };
+	static const td_placement placements[2] = { TD_PLACEMENT_DIRECTORY, TD_PLACEMENT_PACKED };
 	int i, p;
 
 	for (i = 1; i < argc; i++) {

@@ -197,13 +197,14 @@ dist_man_MANS += \
 	%D%/man/man3/td_store_close.3 \
 	%D%/man/man3/td_store_dict.3 \
 	%D%/man/man3/td_store_encode_key.3 \
-	%D%/man/man3/td_store_flags.3 \
 	%D%/man/man3/td_store_generation.3 \
 	%D%/man/man3/td_store_grow.3 \
 	%D%/man/man3/td_store_grow_leaf.3 \
+	%D%/man/man3/td_store_is_writable.3 \
 	%D%/man/man3/td_store_memmap.3 \
 	%D%/man/man3/td_store_open.3 \
 	%D%/man/man3/td_store_path.3 \
+	%D%/man/man3/td_store_placement.3 \
 	%D%/man/man3/td_store_refresh.3 \
 	%D%/man/man3/td_store_remove.3 \
 	%D%/man/man3/td_store_sync.3 \

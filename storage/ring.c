@@ -275,6 +275,7 @@ static int map_ring_file(td_ring *r, int dirfd, const char *what)
 
 static int open_impl(td_ring **out, const char *path, bool writable, const char *fn)
 {
+	td_store_open_opts so = TD_STORE_OPEN_OPTS_INIT;
 	char what[4096];
 	uint64_t hash, row_bytes;
 	td_ring *r;
@@ -301,7 +302,8 @@ static int open_impl(td_ring **out, const char *path, bool writable, const char 
 	close(dirfd);
 	if (rc < 0)
 		goto fail;
-	rc = td_store_open(&r->store, path, writable ? TD_STORE_RDWR : TD_STORE_RDONLY);
+	so.writable = writable;
+	rc = td_store_open(&r->store, path, &so);
 	if (rc < 0)
 		goto fail;
 	rc = load_leaves(r, r->capacity, &hash, &row_bytes, what);
@@ -522,6 +524,7 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 {
 	char what[4096];
 	td_ring_create_opts o = TD_RING_CREATE_OPTS_INIT;
+	td_store_memmap_opts mo = TD_STORE_MEMMAP_OPTS_INIT;
 	td_dict *like = NULL;
 	td_ring *r = NULL;
 	td__ring_header h;
@@ -553,8 +556,9 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 	}
 	r->fd = -1;
 	r->wslot = -1;
-	rc = td_store_memmap(&r->store, like, path,
-		TD_STORE_LIKE | (nosync ? TD_STORE_NOSYNC : 0));
+	mo.like = true;
+	mo.sync = o.sync;
+	rc = td_store_memmap(&r->store, like, path, &mo);
 	td_dict_free(like);
 	if (rc == TD_OK)
 		rc = make_header(r, (uint64_t)capacity, o.prioritized, &h, what);

@@ -2,7 +2,7 @@
 /*
  * store.c - the store handle, whatever its placement: td_store_open finds
  * the placement of a path (each placement's probe, in order), td_store_memmap
- * takes the one its flags ask for, and every call checks its arguments
+ * takes the one its options ask for, and every call checks its arguments
  * here and goes to the store's placement through its table of operations
  * (td__placement_ops). Nothing here knows how a placement keeps its files.
  */
@@ -29,26 +29,15 @@ static const td__placement_ops *placement_of(const char *path)
 	return placements[i];
 }
 
-/* The placement td_store_memmap() `flags` ask for. */
-static const td__placement_ops *placement_for(unsigned flags)
+/* The placement td_store_memmap() asks for; NULL for a value no placement has. */
+static const td__placement_ops *placement_for(td_placement placement)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < NPLACEMENTS; i++)
-		if (flags & placements[i]->flag)
-			break;
-	return placements[i];
-}
-
-/* Every td_store_memmap() flag that chooses a placement. */
-static unsigned placement_flags(void)
-{
-	unsigned flags = 0;
 	size_t i;
 
 	for (i = 0; i < NPLACEMENTS; i++)
-		flags |= placements[i]->flag;
-	return flags;
+		if (placements[i]->placement == placement)
+			return placements[i];
+	return NULL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -65,7 +54,7 @@ static void store_free(td_store *st)
 
 /* A new store handle of placement `ops` for `path`, its state empty and no dict yet. */
 static int store_new(td_store **out, const td__placement_ops *ops, const char *path,
-	unsigned flags)
+	bool writable)
 {
 	td_store *st = td__calloc(1, sizeof(*st));
 
@@ -78,7 +67,7 @@ static int store_new(td_store **out, const td__placement_ops *ops, const char *p
 		return td__error_nomem(strlen(path) + 1);
 	}
 	st->ops = ops;
-	st->flags = flags;
+	st->writable = writable;
 	ops->init(st);
 	*out = st;
 	return TD_OK;
@@ -97,7 +86,7 @@ static int store_finish(td_store *st, int rc, td_store **out)
 	return TD_OK;
 }
 
-int td_store_open(td_store **out, const char *path, unsigned flags)
+int td_store_open(td_store **out, const char *path, const td_store_open_opts *opts)
 {
 	td_store *st;
 
@@ -106,16 +95,18 @@ int td_store_open(td_store **out, const char *path, unsigned flags)
 	*out = NULL;
 	if (!path)
 		return td__error(TD_EINVAL, "td_store_open: NULL path");
-	if (flags & ~TD_STORE_RDWR)
-		return td__error(TD_EINVAL, "td_store_open: unknown flags 0x%x", flags);
-	TD_TRY(store_new(&st, placement_of(path), path, flags));
+	if (opts && opts->version != TD_STORE_OPEN_OPTS_VERSION)
+		return td__error(TD_EINVAL, "td_store_open: options version %u, expected %u",
+			opts->version, TD_STORE_OPEN_OPTS_VERSION);
+	TD_TRY(store_new(&st, placement_of(path), path, opts && opts->writable));
 	return store_finish(st, st->ops->open(st), out);
 }
 
-int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsigned flags)
+int td_store_memmap(td_store **out, const td_dict *src, const char *path,
+	const td_store_memmap_opts *opts)
 {
-	const unsigned known = TD_STORE_EXISTSOK | TD_STORE_LIKE | TD_STORE_NOSYNC |
-		placement_flags();
+	td_store_memmap_opts o = TD_STORE_MEMMAP_OPTS_INIT;
+	const td__placement_ops *ops;
 	td_store *st;
 
 	if (!out)
@@ -123,11 +114,19 @@ int td_store_memmap(td_store **out, const td_dict *src, const char *path, unsign
 	*out = NULL;
 	if (!src || !path)
 		return td__error(TD_EINVAL, "td_store_memmap: NULL %s", src ? "path" : "src");
-	if (flags & ~known)
-		return td__error(TD_EINVAL, "td_store_memmap: unknown flags 0x%x", flags);
+	if (opts && opts->version != TD_STORE_MEMMAP_OPTS_VERSION)
+		return td__error(TD_EINVAL, "td_store_memmap: options version %u, expected %u",
+			opts->version, TD_STORE_MEMMAP_OPTS_VERSION);
+	if (opts)
+		o = *opts;
+	ops = placement_for(o.placement);
+	if (!ops)
+		return td__error(TD_EINVAL, "td_store_memmap: unknown placement %d", (int)o.placement);
+	if (o.sync != TD_SYNC_FULL && o.sync != TD_SYNC_NONE)
+		return td__error(TD_EINVAL, "td_store_memmap: unknown sync mode %d", (int)o.sync);
 	TD_TRY(td__check_writable(src, "td_store_memmap"));
-	TD_TRY(store_new(&st, placement_for(flags), path, TD_STORE_RDWR));
-	return store_finish(st, st->ops->memmap(st, src, flags), out);
+	TD_TRY(store_new(&st, ops, path, true));
+	return store_finish(st, st->ops->memmap(st, src, &o), out);
 }
 
 td_dict *td_store_dict(td_store *store)
@@ -140,11 +139,14 @@ const char *td_store_path(const td_store *store)
 	return store ? store->path : NULL;
 }
 
-unsigned td_store_flags(const td_store *store)
+td_placement td_store_placement(const td_store *store)
 {
-	if (!store)
-		return TD_STORE_RDONLY;
-	return store->flags | store->ops->flag;
+	return store ? store->ops->placement : TD_PLACEMENT_DIRECTORY;
+}
+
+bool td_store_is_writable(const td_store *store)
+{
+	return store && store->writable;
 }
 
 int td_store_sync(td_store *store)
@@ -160,7 +162,7 @@ int td_store_close(td_store *store)
 
 	if (!store)
 		return TD_OK;
-	if (store->flags & TD_STORE_RDWR)
+	if (store->writable)
 		rc = td_store_sync(store);
 	store_free(store);
 	return rc;
@@ -201,7 +203,7 @@ static int check_path(const td_store *st, const char *const *parts, size_t n, co
 			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
 				parts[i]);
 	}
-	if (!(st->flags & TD_STORE_RDWR))
+	if (!st->writable)
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
 	rc = td__holds_lazy(st->dict);
 	if (rc < 0)
@@ -257,7 +259,7 @@ int td_store_grow(td_store *store, int64_t new_size)
 
 	if (!store)
 		return td__error(TD_EINVAL, "%s: NULL store", fn);
-	if (!(store->flags & TD_STORE_RDWR))
+	if (!store->writable)
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
 	if (new_size < 0)
 		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);

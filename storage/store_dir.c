@@ -48,7 +48,7 @@ static int recover_on_open(td_store *st, int rootfd)
 
 static int dir_open(td_store *st)
 {
-	bool rw = (st->flags & TD_STORE_RDWR) != 0;
+	bool rw = st->writable;
 	int dirfd, rc;
 
 	TD_TRY(td__open_root(st->path, "td_store_open", &dirfd));
@@ -72,7 +72,7 @@ static int dir_sync(td_store *st)
 	size_t i;
 	int rc = TD_OK;
 
-	if (!(st->flags & TD_STORE_RDWR))
+	if (!st->writable)
 		return TD_OK; /* nothing was written through it */
 	if (st->dir.nmaps > SYNC_MAPS_MAX) {
 		/*
@@ -135,7 +135,7 @@ out:
 }
 
 const td__placement_ops td__dir_ops = {
-	.flag = 0,
+	.placement = TD_PLACEMENT_DIRECTORY,
 	.probe = NULL, /* the last placement: any path no other claims */
 	.init = dir_init,
 	.release = dir_release,

@@ -124,7 +124,7 @@ void td__dirindex_update(td_store *st, int rootfd);
  * td_store_memmap() into the directory st->path (st new, read-write, no
  * dict yet): on success st->dict maps the written leaves.
  */
-int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags);
+int td__dir_memmap(td_store *st, const td_dict *src, const td_store_memmap_opts *opts);
 /**
  * Create (or reuse, as an add that crashed before its commit left it) the
  * leaf file of `key` under `dirfd` for a schema change, holding a copy of

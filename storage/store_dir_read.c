@@ -506,7 +506,7 @@ out:
 int td__dir_load(td_store *st, int dirfd, td_dict **out, td__dirmodel **model_out)
 {
 	td__journal_view jv;
-	loader ld = { st, (st->flags & TD_STORE_RDWR) != 0, &jv, NULL };
+	loader ld = { st, st->writable, &jv, NULL };
 	int rc;
 
 	*out = NULL;

@@ -45,7 +45,9 @@ typedef struct made_entry {
  */
 typedef struct writer {
 	td_store *st;
-	unsigned flags;
+	bool exist_ok;        /* reuse existing leaf files */
+	bool like;            /* reserve the leaves' files without writing their bytes */
+	bool sync;            /* sync the data and the commit */
 	td__commit commit;
 	td__relpath path;
 	td__writer io;        /* writes every leaf's bytes */
@@ -85,7 +87,7 @@ static int record_made(writer *w, const char *name, bool dir)
  * Release the list of what the save made; with `undo` (a save that failed
  * before its commit: no meta.json names any of it) remove it first, the
  * latest first, so that directories are empty when they are removed. Files
- * that existed before the save (TD_STORE_EXISTSOK) are not in the list.
+ * that existed before the save (reused with exist_ok) are not in the list.
  */
 static void release_made(writer *w, int rootfd, bool undo)
 {
@@ -136,17 +138,16 @@ static int write_meta(writer *w, int dirfd, const char *rel, json_t *meta)
 
 /*
  * Make a save visible: every staged meta.json becomes current at once
- * (after one sync of the leaf data, unless TD_STORE_NOSYNC), through the
- * journal when there are several. With `ok` false the staged files are
- * removed.
+ * (after one sync of the leaf data, unless the save is TD_SYNC_NONE),
+ * through the journal when there are several. With `ok` false the staged
+ * files are removed.
  */
 static int commit_meta(writer *w, int rootfd, bool ok)
 {
 	int rc = TD_OK;
 
 	if (ok)
-		rc = td__commit_run(&w->commit, rootfd, !(w->flags & TD_STORE_NOSYNC),
-			w->st->path);
+		rc = td__commit_run(&w->commit, rootfd, w->sync, w->st->path);
 	else
 		td__commit_abort(&w->commit);
 	td__relpath_free(&w->path);
@@ -155,7 +156,7 @@ static int commit_meta(writer *w, int rootfd, bool ok)
 
 /*
  * Create (or reuse) one leaf file, write the data in and map it. Writing
- * every byte reserves the file's blocks; TD_STORE_LIKE leaves, which are
+ * every byte reserves the file's blocks; `like` leaves, which are
  * not written, are reserved with fallocate.
  */
 static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
@@ -163,7 +164,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 {
 	char what[TD_REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
-	bool like = (w->flags & TD_STORE_LIKE) != 0, created = false;
+	bool like = w->like, created = false;
 	td_buffer *map = NULL;
 	int fd = -1, rc;
 
@@ -172,7 +173,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	td__dir_join(what, sizeof(what), rel, fname);
 	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
-		(w->flags & TD_STORE_EXISTSOK) != 0, "td_store_memmap", what, &fd, &created);
+		w->exist_ok, "td_store_memmap", what, &fd, &created);
 	if (created) {
 		int r2 = record_made(w, fname, false); /* before anything can fail after it */
 
@@ -456,7 +457,9 @@ int td__dir_write_leaf(td_store *st, int dirfd, const char *rel, const char *key
 
 	memset(&w, 0, sizeof(w));
 	w.st = st;
-	w.flags = TD_STORE_EXISTSOK | (copy ? 0u : TD_STORE_LIKE);
+	w.exist_ok = true;
+	w.like = !copy;
+	w.sync = true;
 	rc = td__writer_init(&w.io, -1, 0, rel);
 	if (rc == TD_OK)
 		rc = write_leaf(&w, dirfd, rel, key, t, out);
@@ -471,7 +474,7 @@ int td__dir_write_leaf(td_store *st, int dirfd, const char *rel, const char *key
  * together as one schema change (journal.c), under the exclusive lock. A
  * save that fails before its commit leaves nothing it made behind.
  */
-int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags)
+int td__dir_memmap(td_store *st, const td_dict *src, const td_store_memmap_opts *opts)
 {
 	const char *path = st->path;
 	writer w;
@@ -486,7 +489,9 @@ int td__dir_memmap(td_store *st, const td_dict *src, unsigned flags)
 	TD_TRY(td__open_root(path, "td_store_memmap", &dirfd));
 	memset(&w, 0, sizeof(w));
 	w.st = st;
-	w.flags = flags;
+	w.exist_ok = opts->exist_ok;
+	w.like = opts->like;
+	w.sync = opts->sync == TD_SYNC_FULL;
 	rc = td__writer_init(&w.io, -1, 0, path);
 	/* The whole save is one schema change for processes that have the directory open. */
 	if (rc == TD_OK)

@@ -328,7 +328,7 @@ int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **mo
 	rd.st = st;
 	rd.dx = &dx;
 	rd.rootfd = rootfd;
-	rd.writable = (st->flags & TD_STORE_RDWR) != 0;
+	rd.writable = st->writable;
 	rd.what = what;
 	rc = rd.writable ? td__dirmodel_new(&rd.model) : TD_OK;
 	if (rc == TD_OK)

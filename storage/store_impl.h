@@ -204,7 +204,7 @@ typedef struct td__placement_ops td__placement_ops;
 struct td_store {
 	const td__placement_ops *ops; /* its placement */
 	char *path;           /* as given to open / memmap */
-	unsigned flags;       /* TD_STORE_RDONLY or TD_STORE_RDWR */
+	bool writable;        /* open read-write */
 	td_dict *dict;        /* the root dict (owned) */
 	uint64_t generation;  /* the schema generation the dict was loaded at */
 	union {               /* the state of the placement `ops` is */
@@ -222,18 +222,21 @@ struct td_store {
  * td_store's union.
  */
 struct td__placement_ops {
-	/** The td_store_memmap() flag that asks for it, which td_store_flags() reports (0: none). */
-	unsigned flag;
+	/** Which placement it is: what td_store_memmap_opts asks for and td_store_placement() says. */
+	td_placement placement;
 	/** Whether `path` is a store of this placement; NULL for the last, which takes any path. */
 	bool (*probe)(const char *path);
 	/** Make the placement's state empty (nothing to release), in a zeroed handle. */
 	void (*init)(td_store *st);
 	/** Release what the placement's state holds. */
 	void (*release)(td_store *st);
-	/** td_store_open(): load the store at st->path (opened as st->flags say) into st->dict. */
+	/** td_store_open(): load the store at st->path (read-write when st->writable) into st->dict. */
 	int (*open)(td_store *st);
-	/** td_store_memmap(): write `src` (checked) as a new store at st->path and load it. */
-	int (*memmap)(td_store *st, const td_dict *src, unsigned flags);
+	/**
+	 * td_store_memmap(): write `src` (checked) as a new store at st->path
+	 * and load it; `opts` (checked, never NULL) says how.
+	 */
+	int (*memmap)(td_store *st, const td_dict *src, const td_store_memmap_opts *opts);
 	int (*sync)(td_store *st);
 	uint64_t (*generation)(const td_store *st);
 	int (*refresh)(td_store *st, bool *changed);

@@ -270,7 +270,7 @@ static int load(td_store *st)
 	}
 	if (rc == TD_OK)
 		rc = td__map_fd(&map, pk->fd, (size_t)slot[cur].file_length,
-			(st->flags & TD_STORE_RDWR) != 0, what);
+			st->writable, what);
 	if (rc == TD_OK)
 		rc = td__keyindex_to_dict(&ix, map, &d, what);
 	if (rc == TD_OK)
@@ -309,7 +309,7 @@ static void packed_init(td_store *st)
 
 static int packed_open(td_store *st)
 {
-	bool rw = (st->flags & TD_STORE_RDWR) != 0;
+	bool rw = st->writable;
 	int rc;
 
 	st->pk.fd = open(st->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
@@ -377,7 +377,7 @@ static int packed_refresh(td_store *st, bool *changed)
 
 static int packed_sync(td_store *st)
 {
-	if (!(st->flags & TD_STORE_RDWR) || !st->pk.map)
+	if (!st->writable || !st->pk.map)
 		return TD_OK;
 	if (msync(td_buffer_data(st->pk.map), td_buffer_size(st->pk.map), MS_SYNC) < 0)
 		return td__error_os(TD_EIO, errno, "td_store_sync: %s: msync", st->path);
@@ -524,11 +524,11 @@ static int open_parent(const char *path, int *dirfd, const char **base)
 	return TD_OK;
 }
 
-static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
+static int packed_memmap(td_store *st, const td_dict *src, const td_store_memmap_opts *opts)
 {
 	static const char fn[] = "td_store_memmap";
 	const char *path = st->path;
-	bool nosync = (flags & TD_STORE_NOSYNC) != 0;
+	bool nosync = opts->sync == TD_SYNC_NONE;
 	td__keyindex ix = { 0 };
 	td__slot slot[2];
 	td_buffer *map = NULL;
@@ -574,12 +574,11 @@ static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 	rc = td__create_temp(dirfd, tmp, sizeof(tmp), &fd, path);
 	if (rc < 0)
 		goto out;
-	/* TD_STORE_LIKE writes no extent: fallocate reserves them. Otherwise writing does. */
-	if (flags & TD_STORE_LIKE)
+	/* `like` writes no extent: fallocate reserves them. Otherwise writing does. */
+	if (opts->like)
 		rc = reserve(fd, 0, end, path);
 	if (rc == TD_OK)
-		rc = write_file(&ix, fd, page, ibuf, ilen, index_off, end,
-			(flags & TD_STORE_LIKE) != 0, path);
+		rc = write_file(&ix, fd, page, ibuf, ilen, index_off, end, opts->like, path);
 	if (rc == TD_OK)
 		rc = td__map_fd(&map, fd, (size_t)end, true, path);
 	if (rc == TD_OK && !nosync)
@@ -587,12 +586,12 @@ static int packed_memmap(td_store *st, const td_dict *src, unsigned flags)
 	if (rc < 0)
 		goto out;
 	/* Publish under the final name: a link fails if the name exists. */
-	if (flags & TD_STORE_EXISTSOK) {
+	if (opts->exist_ok) {
 		if (renameat(dirfd, tmp, dirfd, base) < 0)
 			rc = td__file_error(errno, path, "rename");
 	} else if (linkat(dirfd, tmp, dirfd, base, 0) < 0) {
 		rc = errno == EEXIST ?
-			td__error(TD_EEXISTS, "%s: %s exists (pass TD_STORE_EXISTSOK to replace it)",
+			td__error(TD_EEXISTS, "%s: %s exists (set the option exist_ok to replace it)",
 				fn, path) :
 			td__file_error(errno, path, "link");
 	} else {
@@ -674,7 +673,7 @@ static int commit(td_store *st, td__keyindex *ix, uint64_t end, td_buffer *map)
 		return rc;
 	/* Committed: from here on a failure only leaves this handle stale. */
 	if (!map || td_buffer_size(map) < end) {
-		rc = td__map_fd(&own, pk->fd, (size_t)end, (st->flags & TD_STORE_RDWR) != 0, what);
+		rc = td__map_fd(&own, pk->fd, (size_t)end, st->writable, what);
 		if (rc < 0)
 			return rc;
 		map = own;
@@ -994,7 +993,7 @@ out:
 }
 
 const td__placement_ops td__packed_ops = {
-	.flag = TD_STORE_PACKED,
+	.placement = TD_PLACEMENT_PACKED,
 	.probe = packed_probe,
 	.init = packed_init,
 	.release = packed_release,

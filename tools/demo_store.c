@@ -27,6 +27,7 @@ int demo_step_store(demo *d)
 	static const int64_t rows[1] = { DEMO_ROWS };
 	const char *prio[1] = { "priority" };
 	char dir[256];
+	td_store_open_opts rw = TD_STORE_OPEN_OPTS_INIT;
 	td_store *saved = NULL, *reader = NULL, *writer = NULL;
 	td_dict *rb = NULL;
 	const td_strings *tasks;
@@ -42,10 +43,10 @@ int demo_step_store(demo *d)
 	/* The transitions with a task name per row (saved as a NonTensorStack). */
 	DEMO_CALL(d, td_dict_copy(&rb, d->rb));
 	DEMO_TRY(demo_set_tasks(d, rb));
-	DEMO_CALL(d, td_store_memmap(&saved, rb, dir, 0));
+	DEMO_CALL(d, td_store_memmap(&saved, rb, dir, NULL));
 	DEMO_CALL(d, td_store_close(saved));
 	saved = NULL;
-	DEMO_CALL(d, td_store_open(&reader, dir, TD_STORE_RDONLY));
+	DEMO_CALL(d, td_store_open(&reader, dir, NULL));
 	DEMO_TRY(demo_check_equal(d, td_store_dict(reader), rb, 1,
 		"the reopened store and the transitions"));
 	DEMO_CALL(d, td_dict_get_strings(&tasks, td_store_dict(reader), "info.task"));
@@ -57,7 +58,8 @@ int demo_step_store(demo *d)
 		"obs is a view of its file");
 	DEMO_CALL(d, demo_dict_stats(td_store_dict(reader), &s));
 
-	DEMO_CALL(d, td_store_open(&writer, dir, TD_STORE_RDWR));
+	rw.writable = true;
+	DEMO_CALL(d, td_store_open(&writer, dir, &rw));
 	DEMO_CALL(d, td_store_add_empty(writer, prio, 1, TD_DTYPE_F32, 1, rows));
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
 	DEMO_CHECK(d, changed, "the reader sees the writer's new leaf");

@@ -16,7 +16,7 @@
  * written by Python tensordict opens as it is, and one written here opens
  * in Python with TensorDict.load_memmap().
  *
- * The packed placement (TD_STORE_PACKED) is one file: a header page with
+ * The packed placement (TD_PLACEMENT_PACKED) is one file: a header page with
  * two commit slots, a binary key index and every leaf in a 4096-byte
  * aligned extent (doc/format.md sections 3 and 4). One mapping covers the
  * whole store; opening reads the index only. It holds lazy stacks too (at
@@ -47,6 +47,14 @@ TD_BEGIN_DECLS
 
 typedef struct td_store td_store;
 
+/** How a store keeps its files (td_store_memmap_opts, td_store_placement()). */
+typedef enum td_placement {
+	/** tensordict's directory layout: meta.json files, one file per leaf (the default) */
+	TD_PLACEMENT_DIRECTORY = 0,
+	/** one file: header, key index, every leaf in a 4096-byte aligned extent */
+	TD_PLACEMENT_PACKED = 1
+} td_placement;
+
 /**
  * How much of a call's writing reaches the disk before it returns (the
  * `sync` of td_store_memmap_opts and td_ring_create_opts).
@@ -65,32 +73,59 @@ typedef enum td_sync_mode {
 	TD_SYNC_NONE = 1
 } td_sync_mode;
 
-/** td_store_open() flag: map leaves read-only (the default). */
-#define TD_STORE_RDONLY 0x0u
-/** td_store_open() flag: map leaves writable (written data reaches the files). */
-#define TD_STORE_RDWR 0x1u
-/**
- * td_store_memmap() flag: reuse leaf files that already exist (tensordict's
- * existsok=True): they are written in place, grown when too small and
- * never truncated. Without it an existing leaf file is an error.
- */
-#define TD_STORE_EXISTSOK 0x2u
-/**
- * td_store_memmap() flag: allocate the files without copying the data
- * (tensordict's memmap_like): new files read as zeros; reused files keep
- * their bytes.
- */
-#define TD_STORE_LIKE 0x4u
-/** td_store_memmap() flag: skip the final fsync of files and directories (faster, not durable). */
-#define TD_STORE_NOSYNC 0x8u
-/**
- * td_store_memmap() flag: write the packed placement - one file at `path`
- * holding a header, the key index and every leaf in 4096-byte aligned
- * extents (doc/format.md section 4) - instead of tensordict's directory
- * layout. One mapping covers the whole store. td_store_flags() reports it
- * for a packed store.
- */
-#define TD_STORE_PACKED 0x10u
+/** Current version of td_store_open_opts; set `version` to it. */
+#define TD_STORE_OPEN_OPTS_VERSION 1
+
+/** How td_store_open() opens a store. Fields are only appended. */
+typedef struct td_store_open_opts {
+	unsigned version; /**< TD_STORE_OPEN_OPTS_VERSION */
+	/**
+	 * map the leaves writable (data written through the dict reaches the
+	 * files) and allow schema changes; default false: read-only
+	 */
+	bool writable;
+} td_store_open_opts;
+
+/** Initializer for td_store_open_opts: read-only. */
+#define TD_STORE_OPEN_OPTS_INIT { TD_STORE_OPEN_OPTS_VERSION, false }
+
+/** Current version of td_store_memmap_opts; set `version` to it. */
+#define TD_STORE_MEMMAP_OPTS_VERSION 1
+
+/** How td_store_memmap() writes a store. Fields are only appended. */
+typedef struct td_store_memmap_opts {
+	unsigned version; /**< TD_STORE_MEMMAP_OPTS_VERSION */
+	/**
+	 * TD_PLACEMENT_DIRECTORY (the default): tensordict's directory layout;
+	 * TD_PLACEMENT_PACKED: one file at `path` holding a header, the key
+	 * index and every leaf in 4096-byte aligned extents (doc/format.md
+	 * section 4), which one mapping covers
+	 */
+	td_placement placement;
+	/**
+	 * reuse what exists (tensordict's existsok=True): leaf files are written
+	 * in place, grown when too small and never truncated; a packed file is
+	 * replaced. Default false: an existing leaf file or packed file is an
+	 * error
+	 */
+	bool exist_ok;
+	/**
+	 * allocate the files without copying the data (tensordict's
+	 * memmap_like): new files read as zeros, reused files keep their bytes;
+	 * default false: the data is copied
+	 */
+	bool like;
+	/**
+	 * TD_SYNC_FULL (the default): every file and directory is synced
+	 * before the call returns; TD_SYNC_NONE: nothing is synced (the save
+	 * is still atomic against a crash of the process)
+	 */
+	td_sync_mode sync;
+} td_store_memmap_opts;
+
+/** Initializer for td_store_memmap_opts: a directory, nothing reused, the data copied, synced. */
+#define TD_STORE_MEMMAP_OPTS_INIT \
+	{ TD_STORE_MEMMAP_OPTS_VERSION, TD_PLACEMENT_DIRECTORY, false, false, TD_SYNC_FULL }
 
 /**
  * Open a store in place: a directory (only its meta.json files are read)
@@ -115,9 +150,11 @@ typedef enum td_sync_mode {
  * @param[out] out  receives the store; owned by the caller, release with
  *                  td_store_close(); NULL on failure
  * @param path      the directory, or a packed file
- * @param flags     TD_STORE_RDONLY or TD_STORE_RDWR
+ * @param opts      NULL for the defaults (TD_STORE_OPEN_OPTS_INIT:
+ *                  read-only), or options whose `version` is
+ *                  TD_STORE_OPEN_OPTS_VERSION
  * @return TD_OK;
- *         TD_EINVAL for NULL arguments or unknown flags;
+ *         TD_EINVAL for NULL arguments or an unknown options version;
  *         TD_EEXISTS if `path` is neither a directory nor a regular file;
  *         TD_ENOTFOUND if `path` or a meta.json it needs does not exist;
  *         TD_ECORRUPT for a meta.json that is not valid JSON, is not the
@@ -135,10 +172,10 @@ typedef enum td_sync_mode {
  *         nested tensors, NonTensorStack, non-string NonTensorData,
  *         quantized or complex32 dtypes; unknown packed feature flags); the
  *         message names the key;
- *         TD_EREADONLY (TD_STORE_RDWR on files that cannot be written);
+ *         TD_EREADONLY (`writable` on files that cannot be written);
  *         TD_EIO and TD_ENOMEM for system failures
  */
-TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
+TD_API int td_store_open(td_store **out, const char *path, const td_store_open_opts *opts);
 
 /**
  * Write a dict into a store directory (tensordict's TensorDict.memmap)
@@ -147,10 +184,11 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  *
  * The directory is created if missing (its parent must exist); an existing
  * one is reused. Each leaf file is created with its full size reserved
- * (every byte written, or with TD_STORE_LIKE fallocated), so that a full
- * disk fails here with TD_ENOSPC rather than later with SIGBUS. meta.json files are replaced atomically (written under
- * a temporary name, synced, renamed). Unless TD_STORE_NOSYNC is given,
- * everything is synced to disk before returning.
+ * (every byte written, or with the option `like` fallocated), so that a
+ * full disk fails here with TD_ENOSPC rather than later with SIGBUS.
+ * meta.json files are replaced atomically (written under a temporary name,
+ * synced, renamed). With the default `sync` (TD_SYNC_FULL) everything is
+ * synced to disk before returning.
  *
  * A lazy stack is written as tensordict writes one (its children in "0/",
  * "1/", ...; TD_EEXISTS if a directory "n/" beyond its n children exists);
@@ -162,26 +200,30 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  *
  * Keys may be any string: file names are encoded as tensordict encodes
  * them. The keys "shape", "device", "_type", "_format_version" and
- * "_class" are refused, as meta.json uses them for the dict itself. Bytes leaves are refused (tensordict stores them in a
- * Python pickle, which tdstore does not write).
+ * "_class" are refused, as meta.json uses them for the dict itself. Bytes
+ * leaves are refused (tensordict stores them in a Python pickle, which
+ * tdstore does not write).
  *
- * @param[out] out  receives the store; release with td_store_close()
- * With TD_STORE_PACKED the store is one file at `path`, written under a
- * temporary name beside it, synced, then linked to `path` (which must not
- * exist) or, with TD_STORE_EXISTSOK, renamed over it: a crash leaves no
- * file or a whole one. Processes that had the old file open keep seeing
- * the old file.
+ * With TD_PLACEMENT_PACKED the store is one file at `path`, written under
+ * a temporary name beside it, synced, then linked to `path` (which must not
+ * exist) or, with `exist_ok`, renamed over it: a crash leaves no file or a
+ * whole one. Processes that had the old file open keep seeing the old
+ * file.
  *
+ * @param[out] out  receives the store, open read-write; owned by the
+ *                  caller, release with td_store_close(); NULL on failure
  * @param src       the dict to write (tensors, nested dicts, strings)
- * @param path      the directory, or with TD_STORE_PACKED the file
- * @param flags     TD_STORE_EXISTSOK, TD_STORE_LIKE, TD_STORE_NOSYNC,
- *                  TD_STORE_PACKED, or 0
+ * @param path      the directory, or for a packed store the file
+ * @param opts      NULL for the defaults (TD_STORE_MEMMAP_OPTS_INIT: a
+ *                  directory, nothing reused, the data copied, everything
+ *                  synced), or options whose `version` is
+ *                  TD_STORE_MEMMAP_OPTS_VERSION
  * @return TD_OK;
- *         TD_EINVAL (NULL arguments, unknown flags, a reserved key, a bytes
- *         leaf, a device tensor);
+ *         TD_EINVAL (NULL arguments, an unknown options version, placement
+ *         or sync mode, a reserved key, a bytes leaf, a device tensor);
  *         TD_EEXISTS (a leaf file, or the packed file, exists and
- *         TD_STORE_EXISTSOK is not set; `path` exists and is not a directory,
- *         or for a packed store not a regular file);
+ *         `exist_ok` is not set; `path` exists and is not a directory, or
+ *         for a packed store not a regular file);
  *         TD_ENOTFOUND (the parent of `path` does not exist);
  *         TD_ECORRUPT (a symbolic link or other non-regular file where a
  *         leaf file or directory goes);
@@ -191,7 +233,7 @@ TD_API int td_store_open(td_store **out, const char *path, unsigned flags);
  *         mix.
  */
 TD_API int td_store_memmap(td_store **out, const td_dict *src, const char *path,
-	unsigned flags);
+	const td_store_memmap_opts *opts);
 
 /**
  * The store's dict. Borrowed: valid until td_store_close(). Locked (no
@@ -206,10 +248,16 @@ TD_API td_dict *td_store_dict(td_store *store);
 TD_API const char *td_store_path(const td_store *store);
 
 /**
- * @return TD_STORE_RDONLY or TD_STORE_RDWR, with TD_STORE_PACKED for a
- *         packed store; TD_STORE_RDONLY for NULL.
+ * @return the store's placement: TD_PLACEMENT_DIRECTORY or
+ *         TD_PLACEMENT_PACKED; TD_PLACEMENT_DIRECTORY for NULL
  */
-TD_API unsigned td_store_flags(const td_store *store);
+TD_API td_placement td_store_placement(const td_store *store);
+
+/**
+ * @return whether the store is open read-write (td_store_memmap(), or
+ *         td_store_open() with `writable`); false for NULL
+ */
+TD_API bool td_store_is_writable(const td_store *store);
 
 /**
  * Flush what was written through a read-write store to disk. A packed store

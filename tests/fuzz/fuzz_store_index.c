@@ -110,7 +110,7 @@ static void write_seed(void)
 	td_store *st;
 	td_tensor t;
 
-	if (td_store_open(&st, dir, TD_STORE_RDWR) != TD_OK ||
+	if (td_store_open(&st, dir, &td_fuzz_rw) != TD_OK ||
 	    td_tensor_zeros(&t, TD_DTYPE_U8, 1, (const int64_t[]){ 2 }) != TD_OK ||
 	    td_store_add_tensor(st, k, 1, &t) != TD_OK || td_store_remove(st, k, 1) != TD_OK)
 		abort();
@@ -181,8 +181,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	td__dirindex_free(&dx);
 	put(TD_DIRINDEX_NAME, copy, size);
 	free(copy);
-	td_fuzz_open_and_read(dir, TD_STORE_RDONLY);
-	td_fuzz_open_and_read(dir, TD_STORE_RDWR);
+	td_fuzz_open_and_read(dir, false);
+	td_fuzz_open_and_read(dir, true);
 	td_error_clear();
 	return 0;
 }

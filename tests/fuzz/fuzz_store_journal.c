@@ -100,7 +100,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	put("sub/.tdstore-tmp.1.1", SUB("8"), strlen(SUB("8")));
 	put(".tdstore-tmp.1.2", ROOT("8"), strlen(ROOT("8")));
 	put(".tdstore-journal", data, size);
-	td_fuzz_open_and_read(dir, TD_STORE_RDONLY);
-	td_fuzz_open_and_read(dir, TD_STORE_RDWR);
+	td_fuzz_open_and_read(dir, false);
+	td_fuzz_open_and_read(dir, true);
 	return 0;
 }

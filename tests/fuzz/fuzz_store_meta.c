@@ -83,6 +83,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		put("sub/meta.json", sub, size - (size_t)(sub - data));
 	else
 		put("sub/meta.json", "{}", 2);
-	td_fuzz_open_and_read(dir, TD_STORE_RDONLY);
+	td_fuzz_open_and_read(dir, false);
 	return 0;
 }

@@ -98,6 +98,7 @@ static void read_all(td_store *st)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	static const td_store_open_opts rw = { TD_STORE_OPEN_OPTS_VERSION, true };
 	uint8_t *copy;
 	td_store *st;
 	int fd;
@@ -124,14 +125,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	close(fd);
 	free(copy);
 
-	if (td_store_open(&st, path, TD_STORE_RDONLY) == TD_OK) {
+	if (td_store_open(&st, path, NULL) == TD_OK) {
 		bool changed;
 
 		read_all(st);
 		td_store_refresh(st, &changed);
 		td_store_close(st);
 	}
-	if ((data[0] & 2) && td_store_open(&st, path, TD_STORE_RDWR) == TD_OK) {
+	if ((data[0] & 2) && td_store_open(&st, path, &rw) == TD_OK) {
 		const char *p[2] = { "fuzz", "leaf" };
 		const td_dict *d = td_store_dict(st);
 		td_tensor t;

@@ -39,14 +39,17 @@ static void td_fuzz_put(const char *dir, const char *name, const void *p, size_t
 	close(fd);
 }
 
-/* Open the store at `path` with `flags`, read every leaf in full, close it. */
-static void td_fuzz_open_and_read(const char *path, unsigned flags)
+/* td_store_open() options of a read-write open. */
+static const td_store_open_opts td_fuzz_rw = { TD_STORE_OPEN_OPTS_VERSION, true };
+
+/* Open the store at `path` (read-write when `writable`), read every leaf in full, close it. */
+static void td_fuzz_open_and_read(const char *path, bool writable)
 {
 	td_store *st = NULL;
 	td_dict_iter *it;
 	td_item item;
 
-	if (td_store_open(&st, path, flags) != TD_OK)
+	if (td_store_open(&st, path, writable ? &td_fuzz_rw : NULL) != TD_OK)
 		return;
 	if (td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED | TD_ITER_LEAVES_ONLY) == 0) {
 		while (td_dict_iter_next(&item, it) == 1) {

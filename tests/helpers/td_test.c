@@ -314,6 +314,33 @@ bool td_test_under_valgrind(void)
 	return p && strstr(p, "vgpreload") != NULL;
 }
 
+const td_store_open_opts *td_test_rw(void)
+{
+	static const td_store_open_opts rw = { TD_STORE_OPEN_OPTS_VERSION, true };
+
+	return &rw;
+}
+
+/* One td_store_memmap_opts of placement P for the TD_TEST_* settings F. */
+#define TD_TEST_MEMMAP(P, F) \
+	{ TD_STORE_MEMMAP_OPTS_VERSION, P, ((F) & TD_TEST_EXISTSOK) != 0, \
+		((F) & TD_TEST_LIKE) != 0, ((F) & TD_TEST_NOSYNC) ? TD_SYNC_NONE : TD_SYNC_FULL }
+#define TD_TEST_MEMMAP_ALL(P) \
+	TD_TEST_MEMMAP(P, 0), TD_TEST_MEMMAP(P, 1), TD_TEST_MEMMAP(P, 2), TD_TEST_MEMMAP(P, 3), \
+	TD_TEST_MEMMAP(P, 4), TD_TEST_MEMMAP(P, 5), TD_TEST_MEMMAP(P, 6), TD_TEST_MEMMAP(P, 7)
+
+const td_store_memmap_opts *td_test_memmap(td_placement placement, unsigned flags)
+{
+	static const td_store_memmap_opts opts[2][8] = {
+		{ TD_TEST_MEMMAP_ALL(TD_PLACEMENT_DIRECTORY) },
+		{ TD_TEST_MEMMAP_ALL(TD_PLACEMENT_PACKED) },
+	};
+
+	cr_assert(placement == TD_PLACEMENT_DIRECTORY || placement == TD_PLACEMENT_PACKED);
+	cr_assert_eq(flags & ~7u, 0u);
+	return &opts[placement][flags];
+}
+
 const td_ring_open_opts *td_test_ring_rw(void)
 {
 	static const td_ring_open_opts rw = { TD_RING_OPEN_OPTS_VERSION, true };
@@ -383,7 +410,7 @@ void td_test_schema_writer(void *arg)
 {
 	const td_test_writer *tw = arg;
 	td_store *w;
-	int k, rc = td_store_open(&w, tw->path, TD_STORE_RDWR);
+	int k, rc = td_store_open(&w, tw->path, td_test_rw());
 
 	for (k = tw->first; rc == 0; k++) {
 		char key[32], old[32];
@@ -423,7 +450,7 @@ static void race_adds_child(const char *path, int i, int per_racer, td_test_race
 	char key[32];
 	const char *parts[2] = { "shared", key };
 	td_store *mine;
-	int j, rc = td_store_open(&mine, path, TD_STORE_RDWR);
+	int j, rc = td_store_open(&mine, path, td_test_rw());
 
 	for (j = 0; rc == 0 && j < per_racer; j++) {
 		td_tensor t;
@@ -461,7 +488,7 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
 	}
-	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, path, NULL));
 	for (i = 0; i < racers; i++)
 		for (j = 0; j < per_racer; j++) {
 			bool nested = j % 2;

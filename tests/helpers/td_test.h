@@ -110,6 +110,17 @@ void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), vo
 
 /* ---- options (static, never changed: pass them to any number of calls) ---- */
 
+/** td_store_open() options: read-write. */
+const td_store_open_opts *td_test_rw(void);
+
+/** td_test_memmap() settings, combined with |: exist_ok, like, TD_SYNC_NONE. */
+#define TD_TEST_EXISTSOK 0x1u
+#define TD_TEST_LIKE 0x2u
+#define TD_TEST_NOSYNC 0x4u
+
+/** td_store_memmap() options: `placement`, and the settings `flags` (TD_TEST_*) asks for. */
+const td_store_memmap_opts *td_test_memmap(td_placement placement, unsigned flags);
+
 /** td_ring_open() options: read-write. */
 const td_ring_open_opts *td_test_ring_rw(void);
 /** td_ring_create() options: with or without priorities; nothing synced (no test needs it). */

@@ -740,7 +740,7 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 	src = ring_reference(r, tickets);
 	check(td_ring_close(r), "td_ring_close");
 	/* What is on disk now, opened as a plain store, as Python will. */
-	check(td_store_open(&store, dir, TD_STORE_RDONLY), dir);
+	check(td_store_open(&store, dir, NULL), dir);
 	node = describe(store, src);
 	info = jcheck(json_object());
 	jset(info, "capacity", json_integer(spec->capacity));
@@ -860,7 +860,7 @@ int main(int argc, char **argv)
 		td_store *store;
 
 		path = join(argv[1], stores[i].name);
-		check(td_store_memmap(&store, src, path, 0), path);
+		check(td_store_memmap(&store, src, path, NULL), path);
 		if (stores[i].grow_to > 0) {
 			/* What the store holds now is the reference: old rows plus zeros. */
 			td_dict *grown;

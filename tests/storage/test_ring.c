@@ -207,7 +207,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 	{
 		td_store *s;
 
-		td_cr_assert_ok(td_store_open(&s, td_test_path("r"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&s, td_test_path("r"), NULL));
 		td_cr_assert_ok(td_dict_get_tensor(&t, td_store_dict(s), "obs"));
 		cr_assert_eq(t->shape[0], 10);
 		cr_assert_eq(t->shape[1], OBS);

@@ -102,11 +102,11 @@ static void assert_dicts_equal(const td_dict *a, const td_dict *b)
 	cr_assert_eq(eq, 1, "dicts differ (%d): %s", eq, td_error_last()->message);
 }
 
-static td_store *open_ok(const char *path, unsigned flags)
+static td_store *open_ok(const char *path, const td_store_open_opts *opts)
 {
 	td_store *st = NULL;
 
-	td_cr_assert_ok(td_store_open(&st, path, flags));
+	td_cr_assert_ok(td_store_open(&st, path, opts));
 	cr_assert_not_null(st);
 	return st;
 }
@@ -124,11 +124,11 @@ static const char *dir_with_meta(const char *name, const char *meta)
 	return dir;
 }
 
-static void assert_open_fails(const char *path, unsigned flags, int code)
+static void assert_open_fails(const char *path, const td_store_open_opts *opts, int code)
 {
 	td_store *st = (td_store *)0x1;
 
-	td_cr_assert_err(td_store_open(&st, path, flags), code);
+	td_cr_assert_err(td_store_open(&st, path, opts), code);
 	cr_assert_null(st);
 }
 
@@ -140,17 +140,19 @@ Test(store_dir, memmap_then_open_gives_the_same_dict)
 	td_store *st, *ro;
 	const td_value *v;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), NULL));
 	cr_assert_str_eq(td_store_path(st), td_test_path("s"));
-	cr_assert_eq(td_store_flags(st), TD_STORE_RDWR);
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_DIRECTORY);
+	cr_assert(td_store_is_writable(st));
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
 
-	ro = open_ok(td_test_path("s"), TD_STORE_RDONLY);
+	ro = open_ok(td_test_path("s"), NULL);
 	assert_dicts_equal(td_store_dict(ro), d);
 	cr_assert(td_dict_is_locked(td_store_dict(ro)));
-	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY);
+	cr_assert_eq(td_store_placement(ro), TD_PLACEMENT_DIRECTORY);
+	cr_assert_not(td_store_is_writable(ro));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "float32"));
 	cr_assert_eq(td_buffer_memory(v->tensor.buffer), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(v->tensor.buffer), TD_BUFFER_READONLY);
@@ -172,7 +174,7 @@ Test(store_dir, files_and_meta_json_follow_tensordicts_layout)
 	put_arange(d, "obs", TD_DTYPE_F32, 3, s5);
 	put_arange(d, "action", TD_DTYPE_I64, 2, b);
 	put_arange(d, "done", TD_DTYPE_BOOL, 3, s1);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("p"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("p"), NULL));
 	td_cr_assert_ok(td_store_close(st));
 	/* Byte for byte what Python's json.dumps writes for TensorDict.memmap. */
 	cr_assert_str_eq(read_text(td_test_path("p/meta.json")),
@@ -194,7 +196,8 @@ Test(store_dir, nested_dicts_and_strings_get_their_own_directories)
 	td_dict *d = sample_dict();
 	td_store *st;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert(strstr(read_text(td_test_path("n/meta.json")),
 		"\"sub\": {\"type\": \"TensorDict\"}"));
@@ -221,11 +224,11 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_F64, 1, b);
-	td_cr_assert_ok(td_store_memmap(&a, d, td_test_path("w"), 0));
+	td_cr_assert_ok(td_store_memmap(&a, d, td_test_path("w"), NULL));
 	td_cr_assert_ok(td_store_close(a));
 
-	a = open_ok(td_test_path("w"), TD_STORE_RDWR);
-	b2 = open_ok(td_test_path("w"), TD_STORE_RDWR);
+	a = open_ok(td_test_path("w"), td_test_rw());
+	b2 = open_ok(td_test_path("w"), td_test_rw());
 	td_cr_assert_ok(td_dict_get(&va, td_store_dict(a), "x"));
 	td_cr_assert_ok(td_dict_get(&vb, td_store_dict(b2), "x"));
 	cr_assert_eq(td_buffer_flags(va->tensor.buffer), 0u);
@@ -236,7 +239,7 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 	td_cr_assert_ok(td_store_close(a));
 	td_cr_assert_ok(td_store_close(b2));
 
-	ro = open_ok(td_test_path("w"), TD_STORE_RDONLY);
+	ro = open_ok(td_test_path("w"), NULL);
 	td_cr_assert_ok(td_dict_get(&va, td_store_dict(ro), "x"));
 	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
 	/* A read-only store refuses writes and leaves the data alone. */
@@ -262,7 +265,8 @@ Test(store_dir, tensors_taken_from_a_store_outlive_it)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("o"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("o"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	td_tensor_ref(&keep, &v->tensor);
 	td_cr_assert_ok(td_store_close(st));
@@ -272,7 +276,8 @@ Test(store_dir, tensors_taken_from_a_store_outlive_it)
 	td_cr_assert_ok(td_store_close(NULL));
 	cr_assert_null(td_store_dict(NULL));
 	cr_assert_null(td_store_path(NULL));
-	cr_assert_eq(td_store_flags(NULL), TD_STORE_RDONLY);
+	cr_assert_eq(td_store_placement(NULL), TD_PLACEMENT_DIRECTORY);
+	cr_assert_not(td_store_is_writable(NULL));
 	td_cr_assert_err(td_store_sync(NULL), TD_EINVAL);
 }
 
@@ -290,11 +295,12 @@ Test(store_dir, syncing_many_leaves_flushes_the_file_system_once)
 		snprintf(key, sizeof(key), "k%d", i);
 		put_arange(d, key, TD_DTYPE_I32, 1, b);
 	}
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("many"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("many"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "k19"));
 	((int32_t *)td_tensor_data(&v->tensor))[15] = -5;
 	td_cr_assert_ok(td_store_sync(st)); /* 20 mappings: one syncfs */
-	ro = open_ok(td_test_path("many"), TD_STORE_RDONLY);
+	ro = open_ok(td_test_path("many"), NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "k19"));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[15], -5);
 	td_cr_assert_ok(td_store_sync(ro)); /* read-only: nothing to do */
@@ -320,7 +326,8 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 	td_test_arange(&t, TD_DTYPE_I16, 2, s43);
 	td_cr_assert_ok(td_tensor_permute(&p, &t, perm));
 	td_cr_assert_ok(td_dict_set_tensor(d, "t", &p));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("c"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("c"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "t"));
 	cr_assert(td_tensor_is_contiguous(&v->tensor));
 	cr_assert_eq(v->tensor.shape[0], 3);
@@ -336,7 +343,7 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 
 Test(store_dir, every_block_of_every_leaf_file_is_allocated)
 {
-	static const unsigned flags[] = { 0, TD_STORE_NOSYNC, TD_STORE_LIKE };
+	static const unsigned flags[] = { 0, TD_TEST_NOSYNC, TD_TEST_LIKE };
 	static const int64_t s1[] = { 1250 }, s2[] = { 1 }, s3[] = { 700, 3 };
 	static const char *const files[] = { "odd.memmap", "byte.memmap", "strided.memmap" };
 	size_t i, k;
@@ -354,7 +361,8 @@ Test(store_dir, every_block_of_every_leaf_file_is_allocated)
 		td_cr_assert_ok(td_tensor_transpose(&tr, &t, 0, 1));
 		td_cr_assert_ok(td_dict_set_tensor(d, "strided", &tr));
 		snprintf(dir, sizeof(dir), "a%zu", i);
-		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(dir), flags[i]));
+		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(dir),
+			td_test_memmap(TD_PLACEMENT_DIRECTORY, flags[i])));
 		/* Written or fallocated, every block is reserved: no hole a mapping could fault on. */
 		for (k = 0; k < TD_TEST_ARRAY_LEN(files); k++) {
 			struct stat sb;
@@ -367,11 +375,11 @@ Test(store_dir, every_block_of_every_leaf_file_is_allocated)
 			cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
 				"%s, flags 0x%x: %lld blocks of 512 for %lld bytes", files[k], flags[i],
 				(long long)sb.st_blocks, (long long)sb.st_size);
-			if (!(flags[i] & TD_STORE_LIKE))
+			if (!(flags[i] & TD_TEST_LIKE))
 				cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "%s: a hole", files[k]);
 			close(fd);
 		}
-		if (!(flags[i] & TD_STORE_LIKE)) {
+		if (!(flags[i] & TD_TEST_LIKE)) {
 			const td_value *v;
 
 			td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "strided"));
@@ -395,10 +403,10 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	td_cr_assert_ok(td_dict_new(&d, 1, b0));
 	td_cr_assert_ok(td_tensor_empty(&t, TD_DTYPE_F32, 2, s03));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), NULL));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(td_test_path("z/x.memmap")));
-	st = open_ok(td_test_path("z"), TD_STORE_RDONLY);
+	st = open_ok(td_test_path("z"), NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(v->tensor.ndim, 2);
 	cr_assert_eq(v->tensor.shape[1], 3);
@@ -408,10 +416,10 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	td_cr_assert_ok(td_dict_new(&e, 1, b2));
 	td_cr_assert_ok(td_tensor_empty(&t, TD_DTYPE_U8, 2, s20));
 	td_cr_assert_ok(td_dict_set_tensor_take(e, "y", &t));
-	td_cr_assert_ok(td_store_memmap(&st, e, td_test_path("z2"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, e, td_test_path("z2"), NULL));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(td_test_path("z2/y.memmap")));
-	st = open_ok(td_test_path("z2"), TD_STORE_RDWR);
+	st = open_ok(td_test_path("z2"), td_test_rw());
 	assert_dicts_equal(td_store_dict(st), e);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
@@ -472,14 +480,15 @@ Test(store_dir, keys_needing_encoding_round_trip)
 	td_test_arange(&t, TD_DTYPE_U8, 1, b);
 	td_cr_assert_ok(td_dict_set_tensor(d, "sub/dir.v", &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert(td_test_exists(td_test_path("k/a%2Fb.memmap")));
 	cr_assert(td_test_exists(td_test_path("k/my%20key.memmap")));
 	cr_assert(td_test_exists(td_test_path("k/%.memmap")));
 	cr_assert(td_test_exists(td_test_path("k/%2E%2E.memmap")));
 	cr_assert(td_test_exists(td_test_path("k/sub%2Fdir/v.memmap")));
-	st = open_ok(td_test_path("k"), TD_STORE_RDONLY);
+	st = open_ok(td_test_path("k"), NULL);
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
@@ -497,18 +506,19 @@ Test(store_dir, legacy_raw_file_names_are_found)
 	td_test_arange(&t, TD_DTYPE_I64, 1, b);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "my key", &t));
 	put_arange(d, "x", TD_DTYPE_I64, 1, b);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
 	/* tensordict <= 0.10 wrote raw key names: found when the encoded one is absent. */
 	snprintf(from, sizeof(from), "%s", td_test_path("l/my%20key.memmap"));
 	snprintf(to, sizeof(to), "%s", td_test_path("l/my key.memmap"));
 	cr_assert_eq(rename(from, to), 0);
-	st = open_ok(td_test_path("l"), TD_STORE_RDONLY);
+	st = open_ok(td_test_path("l"), NULL);
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
 	/* Neither name: the leaf is missing, which is corruption. */
 	cr_assert_eq(unlink(to), 0);
-	assert_open_fails(td_test_path("l"), TD_STORE_RDONLY, TD_ECORRUPT);
+	assert_open_fails(td_test_path("l"), NULL, TD_ECORRUPT);
 	td_dict_free(d);
 }
 
@@ -523,38 +533,40 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_F32, 1, b);
-	td_cr_assert_err(td_store_memmap(NULL, d, td_test_path("a"), 0), TD_EINVAL);
-	td_cr_assert_err(td_store_memmap(&st, NULL, td_test_path("a"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(NULL, d, td_test_path("a"), NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, NULL, td_test_path("a"), NULL), TD_EINVAL);
 	cr_assert_null(st);
-	td_cr_assert_err(td_store_memmap(&st, d, NULL, 0), TD_EINVAL);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0x100), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"),
+		&(td_store_memmap_opts){ 0, TD_PLACEMENT_DIRECTORY, false, false, TD_SYNC_FULL }),
+		TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("a")));
 
 	/* Keys meta.json reserves, at any depth; bytes leaves. Checked before writing. */
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
 	td_cr_assert_ok(td_dict_set_tensor(d, "sub.shape", &t));
 	td_tensor_release(&t);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), NULL), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "reserved"));
 	cr_assert_not(td_test_exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del(d, "sub.shape"));
 	td_test_arange(&t, TD_DTYPE_F32, 1, b);
 	td_cr_assert_ok(td_dict_set_tensor(d, "_class", &t));
 	td_tensor_release(&t);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), NULL), TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("a")));
 	td_cr_assert_ok(td_dict_del(d, "_class"));
 	td_cr_assert_ok(td_dict_get_dict(&sub, d, "sub"));
 	td_cr_assert_ok(td_dict_set_bytes(sub, "raw", "\0\1", 2));
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), 0), TD_EINVAL);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"), NULL), TD_EINVAL);
 	cr_assert(strstr(td_error_last()->message, "bytes"));
 	cr_assert_not(td_test_exists(td_test_path("a")));
 
 	/* A path that is a file. */
 	write_text(td_test_path("file"), "x");
 	td_cr_assert_ok(td_dict_del(d, "sub"));
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("file"), 0), TD_EEXISTS);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/parent"), 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("file"), NULL), TD_EEXISTS);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/parent"), NULL), TD_ENOTFOUND);
 	td_dict_free(d);
 }
 
@@ -567,30 +579,147 @@ Test(store_dir, existing_leaf_files_need_existsok_and_are_never_truncated)
 
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
 	/* Without existsok an existing leaf file is an error, and it keeps its bytes. */
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("e"), 0), TD_EEXISTS);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("e"), NULL), TD_EEXISTS);
 	/* A longer old file (tensordict's artifacts carry trailing bytes) keeps its length. */
 	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 64), 0);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_eq(td_test_file_size(td_test_path("e/x.memmap")), 64);
-	st = open_ok(td_test_path("e"), TD_STORE_RDONLY);
+	st = open_ok(td_test_path("e"), NULL);
 	assert_dicts_equal(td_store_dict(st), d);
 	td_cr_assert_ok(td_store_close(st));
 	/* A shorter one is grown. */
 	cr_assert_eq(truncate(td_test_path("e/x.memmap"), 2), 0);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("e"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	cr_assert_eq(td_test_file_size(td_test_path("e/x.memmap")), 16);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* memmap_like: files sized, data not copied. */
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"), TD_STORE_LIKE));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("like"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_LIKE)));
 	cr_assert_eq(td_test_file_size(td_test_path("like/x.memmap")), 16);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(((int32_t *)td_tensor_data(&v->tensor))[3], 0);
 	td_cr_assert_ok(td_store_close(st));
+	td_dict_free(d);
+}
+
+Test(store_dir, options_choose_placement_reuse_copy_sync_and_writability)
+{
+	static const int64_t b[] = { 4 };
+	td_store_open_opts oo = TD_STORE_OPEN_OPTS_INIT;
+	td_store_memmap_opts mo = TD_STORE_MEMMAP_OPTS_INIT;
+	const char *k[1] = { "y" };
+	td_store *st = (td_store *)0x1;
+	td_dict *d, *zeros;
+	td_tensor t;
+
+	/* The defaults: read-only; a directory, nothing reused, the data copied, synced. */
+	cr_assert_eq(oo.version, TD_STORE_OPEN_OPTS_VERSION);
+	cr_assert_not(oo.writable);
+	cr_assert_eq(mo.version, TD_STORE_MEMMAP_OPTS_VERSION);
+	cr_assert_eq(mo.placement, TD_PLACEMENT_DIRECTORY);
+	cr_assert_not(mo.exist_ok);
+	cr_assert_not(mo.like);
+	cr_assert_eq(mo.sync, TD_SYNC_FULL);
+	td_cr_assert_ok(td_dict_new(&d, 1, b));
+	put_arange(d, "x", TD_DTYPE_I32, 1, b);
+	td_cr_assert_ok(td_dict_new(&zeros, 1, b));
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I32, 1, b));
+	td_cr_assert_ok(td_dict_set_tensor_take(zeros, "x", &t));
+
+	/* td_store_memmap(): NULL and the initializer write a directory, open read-write. */
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), NULL));
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_DIRECTORY);
+	cr_assert(td_store_is_writable(st));
+	cr_assert(td_test_exists(td_test_path("n/meta.json")));
+	assert_dicts_equal(td_store_dict(st), d);
+	td_store_close(st);
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("i"), &mo));
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_DIRECTORY);
+	assert_dicts_equal(td_store_dict(st), d);
+	td_store_close(st);
+	/* placement: one packed file. */
+	mo.placement = TD_PLACEMENT_PACKED;
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("p.tds"), &mo));
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_PACKED);
+	cr_assert(td_store_is_writable(st));
+	assert_dicts_equal(td_store_dict(st), d);
+	td_store_close(st);
+	mo.placement = TD_PLACEMENT_DIRECTORY;
+	/* exist_ok: reuse the files of "n" in place, refused without it. */
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"), &mo), TD_EEXISTS);
+	cr_assert_null(st);
+	mo.exist_ok = true;
+	td_cr_assert_ok(td_store_memmap(&st, zeros, td_test_path("n"), &mo));
+	assert_dicts_equal(td_store_dict(st), zeros);
+	td_store_close(st);
+	/* like: files sized, the data not copied (a reused file keeps its bytes). */
+	mo.like = true;
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), &mo));
+	assert_dicts_equal(td_store_dict(st), zeros);
+	td_store_close(st);
+	mo.exist_ok = false;
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), &mo));
+	assert_dicts_equal(td_store_dict(st), zeros);
+	td_store_close(st);
+	/* sync: TD_SYNC_NONE writes the same store. */
+	mo.like = false;
+	mo.sync = TD_SYNC_NONE;
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), &mo));
+	assert_dicts_equal(td_store_dict(st), d);
+	td_store_close(st);
+
+	/* td_store_open(): NULL and the initializer are read-only, `writable` is not. */
+	st = open_ok(td_test_path("s"), NULL);
+	cr_assert_not(td_store_is_writable(st));
+	td_cr_assert_err(td_store_grow(st, 5), TD_EREADONLY);
+	td_store_close(st);
+	st = open_ok(td_test_path("s"), &oo);
+	cr_assert_not(td_store_is_writable(st));
+	td_cr_assert_err(td_store_add_empty(st, k, 1, TD_DTYPE_I32, 1, b), TD_EREADONLY);
+	td_store_close(st);
+	oo.writable = true;
+	st = open_ok(td_test_path("s"), &oo);
+	cr_assert(td_store_is_writable(st));
+	td_cr_assert_ok(td_store_add_empty(st, k, 1, TD_DTYPE_I32, 1, b));
+	td_store_close(st);
+	st = open_ok(td_test_path("p.tds"), &oo);
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_PACKED);
+	cr_assert(td_store_is_writable(st));
+	td_store_close(st);
+
+	/* Unknown versions, placements and sync modes: TD_EINVAL, and nothing written. */
+	oo.version = 0;
+	td_cr_assert_err(td_store_open(&st, td_test_path("s"), &oo), TD_EINVAL);
+	cr_assert_null(st);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
+	oo.version = TD_STORE_OPEN_OPTS_VERSION + 1;
+	td_cr_assert_err(td_store_open(&st, td_test_path("s"), &oo), TD_EINVAL);
+	mo = (td_store_memmap_opts)TD_STORE_MEMMAP_OPTS_INIT;
+	mo.version = TD_STORE_MEMMAP_OPTS_VERSION + 1;
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("bad"), &mo), TD_EINVAL);
+	cr_assert_null(st);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
+	mo.version = TD_STORE_MEMMAP_OPTS_VERSION;
+	mo.placement = (td_placement)2;
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("bad"), &mo), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "placement") != NULL);
+	mo.placement = (td_placement)-1;
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("bad"), &mo), TD_EINVAL);
+	mo.placement = TD_PLACEMENT_PACKED;
+	mo.sync = (td_sync_mode)2;
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("bad"), &mo), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "sync") != NULL);
+	cr_assert_null(st);
+	cr_assert_not(td_test_exists(td_test_path("bad")));
+	td_dict_free(zeros);
 	td_dict_free(d);
 }
 
@@ -604,7 +733,8 @@ Test(store_dir, symlinks_where_leaves_go_are_refused)
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	cr_assert_eq(mkdir(td_test_path("sl"), 0777), 0);
 	link_to_victim("sl/x.memmap", 3);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"), TD_STORE_EXISTSOK),
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_eq(td_test_file_size(td_test_path("victim")), 3);
 	td_dict_free(d);
@@ -624,7 +754,7 @@ Test(store_dir, a_failed_reservation_is_an_error_not_a_crash)
 	signal(SIGXFSZ, SIG_IGN);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	td_error_clear();
-	rc = td_store_memmap(&st, d, td_test_path("full"), 0);
+	rc = td_store_memmap(&st, d, td_test_path("full"), NULL);
 	cr_assert(rc == TD_ENOSPC || rc == TD_EIO || rc == TD_EOVERFLOW, "got %d: %s", rc,
 		td_error_last()->message);
 	cr_assert_null(st);
@@ -642,19 +772,20 @@ Test(store_dir, open_refuses_bad_arguments_and_missing_directories)
 {
 	td_store *st = (td_store *)0x1;
 
-	td_cr_assert_err(td_store_open(NULL, td_test_path("x"), 0), TD_EINVAL);
-	td_cr_assert_err(td_store_open(&st, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_store_open(NULL, td_test_path("x"), NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_open(&st, NULL, NULL), TD_EINVAL);
 	cr_assert_null(st);
-	td_cr_assert_err(td_store_open(&st, td_test_tmpdir(), 0x10), TD_EINVAL);
-	assert_open_fails(td_test_path("missing"), 0, TD_ENOTFOUND);
+	td_cr_assert_err(td_store_open(&st, td_test_tmpdir(), &(td_store_open_opts){ 2, true }),
+		TD_EINVAL);
+	assert_open_fails(td_test_path("missing"), NULL, TD_ENOTFOUND);
 	/* A regular file is opened as a packed store; this one is not. */
 	write_text(td_test_path("f"), "{}");
-	assert_open_fails(td_test_path("f"), 0, TD_ECORRUPT);
+	assert_open_fails(td_test_path("f"), NULL, TD_ECORRUPT);
 	/* Neither a directory nor a regular file. */
 	cr_assert_eq(mkfifo(td_test_path("fifo"), 0666), 0);
-	assert_open_fails(td_test_path("fifo"), 0, TD_EEXISTS);
+	assert_open_fails(td_test_path("fifo"), NULL, TD_EEXISTS);
 	/* A directory without meta.json. */
-	assert_open_fails(td_test_tmpdir(), 0, TD_ENOTFOUND);
+	assert_open_fails(td_test_tmpdir(), NULL, TD_ENOTFOUND);
 }
 
 Test(store_dir, broken_meta_json_is_corrupt)
@@ -697,7 +828,7 @@ Test(store_dir, broken_meta_json_is_corrupt)
 	for (i = 0; i < TD_TEST_ARRAY_LEN(cases); i++) {
 		snprintf(name, sizeof(name), "m%zu", i);
 		td_error_clear();
-		assert_open_fails(dir_with_meta(name, cases[i].meta), TD_STORE_RDONLY, cases[i].code);
+		assert_open_fails(dir_with_meta(name, cases[i].meta), NULL, cases[i].code);
 	}
 }
 
@@ -732,34 +863,34 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	td_store *st;
 
 	/* Keys of their own per child; the stack's batch shape is [2]. */
-	st = open_ok(lazy_dir("ok", LAZY("0"), two, 2), TD_STORE_RDONLY);
+	st = open_ok(lazy_dir("ok", LAZY("0"), two, 2), NULL);
 	cr_assert(td_dict_is_lazy(td_store_dict(st)));
 	cr_assert_eq(td_lazy_count(td_store_dict(st)), 2);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 2);
 	td_cr_assert_ok(td_store_close(st));
 	/* A negative stack_dim counts from the end. */
-	st = open_ok(lazy_dir("neg", LAZY("-1"), two, 2), TD_STORE_RDONLY);
+	st = open_ok(lazy_dir("neg", LAZY("-1"), two, 2), NULL);
 	cr_assert_eq(td_lazy_stack_dim(td_store_dict(st)), 0);
 	td_cr_assert_ok(td_store_close(st));
 
-	assert_open_fails(lazy_dir("dimtype", LAZY("\"0\""), two, 2), 0, TD_ECORRUPT);
-	assert_open_fails(lazy_dir("dimrange", LAZY("5"), two, 2), 0, TD_ECORRUPT);
-	assert_open_fails(lazy_dir("dimhuge", LAZY("99999999999"), two, 2), 0, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("dimtype", LAZY("\"0\""), two, 2), NULL, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("dimrange", LAZY("5"), two, 2), NULL, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("dimhuge", LAZY("99999999999"), two, 2), NULL, TD_ECORRUPT);
 	assert_open_fails(lazy_dir("nodim", "{\"_type\": \"<class "
-		"'tensordict._lazy.LazyStackedTensorDict'>\"}", two, 2), 0, TD_ECORRUPT);
-	assert_open_fails(lazy_dir("batches", LAZY("0"), b12, 2), 0, TD_ENOTSUP);
-	assert_open_fails(lazy_dir("badkid", LAZY("0"), bad, 2), 0, TD_ECORRUPT);
+		"'tensordict._lazy.LazyStackedTensorDict'>\"}", two, 2), NULL, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("batches", LAZY("0"), b12, 2), NULL, TD_ENOTSUP);
+	assert_open_fails(lazy_dir("badkid", LAZY("0"), bad, 2), NULL, TD_ECORRUPT);
 	/* A child that is a symbolic link. */
 	snprintf(path, sizeof(path), "%s/1", lazy_dir("link", LAZY("0"), two, 1));
 	cr_assert_eq(symlink("0", path), 0);
-	assert_open_fails(td_test_path("link"), 0, TD_ECORRUPT);
+	assert_open_fails(td_test_path("link"), NULL, TD_ECORRUPT);
 	/* Named inside a dict: without children it is corrupt, as at the top. */
 	snprintf(path, sizeof(path), "%s/sub", dir_with_meta("inner",
 		"{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[]")));
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/sub/meta.json", td_test_path("inner"));
 	write_text(path, LAZY("0"));
-	assert_open_fails(td_test_path("inner"), 0, TD_ECORRUPT);
+	assert_open_fails(td_test_path("inner"), NULL, TD_ECORRUPT);
 	/* With its children it opens as a value of the dict. */
 	for (size_t i = 0; i < 2; i++) {
 		char kid[4400];
@@ -769,7 +900,7 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 		snprintf(kid, sizeof(kid), "%s/sub/%zu/meta.json", td_test_path("inner"), i);
 		write_text(kid, two[i]);
 	}
-	st = open_ok(td_test_path("inner"), TD_STORE_RDONLY);
+	st = open_ok(td_test_path("inner"), NULL);
 	{
 		td_dict *sub;
 		td_cr_assert_ok(td_dict_get_dict(&sub, td_store_dict(st), "sub"));
@@ -781,7 +912,7 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	/* A stack of batch [2] does not fit under a parent of batch [3]. */
 	snprintf(path, sizeof(path), "%s/meta.json", td_test_path("inner"));
 	write_text(path, "{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[3]"));
-	assert_open_fails(td_test_path("inner"), 0, TD_ECORRUPT);
+	assert_open_fails(td_test_path("inner"), NULL, TD_ECORRUPT);
 }
 
 Test(store_dir, entries_tensordict_skips_are_skipped)
@@ -790,12 +921,12 @@ Test(store_dir, entries_tensordict_skips_are_skipped)
 	const char *dir = dir_with_meta("skip",
 		"{\"note\": 5, \"half\": {\"dtype\": \"torch.int8\"}, " TAIL("[2]"));
 
-	st = open_ok(dir, TD_STORE_RDONLY);
+	st = open_ok(dir, NULL);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 0);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 2);
 	td_cr_assert_ok(td_store_close(st));
 	/* No shape, no _type: an empty dict with batch (). */
-	st = open_ok(dir_with_meta("bare", "{}"), TD_STORE_RDONLY);
+	st = open_ok(dir_with_meta("bare", "{}"), NULL);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 0);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -807,21 +938,21 @@ Test(store_dir, short_missing_and_special_leaf_files_are_corrupt)
 	td_store *st;
 
 	snprintf(dir, sizeof(dir), "%s", dir_with_meta("short", meta));
-	assert_open_fails(dir, 0, TD_ECORRUPT); /* missing */
+	assert_open_fails(dir, NULL, TD_ECORRUPT); /* missing */
 	snprintf(path, sizeof(path), "%s/x.memmap", dir);
 	write_zeros(path, 15);
-	assert_open_fails(dir, 0, TD_ECORRUPT); /* one byte short */
+	assert_open_fails(dir, NULL, TD_ECORRUPT); /* one byte short */
 	cr_assert(strstr(td_error_last()->message, "shorter"));
 	write_zeros(path, 17);
-	st = open_ok(dir, 0); /* trailing bytes are tolerated, as tensordict does */
+	st = open_ok(dir, NULL); /* trailing bytes are tolerated, as tensordict does */
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(mkdir(path, 0777), 0);
-	assert_open_fails(dir, 0, TD_ECORRUPT); /* a directory */
+	assert_open_fails(dir, NULL, TD_ECORRUPT); /* a directory */
 	cr_assert_eq(rmdir(path), 0);
 	write_zeros(td_test_path("target"), 16);
 	cr_assert_eq(symlink(td_test_path("target"), path), 0);
-	assert_open_fails(dir, 0, TD_ECORRUPT); /* a symbolic link */
+	assert_open_fails(dir, NULL, TD_ECORRUPT); /* a symbolic link */
 	cr_assert(strstr(td_error_last()->message, "symbolic link"));
 }
 
@@ -831,30 +962,30 @@ Test(store_dir, symlinked_or_broken_sub_directories_are_refused)
 	char dir[4096], path[4200];
 
 	snprintf(dir, sizeof(dir), "%s", dir_with_meta("sd", meta));
-	assert_open_fails(dir, 0, TD_ENOTFOUND); /* sub/ missing */
+	assert_open_fails(dir, NULL, TD_ENOTFOUND); /* sub/ missing */
 	cr_assert_eq(mkdir(td_test_path("elsewhere"), 0777), 0);
 	write_text(td_test_path("elsewhere/meta.json"), "{" TAIL("[2]"));
 	snprintf(path, sizeof(path), "%s/sub", dir);
 	cr_assert_eq(symlink(td_test_path("elsewhere"), path), 0);
-	assert_open_fails(dir, 0, TD_ECORRUPT);
+	assert_open_fails(dir, NULL, TD_ECORRUPT);
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/sub/meta.json", dir);
 	write_text(path, "{" TAIL("[3]")); /* batch does not extend the parent's */
-	assert_open_fails(dir, 0, TD_ECORRUPT);
+	assert_open_fails(dir, NULL, TD_ECORRUPT);
 	/* A NonTensorStack must fit the batch, like a tensor. */
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\", "
 			 "\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\", \"c\"]}");
-	assert_open_fails(dir, 0, TD_ECORRUPT);
+	assert_open_fails(dir, NULL, TD_ECORRUPT);
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 			 "\"data\": 3, \"_metadata\": null}");
-	assert_open_fails(dir, 0, TD_ENOTSUP);
+	assert_open_fails(dir, NULL, TD_ENOTSUP);
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 			 "\"_metadata\": null}");
-	assert_open_fails(dir, 0, TD_ENOTSUP);
+	assert_open_fails(dir, NULL, TD_ENOTSUP);
 	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 			 "\"data\": \"ok\", \"_metadata\": null}");
-	td_store_close(open_ok(dir, 0));
+	td_store_close(open_ok(dir, NULL));
 }
 
 /* A store whose "obs" is a tensorclass (fields in obs/_tensordict/), batch [4]. */
@@ -883,7 +1014,7 @@ Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
 	td_store *st;
 	const td_value *v;
 
-	st = open_ok(tensorclass_store("tc"), 0);
+	st = open_ok(tensorclass_store("tc"), NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "obs.pixels"));
 	cr_assert_eq(v->tensor.shape[1], 3);
 	td_cr_assert_ok(td_store_close(st));
@@ -901,8 +1032,8 @@ Test(store_dir, read_only_files_cannot_be_opened_read_write)
 	snprintf(path, sizeof(path), "%s/x.memmap", dir);
 	write_zeros(path, 16);
 	cr_assert_eq(chmod(path, 0444), 0);
-	assert_open_fails(dir, TD_STORE_RDWR, TD_EREADONLY);
-	st = open_ok(dir, TD_STORE_RDONLY);
+	assert_open_fails(dir, td_test_rw(), TD_EREADONLY);
+	st = open_ok(dir, NULL);
 	td_cr_assert_ok(td_store_close(st));
 }
 
@@ -918,13 +1049,14 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 	td_cr_assert_ok(td_dict_new(&d, 1, b));
 	put_arange(d, "x", TD_DTYPE_I32, 1, b);
 	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("f"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("f"), NULL));
 	td_cr_assert_ok(td_store_close(st));
 	snprintf(old_meta, sizeof(old_meta), "%s", read_text(td_test_path("f/meta.json")));
 	/* A second save whose last leaf hits a symbolic link fails after writing others. */
 	put_arange(d, "y", TD_DTYPE_I32, 1, b);
 	link_to_victim("f/y.memmap", 16);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"), TD_STORE_EXISTSOK),
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_str_eq(read_text(td_test_path("f/meta.json")), old_meta);
 	dir = opendir(td_test_path("f"));
@@ -938,7 +1070,7 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 		cr_assert_null(strstr(e->d_name, "tdstore-tmp"), "left behind: s/%s", e->d_name);
 	closedir(dir);
 	/* The store still opens with its old content. */
-	st = open_ok(td_test_path("f"), 0);
+	st = open_ok(td_test_path("f"), NULL);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
@@ -970,25 +1102,25 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 	td_store *st;
 
 	st = open_ok(dir_with_stack("a", "[2]", STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
-		0);
+		NULL);
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->shape[1], 3);
 	cr_assert_str_eq(td_strings_at(NULL, s, 4), "e");
 	td_cr_assert_ok(td_store_close(st));
 	/* Empty lists are dims of size 0. */
-	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), 0);
+	st = open_ok(dir_with_stack("b", "[2]", STACK("[[], []]")), NULL);
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 2);
 	cr_assert_eq(s->numel, 0);
 	td_cr_assert_ok(td_store_close(st));
-	st = open_ok(dir_with_stack("c", "[0]", STACK("[]")), 0);
+	st = open_ok(dir_with_stack("c", "[0]", STACK("[]")), NULL);
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 1);
 	cr_assert_eq(s->shape[0], 0);
 	td_cr_assert_ok(td_store_close(st));
 	/* JSON escapes, stdlib and orjson spellings alike. */
-	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), 0);
+	st = open_ok(dir_with_stack("d", "[2]", STACK("[\"h\\u00e9\", \"h\xc3\xa9\"]")), NULL);
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_str_eq(td_strings_at(NULL, s, 0), td_strings_at(NULL, s, 1));
 	td_cr_assert_ok(td_store_close(st));
@@ -997,23 +1129,23 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 Test(store_dir, malformed_or_unsupported_non_tensor_stacks_are_refused)
 {
 	/* Lists of different lengths are lists held as values: not strings. */
-	assert_open_fails(dir_with_stack("a", "[2]", STACK("[[\"a\"], [\"b\", \"c\"]]")), 0,
+	assert_open_fails(dir_with_stack("a", "[2]", STACK("[[\"a\"], [\"b\", \"c\"]]")), NULL,
 		TD_ENOTSUP);
-	assert_open_fails(dir_with_stack("b", "[2]", STACK("[\"a\", [\"b\"]]")), 0, TD_ENOTSUP);
-	assert_open_fails(dir_with_stack("c", "[2]", STACK("[1, 2]")), 0, TD_ENOTSUP);
-	assert_open_fails(dir_with_stack("d", "[2]", STACK("[null, \"x\"]")), 0, TD_ENOTSUP);
-	assert_open_fails(dir_with_stack("e", "[2]", STACK("\"pickle.pkl\"")), 0, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("b", "[2]", STACK("[\"a\", [\"b\"]]")), NULL, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("c", "[2]", STACK("[1, 2]")), NULL, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("d", "[2]", STACK("[null, \"x\"]")), NULL, TD_ENOTSUP);
+	assert_open_fails(dir_with_stack("e", "[2]", STACK("\"pickle.pkl\"")), NULL, TD_ENOTSUP);
 	cr_assert(strstr(td_error_last()->message, "pickle"), "%s", td_error_last()->message);
-	assert_open_fails(dir_with_stack("f", "[2]", STACK("{\"a\": 1}")), 0, TD_ECORRUPT);
+	assert_open_fails(dir_with_stack("f", "[2]", STACK("{\"a\": 1}")), NULL, TD_ECORRUPT);
 	assert_open_fails(dir_with_stack("g", "[2]",
-		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"}"), 0, TD_ENOTSUP);
+		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"}"), NULL, TD_ENOTSUP);
 	/* The stack's shape must start with the batch shape. */
-	assert_open_fails(dir_with_stack("h", "[3]", STACK("[\"a\", \"b\"]")), 0, TD_ECORRUPT);
+	assert_open_fails(dir_with_stack("h", "[3]", STACK("[\"a\", \"b\"]")), NULL, TD_ECORRUPT);
 	/* More nesting than a dict has dims. */
 	assert_open_fails(dir_with_stack("i", "[1]",
-		STACK("[[[[[[[[[[[[[[[[[\"deep\"]]]]]]]]]]]]]]]]]")), 0, TD_ENOTSUP);
+		STACK("[[[[[[[[[[[[[[[[[\"deep\"]]]]]]]]]]]]]]]]]")), NULL, TD_ENOTSUP);
 	/* A NUL escaped in JSON is refused by the parser: corrupt. */
-	assert_open_fails(dir_with_stack("j", "[1]", STACK("[\"a\\u0000b\"]")), 0, TD_ECORRUPT);
+	assert_open_fails(dir_with_stack("j", "[1]", STACK("[\"a\\u0000b\"]")), NULL, TD_ECORRUPT);
 }
 
 Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
@@ -1035,7 +1167,7 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b2));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s"), NULL));
 	cr_assert_eq(td_dict_equal(td_store_dict(st), d), 1);
 	snprintf(path, sizeof(path), "%s", td_test_path("s/grid/meta.json"));
 	cr_assert_str_eq(read_text(path),
@@ -1048,7 +1180,7 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	/* Growth pads every array with empty strings, in the same commit as the leaves. */
 	td_cr_assert_ok(td_store_grow(st, 4));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), NULL));
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(ro), "grid"));
 	cr_assert_eq(s->shape[0], 4);
 	cr_assert_eq(s->shape[1], 3);
@@ -1061,7 +1193,7 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 	td_cr_assert_ok(td_store_close(ro));
 
 	/* Removing one removes its directory. */
-	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), td_test_rw()));
 	td_cr_assert_ok(td_store_remove(st, key, 1));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_neq(access(td_test_path("s/grid"), F_OK), 0);
@@ -1080,7 +1212,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	const td_value *v;
 
 	snprintf(dir, sizeof(dir), "%s", tensorclass_store("tc"));
-	st = open_ok(dir, TD_STORE_RDWR);
+	st = open_ok(dir, td_test_rw());
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 1, b4, td_scalar_int(7)));
 	td_cr_assert_ok(td_store_add_tensor(st, extra, 2, &t));
 	td_tensor_release(&t);
@@ -1094,13 +1226,13 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	cr_assert_eq(td_test_file_size(path), 16);
 	snprintf(path, sizeof(path), "%s/obs/extra.memmap", dir);
 	cr_assert_neq(access(path, F_OK), 0, "nothing lands beside the class's meta.json");
-	st = open_ok(dir, 0);
+	st = open_ok(dir, NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "obs.extra"));
 	cr_assert_eq(td_test_element(&v->tensor, 3), 7.0);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* Removing the leaf, then the whole tensorclass, removes their files. */
-	st = open_ok(dir, TD_STORE_RDWR);
+	st = open_ok(dir, td_test_rw());
 	td_cr_assert_ok(td_store_remove(st, extra, 2));
 	snprintf(path, sizeof(path), "%s/obs/_tensordict/extra.memmap", dir);
 	cr_assert_neq(access(path, F_OK), 0);
@@ -1108,7 +1240,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	td_cr_assert_ok(td_store_close(st));
 	snprintf(path, sizeof(path), "%s/obs", dir);
 	cr_assert_neq(access(path, F_OK), 0, "the tensorclass's directory is gone");
-	st = open_ok(dir, 0);
+	st = open_ok(dir, NULL);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 0);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -1123,7 +1255,7 @@ Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 
 	snprintf(dir, sizeof(dir), "%s", tensorclass_store("root"));
 	snprintf(path, sizeof(path), "%s/obs", dir); /* the tensorclass is the store */
-	st = open_ok(path, TD_STORE_RDWR);
+	st = open_ok(path, td_test_rw());
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
 	td_cr_assert_ok(td_store_add_tensor(st, y, 1, &t));
 	td_tensor_release(&t);
@@ -1134,7 +1266,7 @@ Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 	snprintf(path, sizeof(path), "%s/obs/_tensordict/y.memmap", dir);
 	cr_assert_eq(td_test_file_size(path), 24);
 	snprintf(path, sizeof(path), "%s/obs", dir);
-	st = open_ok(path, 0);
+	st = open_ok(path, NULL);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 6);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 2);
 	td_cr_assert_ok(td_store_close(st));
@@ -1172,7 +1304,8 @@ Test(store_dir, a_failed_save_into_a_new_directory_leaves_no_meta_json)
 	cr_assert_eq(mkdir(td_test_path("n"), 0777), 0);
 	cr_assert_eq(mkdir(td_test_path("n/z"), 0777), 0);
 	link_to_victim("n/z/y.memmap", 16);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK),
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_not(td_test_exists(td_test_path("n/meta.json")));
 	cr_assert_not(dir_holds("n", "tdstore-tmp"));
@@ -1182,16 +1315,18 @@ Test(store_dir, a_failed_save_into_a_new_directory_leaves_no_meta_json)
 	cr_assert(td_test_exists(td_test_path("n/z")));
 	/* Without the obstacle the same save succeeds, and a re-save that adds a dict too. */
 	cr_assert_eq(unlink(td_test_path("n/z/y.memmap")), 0);
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_cr_assert_ok(td_store_close(st));
 	td_cr_assert_ok(td_dict_new(&a, 1, b));
 	put_arange(a, "w", TD_DTYPE_I64, 1, b);
 	td_cr_assert_ok(td_dict_set_dict_take(d, "new", a));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"), TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(dir_holds("n", "tdstore-tmp"));
 	cr_assert_not(dir_holds("n", "tdstore-journal"));
-	st = open_ok(td_test_path("n"), 0);
+	st = open_ok(td_test_path("n"), NULL);
 	cr_assert_eq(td_dict_equal(td_store_dict(st), d), 1);
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);

@@ -124,7 +124,7 @@ static void write_through(td_store *st, int value)
 	td_cr_assert_ok(td_store_sync(st));
 }
 
-static void check_full_disk(unsigned placement)
+static void check_full_disk(td_placement placement)
 {
 	const char *mnt = small_fs(1024);
 	const char *big[1] = { "big" };
@@ -138,7 +138,7 @@ static void check_full_disk(unsigned placement)
 	snprintf(meta, sizeof(meta), "%s", in(mnt, "s/meta.json"));
 	/* A save that does not fit: TD_ENOSPC, nothing left. */
 	td_error_clear();
-	rc = td_store_memmap(&st, huge, store, placement);
+	rc = td_store_memmap(&st, huge, store, td_test_memmap(placement, 0));
 	cr_assert_eq(rc, TD_ENOSPC, "save: %d (%s)", rc, td_error_last()->message);
 	cr_assert_null(st);
 	cr_assert_not(td_test_exists(placement ? store : meta));
@@ -146,7 +146,7 @@ static void check_full_disk(unsigned placement)
 	assert_no_temporaries(mnt);
 
 	/* One that fits, then an add and a growth that do not. */
-	td_cr_assert_ok(td_store_memmap(&st, small, store, placement));
+	td_cr_assert_ok(td_store_memmap(&st, small, store, td_test_memmap(placement, 0)));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 2, (const int64_t[]){ 4, 512 * 1024 }));
 	td_cr_assert_err(td_store_add_tensor(st, big, 1, &t), TD_ENOSPC);
 	td_tensor_release(&t);
@@ -154,16 +154,16 @@ static void check_full_disk(unsigned placement)
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 4);
 	td_cr_assert_ok(td_store_close(st));
 	assert_no_temporaries(mnt);
-	td_cr_assert_ok(td_store_open(&ro, store, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, store, NULL));
 	cr_assert_eq(td_dict_equal(td_store_dict(ro), small), 1, "the store is as it was");
 	td_cr_assert_ok(td_store_close(ro));
 
 	/* With the disk full, writing every byte of the mapped data does not fault. */
-	td_cr_assert_ok(td_store_open(&st, store, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, store, td_test_rw()));
 	fill(mnt);
 	write_through(st, 9);
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, store, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, store, NULL));
 	d = rows_dict(4, 32 * 1024);
 	td_cr_assert_ok(td_dict_binary_scalar_inplace(d, td_scalar_int(2), TD_OP_ADD));
 	cr_assert_eq(td_dict_equal(td_store_dict(ro), d), 1, "every byte written reached the file");
@@ -175,12 +175,12 @@ static void check_full_disk(unsigned placement)
 
 Test(store_full, a_directory_store_on_a_full_disk)
 {
-	check_full_disk(0);
+	check_full_disk(TD_PLACEMENT_DIRECTORY);
 }
 
 Test(store_full, a_packed_store_on_a_full_disk)
 {
-	check_full_disk(TD_STORE_PACKED);
+	check_full_disk(TD_PLACEMENT_PACKED);
 }
 
 Test(store_full, space_for_files_sized_but_not_written_is_reserved)
@@ -194,7 +194,7 @@ Test(store_full, space_for_files_sized_but_not_written_is_reserved)
 	/* memmap_like: the files are sized and reserved, not written. */
 	for (i = 0; i < 2; i++) {
 		td_cr_assert_ok(td_store_memmap(&st, d, in(mnt, i ? "like.tds" : "like"),
-			TD_STORE_LIKE | (i ? TD_STORE_PACKED : 0)));
+			td_test_memmap(i ? TD_PLACEMENT_PACKED : TD_PLACEMENT_DIRECTORY, TD_TEST_LIKE)));
 		td_cr_assert_ok(td_store_close(st));
 	}
 	/* A memory-mapped tensor on its own, sized but not written. */
@@ -204,7 +204,7 @@ Test(store_full, space_for_files_sized_but_not_written_is_reserved)
 	memset(td_tensor_data(&t), 3, td_tensor_nbytes(&t));
 	td_tensor_release(&t);
 	for (i = 0; i < 2; i++) {
-		td_cr_assert_ok(td_store_open(&st, in(mnt, i ? "like.tds" : "like"), TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, in(mnt, i ? "like.tds" : "like"), td_test_rw()));
 		write_through(st, 1);
 		td_cr_assert_ok(td_store_close(st));
 	}

@@ -74,7 +74,7 @@ static td_store *new_store(const char *name)
 	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, s40));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "e", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), NULL));
 	td_dict_free(d);
 	return st;
 }
@@ -148,7 +148,7 @@ Test(store_grow, every_dict_and_leaf_grows_and_keeps_its_values)
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(st),
 		(const char *[]){ "a" }, 1)))[9], 9);
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("g"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("g"), NULL));
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 12);
 	cr_assert_eq(td_tensor_numel(leaf(td_store_dict(ro), (const char *[]){ "sub", "x" }, 2)),
 		60);
@@ -167,7 +167,7 @@ Test(store_grow, a_zero_row_store_gets_its_files_when_it_grows)
 	td_cr_assert_ok(td_dict_new(&d, 1, b0));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I16, 2, s03));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "v", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("z"), NULL));
 	td_dict_free(d);
 	cr_assert_not(td_test_exists(td_test_path("z/v.memmap")));
 	/* A stale file under the leaf's name (an uncommitted earlier growth) is reused, zeroed. */
@@ -207,7 +207,7 @@ Test(store_grow, refused_growth_changes_nothing)
 	cr_assert_eq(td_store_generation(st), g0);
 	assert_grown(td_store_dict(st), 4);
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("f"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("f"), NULL));
 	td_cr_assert_err(td_store_grow(ro, 8), TD_EREADONLY);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
@@ -216,7 +216,7 @@ Test(store_grow, refused_growth_changes_nothing)
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 2, s48));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "w", &t));
-	td_cr_assert_ok(td_store_memmap(&nb, d, td_test_path("nb"), 0));
+	td_cr_assert_ok(td_store_memmap(&nb, d, td_test_path("nb"), NULL));
 	td_dict_free(d);
 	td_cr_assert_err(td_store_grow(nb, 8), TD_EINVAL);
 	td_cr_assert_ok(td_store_close(nb));
@@ -244,7 +244,7 @@ Test(store_grow, a_full_disk_fails_the_growth_and_commits_nothing)
 	assert_grown(td_store_dict(st), 4);
 	cr_assert_not(td_test_exists(td_test_path("full/.tdstore-journal")));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&st, td_test_path("full"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("full"), NULL));
 	assert_grown(td_store_dict(st), 4);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -277,7 +277,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 		"{\"pixels\": {\"device\": \"cpu\", \"shape\": [4, 3], \"dtype\": \"torch.uint8\", "
 		"\"is_nested\": false}, \"shape\": [4], " TAIL);
 	write_text(td_test_path("tc/obs/_tensordict/pixels.memmap"), "abcdefghijkl");
-	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), td_test_rw()));
 	td_cr_assert_ok(td_store_grow(st, 6));
 	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
 	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[11], 'l');
@@ -291,7 +291,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 	cr_assert_not_null(strstr(meta, "\"shape\": [6, 3]"), "%s", meta);
 	free(meta);
 	cr_assert_eq(td_test_file_size(td_test_path("tc/obs/_tensordict/pixels.memmap")), 18);
-	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), NULL));
 	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -318,7 +318,7 @@ Test(store_grow, views_taken_before_a_growth_keep_sharing_the_first_rows)
 	np[5] = 555; /* a new row: only the new dict has it */
 	cr_assert_eq(np[5], 555);
 	/* Another handle, refreshed after the growth, shares both. */
-	td_cr_assert_ok(td_store_open(&other, td_test_path("v"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&other, td_test_path("v"), NULL));
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(other), a, 1)))[1], 111);
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(other), a, 1)))[5], 555);
 	td_cr_assert_ok(td_store_close(other));
@@ -363,7 +363,7 @@ Test(store_grow, views_in_another_process_keep_sharing_the_first_rows)
 
 		/* The child releases the parent's handle it inherited (so that valgrind sees no leak). */
 		td_store_close(st);
-		ok = td_store_open(&mine, td_test_path("vp"), TD_STORE_RDWR) == 0;
+		ok = td_store_open(&mine, td_test_path("vp"), td_test_rw()) == 0;
 		if (ok) {
 			td_tensor_ref(&held, leaf(td_store_dict(mine), a, 1));
 			ok = write(to_parent[1], "r", 1) == 1 && read(to_child[0], &c, 1) == 1;
@@ -405,7 +405,7 @@ Test(store_grow, other_handles_see_the_growth_after_refresh)
 	td_store *st = new_store("r"), *other = NULL;
 	bool changed;
 
-	td_cr_assert_ok(td_store_open(&other, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&other, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_store_grow(st, 7));
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(other))[0], 4);
 	cr_assert_eq(td_store_generation(other), td_store_generation(st));
@@ -439,7 +439,7 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "z", &t));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 0, NULL, td_scalar_int(3)));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "scalar", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), NULL));
 	td_dict_free(d);
 	td_test_arange(&t, TD_DTYPE_I8, 2, s32);
 	td_cr_assert_ok(td_store_add_tensor(st, deep, 2, &t));
@@ -484,7 +484,7 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
 	td_cr_assert_ok(td_store_close(st));
 
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("l"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("l"), NULL));
 	cr_assert_eq(leaf(td_store_dict(ro), buf, 1)->shape[0], 7);
 	cr_assert_eq(leaf(td_store_dict(ro), z, 1)->shape[0], 3);
 	td_cr_assert_err(td_store_grow_leaf(ro, buf, 1, 9), TD_EREADONLY);
@@ -527,7 +527,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 		cr_assert(pids[i] >= 0);
 		if (pids[i] == 0) {
 			td_store *mine;
-			int rc = td_store_open(&mine, td_test_path("race"), TD_STORE_RDWR);
+			int rc = td_store_open(&mine, td_test_path("race"), td_test_rw());
 
 			for (j = 0; rc == 0 && j < PER_RACER; j++) {
 				/* Half the adds create a nested dict (a journaled commit). */
@@ -553,7 +553,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "racer %d failed", i);
 	}
-	td_cr_assert_ok(td_store_open(&st, td_test_path("race"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("race"), NULL));
 	/* The largest target won, and every leaf has that many rows. */
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0],
 		race_target(RACERS - 1, PER_RACER - 1));
@@ -652,7 +652,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		char dname[8];
 		size_t i;
 
-		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), td_test_rw()));
 		for (i = 0; i < TD_TEST_ARRAY_LEN(names); i++)
 			td_cr_assert_ok(td_store_remove(st, &names[i], 1));
 		td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ "base" }, 1, 0));
@@ -664,7 +664,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 	}
 	snprintf(journal_path, sizeof(journal_path), "%s", td_test_path("kill/.tdstore-journal"));
 	snprintf(path, sizeof(path), "%s", td_test_path("kill"));
-	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), NULL));
 	for (it = 0; it < iterations; it++) {
 		long delay = (long)(td_test_rand(&seed) % 5000000);
 		int64_t rows_ro, rows_rw;
@@ -683,11 +683,11 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		journal = td_test_exists(td_test_path("kill/.tdstore-journal"));
 		journals_left += journal;
 		/* A reader that cannot write sees a whole state (the journal's, if one is left)... */
-		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), NULL));
 		rows_ro = check_killed_store(td_store_dict(st), &n_ro);
 		td_cr_assert_ok(td_store_close(st));
 		/* ...and the same one once a writer has recovered the store. */
-		td_cr_assert_ok(td_store_open(&rw, td_test_path("kill"), TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&rw, td_test_path("kill"), td_test_rw()));
 		cr_assert_not(td_test_exists(td_test_path("kill/.tdstore-journal")));
 		rows_rw = check_killed_store(td_store_dict(rw), &n_rw);
 		cr_assert_eq(rows_rw, rows_ro, "iteration %d", it);

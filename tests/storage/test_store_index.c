@@ -112,11 +112,11 @@ static void assert_same_dict(const td_dict *a, const td_dict *b, const char *whe
 }
 
 /* Open `path` with `flags` and check how the open used the index. */
-static td_store *open_as(const char *path, unsigned flags, int state)
+static td_store *open_as(const char *path, const td_store_open_opts *opts, int state)
 {
 	td_store *st = NULL;
 
-	td_cr_assert_ok(td_store_open(&st, path, flags));
+	td_cr_assert_ok(td_store_open(&st, path, opts));
 	cr_assert_eq(st->dir.dix_state, state, "%s: index state %d, expected %d (status %d)", path,
 		st->dir.dix_state, state, st->dir.dix_code);
 	return st;
@@ -128,7 +128,7 @@ static td_store *open_json(const char *path)
 	td_store *st;
 
 	cr_assert_eq(setenv("TDSTORE_DIR_INDEX", "0", 1), 0);
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_OFF);
+	st = open_as(path, NULL, TD_DIX_OFF);
 	unsetenv("TDSTORE_DIR_INDEX");
 	return st;
 }
@@ -136,7 +136,7 @@ static td_store *open_json(const char *path)
 /* The index is used, and opens the dict that the meta.json files describe. */
 static void assert_index_matches_json(const char *path)
 {
-	td_store *a = open_as(path, TD_STORE_RDONLY, TD_DIX_USED), *b = open_json(path);
+	td_store *a = open_as(path, NULL, TD_DIX_USED), *b = open_json(path);
 
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
 	td_cr_assert_ok(td_store_close(a));
@@ -146,7 +146,7 @@ static void assert_index_matches_json(const char *path)
 /* The index is not used (for the reason `state`) and the open matches the meta.json files. */
 static void assert_falls_back(const char *path, int state, int code)
 {
-	td_store *a = open_as(path, TD_STORE_RDONLY, state), *b = open_json(path);
+	td_store *a = open_as(path, NULL, state), *b = open_json(path);
 
 	if (code)
 		cr_assert_eq(a->dir.dix_code, code, "%s: status %d, expected %d", path, a->dir.dix_code,
@@ -306,13 +306,13 @@ static td_dict *rich_dict(void)
 }
 
 /* td_store_memmap(d) into `name` in the test's directory; returns the path. */
-static const char *save(const td_dict *d, const char *name, unsigned flags)
+static const char *save(const td_dict *d, const char *name, const td_store_memmap_opts *opts)
 {
 	static char path[4400];
 	td_store *st;
 
 	snprintf(path, sizeof(path), "%s", tpath(name));
-	td_cr_assert_ok(td_store_memmap(&st, d, path, flags));
+	td_cr_assert_ok(td_store_memmap(&st, d, path, opts));
 	td_cr_assert_ok(td_store_close(st));
 	return path;
 }
@@ -332,16 +332,16 @@ static td_tensor filled(td_dtype dtype, int ndim, const int64_t *shape, double v
 Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json_files)
 {
 	td_dict *d = rich_dict();
-	const char *path = save(d, "rich", 0);
+	const char *path = save(d, "rich", NULL);
 	td_store *st;
 
 	cr_assert(td_test_exists(index_path(path)));
 	assert_index_matches_json(path);
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_USED);
+	st = open_as(path, NULL, TD_DIX_USED);
 	assert_same_dict(td_store_dict(st), d, "source");
 	td_cr_assert_ok(td_store_close(st));
 	/* A read-write open maps the leaves writable, as the meta.json loader does. */
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_USED);
+	st = open_as(path, td_test_rw(), TD_DIX_USED);
 	{
 		const td_value *v;
 
@@ -368,7 +368,7 @@ Test(store_index, saves_of_every_shape_of_tree_write_an_index_that_opens)
 
 	/* A dict without keys, batch []. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	assert_index_matches_json(save(d, "bare", 0));
+	assert_index_matches_json(save(d, "bare", NULL));
 	/* Zero rows: no leaf has a file. */
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "r", (t = filled(TD_DTYPE_I8, 0, NULL, 7), &t)));
 	td_dict_free(d);
@@ -378,12 +378,13 @@ Test(store_index, saves_of_every_shape_of_tree_write_an_index_that_opens)
 	put_arange(sub, "w", TD_DTYPE_I64, 1, s0);
 	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
 	td_cr_assert_ok(td_dict_set_strings(d, "none", 1, s0, NULL));
-	assert_index_matches_json(save(d, "zero", 0));
+	assert_index_matches_json(save(d, "zero", NULL));
 	td_dict_free(d);
-	/* 0-dim leaves; TD_STORE_LIKE and TD_STORE_NOSYNC saves. */
+	/* 0-dim leaves; `like` and TD_SYNC_NONE saves. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "k", (t = filled(TD_DTYPE_I64, 0, NULL, 7), &t)));
-	assert_index_matches_json(save(d, "scalar", TD_STORE_LIKE | TD_STORE_NOSYNC));
+	assert_index_matches_json(save(d, "scalar",
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_LIKE | TD_TEST_NOSYNC)));
 	td_dict_free(d);
 }
 
@@ -424,9 +425,9 @@ Test(store_index, tensordict_fixtures_open_from_the_index_tdstore_wrote_for_them
 		char src[4400];
 
 		/* Read-only opens never write; read-write ones write at the first change. */
-		st = open_as(path, TD_STORE_RDONLY, TD_DIX_ABSENT);
+		st = open_as(path, NULL, TD_DIX_ABSENT);
 		td_cr_assert_ok(td_store_close(st));
-		st = open_as(path, TD_STORE_RDWR, TD_DIX_ABSENT);
+		st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 		cr_assert_not(td_test_exists(index_path(path)), "%s", fixtures[i]);
 		add_and_remove(st);
 		td_cr_assert_ok(td_store_close(st));
@@ -434,13 +435,13 @@ Test(store_index, tensordict_fixtures_open_from_the_index_tdstore_wrote_for_them
 		assert_index_matches_json(path);
 		/* And it is the dict of the untouched fixture. */
 		snprintf(src, sizeof(src), "%s/tensordict/%s", getenv("TD_TEST_DATA"), fixtures[i]);
-		ref = open_as(src, TD_STORE_RDONLY, TD_DIX_ABSENT);
-		st = open_as(path, TD_STORE_RDONLY, TD_DIX_USED);
+		ref = open_as(src, NULL, TD_DIX_ABSENT);
+		st = open_as(path, NULL, TD_DIX_USED);
 		assert_same_dict(td_store_dict(st), td_store_dict(ref), fixtures[i]);
 		td_cr_assert_ok(td_store_close(st));
 		td_cr_assert_ok(td_store_close(ref));
 		/* A read-write open through the index keeps it right at the next change. */
-		st = open_as(path, TD_STORE_RDWR, TD_DIX_USED);
+		st = open_as(path, td_test_rw(), TD_DIX_USED);
 		add_and_remove(st);
 		td_cr_assert_ok(td_store_close(st));
 		assert_index_matches_json(path);
@@ -454,7 +455,7 @@ Test(store_index, the_legacy_raw_leaf_name_is_listed_and_checked)
 	td__dirindex dx;
 	td_store *st;
 
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_ABSENT);
+	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	add_and_remove(st);
 	td_cr_assert_ok(td_store_close(st));
 	parse_index(path, &dx);
@@ -528,7 +529,7 @@ Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 	uint32_t k, shells = 0, raws = 0;
 	td_tensor t;
 
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_ABSENT);
+	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	t = filled(TD_DTYPE_F32, 1, (const int64_t[]){ 4 }, 2.5);
 	td_cr_assert_ok(td_store_add_tensor(st, px, 2, &t)); /* into obs/_tensordict/ */
 	td_tensor_release(&t);
@@ -550,7 +551,7 @@ Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 		tpath("tc/_tensordict/obs/pixels.memmap"));
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
 	/* A raw directory name with the encoded one beside it. */
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_STALE);
+	st = open_as(path, td_test_rw(), TD_DIX_STALE);
 	add_and_remove(st);
 	td_cr_assert_ok(td_store_close(st));
 	assert_index_matches_json(path);
@@ -573,7 +574,7 @@ static void assert_current(td_store *st)
 		(unsigned long long)dx.generation, (unsigned long long)td_store_generation(st));
 	td__dirindex_free(&dx);
 	assert_index_matches_json(td_store_path(st));
-	ro = open_as(td_store_path(st), TD_STORE_RDONLY, TD_DIX_USED);
+	ro = open_as(td_store_path(st), NULL, TD_DIX_USED);
 	assert_same_dict(td_store_dict(ro), td_store_dict(st), "the writer's dict");
 	td_cr_assert_ok(td_store_close(ro));
 }
@@ -590,7 +591,7 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	td_cr_assert_ok(td_dict_new(&d, 1, (const int64_t[]){ 4 }));
 	put_arange(d, "base", TD_DTYPE_I32, 1, (const int64_t[]){ 4 });
 	td_cr_assert_ok(td_dict_set_string(d, "s", "kept"));
-	td_cr_assert_ok(td_store_memmap(&st, d, tpath("s"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, tpath("s"), NULL));
 	td_dict_free(d);
 	assert_current(st);
 
@@ -616,7 +617,7 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	td_cr_assert_ok(td_dict_new(&free_dict, 0, NULL));
 	put_arange(free_dict, "v", TD_DTYPE_I64, 1, (const int64_t[]){ 3 });
 	td_cr_assert_ok(td_dict_set_dict_take(d, "free", free_dict));
-	td_cr_assert_ok(td_store_memmap(&st, d, tpath("g"), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, tpath("g"), NULL));
 	td_dict_free(d);
 	td_cr_assert_ok(td_store_grow_leaf(st, free_leaf, 2, 5));
 	assert_current(st);
@@ -629,10 +630,10 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 {
 	const char *k[] = { "k" };
 	td_dict *d = rich_dict();
-	const char *path = save(d, "shared", 0);
-	td_store *w = open_as(path, TD_STORE_RDWR, TD_DIX_USED);
-	td_store *r = open_as(path, TD_STORE_RDONLY, TD_DIX_USED);
-	td_store *w2 = open_as(path, TD_STORE_RDWR, TD_DIX_USED);
+	const char *path = save(d, "shared", NULL);
+	td_store *w = open_as(path, td_test_rw(), TD_DIX_USED);
+	td_store *r = open_as(path, NULL, TD_DIX_USED);
+	td_store *w2 = open_as(path, td_test_rw(), TD_DIX_USED);
 	td_tensor t = filled(TD_DTYPE_I8, 1, B3, 3);
 	bool changed;
 
@@ -674,11 +675,12 @@ Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 
 	/* A plain store with its index, then a lazy stack saved over it. */
 	d = rich_dict();
-	path = save(d, "lz", 0);
+	path = save(d, "lz", NULL);
 	td_dict_free(d);
 	cr_assert(td_test_exists(index_path(path)));
 	lazy = small_stack();
-	td_cr_assert_ok(td_store_memmap(&st, lazy, path, TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, lazy, path,
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
@@ -694,18 +696,19 @@ Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_file
 
 	/* A plain store with its index, then a dict holding a lazy stack saved over it. */
 	d = rich_dict();
-	path = save(d, "lzn", 0);
+	path = save(d, "lzn", NULL);
 	cr_assert(td_test_exists(index_path(path)));
 	lazy = small_stack();
 	td_dict_free(d);
 	td_cr_assert_ok(td_dict_new(&d, 1, (const int64_t[]){ 2 }));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "inner.lz", lazy));
-	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_EXISTSOK));
+	td_cr_assert_ok(td_store_memmap(&st, d, path,
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
 	/* A read-write open writes none either. */
-	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(index_path(path)));
 	assert_falls_back(fixture_copy("lazy_nested"), TD_DIX_ABSENT, TD_ENOTFOUND);
@@ -723,16 +726,16 @@ Test(store_index, the_environment_variable_turns_the_index_off_for_reads_and_wri
 	char *before, *after;
 
 	cr_assert_eq(setenv("TDSTORE_DIR_INDEX", "off", 1), 0);
-	path = save(d, "off", 0);
+	path = save(d, "off", NULL);
 	cr_assert_not(td_test_exists(index_path(path)));
 	unsetenv("TDSTORE_DIR_INDEX");
 	td_dict_free(d);
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_ABSENT);
+	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	add_and_remove(st);
 	td_cr_assert_ok(td_store_close(st));
 	before = read_file(index_path(path), &len0);
 	cr_assert_eq(setenv("TDSTORE_DIR_INDEX", "0", 1), 0);
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_OFF);
+	st = open_as(path, td_test_rw(), TD_DIX_OFF);
 	t = filled(TD_DTYPE_I8, 1, B3, 3);
 	td_cr_assert_ok(td_store_add_tensor(st, k, 1, &t));
 	td_tensor_release(&t);
@@ -764,7 +767,7 @@ static const char *small_store(const char *name)
 	put_arange(sub, "c", TD_DTYPE_I32, 1, B3);
 	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
 	td_cr_assert_ok(td_dict_set_string(d, "s", "hello"));
-	path = save(d, name, 0);
+	path = save(d, name, NULL);
 	td_dict_free(d);
 	assert_index_matches_json(path);
 	return path;
@@ -790,21 +793,21 @@ Test(store_index, a_meta_json_changed_in_place_with_the_same_size_is_detected)
 	edit_file(tpath("same/meta.json"), "\"dtype\": \"torch.float32\"",
 		"\"dtype\":   \"torch.int32\"");
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
+	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_eq(get(st, a, 1)->tensor.dtype, TD_DTYPE_I32);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* A nested dict's, of another size: its leaf's dtype. */
 	path = small_store("nested");
 	edit_file(tpath("nested/sub/meta.json"), "torch.int32", "torch.float32");
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
+	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_eq(get(st, c, 2)->tensor.dtype, TD_DTYPE_F32);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* A string's: its text, same length. */
 	path = small_store("str");
 	edit_file(tpath("str/s/meta.json"), "hello", "jello");
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
+	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_str_eq(get(st, s, 1)->blob.data, "jello");
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -828,7 +831,7 @@ Test(store_index, a_meta_json_rewritten_by_python_is_detected)
 	write_text(tpath("py/new.memmap"), "xyz");
 	cr_assert_eq(rename(tpath("py/meta.json.tmp"), tpath("py/meta.json")), 0);
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
-	st = open_as(path, TD_STORE_RDONLY, TD_DIX_STALE);
+	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 3);
 	cr_assert_eq(((const char *)td_tensor_data(&get(st, n, 1)->tensor))[2], 'z');
 	cr_assert_eq(get(st, b, 1)->tensor.dtype, TD_DTYPE_I64);
@@ -856,25 +859,25 @@ Test(store_index, leaf_files_are_still_checked_with_the_index)
 
 	/* A shorter file: both ways refuse it. */
 	cr_assert_eq(truncate(tpath("leaves/b.memmap"), 8), 0);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, path, NULL), TD_ECORRUPT);
 	/* A symbolic link. */
 	cr_assert_eq(unlink(tpath("leaves/b.memmap")), 0);
 	cr_assert_eq(symlink("a.memmap", tpath("leaves/b.memmap")), 0);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, path, NULL), TD_ECORRUPT);
 	/* A directory. */
 	cr_assert_eq(unlink(tpath("leaves/b.memmap")), 0);
 	cr_assert_eq(mkdir(tpath("leaves/b.memmap"), 0777), 0);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, path, NULL), TD_ECORRUPT);
 	/* Missing. */
 	cr_assert_eq(rmdir(tpath("leaves/b.memmap")), 0);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, path, NULL), TD_ECORRUPT);
 	/* A longer file is accepted, as the meta.json loader accepts it. */
 	write_text(tpath("leaves/b.memmap"), "0123456789abcdefghijklmnopqrstuvwxyz");
 	assert_index_matches_json(path);
 	/* A meta.json that is a symbolic link to an identical file. */
 	cr_assert_eq(rename(tpath("leaves/sub/meta.json"), tpath("leaves/m.json")), 0);
 	cr_assert_eq(symlink("../m.json", tpath("leaves/sub/meta.json")), 0);
-	td_cr_assert_err(td_store_open(&st, path, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, path, NULL), TD_ECORRUPT);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1130,7 +1133,7 @@ Test(store_index, well_sealed_but_inconsistent_indexes_are_refused)
 		assert_falls_back(path, TD_DIX_REFUSED, cases[i].code);
 		/* Put the good index back (the next change writes it). */
 		{
-			td_store *st = open_as(path, TD_STORE_RDWR, TD_DIX_REFUSED);
+			td_store *st = open_as(path, td_test_rw(), TD_DIX_REFUSED);
 
 			add_and_remove(st);
 			td_cr_assert_ok(td_store_close(st));
@@ -1180,7 +1183,7 @@ Test(store_index, a_journal_left_by_a_crashed_commit_means_the_meta_json_files_a
 	write_text(jpath, "TDSJOURN torn");
 	assert_falls_back(path, TD_DIX_JOURNAL, TD_EBUSY);
 	/* A read-write open recovers (drops) it; the index is then used again. */
-	st = open_as(path, TD_STORE_RDWR, TD_DIX_USED);
+	st = open_as(path, td_test_rw(), TD_DIX_USED);
 	cr_assert_not(td_test_exists(jpath));
 	td_cr_assert_ok(td_store_close(st));
 	assert_index_matches_json(path);
@@ -1209,7 +1212,7 @@ Test(store_index, the_worked_example_of_the_spec_is_what_tdstore_writes)
 	cr_assert_eq(dx.dirs[0].role, TD_DIRINDEX_HOME);
 	/* An empty dict of batch [], saved into a new directory (generation 1). */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	path = save(d, "example", 0);
+	path = save(d, "example", NULL);
 	td_dict_free(d);
 	meta = read_file(tpath("example/meta.json"), &meta_len);
 	cr_assert_eq(dx.dirs[0].meta_length, meta_len);
@@ -1229,12 +1232,12 @@ Test(store_index, the_worked_example_of_the_spec_is_what_tdstore_writes)
 /* ------------------------------------------------------------------------ */
 
 /* Any open of `path` (the index used or not) gives what the meta.json files say. */
-static int assert_reopens_as_json(const char *path, unsigned flags)
+static int assert_reopens_as_json(const char *path, const td_store_open_opts *opts)
 {
 	td_store *a = NULL, *b = open_json(path);
 	int state;
 
-	td_cr_assert_ok(td_store_open(&a, path, flags));
+	td_cr_assert_ok(td_store_open(&a, path, opts));
 	state = a->dir.dix_state;
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
 	td_cr_assert_ok(td_store_close(a));
@@ -1257,10 +1260,10 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 	td_cr_assert_ok(td_dict_new(&sub, 1, (const int64_t[]){ 2 }));
 	put_arange(sub, "base", TD_DTYPE_I64, 1, (const int64_t[]){ 2 });
 	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
-	path = save(d, "kill", 0);
+	path = save(d, "kill", NULL);
 	td_dict_free(d);
 	snprintf(journal, sizeof(journal), "%s/.tdstore-journal", path);
-	watch = open_as(path, TD_STORE_RDONLY, TD_DIX_USED);
+	watch = open_as(path, NULL, TD_DIX_USED);
 	for (it = 0; it < iterations; it++) {
 		td_test_writer w = { path, it * 100000 };
 		int state;
@@ -1270,13 +1273,13 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 			(long)(td_test_rand(&seed) % 6000000));
 		journals += td_test_exists(journal);
 		/* Read-only: the index is used only when it matches; else the meta.json files. */
-		state = assert_reopens_as_json(path, TD_STORE_RDONLY);
+		state = assert_reopens_as_json(path, NULL);
 		used += state == TD_DIX_USED;
 		stale += state == TD_DIX_STALE;
 		cr_assert(state == TD_DIX_USED || state == TD_DIX_STALE || state == TD_DIX_JOURNAL ||
 			state == TD_DIX_ABSENT, "iteration %d: state %d", it, state);
 		/* A writer recovers the store; its next change leaves a right index. */
-		td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		cr_assert_not(td_test_exists(journal));
 		{
 			const char *k[] = { "probe" };
@@ -1285,7 +1288,7 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 			td_cr_assert_ok(td_store_remove(st, k, 1));
 		}
 		td_cr_assert_ok(td_store_close(st));
-		cr_assert_eq(assert_reopens_as_json(path, TD_STORE_RDONLY), TD_DIX_USED,
+		cr_assert_eq(assert_reopens_as_json(path, NULL), TD_DIX_USED,
 			"iteration %d", it);
 	}
 	td_cr_assert_ok(td_store_close(watch));
@@ -1305,7 +1308,7 @@ typedef struct sweep_ctx {
 	const char *path;
 	const char *bytes;
 	size_t len;
-	unsigned flags;
+	const td_store_open_opts *opts;
 	td__dirindex dx;
 	td_store *st;
 } sweep_ctx;
@@ -1326,7 +1329,7 @@ static int open_body(void *arg)
 {
 	sweep_ctx *c = arg;
 
-	return td_store_open(&c->st, c->path, c->flags);
+	return td_store_open(&c->st, c->path, c->opts);
 }
 
 static void open_cleanup(void *arg)
@@ -1343,14 +1346,14 @@ Test(store_index, allocation_failures_in_parse_and_open_release_everything)
 	sweep_ctx c = { 0 };
 	char *bytes;
 
-	c.path = save(d, "nomem", 0);
+	c.path = save(d, "nomem", NULL);
 	td_dict_free(d);
 	bytes = read_file(index_path(c.path), &c.len);
 	c.bytes = bytes;
 	td_test_enomem_sweep(parse_body, parse_cleanup, &c);
-	c.flags = TD_STORE_RDONLY;
+	c.opts = NULL;
 	td_test_enomem_sweep(open_body, open_cleanup, &c);
-	c.flags = TD_STORE_RDWR;
+	c.opts = td_test_rw();
 	td_test_enomem_sweep(open_body, open_cleanup, &c);
 	free(bytes);
 }
@@ -1358,7 +1361,7 @@ Test(store_index, allocation_failures_in_parse_and_open_release_everything)
 Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_or_absent)
 {
 	td_dict *d = rich_dict();
-	const char *path = save(d, "nomem", 0), *p[] = { "probe" };
+	const char *path = save(d, "nomem", NULL), *p[] = { "probe" };
 	long k;
 
 	td_dict_free(d);
@@ -1368,7 +1371,7 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 		td_tensor t = filled(TD_DTYPE_I32, 1, B3, (double)k);
 		int rc, state;
 
-		td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		td_test_alloc_install(k);
 		rc = td_store_add_tensor(st, p, 1, &t);
 		td_test_alloc_uninstall();
@@ -1376,13 +1379,13 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 		cr_assert(rc == TD_OK || rc == TD_ENOMEM, "allocation %ld: %d (%s)", k, rc,
 			td_error_last()->message);
 		td_cr_assert_ok(td_store_close(st));
-		state = assert_reopens_as_json(path, TD_STORE_RDONLY);
+		state = assert_reopens_as_json(path, NULL);
 		cr_assert(state == TD_DIX_USED || state == TD_DIX_ABSENT || state == TD_DIX_STALE,
 			"allocation %ld: state %d", k, state);
 		if (rc == TD_OK && state == TD_DIX_USED)
 			break;
 		/* Back to the store without the probe, with its index. */
-		td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		if (rc == TD_OK)
 			td_cr_assert_ok(td_store_remove(st, p, 1));
 		else

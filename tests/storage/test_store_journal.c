@@ -133,7 +133,7 @@ static void make_store(const char *name)
 	td_test_arange(&t, TD_DTYPE_I64, 2, s42);
 	td_cr_assert_ok(td_dict_set_tensor_take(sub, "y", &t));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), NULL));
 	td_dict_free(d);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -203,7 +203,7 @@ static uint64_t open_generation(const char *store)
 	td_store *st;
 	uint64_t g;
 
-	td_cr_assert_ok(td_store_open(&st, td_test_path(store), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path(store), NULL));
 	g = td_store_generation(st);
 	td_cr_assert_ok(td_store_close(st));
 	return g;
@@ -216,12 +216,12 @@ Test(store_journal, a_sealed_journal_is_read_by_readers_and_redone_by_writers)
 	bool changed;
 
 	make_store("s");
-	td_cr_assert_ok(td_store_open(&old, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&old, td_test_path("s"), NULL));
 	g0 = td_store_generation(old);
 	forge_growth("s", true);
 
 	/* A reader that cannot write sees the new state and changes nothing. */
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), NULL));
 	assert_rows(ro, 8);
 	td_cr_assert_ok(td_store_close(ro));
 	cr_assert(td_test_exists(store_path("s", ".tdstore-journal")));
@@ -229,7 +229,7 @@ Test(store_journal, a_sealed_journal_is_read_by_readers_and_redone_by_writers)
 	cr_assert(td_test_exists(store_path("s", "sub/.tdstore-tmp.999.1")));
 
 	/* A writer redoes the renames, removes the journal, and bumps the generation. */
-	td_cr_assert_ok(td_store_open(&rw, td_test_path("s"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&rw, td_test_path("s"), td_test_rw()));
 	assert_rows(rw, 8);
 	cr_assert_not(td_test_exists(store_path("s", ".tdstore-journal")));
 	cr_assert_not(td_test_exists(store_path("s", ".tdstore-tmp.999.2")));
@@ -241,7 +241,7 @@ Test(store_journal, a_sealed_journal_is_read_by_readers_and_redone_by_writers)
 	cr_assert(changed);
 	assert_rows(old, 8);
 	td_cr_assert_ok(td_store_close(old));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), NULL));
 	assert_rows(ro, 8);
 	td_cr_assert_ok(td_store_close(ro));
 }
@@ -256,16 +256,16 @@ Test(store_journal, a_half_renamed_commit_is_whole_for_tdstore_and_half_without_
 	/* The writer died after the first rename. */
 	snprintf(moved, sizeof(moved), "%s", store_path("h", "sub/meta.json"));
 	cr_assert_eq(rename(store_path("h", "sub/.tdstore-tmp.999.1"), moved), 0);
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("h"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("h"), NULL));
 	assert_rows(ro, 8);
 	td_cr_assert_ok(td_store_close(ro));
 	/* Without the journal (as Python tensordict reads it) the parent and child disagree. */
 	snprintf(moved, sizeof(moved), "%s", td_test_path("journal.aside"));
 	cr_assert_eq(rename(store_path("h", ".tdstore-journal"), moved), 0);
-	td_cr_assert_err(td_store_open(&ro, td_test_path("h"), TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&ro, td_test_path("h"), NULL), TD_ECORRUPT);
 	cr_assert_eq(rename(moved, store_path("h", ".tdstore-journal")), 0);
 	/* A writer finishes the commit. */
-	td_cr_assert_ok(td_store_open(&rw, td_test_path("h"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&rw, td_test_path("h"), td_test_rw()));
 	assert_rows(rw, 8);
 	cr_assert_not(td_test_exists(store_path("h", ".tdstore-journal")));
 	td_cr_assert_ok(td_store_close(rw));
@@ -280,7 +280,7 @@ Test(store_journal, a_schema_change_recovers_the_journal_first)
 
 	make_store("c");
 	/* Opened before the crash: the journal is found by the next change, not by the open. */
-	td_cr_assert_ok(td_store_open(&rw, td_test_path("c"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&rw, td_test_path("c"), td_test_rw()));
 	forge_growth("c", true);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 1, rows));
 	td_cr_assert_ok(td_store_add_tensor(rw, z, 1, &t));
@@ -323,12 +323,12 @@ Test(store_journal, garbled_journals_mean_the_commit_never_happened)
 		}
 		write_file(store_path(name, ".tdstore-journal"), bad, blen);
 		/* Readers see the old state; the temporary files are ignored. */
-		td_cr_assert_ok(td_store_open(&st, td_test_path(name), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, td_test_path(name), NULL));
 		assert_rows(st, 4);
 		td_cr_assert_ok(td_store_close(st));
 		cr_assert(td_test_exists(store_path(name, ".tdstore-journal")));
 		/* The next writer removes the journal and the temporary files, and keeps the old state. */
-		td_cr_assert_ok(td_store_open(&st, td_test_path(name), TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&st, td_test_path(name), td_test_rw()));
 		assert_rows(st, 4);
 		cr_assert_eq(td_store_generation(st), g0, "variant %zu", variant);
 		cr_assert_not(td_test_exists(store_path(name, ".tdstore-journal")));
@@ -350,9 +350,9 @@ static void assert_refused(const char *store, const jent *e, size_t n, const jop
 
 	write_file(store_path(store, ".tdstore-journal"), buf, len);
 	before = read_text(store_path(store, "meta.json"));
-	td_cr_assert_err(td_store_open(&st, td_test_path(store), TD_STORE_RDONLY), code);
+	td_cr_assert_err(td_store_open(&st, td_test_path(store), NULL), code);
 	cr_assert_null(st);
-	td_cr_assert_err(td_store_open(&st, td_test_path(store), TD_STORE_RDWR), code);
+	td_cr_assert_err(td_store_open(&st, td_test_path(store), td_test_rw()), code);
 	cr_assert_null(st);
 	after = read_text(store_path(store, "meta.json"));
 	cr_assert_str_eq(before, after);
@@ -404,8 +404,8 @@ Test(store_journal, journals_that_break_the_rules_are_refused_and_change_nothing
 	{
 		td_store *st = (td_store *)0x1;
 
-		td_cr_assert_err(td_store_open(&st, td_test_path("b"), TD_STORE_RDONLY), TD_ECORRUPT);
-		td_cr_assert_err(td_store_open(&st, td_test_path("b"), TD_STORE_RDWR), TD_ECORRUPT);
+		td_cr_assert_err(td_store_open(&st, td_test_path("b"), NULL), TD_ECORRUPT);
+		td_cr_assert_err(td_store_open(&st, td_test_path("b"), td_test_rw()), TD_ECORRUPT);
 	}
 }
 
@@ -418,17 +418,18 @@ Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary
 
 	/* A save (with and without syncs), an add that creates dicts, a growth. */
 	make_store("n");
-	td_cr_assert_ok(td_store_open(&st, td_test_path("n"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("n"), td_test_rw()));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 1, B4, td_scalar_int(5)));
 	td_cr_assert_ok(td_store_add_tensor(st, deep, 4, &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_grow(st, 6));
 	td_cr_assert_ok(td_store_close(st));
 	cr_assert_not(td_test_exists(store_path("n", ".tdstore-journal")));
-	td_cr_assert_ok(td_store_open(&st, td_test_path("n"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("n"), NULL));
 	td_cr_assert_ok(td_dict_copy(&d, td_store_dict(st)));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n2"), TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n2"),
+		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
 	cr_assert_not(td_test_exists(store_path("n2", ".tdstore-journal")));
@@ -447,7 +448,7 @@ Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary
 			closedir(dir);
 		}
 	}
-	td_cr_assert_ok(td_store_open(&st, td_test_path("n2"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("n2"), NULL));
 	{
 		const td_tensor *lt;
 

@@ -260,7 +260,8 @@ static td_store *small_store(const char *name)
 	td_cr_assert_ok(td_dict_new(&d, 1, B4));
 	td_test_arange(&t, TD_DTYPE_I32, 1, B4);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "base", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_dict_free(d);
 	return st;
 }
@@ -275,16 +276,18 @@ Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
 	td_item item;
 	const char *path = td_test_path("g.tds");
 
-	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	cr_assert(dicts_equal(td_store_dict(st), d));
-	cr_assert_eq(td_store_flags(st), TD_STORE_RDWR | TD_STORE_PACKED);
+	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_PACKED);
+	cr_assert(td_store_is_writable(st));
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
 	cr_assert_eq(td_store_generation(st), 1);
 	td_cr_assert_ok(td_store_close(st));
 
-	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, path, NULL));
 	cr_assert(dicts_equal(td_store_dict(ro), d));
-	cr_assert_eq(td_store_flags(ro), TD_STORE_RDONLY | TD_STORE_PACKED);
+	cr_assert_eq(td_store_placement(ro), TD_PLACEMENT_PACKED);
+	cr_assert_not(td_store_is_writable(ro));
 	/* Keys keep their order; every leaf with elements is 4096-byte aligned. */
 	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(ro), TD_ITER_NESTED));
 	cr_assert_eq(td_dict_iter_next(&item, it), 1);
@@ -322,7 +325,8 @@ Test(store_packed, strided_and_expanded_sources_are_gathered)
 	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_I16, 0, NULL, td_scalar_int(7)));
 	td_cr_assert_ok(td_tensor_expand(&ex, &one, 2, s4x));
 	td_cr_assert_ok(td_dict_set_tensor(d, "x", &ex));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s.tds"), TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s.tds"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_dict_clone(&want, d));
 	cr_assert(dicts_equal(td_store_dict(st), want));
 	td_cr_assert_ok(td_store_close(st));
@@ -340,9 +344,11 @@ Test(store_packed, existsok_replaces_and_like_allocates_zeros)
 	td_store *st;
 	const char *path = td_test_path("e.tds");
 
-	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED | TD_STORE_NOSYNC));
+	td_cr_assert_ok(td_store_memmap(&st, d, path,
+		td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_err(td_store_memmap(&st, d, path, TD_STORE_PACKED), TD_EEXISTS);
+	td_cr_assert_err(td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_PACKED, 0)),
+		TD_EEXISTS);
 	cr_assert_null(st);
 	/* No temporary file is left behind by the refused save. */
 	{
@@ -352,7 +358,7 @@ Test(store_packed, existsok_replaces_and_like_allocates_zeros)
 		free(buf);
 	}
 	td_cr_assert_ok(td_store_memmap(&st, d, path,
-		TD_STORE_PACKED | TD_STORE_EXISTSOK | TD_STORE_LIKE));
+		td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_EXISTSOK | TD_TEST_LIKE)));
 	td_cr_assert_ok(td_dict_clone(&z, d));
 	td_cr_assert_ok(td_dict_unlock(z));
 	td_cr_assert_ok(td_dict_zero(z));
@@ -370,7 +376,7 @@ Test(store_packed, writes_through_a_read_write_store_reach_the_file)
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "base"));
 	((int32_t *)td_tensor_data(&v->tensor))[2] = 99;
 	td_cr_assert_ok(td_store_sync(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("w.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("w.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "base"));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[2], 99);
 	td_cr_assert_ok(td_store_close(ro));
@@ -404,7 +410,7 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 		size_t a_len, b_len;
 		void *a, *b;
 
-		td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+		td_cr_assert_ok(td_store_memmap(&st, d, mine, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 		if (i == 1)
 			golden_changes(st);
 		td_cr_assert_ok(td_store_close(st));
@@ -412,7 +418,7 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 			/* Only when adding a format version: the committed files are never regenerated. */
 			copy_file(mine, golden_path(names[i]));
 		}
-		td_cr_assert_ok(td_store_open(&ro, golden_path(names[i]), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&ro, golden_path(names[i]), NULL));
 		if (i != 1) {
 			cr_assert(dicts_equal(td_store_dict(ro), d));
 			cr_assert_eq(td_store_generation(ro), 1);
@@ -463,13 +469,13 @@ Test(store_packed, the_worked_example_of_the_spec_is_what_tdstore_writes)
 		cr_assert_eq(b[i], 0, "slot B is not empty");
 	cr_assert_eq(memcmp(b + 4096, "TDSINDEX", 8), 0);
 	cr_assert_eq(XXH64(b + 4096 + 64, 48, XXH64(b + 4096, 56, 0)), 0x36c0c7937a2896f5ull);
-	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, path, NULL));
 	cr_assert_eq(td_dict_len(td_store_dict(ro)), 0);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(ro)), 0);
 	cr_assert_eq(td_store_generation(ro), 1);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-	td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, mine, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
 	a = read_file(mine, &a_len);
@@ -491,7 +497,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	const td_value *v;
 	bool changed;
 
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
 	/* A view held across changes stays valid and shares the file's pages. */
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "base"));
 	td_tensor_ref(&held, &v->tensor);
@@ -529,7 +535,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_key_free(kdeep);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
 	cr_assert_eq(td_dict_len(td_store_dict(ro)), 1);
 	td_cr_assert_ok(td_store_close(ro));
 }
@@ -555,7 +561,7 @@ Test(store_packed, schema_change_errors_leave_the_store_as_it_was)
 	td_cr_assert_err(td_store_remove(st, under, 2), TD_ETYPE);
 	cr_assert_eq(td_store_generation(st), g + 1);
 
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
 	filled(&t, 1);
 	td_cr_assert_err(td_store_add_tensor(ro, miss, 1, &t), TD_EREADONLY);
 	td_tensor_release(&t);
@@ -580,7 +586,7 @@ static bool has_temporary(void)
 
 Test(store_packed, every_block_of_a_saved_file_is_allocated)
 {
-	static const unsigned flags[] = { 0, TD_STORE_NOSYNC, TD_STORE_LIKE };
+	static const unsigned flags[] = { 0, TD_TEST_NOSYNC, TD_TEST_LIKE };
 	static const int64_t s1[] = { 1250 }, s2[] = { 1 }, s3[] = { 700, 3 };
 	size_t i;
 
@@ -603,7 +609,7 @@ Test(store_packed, every_block_of_a_saved_file_is_allocated)
 		td_cr_assert_ok(td_dict_set_tensor(d, "strided", &tr));
 		snprintf(name, sizeof(name), "a%zu.tds", i);
 		td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
-			TD_STORE_PACKED | flags[i]));
+			td_test_memmap(TD_PLACEMENT_PACKED, flags[i])));
 		/* Written or fallocated, every block is reserved: no hole a mapping could fault on. */
 		fd = open(td_test_path(name), O_RDONLY);
 		cr_assert(fd >= 0);
@@ -611,11 +617,11 @@ Test(store_packed, every_block_of_a_saved_file_is_allocated)
 		cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
 			"flags 0x%x: %lld blocks of 512 for %lld bytes", flags[i],
 			(long long)sb.st_blocks, (long long)sb.st_size);
-		if (!(flags[i] & TD_STORE_LIKE))
+		if (!(flags[i] & TD_TEST_LIKE))
 			cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "flags 0x%x: a hole",
 				flags[i]);
 		close(fd);
-		if (!(flags[i] & TD_STORE_LIKE)) {
+		if (!(flags[i] & TD_TEST_LIKE)) {
 			td_dict *want;
 
 			td_cr_assert_ok(td_dict_clone(&want, d));
@@ -645,7 +651,7 @@ Test(store_packed, a_save_or_add_that_cannot_write_leaves_nothing_behind)
 	signal(SIGXFSZ, SIG_IGN);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
 	td_error_clear();
-	rc = td_store_memmap(&st, d, td_test_path("full.tds"), TD_STORE_PACKED);
+	rc = td_store_memmap(&st, d, td_test_path("full.tds"), td_test_memmap(TD_PLACEMENT_PACKED, 0));
 	cr_assert(rc == TD_ENOSPC || rc == TD_EIO || rc == TD_EOVERFLOW, "got %d: %s", rc,
 		td_error_last()->message);
 	cr_assert_null(st);
@@ -657,7 +663,7 @@ Test(store_packed, a_save_or_add_that_cannot_write_leaves_nothing_behind)
 	cr_assert_lt(rc, 0);
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_close(small));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
 	cr_assert_eq(td_store_generation(ro), 1);
 	cr_assert_eq(td_dict_len(td_store_dict(ro)), 1);
 	td_cr_assert_ok(td_store_close(ro));
@@ -718,41 +724,41 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 
 	copy_file(path, work);
 	patch(work, 0, "TDSPACKX", 8);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	patch(work, 8, &v2, 4);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_EVERSION);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_EVERSION);
 
 	copy_file(path, work);
 	flip_byte(work, 30); /* a reserved byte: the header checksum fails */
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	flip_byte(work, 2000); /* outside the slots: must be zero */
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	/* Unknown flags: a bad checksum first; with a valid one, unsupported. */
 	copy_file(path, work);
 	patch(work, 20, &flag, 4);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 	reseal_header(work);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ENOTSUP);
 	/* Index flags likewise. */
 	copy_file(path, work);
 	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &iflag, 4);
 	reseal_index(work, (off_t)get_le64(work, 1024 + 8));
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ENOTSUP);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ENOTSUP);
 	/* The index of a directory store (no extents) has no place in a packed file. */
 	copy_file(path, work);
 	patch(work, (off_t)get_le64(work, 1024 + 8) + 20, &dirflag, 4);
 	reseal_index(work, (off_t)get_le64(work, 1024 + 8));
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	/* A torn newer slot: the older state opens. */
 	copy_file(path, work);
 	flip_byte(work, 1024 + 20);
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	cr_assert_eq(td_store_generation(st), 1);
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(st), "x"), TD_ENOTFOUND);
 	td_cr_assert_ok(td_store_close(st));
@@ -760,41 +766,41 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	/* A damaged older slot, or a damaged older index: the newer state opens. */
 	copy_file(path, work);
 	flip_byte(work, 512 + 3);
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	cr_assert_eq(td_store_generation(st), 2);
 	td_cr_assert_ok(td_store_close(st));
 	copy_file(path, work);
 	flip_byte(work, (off_t)get_le64(work, 512 + 8) + 70);
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, work, td_test_rw()));
 	cr_assert_eq(first_i64(td_store_dict(st), x, 1), 8);
 	/* ... and a writer does not reuse its area for the next index. */
 	td_cr_assert_ok(td_store_remove(st, x, 1));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	cr_assert_eq(td_store_generation(st), 3);
 	td_cr_assert_ok(td_store_close(st));
 
 	/* A damaged newer index is corruption, not a reason to go back silently. */
 	copy_file(path, work);
 	flip_byte(work, (off_t)get_le64(work, 1024 + 8) + 70);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	/* Both slots damaged. */
 	copy_file(path, work);
 	flip_byte(work, 512 + 60);
 	flip_byte(work, 1024 + 60);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	/* Truncated files. */
 	copy_file(path, work);
 	cr_assert_eq(truncate(work, 100), 0);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 	copy_file(path, work);
 	cr_assert_eq(truncate(work, td_test_file_size(work) - 4096), 0);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 	copy_file(path, work);
 	cr_assert_eq(truncate(work, 0), 0);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 }
 
 /*
@@ -820,63 +826,63 @@ Test(store_packed, well_sealed_but_inconsistent_indexes_are_refused)
 	copy_file(path, work);
 	put_le64(work, x + 16, get_le64(path, base + 16));
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	put_le64(work, x + 16, (uint64_t)1 << 40);
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	put_le64(work, x + 16, 4096 + 2048); /* not aligned */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	put_le64(work, x + 24, 33); /* length is not the byte size of the shape */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	put_le64(work, x + 48, 5); /* x's dim 0 is not the batch size 4 */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	put_le64(work, ix + 64 + 48, (uint64_t)1 << 62); /* batch and leaves of 2^62 rows */
 	put_le64(work, base + 48, (uint64_t)1 << 62);
 	put_le64(work, x + 48, (uint64_t)1 << 62);
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_EOVERFLOW);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_EOVERFLOW);
 
 	copy_file(path, work);
 	patch(work, x + 4, "\x07\0\0\0", 4); /* a parent that comes after it */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	patch(work, x + 57, "\1", 1); /* padding after the key */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	copy_file(path, work);
 	patch(work, x + 56, "\0", 1); /* a NUL in a key */
 	reseal_index(work, ix);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 
 	/* A sealed newer slot whose fields are wrong is corruption too. */
 	copy_file(path, work);
 	put_le64(work, 1024 + 32, get_le64(path, 1024 + 32) + 4096 * 100); /* past the end */
 	reseal_slot(work, 1024);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 	copy_file(path, work);
 	put_le64(work, 1024 + 8, 4096 + 100); /* an unaligned index */
 	reseal_slot(work, 1024);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 	copy_file(path, work);
 	put_le64(work, 1024, 1); /* both slots of generation 1 */
 	reseal_slot(work, 1024);
-	td_cr_assert_err(td_store_open(&st, work, TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, work, NULL), TD_ECORRUPT);
 }
 
 Test(store_packed, bad_arguments_and_paths)
@@ -886,26 +892,30 @@ Test(store_packed, bad_arguments_and_paths)
 	static const uint8_t bytes[2] = { 1, 2 };
 
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/dir/x.tds"),
-		TD_STORE_PACKED), TD_ENOTFOUND);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds/"), TD_STORE_PACKED),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds/"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
-	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds"), TD_STORE_PACKED | 0x1000),
+	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds"),
+		&(td_store_memmap_opts){ 0, TD_PLACEMENT_PACKED, false, false, TD_SYNC_FULL }),
 		TD_EINVAL);
 	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
 	td_cr_assert_ok(td_dict_set_bytes(b, "raw", bytes, sizeof(bytes)));
-	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"), TD_STORE_PACKED),
+	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("b.tds")));
 	td_dict_free(b);
 	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(b, "shape", "reserved"));
-	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"), TD_STORE_PACKED),
+	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
 	td_dict_free(b);
 	/* A directory where the file goes. */
 	cr_assert_eq(mkdir(td_test_path("dir.tds"), 0777), 0);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("dir.tds"),
-		TD_STORE_PACKED | TD_STORE_EXISTSOK), TD_EEXISTS);
+		td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_EXISTSOK)), TD_EEXISTS);
 	/* A file that is not a store. */
 	{
 		FILE *f = fopen(td_test_path("junk"), "wb");
@@ -915,7 +925,7 @@ Test(store_packed, bad_arguments_and_paths)
 			fputc('j', f);
 		fclose(f);
 	}
-	td_cr_assert_err(td_store_open(&st, td_test_path("junk"), TD_STORE_RDONLY), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&st, td_test_path("junk"), NULL), TD_ECORRUPT);
 	td_dict_free(d);
 }
 
@@ -957,7 +967,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 	int it;
 
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill.tds"), NULL));
 	for (it = 0; it < ITERATIONS; it++) {
 		struct timespec delay = { 0, (long)(td_test_rand(&seed) % 3000000) };
 		struct timespec poll = { 0, 100000 };
@@ -971,7 +981,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 		cr_assert(pid >= 0);
 		if (pid == 0) {
 			td_store *w;
-			int k, rc = td_store_open(&w, td_test_path("kill.tds"), TD_STORE_RDWR);
+			int k, rc = td_store_open(&w, td_test_path("kill.tds"), td_test_rw());
 
 			/* Add leaves k<n> holding n, and remove every third, until killed. */
 			for (k = it * 100000; rc == 0; k++) {
@@ -1002,7 +1012,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			it);
 		/* Every reopen succeeds and every committed leaf holds its value. */
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill.tds"),
-			it % 2 ? TD_STORE_RDWR : TD_STORE_RDONLY));
+			it % 2 ? td_test_rw() : NULL));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
 		while (td_dict_iter_next(&item, iter) == 1) {
 			const int64_t *p = td_tensor_data(&item.value->tensor);
@@ -1042,7 +1052,7 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	td_test_arange(&t, TD_DTYPE_F64, 2, s43);
 	td_cr_assert_ok(td_store_add_tensor(st, deep, 2, &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "base"));
 	td_tensor_ref(&held_small, &v->tensor);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "big"));
@@ -1081,7 +1091,7 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	cr_assert_eq(((const float *)td_tensor_data(&v->tensor))[1], 5.5f);
 	td_cr_assert_ok(td_store_close(ro));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "base"));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[1], 77);
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[9], 0);
@@ -1116,7 +1126,7 @@ static void forge64(const char *good, const char *work, off_t ix, off_t at, uint
 	copy_file(good, work);
 	put_le64(work, at, v);
 	reseal_index(work, ix);
-	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	rc = td_store_open(&st, work, NULL);
 	if (rc == TD_OK)
 		td_store_close(st);
 	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
@@ -1137,7 +1147,7 @@ static void forge_child_count(const char *good, const char *work, off_t ix, off_
 	put_le64(work, rec + 24, n);
 	put_le64(work, rec + 48 + 8, n);
 	reseal_index(work, ix);
-	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	rc = td_store_open(&st, work, NULL);
 	if (rc == TD_OK)
 		td_store_close(st);
 	cr_assert_eq(rc, TD_ECORRUPT, "%llu children: got %d (%s)", (unsigned long long)n, rc,
@@ -1153,7 +1163,7 @@ static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
 	copy_file(good, work);
 	patch(work, at, bytes, len);
 	reseal_index(work, ix);
-	rc = td_store_open(&st, work, TD_STORE_RDONLY);
+	rc = td_store_open(&st, work, NULL);
 	if (rc == TD_OK)
 		td_store_close(st);
 	cr_assert_eq(rc, want, "%s: got %d (%s)", why, rc, td_error_last()->message);
@@ -1171,7 +1181,7 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 
 	snprintf(path, sizeof(path), "%s", td_test_path("s.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
-	td_cr_assert_ok(td_store_memmap(&st, d, path, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	cr_assert(dicts_equal(td_store_dict(st), d));
 	td_cr_assert_ok(td_store_close(st));
 	ix = (off_t)get_le64(path, 512 + 8); /* a new file commits in slot A */
@@ -1181,10 +1191,10 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 	copy_file(path, work);
 
 	/* Growth: the new rows are empty strings, also after a reopen. */
-	td_cr_assert_ok(td_store_open(&st, path, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 	td_cr_assert_ok(td_store_grow(st, 5));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, path, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, path, NULL));
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(ro), "names"));
 	cr_assert_eq(s->numel, 5);
 	for (i = 0; i < 5; i++)
@@ -1213,7 +1223,7 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 	forge_bytes(work, path, ix, find_bytes(work, rec, "alpha", 6), "\xff", 1, TD_ECORRUPT,
 		"not UTF-8");
 	/* The file as written still opens. */
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
 }
@@ -1236,7 +1246,8 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
 	td_cr_assert_ok(td_dict_new(&sub, 1, s5));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "n", sub));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l.tds"), TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l.tds"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_dict_free(d);
 
 	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
@@ -1256,7 +1267,7 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	}
 	td_cr_assert_err(td_store_grow_leaf(st, x, 1, INT64_MAX), TD_EOVERFLOW);
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(v->tensor.shape[0], 3000);
 	cr_assert_eq(td_test_element(&v->tensor, 4), 4.0);
@@ -1380,11 +1391,12 @@ static void check_round_trip(const td_dict *d, const char *name)
 {
 	td_store *st, *ro;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	cr_assert_eq(td_dict_is_lazy(td_store_dict(st)), td_dict_is_lazy(d));
 	cr_assert(trees_equal(td_store_dict(st), d), "%s: the written store", name);
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&ro, td_test_path(name), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path(name), NULL));
 	cr_assert_eq(td_dict_is_lazy(td_store_dict(ro)), td_dict_is_lazy(d));
 	cr_assert(trees_equal(td_store_dict(ro), d), "%s: the reopened store", name);
 	td_cr_assert_ok(td_store_close(ro));
@@ -1398,7 +1410,7 @@ Test(store_packed, lazy_stacks_root_nested_ragged_and_stacked_round_trip)
 
 	check_round_trip(d, "nested.tds");
 	/* The nested stack is a lazy stack again, in its place among the keys. */
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("nested.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("nested.tds"), NULL));
 	{
 		const char *keys[3];
 
@@ -1437,7 +1449,8 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_tensor t, got;
 	const td_value *v;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("w.tds"), TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("w.tds"),
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(1)));
 	td_cr_assert_err(td_store_add_tensor(st, x, 2, &t), TD_ENOTSUP);
 	td_cr_assert_err(td_store_remove(st, a, 1), TD_ENOTSUP);
@@ -1446,7 +1459,7 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_cr_assert_ok(td_store_close(st));
 
 	/* Writes through the views reach the file: a leaf of the root, one of a child. */
-	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), td_test_rw()));
 	td_cr_assert_err(td_store_grow(st, 4), TD_ENOTSUP);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "a"));
 	((int64_t *)td_tensor_data(&v->tensor))[4] = -7;
@@ -1460,7 +1473,7 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	}
 	td_cr_assert_ok(td_store_sync(st));
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("w.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "a"));
 	cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[4], -7);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "stack"));
@@ -1485,7 +1498,7 @@ Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 
 	snprintf(good, sizeof(good), "%s", td_test_path("lazy.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
-	td_cr_assert_ok(td_store_memmap(&st, d, good, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, good, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_store_close(st));
 	ix = (off_t)get_le64(good, 512 + 8);
 	cr_assert_eq(get_le64(good, ix + 16) >> 32, 5, "index flags 1 (strings) and 4 (lazy stacks)");
@@ -1529,7 +1542,7 @@ Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 	/* A flag bit beyond this build: unsupported. */
 	forge_bytes(good, work, ix, ix + 20, "\x0d\0\0\0", 4, TD_ENOTSUP, "flag bit 3");
 	/* The file as written opens. */
-	td_cr_assert_ok(td_store_open(&st, good, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, good, NULL));
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(d);
 }
@@ -1543,13 +1556,13 @@ Test(store_packed, the_golden_lazy_file_opens_and_is_written_byte_for_byte)
 	size_t a_len, b_len;
 	void *a, *b;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, mine, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, d, mine, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_store_close(st));
 	if (regen && strcmp(regen, "lazy") == 0) {
 		/* Made once, when lazy stacks entered the format: never regenerated. */
 		copy_file(mine, golden_path("v1-lazy.tds"));
 	}
-	td_cr_assert_ok(td_store_open(&ro, golden_path("v1-lazy.tds"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, golden_path("v1-lazy.tds"), NULL));
 	cr_assert(trees_equal(td_store_dict(ro), d));
 	cr_assert_eq(td_store_generation(ro), 1);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "stack"));
@@ -1597,7 +1610,7 @@ Test(store_packed, an_index_nested_past_64_levels_is_refused)
 	td_cr_assert_ok(td_dict_set_dict_take(root, "z", z));
 	snprintf(good, sizeof(good), "%s", td_test_path("deep.tds"));
 	snprintf(work, sizeof(work), "%s", td_test_path("w.tds"));
-	td_cr_assert_ok(td_store_memmap(&st, root, good, TD_STORE_PACKED));
+	td_cr_assert_ok(td_store_memmap(&st, root, good, td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_store_close(st));
 	ix = (off_t)get_le64(good, 512 + 8);
 	/* Records: the root (48 bytes), 62 of "a" (56 each), "z", "w". */
@@ -1612,7 +1625,7 @@ Test(store_packed, an_index_nested_past_64_levels_is_refused)
 	copy_file(good, work);
 	patch(work, zrec + 4, "\x3d\0\0\0", 4);
 	reseal_index(work, ix);
-	td_cr_assert_ok(td_store_open(&st, work, TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	td_cr_assert_ok(td_store_close(st));
 	td_dict_free(root);
 }

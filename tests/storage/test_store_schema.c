@@ -29,7 +29,7 @@ static td_store *new_store(const char *name)
 	td_cr_assert_ok(td_dict_new(&d, 1, B4));
 	td_test_arange(&t, TD_DTYPE_I32, 1, B4);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "base", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), 0));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name), NULL));
 	td_dict_free(d);
 	return st;
 }
@@ -85,7 +85,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	td_cr_assert_ok(td_store_close(st));
 
 	ro = NULL;
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("s"), NULL));
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(ro), kdeep));
 	td_key_free(kdeep);
@@ -96,7 +96,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
 	td_cr_assert_ok(td_store_close(ro));
 
-	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), td_test_rw()));
 	td_cr_assert_err(td_store_add_tensor(st, x, 1, &t), TD_EEXISTS);
 	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "base", "q" }, 2, &t), TD_ETYPE);
 	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "shape" }, 1, &t), TD_EINVAL);
@@ -121,7 +121,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	td_cr_assert_err(td_store_remove(st, x, 1), TD_ENOTFOUND);
 	td_cr_assert_err(td_store_remove(st, (const char *[]){ "no", "x" }, 2), TD_ENOTFOUND);
 	td_cr_assert_ok(td_store_close(st));
-	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), 0));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), NULL));
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 1);
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -134,7 +134,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	td_tensor held, t;
 	bool changed = true;
 
-	td_cr_assert_ok(td_store_open(&b, td_test_path("r"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&b, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_store_refresh(b, &changed));
 	cr_assert_not(changed);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(b), "base"));
@@ -174,10 +174,10 @@ Test(store_schema, a_python_directory_gets_a_coordination_file_on_first_write)
 	td_cr_assert_ok(td_store_close(a));
 	snprintf(coord, sizeof(coord), "%s", td_test_path("p/.tdstore-coord"));
 	cr_assert_eq(unlink(coord), 0); /* as if Python had written the directory */
-	td_cr_assert_ok(td_store_open(&ro, td_test_path("p"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("p"), NULL));
 	cr_assert_eq(td_store_generation(ro), 0);
 	cr_assert_not(exists(coord));
-	td_cr_assert_ok(td_store_open(&a, td_test_path("p"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&a, td_test_path("p"), td_test_rw()));
 	cr_assert(exists(coord));
 	filled(&t, 5);
 	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
@@ -198,10 +198,10 @@ Test(store_schema, a_bad_coordination_file_is_refused)
 	cr_assert_not_null(f);
 	cr_assert_eq(fputs("XXXX", f) >= 0, 1);
 	fclose(f);
-	td_cr_assert_err(td_store_open(&b, td_test_path("c"), 0), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&b, td_test_path("c"), NULL), TD_ECORRUPT);
 	cr_assert_null(b);
 	cr_assert_eq(truncate(td_test_path("c/.tdstore-coord"), 100), 0);
-	td_cr_assert_err(td_store_open(&b, td_test_path("c"), TD_STORE_RDWR), TD_ECORRUPT);
+	td_cr_assert_err(td_store_open(&b, td_test_path("c"), td_test_rw()), TD_ECORRUPT);
 }
 
 Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_again)
@@ -222,9 +222,9 @@ Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_agai
 		if (i == 1)
 			cr_assert_eq(write(fd, zeros, sizeof(zeros)), (ssize_t)sizeof(zeros));
 		close(fd);
-		td_cr_assert_ok(td_store_open(&ro, td_test_path("z"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&ro, td_test_path("z"), NULL));
 		cr_assert_eq(td_store_generation(ro), 0);
-		td_cr_assert_ok(td_store_open(&a, td_test_path("z"), TD_STORE_RDWR));
+		td_cr_assert_ok(td_store_open(&a, td_test_path("z"), td_test_rw()));
 		filled(&t, 7 + i);
 		x[0] = i ? "y" : "x";
 		td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
@@ -278,7 +278,7 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 		if (pids[i] == 0) {
 			const char *k[1] = { "k" };
 			td_store *mine, *check;
-			int rc = td_store_open(&mine, td_test_path("flip"), TD_STORE_RDWR), j;
+			int rc = td_store_open(&mine, td_test_path("flip"), td_test_rw()), j;
 
 			for (j = 0; rc == 0 && j < 60; j++) {
 				td_tensor t;
@@ -293,7 +293,7 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 				}
 				td_tensor_release(&t);
 				if (rc == 0)
-					rc = td_store_open(&check, td_test_path("flip"), TD_STORE_RDONLY);
+					rc = td_store_open(&check, td_test_path("flip"), NULL);
 				if (rc == 0)
 					rc = td_store_close(check);
 			}
@@ -307,7 +307,7 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 		cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
 		cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "flipper %d failed", i);
 	}
-	td_cr_assert_ok(td_store_open(&st, td_test_path("flip"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, td_test_path("flip"), NULL));
 	cr_assert(td_store_generation(st) > 60, "most changes committed");
 	td_cr_assert_ok(td_store_close(st));
 }
@@ -316,7 +316,7 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 static void adding_writer(void *arg)
 {
 	td_store *w;
-	int k, rc = td_store_open(&w, td_test_path("kill"), TD_STORE_RDWR);
+	int k, rc = td_store_open(&w, td_test_path("kill"), td_test_rw());
 
 	for (k = *(const int *)arg * 100000; rc == 0; k++) {
 		char key[32];
@@ -342,7 +342,7 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 
 	td_cr_assert_ok(td_store_close(st));
 	/* A read-only handle watches the generation: each writer commits before it is killed. */
-	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&watch, td_test_path("kill"), NULL));
 	for (it = 0; it < ITERATIONS; it++) {
 		td_dict_iter *iter;
 		td_item item;
@@ -350,7 +350,7 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 		td_test_kill_writer(watch, adding_writer, &it, NULL,
 			(long)(td_test_rand(&seed) % 4000000));
 		/* Every reopen succeeds and every committed leaf holds its value. */
-		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), NULL));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
 		while (td_dict_iter_next(&item, iter) == 1) {
 			const int64_t *p = td_tensor_data(&item.value->tensor);

@@ -206,12 +206,12 @@ static void check_dict(const td_dict *d, const json_t *node)
 	cr_assert_eq(i, nleaves, "%zu leaves, expected %zu", i, nleaves);
 }
 
-static void check_fixture(const char *name, unsigned flags)
+static void check_fixture(const char *name, const td_store_open_opts *opts)
 {
 	json_t *e = load_expected();
 	td_store *st;
 
-	td_cr_assert_ok(td_store_open(&st, fixture_dir(name), flags));
+	td_cr_assert_ok(td_store_open(&st, fixture_dir(name), opts));
 	check_dict(td_store_dict(st), fixture(e, name));
 	td_cr_assert_ok(td_store_close(st));
 	json_decref(e);
@@ -219,28 +219,28 @@ static void check_fixture(const char *name, unsigned flags)
 
 Test(store_tensordict, flat_every_dtype)
 {
-	check_fixture("flat", TD_STORE_RDONLY);
+	check_fixture("flat", NULL);
 }
 
 Test(store_tensordict, nested_dicts_and_strings)
 {
-	check_fixture("nested", TD_STORE_RDONLY);
+	check_fixture("nested", NULL);
 }
 
 Test(store_tensordict, encoded_keys)
 {
-	check_fixture("encoded_keys", TD_STORE_RDONLY);
+	check_fixture("encoded_keys", NULL);
 }
 
 Test(store_tensordict, zero_element_leaves)
 {
-	check_fixture("zero_elem", TD_STORE_RDONLY);
-	check_fixture("zero_elem_inner", TD_STORE_RDONLY);
+	check_fixture("zero_elem", NULL);
+	check_fixture("zero_elem_inner", NULL);
 }
 
 Test(store_tensordict, legacy_raw_key_names)
 {
-	check_fixture("legacy_raw", TD_STORE_RDONLY);
+	check_fixture("legacy_raw", NULL);
 }
 
 static char *slurp(const char *dir, const char *name, size_t *len);
@@ -291,7 +291,7 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 	for (k = 0; k < TD_TEST_ARRAY_LEN(names); k++) {
 		td_store *st;
 
-		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), NULL));
 		check_lazy(td_store_dict(st), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(st));
 	}
@@ -301,7 +301,7 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 		td_tensor t;
 		const char *kp[1] = { "k" };
 
-		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), NULL));
 		td_cr_assert_err(td_lazy_get_tensor(&t, td_store_dict(st), "x"), TD_ETYPE);
 		td_cr_assert_ok(td_lazy_get_tensor(&t, td_store_dict(st), "k"));
 		cr_assert_eq(t.shape[0], 2);
@@ -310,9 +310,9 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 		td_tensor_release(&t);
 		td_cr_assert_ok(td_store_close(st));
 		/* tensordict's make_memmap does not apply to lazy stacks; neither do ours. */
-		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), TD_STORE_RDONLY));
+		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), NULL));
 		td_cr_assert_ok(td_store_memmap(&st2, td_store_dict(st), td_test_path("rw"),
-			TD_STORE_NOSYNC));
+			td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 1, (const int64_t[]){ 2 }));
 		td_cr_assert_err(td_store_add_tensor(st2, kp, 1, &t), TD_ENOTSUP);
 		td_tensor_release(&t);
@@ -339,20 +339,20 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 		td_store *st, *copy;
 		char out[4400];
 
-		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), 0));
+		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), NULL));
 		snprintf(out, sizeof(out), "%s", td_test_path(names[k]));
-		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, 0));
+		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, NULL));
 		check_lazy(td_store_dict(copy), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(copy));
-		td_cr_assert_ok(td_store_open(&copy, out, 0));
+		td_cr_assert_ok(td_store_open(&copy, out, NULL));
 		check_lazy(td_store_dict(copy), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(copy));
 		/* A packed store holds it too. */
 		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
-			TD_STORE_PACKED | TD_STORE_EXISTSOK));
+			td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_EXISTSOK)));
 		check_lazy(td_store_dict(copy), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(copy));
-		td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), 0));
+		td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), NULL));
 		check_lazy(td_store_dict(copy), fixture(e, names[k]));
 		td_cr_assert_ok(td_store_close(copy));
 		/* Writing a smaller stack where a larger one was would leave a child behind. */
@@ -361,7 +361,8 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 			td_dict *kid = td_lazy_child(td_store_dict(st), 0);
 
 			td_cr_assert_ok(td_lazy_stack(&one, &kid, 1, 0, 0));
-			td_cr_assert_err(td_store_memmap(&copy, one, out, TD_STORE_EXISTSOK),
+			td_cr_assert_err(td_store_memmap(&copy, one, out,
+				td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 				TD_EEXISTS);
 			td_dict_free(one);
 		}
@@ -381,8 +382,8 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
 	td_dict *d, *z;
 
 	cr_assert_eq(json_array_size(json_object_get(node, "lazy")), 2, "z and sub.w");
-	check_fixture("lazy_nested", TD_STORE_RDONLY);
-	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
+	check_fixture("lazy_nested", NULL);
+	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), NULL));
 	d = td_store_dict(st);
 	td_cr_assert_ok(td_dict_get_dict(&z, d, "z"));
 	cr_assert(td_dict_is_lazy(z));
@@ -423,12 +424,12 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	td_store *st, *copy;
 	char out[4400];
 
-	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), TD_STORE_RDONLY));
+	td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_nested"), NULL));
 	snprintf(out, sizeof(out), "%s", td_test_path("lazy_nested"));
-	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, 0));
+	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, NULL));
 	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
 	td_cr_assert_ok(td_store_close(copy));
-	td_cr_assert_ok(td_store_open(&copy, out, TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&copy, out, td_test_rw()));
 	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
 	/* Schema changes do not apply to stores holding lazy stacks. */
 	{
@@ -439,9 +440,9 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	td_cr_assert_ok(td_store_close(copy));
 	/* A packed store holds them too, with the same schema changes refused. */
 	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
-		TD_STORE_PACKED));
+		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_store_close(copy));
-	td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), TD_STORE_RDWR));
+	td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), td_test_rw()));
 	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
 	{
 		const char *kp[1] = { "a" };
@@ -456,8 +457,8 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 
 Test(store_tensordict, strings_and_non_tensor_stacks)
 {
-	check_fixture("strings", TD_STORE_RDONLY);
-	check_fixture("strings_nd", TD_STORE_RDONLY);
+	check_fixture("strings", NULL);
+	check_fixture("strings_nd", NULL);
 }
 
 /* The whole file `name` under `dir` (heap; *len receives its size). */
@@ -497,10 +498,11 @@ Test(store_tensordict, written_back_files_match_tensordicts_byte_for_byte)
 
 		snprintf(src, sizeof(src), "%s", fixture_dir(names[k]));
 		snprintf(out, sizeof(out), "%s", td_test_path(names[k]));
-		td_cr_assert_ok(td_store_open(&st, src, 0));
-		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, TD_STORE_NOSYNC));
+		td_cr_assert_ok(td_store_open(&st, src, NULL));
+		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out,
+			td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 		td_cr_assert_ok(td_store_close(copy));
-		td_cr_assert_ok(td_store_open(&copy, out, 0));
+		td_cr_assert_ok(td_store_open(&copy, out, NULL));
 		cr_assert_eq(td_dict_equal(td_store_dict(copy), td_store_dict(st)), 1);
 		check_dict(td_store_dict(copy), fixture(e, names[k]));
 		json_array_foreach(leaves, i, l) {
@@ -551,9 +553,10 @@ Test(store_tensordict, written_back_meta_json_matches_tensordicts_byte_for_byte)
 	for (k = 0; k < TD_TEST_ARRAY_LEN(names); k++) {
 		td_store *st, *copy;
 
-		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), 0));
+		td_cr_assert_ok(td_store_open(&st, fixture_dir(names[k]), NULL));
 		snprintf(out, sizeof(out), "%s", td_test_path(names[k]));
-		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out, TD_STORE_NOSYNC));
+		td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), out,
+			td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 		td_cr_assert_ok(td_store_close(copy));
 		td_cr_assert_ok(td_store_close(st));
 	}
