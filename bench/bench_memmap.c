@@ -44,7 +44,7 @@ static int make_td_memmap(td_dict **out)
 		/* memmap_() puts each leaf in its own MemoryMappedTensor. */
 		rc = td_tensor_full(&t, TD_DTYPE_F32, 2, b340, td_scalar_float((double)i));
 		if (rc >= 0)
-			rc = td_mmap_tensor_from_tensor(&m, NULL, &t, 0);
+			rc = td_mmap_tensor_from_tensor(&m, NULL, &t, NULL);
 		if (rc >= 0)
 			rc = td_dict_set_tensor(d, fix_key(i), &m);
 		td_tensor_release(&m);
@@ -78,7 +78,7 @@ static int mm_setup(void **state, const void *arg)
 	if (!s)
 		return bench_fail("out of memory");
 	*state = s;
-	rc = td_mmap_tensor_zeros(&s->mmt, NULL, TD_DTYPE_F32, 3, fix_s345, 0);
+	rc = td_mmap_tensor_zeros(&s->mmt, NULL, TD_DTYPE_F32, 3, fix_s345, NULL);
 	if (rc >= 0)
 		rc = td_tensor_zeros(&s->src, TD_DTYPE_F32, 3, fix_s345);
 	s->two[0] = s->mmt;
@@ -96,7 +96,7 @@ static int run_creation(void *state, size_t i)
 
 	(void)state;
 	(void)i;
-	rc = td_mmap_tensor_empty(&out, NULL, TD_DTYPE_F32, 3, fix_s345, 0);
+	rc = td_mmap_tensor_empty(&out, NULL, TD_DTYPE_F32, 3, fix_s345, NULL);
 	if (rc >= 0)
 		td_tensor_release(&out);
 	return rc;
@@ -110,7 +110,7 @@ static int run_creation_from_tensor(void *state, size_t i)
 	int rc;
 
 	(void)i;
-	rc = td_mmap_tensor_from_tensor(&out, NULL, &s->src, 0);
+	rc = td_mmap_tensor_from_tensor(&out, NULL, &s->src, NULL);
 	if (rc >= 0)
 		td_tensor_release(&out);
 	return rc;

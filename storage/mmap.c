@@ -111,11 +111,27 @@ static int empty_buffer(td_buffer **out, td_memory kind, bool writable)
 /* How a creation call initializes the elements. */
 typedef enum make_init { INIT_NONE, INIT_ZEROS, INIT_FILL } make_init;
 
+/*
+ * The options of a call of this file into `o`, which holds the defaults
+ * (kept for NULL `opts`); TD_EINVAL for an unknown version. `fn` names
+ * the call.
+ */
+static int get_opts(td_mmap_opts *o, const td_mmap_opts *opts, const char *fn)
+{
+	if (opts && opts->version != TD_MMAP_OPTS_VERSION)
+		return td__error(TD_EINVAL, "%s: options version %u, expected %u", fn, opts->version,
+			TD_MMAP_OPTS_VERSION);
+	if (opts)
+		*o = *opts;
+	return TD_OK;
+}
+
 /* One creation call: what it makes, and whether it created a file. */
 typedef struct maker {
 	const char *fn;
 	const char *path;  /* NULL: anonymous shared memory */
-	unsigned flags;
+	const td_mmap_opts *opts; /* as the caller gave them (checked by make_begin()) */
+	bool exist_ok;     /* set by make_begin() from `opts` */
 	make_init init;
 	td_scalar value;   /* for INIT_FILL */
 	bool created;      /* set by make_buffer(): it created the file */
@@ -130,8 +146,8 @@ static int make_buffer(maker *m, size_t nbytes, td_buffer **out)
 	*out = NULL;
 	if (!m->path)
 		return shm_alloc(out, nbytes, &m->zeroed, m->fn);
-	TD_TRY(td__open_reserved(AT_FDCWD, m->path, nbytes, (m->flags & TD_MMAP_EXISTSOK) != 0,
-		m->fn, m->path, &fd, &m->created));
+	TD_TRY(td__open_reserved(AT_FDCWD, m->path, nbytes, m->exist_ok, m->fn, m->path, &fd,
+		&m->created));
 	m->zeroed = m->created;
 	if (nbytes)
 		rc = td__map_fd(out, fd, nbytes, true, m->path);
@@ -166,12 +182,13 @@ static int make_end(maker *m, td_tensor *out, td_tensor *t, int rc)
 static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dtype, int ndim,
 	const int64_t *shape)
 {
+	td_mmap_opts o = TD_MMAP_OPTS_INIT;
 	size_t nbytes;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", m->fn);
-	if (m->flags & ~TD_MMAP_EXISTSOK)
-		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", m->fn, m->flags);
+	TD_TRY(get_opts(&o, m->opts, m->fn));
+	m->exist_ok = o.exist_ok;
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, m->fn));
 	TD_TRY(make_buffer(m, nbytes, &t->buffer));
 	t->offset = 0;
@@ -200,35 +217,35 @@ static int make(maker *m, td_tensor *out, td_dtype dtype, int ndim, const int64_
 }
 
 int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags)
+	const int64_t *shape, const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_empty", path, flags, INIT_NONE, { TD_SCALAR_BOOL, { 0 } },
-		false, false };
+	maker m = { "td_mmap_tensor_empty", path, opts, false, INIT_NONE,
+		{ TD_SCALAR_BOOL, { 0 } }, false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
 
 int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags)
+	const int64_t *shape, const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_zeros", path, flags, INIT_ZEROS, { TD_SCALAR_BOOL, { 0 } },
-		false, false };
+	maker m = { "td_mmap_tensor_zeros", path, opts, false, INIT_ZEROS,
+		{ TD_SCALAR_BOOL, { 0 } }, false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
 
 int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, td_scalar value, unsigned flags)
+	const int64_t *shape, td_scalar value, const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_full", path, flags, INIT_FILL, value, false, false };
+	maker m = { "td_mmap_tensor_full", path, opts, false, INIT_FILL, value, false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
 
 int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor *src,
-	unsigned flags)
+	const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_from_tensor", path, flags, INIT_NONE,
+	maker m = { "td_mmap_tensor_from_tensor", path, opts, false, INIT_NONE,
 		{ TD_SCALAR_BOOL, { 0 } }, false, false };
 	td_tensor t;
 	int rc;
@@ -267,18 +284,19 @@ static int check_file(int fd, size_t end, const char *fn, const char *what)
 }
 
 int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags)
+	const int64_t *shape, const td_mmap_opts *opts)
 {
 	static const char fn[] = "td_mmap_tensor_from_file";
-	bool rw = (flags & TD_MMAP_RDWR) != 0;
 	td_buffer *buf = NULL;
+	td_mmap_opts o = TD_MMAP_OPTS_INIT;
 	size_t nbytes;
+	bool rw;
 	int fd, rc;
 
 	if (!out || !path)
 		return td__error(TD_EINVAL, "%s: NULL %s", fn, out ? "path" : "out");
-	if (flags & ~TD_MMAP_RDWR)
-		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	TD_TRY(get_opts(&o, opts, fn));
+	rw = o.writable;
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
 	if (nbytes == 0) {
 		rc = empty_buffer(&buf, TD_MEMORY_FILE, rw);
@@ -342,18 +360,19 @@ static int check_fd_range(int fd, td_dtype dtype, size_t nbytes, uint64_t offset
 }
 
 int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
-	const int64_t *shape, uint64_t offset, unsigned flags)
+	const int64_t *shape, uint64_t offset, const td_mmap_opts *opts)
 {
 	static const char fn[] = "td_shm_tensor_from_fd";
-	bool rw = (flags & TD_MMAP_RDWR) != 0;
 	td_buffer *buf = NULL;
+	td_mmap_opts o = TD_MMAP_OPTS_INIT;
 	size_t nbytes, end = 0;
+	bool rw;
 	int own, rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
-	if (flags & ~TD_MMAP_RDWR)
-		return td__error(TD_EINVAL, "%s: unknown flags 0x%x", fn, flags);
+	TD_TRY(get_opts(&o, opts, fn));
+	rw = o.writable;
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
 	TD_TRY(check_fd_range(fd, dtype, nbytes, offset, rw, &end));
 	own = fcntl(fd, F_DUPFD_CLOEXEC, 0);

@@ -68,18 +68,32 @@
 
 TD_BEGIN_DECLS
 
+/** Current version of td_mmap_opts; set `version` to it. */
+#define TD_MMAP_OPTS_VERSION 1
+
 /**
- * Creation flag (td_mmap_tensor_empty() and the others that make a file):
- * reuse an existing regular file at `path` (tensordict's existsok=True).
- * It is grown when shorter than the tensor and never truncated. Without
- * this flag an existing file is an error.
+ * How the calls of this header make or map a tensor. Each call reads the
+ * fields that apply to it and ignores the others, as it documents. Fields
+ * are only appended.
  */
-#define TD_MMAP_EXISTSOK 0x1u
-/**
- * td_mmap_tensor_from_file() and td_shm_tensor_from_fd() flag: map
- * writable (the default is read-only).
- */
-#define TD_MMAP_RDWR 0x2u
+typedef struct td_mmap_opts {
+	unsigned version; /**< TD_MMAP_OPTS_VERSION */
+	/**
+	 * calls that make a file (td_mmap_tensor_empty() and the others with a
+	 * `path`): reuse an existing regular file at `path` (tensordict's
+	 * existsok=True), grown when shorter than the tensor and never
+	 * truncated; default false: an existing file is an error
+	 */
+	bool exist_ok;
+	/**
+	 * calls that map what exists (td_mmap_tensor_from_file(),
+	 * td_shm_tensor_from_fd()): map writable; default false: read-only
+	 */
+	bool writable;
+} td_mmap_opts;
+
+/** Initializer for td_mmap_opts: no file reused, existing files mapped read-only. */
+#define TD_MMAP_OPTS_INIT { TD_MMAP_OPTS_VERSION, false, false }
 
 /**
  * A new memory-mapped tensor, contents unspecified (tensordict's
@@ -103,11 +117,15 @@ TD_BEGIN_DECLS
  * @param dtype     element type
  * @param ndim      number of dims, 0..TD_MAX_DIMS (0 gives one element)
  * @param shape     `ndim` sizes, each >= 0 (may be NULL when ndim is 0)
- * @param flags     TD_MMAP_EXISTSOK or 0
+ * @param opts      NULL for the defaults (TD_MMAP_OPTS_INIT), or options
+ *                  whose `version` is TD_MMAP_OPTS_VERSION; `exist_ok`
+ *                  applies (to a `path`), `writable` is ignored (the
+ *                  tensor is writable)
  * @return TD_OK;
- *         TD_EINVAL (NULL out, unknown flags, bad dtype, ndim or size);
+ *         TD_EINVAL (NULL out, an unknown options version, bad dtype, ndim
+ *         or size);
  *         TD_EOVERFLOW (the byte size overflows);
- *         TD_EEXISTS (`path` exists and TD_MMAP_EXISTSOK is not set);
+ *         TD_EEXISTS (`path` exists and `exist_ok` is not set);
  *         TD_ECORRUPT (`path` is a symbolic link or not a regular file);
  *         TD_ENOTFOUND (the parent directory does not exist);
  *         TD_EREADONLY (the file cannot be written);
@@ -115,21 +133,21 @@ TD_BEGIN_DECLS
  *         A file this call created is removed again on failure.
  */
 TD_API int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags);
+	const int64_t *shape, const td_mmap_opts *opts);
 
 /**
  * As td_mmap_tensor_empty(), with every element zero (a reused file, or a
  * recycled arena block, is overwritten with zeros).
  */
 TD_API int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags);
+	const int64_t *shape, const td_mmap_opts *opts);
 
 /**
  * As td_mmap_tensor_empty(), with every element set to `value` converted to
  * `dtype` (see td_tensor_fill() for the conversion rules).
  */
 TD_API int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, td_scalar value, unsigned flags);
+	const int64_t *shape, td_scalar value, const td_mmap_opts *opts);
 
 /**
  * A new memory-mapped tensor holding a copy of `src` in C order
@@ -139,14 +157,14 @@ TD_API int td_mmap_tensor_full(td_tensor *out, const char *path, td_dtype dtype,
  * @param[out] out  receives the tensor; release with td_tensor_release()
  * @param path      the file, or NULL for anonymous shared memory
  * @param src       the tensor to copy (borrowed; CPU memory)
- * @param flags     TD_MMAP_EXISTSOK or 0
+ * @param opts      as for td_mmap_tensor_empty()
  * @return as td_mmap_tensor_empty(), plus TD_EINVAL for a NULL or invalid
  *         `src` and TD_ENOTSUP for one in device memory (both checked before
  *         any file is made). `out` may be `src`: its old reference is then
  *         released on success.
  */
 TD_API int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor *src,
-	unsigned flags);
+	const td_mmap_opts *opts);
 
 /**
  * Map an existing file as a tensor of the given dtype and shape, from its
@@ -154,25 +172,27 @@ TD_API int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td
  * be longer than the tensor; the rest is not mapped. A shape without
  * elements needs no file and maps nothing.
  *
- * @param[out] out  receives the tensor (read-only unless TD_MMAP_RDWR);
+ * @param[out] out  receives the tensor (read-only unless `writable`);
  *                  release with td_tensor_release()
  * @param path      the file (symbolic links are refused)
  * @param dtype     element type
  * @param ndim      number of dims
  * @param shape     sizes
- * @param flags     TD_MMAP_RDWR or 0
+ * @param opts      NULL for the defaults (TD_MMAP_OPTS_INIT: read-only),
+ *                  or options whose `version` is TD_MMAP_OPTS_VERSION;
+ *                  `writable` applies, `exist_ok` is ignored
  * @return TD_OK;
- *         TD_EINVAL (NULL out or path, unknown flags, bad dtype, ndim or
- *         size);
+ *         TD_EINVAL (NULL out or path, an unknown options version, bad
+ *         dtype, ndim or size);
  *         TD_EOVERFLOW (the byte size overflows);
  *         TD_ENOTFOUND (no such file);
  *         TD_ECORRUPT (the file is shorter than the tensor, a symbolic link,
  *         or not a regular file);
- *         TD_EREADONLY (TD_MMAP_RDWR on a file that cannot be written);
+ *         TD_EREADONLY (`writable` on a file that cannot be written);
  *         TD_EIO; TD_ENOMEM
  */
 TD_API int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, int ndim,
-	const int64_t *shape, unsigned flags);
+	const int64_t *shape, const td_mmap_opts *opts);
 
 /**
  * The memfd behind an anonymous shared-memory tensor, to pass to another
@@ -208,7 +228,7 @@ TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
  * tensor's buffer has the kind TD_MEMORY_SHM and td_shm_tensor_fd() works
  * on it. The bytes [0, offset + nbytes) are mapped.
  *
- * @param[out] out  receives the tensor (read-only unless TD_MMAP_RDWR);
+ * @param[out] out  receives the tensor (read-only unless `writable`);
  *                  release with td_tensor_release()
  * @param fd        the descriptor (not consumed)
  * @param dtype     element type
@@ -216,18 +236,19 @@ TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
  * @param shape     sizes
  * @param offset    byte offset of the first element, a multiple of the
  *                  element size
- * @param flags     TD_MMAP_RDWR or 0
+ * @param opts      as for td_mmap_tensor_from_file()
  * @return TD_OK;
- *         TD_EINVAL (NULL out, negative fd or one that is not open, unknown
- *         flags, bad dtype, ndim or size, misaligned offset);
+ *         TD_EINVAL (NULL out, negative fd or one that is not open, an
+ *         unknown options version, bad dtype, ndim or size, misaligned
+ *         offset);
  *         TD_EOVERFLOW (the byte size or offset + size overflows);
  *         TD_ECORRUPT (the memory is shorter than offset + size, or the
  *         descriptor is not a regular file or memfd);
- *         TD_EREADONLY (TD_MMAP_RDWR on a descriptor not open for writing);
+ *         TD_EREADONLY (`writable` on a descriptor not open for writing);
  *         TD_EIO; TD_ENOMEM
  */
 TD_API int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
-	const int64_t *shape, uint64_t offset, unsigned flags);
+	const int64_t *shape, uint64_t offset, const td_mmap_opts *opts);
 
 /**
  * A copy of `src` whose tensors all live in ONE span of anonymous shared

@@ -23,11 +23,21 @@ int main(void)
 	const td_value *v = NULL;
 	int major = -1;
 	const char *version = td_version(&major, NULL, NULL);
+	/* Every options initializer, as C99 sees it. */
+	td_store_open_opts so = TD_STORE_OPEN_OPTS_INIT;
+	td_store_memmap_opts mo = TD_STORE_MEMMAP_OPTS_INIT;
+	td_mmap_opts mm = TD_MMAP_OPTS_INIT;
+	td_ring_create_opts rc = TD_RING_CREATE_OPTS_INIT;
+	td_ring_open_opts ro = TD_RING_OPEN_OPTS_INIT;
 
 	idx[0] = td_index_int(1);
 	idx[1] = td_index_slice(0, TD_SLICE_NONE, 2);
 	idx[2] = td_index_ellipsis();
 	if (strcmp(version, TD_VERSION_STRING) != 0 || major != TD_VERSION_MAJOR)
+		return 1;
+	if (so.version != TD_STORE_OPEN_OPTS_VERSION || so.writable ||
+	    mo.placement != TD_PLACEMENT_DIRECTORY || mo.sync != TD_SYNC_FULL ||
+	    mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
 		return 1;
 	if (idx[1].kind != TD_INDEX_SLICE || kind != TD_VALUE_TENSOR || sizeof(td_value) == 0)
 		return 1;

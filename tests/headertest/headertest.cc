@@ -20,10 +20,19 @@ int main()
 	td_buffer_wrap_opts opts = TD_BUFFER_WRAP_OPTS_INIT;
 	td_dict *dict = nullptr;
 	td_key *key = nullptr;
+	// Every options initializer, as C++ sees it.
+	const td_store_open_opts so = TD_STORE_OPEN_OPTS_INIT;
+	const td_store_memmap_opts mo = TD_STORE_MEMMAP_OPTS_INIT;
+	const td_mmap_opts mm = TD_MMAP_OPTS_INIT;
+	const td_ring_create_opts rc = TD_RING_CREATE_OPTS_INIT;
+	const td_ring_open_opts ro = TD_RING_OPEN_OPTS_INIT;
 
 	if (std::strcmp(td_version(nullptr, nullptr, nullptr), TD_VERSION_STRING) != 0)
 		return 1;
 	if (idx[0].start != -1 || opts.version != TD_BUFFER_WRAP_OPTS_VERSION || dict || key)
+		return 1;
+	if (so.writable || mo.placement != TD_PLACEMENT_DIRECTORY || mo.sync != TD_SYNC_FULL ||
+	    mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
 		return 1;
 	if (td_tensor_zeros(&t, TD_DTYPE_I64, 2, shape) != TD_OK ||
 	    td_tensor_fill(&t, td_scalar_int(7)) != TD_OK ||

@@ -341,6 +341,20 @@ const td_store_memmap_opts *td_test_memmap(td_placement placement, unsigned flag
 	return &opts[placement][flags];
 }
 
+const td_mmap_opts *td_test_mmap_rw(void)
+{
+	static const td_mmap_opts rw = { TD_MMAP_OPTS_VERSION, false, true };
+
+	return &rw;
+}
+
+const td_mmap_opts *td_test_mmap_existsok(void)
+{
+	static const td_mmap_opts existsok = { TD_MMAP_OPTS_VERSION, true, false };
+
+	return &existsok;
+}
+
 const td_ring_open_opts *td_test_ring_rw(void)
 {
 	static const td_ring_open_opts rw = { TD_RING_OPEN_OPTS_VERSION, true };

@@ -121,6 +121,11 @@ const td_store_open_opts *td_test_rw(void);
 /** td_store_memmap() options: `placement`, and the settings `flags` (TD_TEST_*) asks for. */
 const td_store_memmap_opts *td_test_memmap(td_placement placement, unsigned flags);
 
+/** td_mmap_opts: `writable` (td_mmap_tensor_from_file(), td_shm_tensor_from_fd()). */
+const td_mmap_opts *td_test_mmap_rw(void);
+/** td_mmap_opts: `exist_ok` (the calls that make a file). */
+const td_mmap_opts *td_test_mmap_existsok(void);
+
 /** td_ring_open() options: read-write. */
 const td_ring_open_opts *td_test_ring_rw(void);
 /** td_ring_create() options: with or without priorities; nothing synced (no test needs it). */

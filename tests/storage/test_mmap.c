@@ -21,6 +21,9 @@ TestSuite(mmap, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini, .timeo
 
 /* ---- helpers ---- */
 
+/* Options of a version no library knows. */
+static const td_mmap_opts bad_version = { TD_MMAP_OPTS_VERSION + 1, false, false };
+
 static char path_buf[4][4200];
 
 /* A path in the test directory that survives later td_test_path() calls. */
@@ -90,7 +93,7 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 		td_tensor t;
 
 		snprintf(name, sizeof(name), "z%zu", i);
-		td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path(name), dtypes[i], 2, shape, 0));
+		td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path(name), dtypes[i], 2, shape, NULL));
 		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)nbytes);
 		cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 		cr_assert_eq(td_buffer_flags(t.buffer), 0u);
@@ -102,17 +105,17 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 
 		snprintf(name, sizeof(name), "f%zu", i);
 		td_cr_assert_ok(td_mmap_tensor_full(&t, td_test_path(name), dtypes[i], 2, shape,
-			td_scalar_float(v), 0));
+			td_scalar_float(v), NULL));
 		assert_all(&t, v);
 		td_tensor_release(&t);
 		/* The values reached the file. */
 		td_cr_assert_ok(td_mmap_tensor_from_file(&t, td_test_path(name), dtypes[i], 2, shape,
-			0));
+			NULL));
 		assert_all(&t, v);
 		td_tensor_release(&t);
 
 		snprintf(name, sizeof(name), "e%zu", i);
-		td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path(name), dtypes[i], 1, shape, 0));
+		td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path(name), dtypes[i], 1, shape, NULL));
 		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)(3 * td_dtype_size(dtypes[i])));
 		td_tensor_release(&t);
 	}
@@ -124,7 +127,7 @@ Test(mmap, writes_through_a_file_tensor_reach_the_file)
 	int32_t raw[4];
 	td_tensor t;
 
-	td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path("w"), TD_DTYPE_I32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path("w"), TD_DTYPE_I32, 1, shape, NULL));
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_int(-3)));
 	td_cr_assert_ok(td_tensor_set(&t, (const int64_t[]){ 2 }, td_scalar_int(9)));
 	td_tensor_release(&t);
@@ -140,33 +143,36 @@ Test(mmap, creation_refuses_bad_arguments_and_makes_nothing)
 	td_tensor t, src;
 
 	td_test_poison(&t);
-	td_cr_assert_err(td_mmap_tensor_empty(NULL, p, TD_DTYPE_F32, 1, shape, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_zeros(NULL, NULL, TD_DTYPE_F32, 1, shape, 0), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(NULL, p, TD_DTYPE_F32, 1, shape, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_zeros(NULL, NULL, TD_DTYPE_F32, 1, shape, NULL), TD_EINVAL);
 	td_cr_assert_err(td_mmap_tensor_full(NULL, p, TD_DTYPE_F32, 1, shape,
-		td_scalar_int(1), 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, shape, 0x100), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, shape, TD_MMAP_RDWR),
+		td_scalar_int(1), NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, shape, &bad_version),
 		TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, (td_dtype)99, 1, shape, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape, 0),
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, shape, &bad_version),
 		TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, NULL, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, negative, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_full(&t, p, TD_DTYPE_F32, 2, huge, td_scalar_int(1), 0),
+	td_cr_assert_err(td_mmap_tensor_full(&t, p, TD_DTYPE_F32, 1, shape, td_scalar_int(1),
+		&bad_version), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, (td_dtype)99, 1, shape, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape, NULL),
+		TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, negative, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_full(&t, p, TD_DTYPE_F32, 2, huge, td_scalar_int(1), NULL),
 		TD_EOVERFLOW);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_F64, 2, huge, 0), TD_EOVERFLOW);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_F64, 2, huge, NULL), TD_EOVERFLOW);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, td_test_path("no/such/dir"), TD_DTYPE_F32, 1,
-		shape, 0), TD_ENOTFOUND);
+		shape, NULL), TD_ENOTFOUND);
 	td_test_assert_poisoned(&t);
 	cr_assert_not(td_test_exists(p));
 
 	/* from_tensor: src checked before any file is made. */
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, NULL, NULL), TD_EINVAL);
 	src = (td_tensor)TD_TENSOR_INIT;
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &src, 0), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &src, NULL), TD_EINVAL);
 	td_test_arange(&src, TD_DTYPE_F32, 1, shape);
-	td_cr_assert_err(td_mmap_tensor_from_tensor(NULL, p, &src, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &src, 0x100), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_tensor(NULL, p, &src, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &src, &bad_version), TD_EINVAL);
 	td_tensor_release(&src);
 	td_test_assert_poisoned(&t);
 	cr_assert_not(td_test_exists(p));
@@ -180,9 +186,9 @@ Test(mmap, a_failed_fill_removes_the_file_it_created)
 
 	bad.kind = (td_scalar_kind)7;
 	td_cr_assert_err(td_mmap_tensor_full(&t, td_test_path("gone"), TD_DTYPE_F32, 1, shape, bad,
-		0), TD_EINVAL);
+		NULL), TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("gone")));
-	td_cr_assert_err(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 1, shape, bad, 0), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 1, shape, bad, NULL), TD_EINVAL);
 }
 
 Test(mmap, existing_files_need_existsok_and_are_never_truncated)
@@ -194,33 +200,90 @@ Test(mmap, existing_files_need_existsok_and_are_never_truncated)
 	td_tensor t;
 
 	write_bytes(p, old, sizeof(old));
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, 0), TD_EEXISTS);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, 0),
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, NULL), TD_EEXISTS);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, NULL),
 		TD_EEXISTS);
 	cr_assert_eq(td_test_file_size(p), 8);
 	/* empty + existsok: grown to 16 bytes, the old bytes kept. */
-	td_cr_assert_ok(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK));
+	td_cr_assert_ok(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, td_test_mmap_existsok()));
 	cr_assert_eq(td_test_file_size(p), 16);
 	cr_assert_eq(td_test_element(&t, 0), 11.0);
 	cr_assert_eq(td_test_element(&t, 1), 22.0);
 	cr_assert_eq(td_test_element(&t, 3), 0.0);
 	td_tensor_release(&t);
 	/* zeros + existsok overwrites; full + existsok fills. */
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, td_test_mmap_existsok()));
 	assert_all(&t, 0.0);
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_mmap_tensor_full(&t, p, TD_DTYPE_I32, 1, shape, td_scalar_int(5),
-		TD_MMAP_EXISTSOK));
+		td_test_mmap_existsok()));
 	assert_all(&t, 5.0);
 	td_tensor_release(&t);
 	/* A longer file keeps its length. */
 	memset(junk, 0x7f, sizeof(junk));
 	write_bytes(p, junk, sizeof(junk));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, td_test_mmap_existsok()));
 	td_tensor_release(&t);
 	cr_assert_eq(td_test_file_size(p), 64);
 	read_bytes(p, junk, sizeof(junk));
 	cr_assert(junk[15] == 0 && junk[16] == 0x7f);
+}
+
+Test(mmap, options_apply_where_they_say_and_are_ignored_elsewhere)
+{
+	static const int64_t shape[] = { 4 };
+	static const int32_t old[4] = { 1, 2, 3, 4 };
+	td_mmap_opts o = TD_MMAP_OPTS_INIT;
+	const char *p = tpath(0, "o"), *q = tpath(1, "q");
+	td_tensor t, u;
+	int fd;
+
+	cr_assert_eq(o.version, TD_MMAP_OPTS_VERSION);
+	cr_assert_not(o.exist_ok);
+	cr_assert_not(o.writable);
+	write_bytes(p, old, sizeof(old));
+	/* Making a file: the initializer is NULL's defaults; `writable` does not apply. */
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, &o), TD_EEXISTS);
+	o.writable = true;
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, &o), TD_EEXISTS);
+	o.writable = false;
+	td_cr_assert_ok(td_mmap_tensor_full(&t, q, TD_DTYPE_I32, 1, shape, td_scalar_int(6), &o));
+	cr_assert_eq(td_buffer_flags(t.buffer), 0u, "a new tensor is writable");
+	td_tensor_release(&t);
+	o.exist_ok = true;
+	td_cr_assert_ok(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, &o));
+	cr_assert_eq(td_test_element(&t, 2), 3.0);
+	td_tensor_release(&t);
+	/* Mapping a file: `exist_ok` does not apply; `writable` does. */
+	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape, &o));
+	cr_assert_eq(td_buffer_flags(t.buffer), TD_BUFFER_READONLY);
+	td_tensor_release(&t);
+	o.writable = true;
+	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape, &o));
+	cr_assert_eq(td_buffer_flags(t.buffer), 0u);
+	td_tensor_release(&t);
+	/* A descriptor: the same. */
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
+	fd = td_shm_tensor_fd(&t, NULL);
+	cr_assert_geq(fd, 0);
+	o = (td_mmap_opts)TD_MMAP_OPTS_INIT;
+	o.exist_ok = true;
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &o));
+	cr_assert_eq(td_buffer_flags(u.buffer), TD_BUFFER_READONLY);
+	td_tensor_release(&u);
+	o.writable = true;
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &o));
+	cr_assert_eq(td_buffer_flags(u.buffer), 0u);
+	td_tensor_release(&u);
+	/* Version 0, or one from a newer header: TD_EINVAL, with a message that says so. */
+	o.version = 0;
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &o), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
+	td_cr_assert_err(td_mmap_tensor_from_file(&u, p, TD_DTYPE_I32, 1, shape, &o), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&u, NULL, TD_DTYPE_I32, 1, shape, &bad_version),
+		TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "version") != NULL);
+	td_tensor_release(&t);
 }
 
 Test(mmap, symbolic_links_and_special_files_are_refused)
@@ -232,19 +295,21 @@ Test(mmap, symbolic_links_and_special_files_are_refused)
 
 	write_bytes(victim, "abc", 3);
 	cr_assert_eq(symlink(victim, link), 0);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape, 0), TD_EEXISTS);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK),
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape, NULL), TD_EEXISTS);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape,
+		td_test_mmap_existsok()),
 		TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, link, TD_DTYPE_U8, 1, (int64_t[]){ 3 }, 0),
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, link, TD_DTYPE_U8, 1, (int64_t[]){ 3 }, NULL),
 		TD_ECORRUPT);
 	cr_assert_eq(td_test_file_size(victim), 3);
 	cr_assert(td_test_exists(link));
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, fifo, TD_DTYPE_I32, 1, shape, TD_MMAP_EXISTSOK),
+	td_cr_assert_err(td_mmap_tensor_empty(&t, fifo, TD_DTYPE_I32, 1, shape,
+		td_test_mmap_existsok()),
 		TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, fifo, TD_DTYPE_I32, 1, shape, 0),
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, fifo, TD_DTYPE_I32, 1, shape, NULL),
 		TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_tmpdir(), TD_DTYPE_I32, 1, shape, 0),
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_tmpdir(), TD_DTYPE_I32, 1, shape, NULL),
 		TD_ECORRUPT);
 	cr_assert(td_test_exists(fifo));
 }
@@ -255,22 +320,22 @@ Test(mmap, zero_element_tensors_map_nothing)
 	td_tensor t;
 	uint64_t off = 1;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, NULL));
 	cr_assert_eq(td_test_file_size(td_test_path("z")), 0);
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 	td_tensor_release(&t);
 	/* Again without existsok: the empty file exists. */
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, 0),
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, td_test_path("z"), TD_DTYPE_F32, 2, shape, NULL),
 		TD_EEXISTS);
 	/* from_file needs no file for no elements. */
 	td_cr_assert_ok(td_mmap_tensor_from_file(&t, td_test_path("none"), TD_DTYPE_F32, 2, shape,
-		TD_MMAP_RDWR));
+		td_test_mmap_rw()));
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	td_tensor_release(&t);
 	/* Anonymous: a memfd of zero bytes, which can still be passed on. */
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 2, shape, td_scalar_int(1),
-		0));
+		NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	cr_assert_geq(td_shm_tensor_fd(&t, &off), 0);
 	cr_assert_eq(off, 0);
@@ -290,7 +355,7 @@ Test(mmap, from_tensor_writes_strided_sources_in_c_order)
 	td_test_arange(&src, TD_DTYPE_I32, 2, shape);
 	td_cr_assert_ok(td_tensor_transpose(&tr, &src, 0, 1));
 	cr_assert_not(td_tensor_is_contiguous(&tr));
-	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, p, &tr, 0));
+	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, p, &tr, NULL));
 	assert_equal(&t, &tr);
 	cr_assert(td_tensor_is_contiguous(&t));
 	cr_assert_eq(t.shape[0], 4);
@@ -299,17 +364,17 @@ Test(mmap, from_tensor_writes_strided_sources_in_c_order)
 		for (j = 0; j < 3; j++)
 			cr_assert_eq(raw[i * 3 + j], j * 4 + i);
 	/* Round trip through from_file. */
-	td_cr_assert_ok(td_mmap_tensor_from_file(&back, p, TD_DTYPE_I32, 2, t.shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_from_file(&back, p, TD_DTYPE_I32, 2, t.shape, NULL));
 	assert_equal(&back, &tr);
 	td_tensor_release(&back);
 	td_tensor_release(&t);
 	/* Existing file: existsok. */
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &tr, 0), TD_EEXISTS);
-	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, p, &src, TD_MMAP_EXISTSOK));
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, p, &tr, NULL), TD_EEXISTS);
+	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, p, &src, td_test_mmap_existsok()));
 	assert_equal(&t, &src);
 	td_tensor_release(&t);
 	/* Anonymous shared memory, and `out` aliasing `src`. */
-	td_cr_assert_ok(td_mmap_tensor_from_tensor(&tr, NULL, &tr, 0));
+	td_cr_assert_ok(td_mmap_tensor_from_tensor(&tr, NULL, &tr, NULL));
 	cr_assert_eq(td_buffer_memory(tr.buffer), TD_MEMORY_SHM);
 	cr_assert_eq(td_test_element(&tr, 1), 4.0);
 	td_tensor_release(&tr);
@@ -329,7 +394,7 @@ Test(mmap, from_tensor_refuses_device_memory_before_making_a_file)
 	td_cr_assert_ok(td_buffer_wrap(&buf, fake, sizeof(fake), &opts));
 	td_cr_assert_ok(td_tensor_from_buffer(&dev, buf, TD_DTYPE_F32, 1, shape, NULL, 0));
 	td_buffer_unref(buf);
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, td_test_path("dev"), &dev, 0),
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, td_test_path("dev"), &dev, NULL),
 		TD_ENOTSUP);
 	cr_assert_not(td_test_exists(td_test_path("dev")));
 	td_tensor_release(&dev);
@@ -346,13 +411,13 @@ Test(mmap, from_file_maps_read_only_or_read_write)
 	float raw[5];
 
 	write_bytes(p, data, sizeof(data)); /* longer than the tensor: fine */
-	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_F32, 2, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_F32, 2, shape, NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_FILE);
 	cr_assert_eq(td_buffer_flags(t.buffer), TD_BUFFER_READONLY);
 	cr_assert_eq(td_test_element(&t, 3), 4.0);
 	td_cr_assert_err(td_tensor_fill(&t, td_scalar_int(0)), TD_EREADONLY);
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_F32, 2, shape, TD_MMAP_RDWR));
+	td_cr_assert_ok(td_mmap_tensor_from_file(&t, p, TD_DTYPE_F32, 2, shape, td_test_mmap_rw()));
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(-1)));
 	td_tensor_release(&t);
 	read_bytes(p, raw, sizeof(raw));
@@ -369,24 +434,22 @@ Test(mmap, from_file_checks_arguments_and_bounds)
 
 	write_bytes(p, data, sizeof(data));
 	td_test_poison(&t);
-	td_cr_assert_err(td_mmap_tensor_from_file(NULL, p, TD_DTYPE_I32, 1, shape, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, NULL, TD_DTYPE_I32, 1, shape, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape, 0x100),
+	td_cr_assert_err(td_mmap_tensor_from_file(NULL, p, TD_DTYPE_I32, 1, shape, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, NULL, TD_DTYPE_I32, 1, shape, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape, &bad_version),
 		TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape,
-		TD_MMAP_EXISTSOK), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, (td_dtype)99, 1, shape, 0), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, big, 0), TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I64, 1, shape, 0), TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 2, huge, 0), TD_EOVERFLOW);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, (td_dtype)99, 1, shape, NULL), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, big, NULL), TD_ECORRUPT);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I64, 1, shape, NULL), TD_ECORRUPT);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 2, huge, NULL), TD_EOVERFLOW);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_path("missing"), TD_DTYPE_I32, 1,
-		shape, 0), TD_ENOTFOUND);
+		shape, NULL), TD_ENOTFOUND);
 	if (geteuid() != 0) {
 		cr_assert_eq(chmod(p, 0444), 0);
 		td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape,
-			TD_MMAP_RDWR), TD_EREADONLY);
+			td_test_mmap_rw()), TD_EREADONLY);
 		td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape,
-			TD_MMAP_EXISTSOK), TD_EREADONLY);
+			td_test_mmap_existsok()), TD_EREADONLY);
 	}
 	td_test_assert_poisoned(&t);
 }
@@ -400,7 +463,7 @@ Test(mmap, anonymous_tensors_live_in_a_memfd)
 	uint64_t off, base;
 	int fd;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F64, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F64, 1, shape, NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	assert_all(&t, 0.0);
 	fd = td_shm_tensor_fd(&t, &base);
@@ -416,10 +479,11 @@ Test(mmap, anonymous_tensors_live_in_a_memfd)
 	cr_assert_geq(fcntl(fd, F_GETFD), 0);
 	td_tensor_release(&v);
 
-	td_cr_assert_ok(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_I16, 1, shape, TD_MMAP_EXISTSOK));
+	td_cr_assert_ok(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_I16, 1, shape,
+		td_test_mmap_existsok()));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_I16, 1, shape, td_scalar_int(-2),
-		0));
+		NULL));
 	assert_all(&t, -2.0);
 	td_tensor_release(&t);
 }
@@ -434,7 +498,7 @@ Test(mmap, shm_tensor_fd_refuses_other_tensors)
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, shape));
 	td_cr_assert_err(td_shm_tensor_fd(&t, NULL), TD_EINVAL);
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("f"), TD_DTYPE_F32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("f"), TD_DTYPE_F32, 1, shape, NULL));
 	td_cr_assert_err(td_shm_tensor_fd(&t, NULL), TD_EINVAL);
 	td_tensor_release(&t);
 }
@@ -446,10 +510,10 @@ Test(mmap, from_fd_maps_the_same_memory)
 	uint64_t off, base;
 	int fd, fd2;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
 	fd = td_shm_tensor_fd(&t, &base);
 	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, two, base + 8,
-		TD_MMAP_RDWR));
+		td_test_mmap_rw()));
 	cr_assert_eq(td_buffer_memory(u.buffer), TD_MEMORY_SHM);
 	cr_assert_neq(u.buffer, t.buffer);
 	td_cr_assert_ok(td_tensor_fill(&u, td_scalar_int(42)));
@@ -467,9 +531,9 @@ Test(mmap, from_fd_maps_the_same_memory)
 	cr_assert_eq(fcntl(fd2, F_GETFD), -1);
 
 	/* Read-only mapping. */
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
 	fd = td_shm_tensor_fd(&t, &base);
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, base, 0));
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, base, NULL));
 	cr_assert_eq(td_buffer_flags(u.buffer), TD_BUFFER_READONLY);
 	td_cr_assert_err(td_tensor_fill(&u, td_scalar_int(1)), TD_EREADONLY);
 	td_tensor_release(&u);
@@ -485,38 +549,38 @@ Test(mmap, from_fd_checks_the_descriptor_and_the_range)
 	/* A memfd of the tensor's own size (no arena chunk): the range checks
 	 * below need the memory to end where the tensor ends. */
 	td_cr_assert_ok(td_shm_arena_set_max(0));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
 	fd = td_shm_tensor_fd(&t, NULL);
 	td_test_poison(&u);
-	td_cr_assert_err(td_shm_tensor_from_fd(NULL, fd, TD_DTYPE_I32, 1, shape, 0, 0), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, -1, TD_DTYPE_I32, 1, shape, 0, 0), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, 4000, TD_DTYPE_I32, 1, shape, 0, 0),
+	td_cr_assert_err(td_shm_tensor_from_fd(NULL, fd, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, -1, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, 4000, TD_DTYPE_I32, 1, shape, 0, NULL),
 		TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, 0x100),
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &bad_version),
 		TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 2, 0), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, (td_dtype)99, 1, shape, 0, 0), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, five, 0, 0), TD_ECORRUPT);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 4, 0), TD_ECORRUPT);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 2, huge, 0, 0), TD_EOVERFLOW);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, UINT64_MAX - 3, 0),
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 2, NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, (td_dtype)99, 1, shape, 0, NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, five, 0, NULL), TD_ECORRUPT);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 4, NULL), TD_ECORRUPT);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 2, huge, 0, NULL), TD_EOVERFLOW);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, UINT64_MAX - 3, NULL),
 		TD_EOVERFLOW);
 	cr_assert_eq(pipe(pipes), 0);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, pipes[0], TD_DTYPE_I32, 1, shape, 0, 0),
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, pipes[0], TD_DTYPE_I32, 1, shape, 0, NULL),
 		TD_ECORRUPT);
 	close(pipes[0]);
 	close(pipes[1]);
 	write_bytes(td_test_path("ro"), "0123456789abcdef", 16);
 	ro = open(td_test_path("ro"), O_RDONLY);
 	cr_assert_geq(ro, 0);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_I32, 1, shape, 0, TD_MMAP_RDWR),
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_I32, 1, shape, 0, td_test_mmap_rw()),
 		TD_EREADONLY);
 	td_test_assert_poisoned(&u);
 	/* A regular file's descriptor maps too; no elements need no bytes. */
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_U8, 1, shape, 12, 0));
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_U8, 1, shape, 12, NULL));
 	cr_assert_eq(td_test_element(&u, 0), 'c');
 	td_tensor_release(&u);
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_U8, 1, (int64_t[]){ 0 }, 64, 0));
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, ro, TD_DTYPE_U8, 1, (int64_t[]){ 0 }, 64, NULL));
 	cr_assert_eq(td_tensor_numel(&u), 0);
 	td_tensor_release(&u);
 	close(ro);
@@ -665,7 +729,7 @@ Test(mmap, a_forked_child_writes_what_the_parent_sees)
 	td_tensor t;
 	pid_t pid;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I64, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I64, 1, shape, NULL));
 	td_cr_assert_ok(td_shm_dict(&d, src));
 	pid = fork();
 	cr_assert_geq(pid, 0);
@@ -696,10 +760,10 @@ static int child_receive_and_write(int sock)
 		return 1;
 	dfd = td_test_recv_fd(sock);
 	if (dfd < 0 ||
-	    td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 1, shape, toff, TD_MMAP_RDWR) < 0)
+	    td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 1, shape, toff, td_test_mmap_rw()) < 0)
 		return 1;
 	close(fd);
-	if (td_shm_tensor_from_fd(&f, dfd, TD_DTYPE_F64, 2, s34, off, TD_MMAP_RDWR) < 0)
+	if (td_shm_tensor_from_fd(&f, dfd, TD_DTYPE_F64, 2, s34, off, td_test_mmap_rw()) < 0)
 		return 1;
 	close(dfd);
 	ok = td_test_element(&f, 7) == 7.0 && td_tensor_fill(&t, td_scalar_float(2.5)) == 0 &&
@@ -729,7 +793,7 @@ Test(mmap, a_descriptor_passed_over_a_socket_shares_the_memory)
 	close(sv[1]);
 	src = sample_dict();
 	td_cr_assert_ok(td_shm_dict(&d, src));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 1, shape, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 1, shape, NULL));
 	td_test_send_fd(sv[0], td_shm_tensor_fd(&t, &off));
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
 	cr_assert_geq(td_shm_tensor_fd(leaf(d, "f64"), &off), 0);

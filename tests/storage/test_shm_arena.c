@@ -95,10 +95,10 @@ Test(shm_arena, small_tensors_are_aligned_blocks_of_one_chunk)
 	int fd[3], i;
 	td_shm_arena_stats st;
 
-	td_cr_assert_ok(td_mmap_tensor_empty(&t[0], NULL, TD_DTYPE_F32, 3, s345, 0));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t[1], NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_empty(&t[0], NULL, TD_DTYPE_F32, 3, s345, NULL));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t[1], NULL, TD_DTYPE_F32, 3, s345, NULL));
 	td_cr_assert_ok(td_mmap_tensor_full(&t[2], NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(2), 0));
+		td_scalar_float(2), NULL));
 	for (i = 0; i < 3; i++) {
 		cr_assert_eq(td_buffer_memory(t[i].buffer), TD_MEMORY_SHM);
 		cr_assert_eq(td_buffer_size(t[i].buffer), 240);
@@ -132,23 +132,23 @@ Test(shm_arena, a_released_block_is_reused_and_zeros_clears_it)
 	td_tensor t, src;
 	void *p;
 
-	td_cr_assert_ok(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(7)));
 	p = td_tensor_data(&t);
 	td_tensor_release(&t);
 	/* The same block comes back, holding 7s until zeroed. */
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	cr_assert_eq(td_tensor_data(&t), p, "the released block was not reused");
 	cr_assert(all_equal(&t, 0.0), "zeros() left an earlier tensor's bytes");
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(7)));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(-3), 0));
+		td_scalar_float(-3), NULL));
 	cr_assert_eq(td_tensor_data(&t), p);
 	cr_assert(all_equal(&t, -3.0));
 	td_tensor_release(&t);
 	td_test_arange(&src, TD_DTYPE_F32, 3, s345);
-	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, NULL, &src, 0));
+	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, NULL, &src, NULL));
 	cr_assert_eq(td_tensor_data(&t), p);
 	cr_assert_eq(td_tensor_equal(&t, &src), 1);
 	td_tensor_release(&t);
@@ -163,7 +163,7 @@ Test(shm_arena, the_last_release_unmaps_all_but_one_empty_chunk_and_trim_unmaps_
 	int i, fd;
 
 	for (i = 0; i < BLOCKS_8K + 8; i++)
-		td_cr_assert_ok(td_mmap_tensor_zeros(&t[i], NULL, TD_DTYPE_F64, 1, s1024, 0));
+		td_cr_assert_ok(td_mmap_tensor_zeros(&t[i], NULL, TD_DTYPE_F64, 1, s1024, NULL));
 	st = stats();
 	cr_assert_eq(st.chunks, 2);
 	cr_assert_eq(st.blocks, BLOCKS_8K + 8);
@@ -182,7 +182,7 @@ Test(shm_arena, the_last_release_unmaps_all_but_one_empty_chunk_and_trim_unmaps_
 	cr_assert_eq(st.chunk_bytes, 0);
 	cr_assert_eq(fcntl(fd, F_GETFD), -1, "the chunks' memfds are closed");
 	/* The arena still works after a trim. */
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t[0], NULL, TD_DTYPE_F64, 1, s1024, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t[0], NULL, TD_DTYPE_F64, 1, s1024, NULL));
 	cr_assert_eq(stats().chunks, 1);
 	td_tensor_release(&t[0]);
 }
@@ -191,7 +191,7 @@ Test(shm_arena, a_view_keeps_the_block_after_the_tensor_goes)
 {
 	td_tensor t, v;
 
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_I32, 3, s345, td_scalar_int(4), 0));
+	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_I32, 3, s345, td_scalar_int(4), NULL));
 	td_cr_assert_ok(td_tensor_narrow(&v, &t, 2, 1, 3));
 	td_tensor_release(&t);
 	td_shm_arena_trim();
@@ -211,8 +211,8 @@ Test(shm_arena, tensors_above_the_maximum_get_a_memfd_of_their_own)
 	td_shm_arena_stats st;
 	int fd_small, fd_big;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&small, NULL, TD_DTYPE_F32, 3, s345, 0));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&big, NULL, TD_DTYPE_U8, 1, above, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&small, NULL, TD_DTYPE_F32, 3, s345, NULL));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&big, NULL, TD_DTYPE_U8, 1, above, NULL));
 	offset_of(&small, &fd_small);
 	cr_assert_eq(offset_of(&big, &fd_big), 0);
 	cr_assert_neq(fd_big, fd_small);
@@ -222,7 +222,7 @@ Test(shm_arena, tensors_above_the_maximum_get_a_memfd_of_their_own)
 	st = stats();
 	cr_assert_eq(st.blocks, 1);
 	cr_assert_eq(st.chunks, 1);
-	td_cr_assert_ok(td_mmap_tensor_zeros(&edge, NULL, TD_DTYPE_U8, 1, at_max, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&edge, NULL, TD_DTYPE_U8, 1, at_max, NULL));
 	cr_assert_eq(stats().blocks, 2, "a tensor of exactly max_bytes comes from the arena");
 	td_tensor_release(&edge);
 	td_tensor_release(&big);
@@ -239,7 +239,7 @@ Test(shm_arena, set_max_tunes_and_turns_off_the_arena)
 	td_cr_assert_err(td_shm_arena_get_stats(&st), TD_EINVAL);
 	td_cr_assert_ok(td_shm_arena_set_max(0));
 	cr_assert_eq(stats().max_bytes, 0);
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	cr_assert_eq(offset_of(&t, NULL), 0);
 	st = stats();
 	cr_assert_eq(st.blocks, 0);
@@ -249,7 +249,7 @@ Test(shm_arena, set_max_tunes_and_turns_off_the_arena)
 	td_cr_assert_err(td_shm_arena_set_max(TD_SHM_ARENA_MAX_LIMIT + 1), TD_EINVAL);
 	cr_assert_eq(stats().max_bytes, 0, "a refused value changes nothing");
 	td_cr_assert_ok(td_shm_arena_set_max(TD_SHM_ARENA_MAX_LIMIT));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_U8, 1, limit, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_U8, 1, limit, NULL));
 	st = stats();
 	cr_assert_eq(st.blocks, 1);
 	cr_assert_geq(st.chunk_bytes, TD_SHM_ARENA_MAX_LIMIT);
@@ -305,11 +305,11 @@ Test(shm_arena, an_allocation_failure_gives_the_block_back)
 
 	td_test_poison(&t);
 	td_test_alloc_install(0);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, 0), TD_ENOMEM);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, NULL), TD_ENOMEM);
 	td_test_alloc_uninstall();
 	td_test_assert_poisoned(&t);
 	cr_assert_eq(stats().blocks, 0);
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	cr_assert_eq(stats().blocks, 1);
 	td_tensor_release(&t);
 }
@@ -322,17 +322,17 @@ Test(shm_arena, exported_blocks_are_never_handed_out_again)
 	void *p;
 	int i;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t[0], NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t[0], NULL, TD_DTYPE_F32, 3, s345, NULL));
 	p = td_tensor_data(&t[0]);
 	offset_of(&t[0], NULL);
 	td_tensor_release(&t[0]);
-	td_cr_assert_ok(td_mmap_tensor_zeros(&u, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&u, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	cr_assert_neq(td_tensor_data(&u), p);
 	td_tensor_release(&u);
 
 	/* A chunk left with nothing but exported blocks is unmapped, not cached. */
 	for (i = 0; i < BLOCKS_8K; i++) {
-		td_cr_assert_ok(td_mmap_tensor_zeros(&t[i], NULL, TD_DTYPE_F64, 1, s1024, 0));
+		td_cr_assert_ok(td_mmap_tensor_zeros(&t[i], NULL, TD_DTYPE_F64, 1, s1024, NULL));
 		offset_of(&t[i], NULL);
 	}
 	cr_assert_eq(stats().chunks, 2);
@@ -349,11 +349,11 @@ Test(shm_arena, a_receiver_maps_the_block_at_the_given_offset)
 	uint64_t off;
 	int fd;
 
-	td_cr_assert_ok(td_mmap_tensor_zeros(&before, NULL, TD_DTYPE_F32, 3, s345, 0));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&before, NULL, TD_DTYPE_F32, 3, s345, NULL));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	off = offset_of(&t, &fd);
 	cr_assert_gt(off, 0);
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 3, s345, off, TD_MMAP_RDWR));
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 3, s345, off, td_test_mmap_rw()));
 	td_cr_assert_ok(td_tensor_fill(&u, td_scalar_float(9.5)));
 	cr_assert(all_equal(&t, 9.5));
 	cr_assert(all_equal(&before, 0.0));
@@ -361,9 +361,9 @@ Test(shm_arena, a_receiver_maps_the_block_at_the_given_offset)
 	/* The memfd is the chunk: it ends at the chunk's end. */
 	st = stats();
 	cr_assert_eq(st.chunks, 1);
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 1, one, st.chunk_bytes - 4, 0));
+	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 1, one, st.chunk_bytes - 4, NULL));
 	td_tensor_release(&u);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 1, one, st.chunk_bytes, 0),
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_F32, 1, one, st.chunk_bytes, NULL),
 		TD_ECORRUPT);
 	td_tensor_release(&t);
 	td_tensor_release(&before);
@@ -378,7 +378,7 @@ static int child_map_and_write(int sock)
 
 	if (fd < 0 || read(sock, &off, sizeof(off)) != (ssize_t)sizeof(off))
 		return 1;
-	if (td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 3, s345, off, TD_MMAP_RDWR) < 0)
+	if (td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 3, s345, off, td_test_mmap_rw()) < 0)
 		return 1;
 	close(fd);
 	ok = all_equal(&t, 1.0) && td_tensor_fill(&t, td_scalar_float(-8)) == 0;
@@ -402,9 +402,9 @@ Test(shm_arena, a_descriptor_passed_over_a_socket_shares_the_block)
 	}
 	close(sv[1]);
 	td_cr_assert_ok(td_mmap_tensor_full(&before, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(3), 0));
+		td_scalar_float(3), NULL));
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(1), 0));
+		td_scalar_float(1), NULL));
 	off = offset_of(&t, &fd);
 	td_test_send_fd(sv[0], fd);
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
@@ -449,7 +449,7 @@ static int fork_child(td_tensor *t, td_tensor *x, td_tensor *y, int from_parent,
 	/* Neither x's released block nor any other of the parent's is reused. */
 	td_tensor_release(x);
 	ok = ok && td_mmap_tensor_full(&u, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(4), 0) == 0;
+		td_scalar_float(4), NULL) == 0;
 	/* Wait for the parent's checks (or its end) before releasing. */
 	if (put_byte(to_parent))
 		get_byte(from_parent);
@@ -468,10 +468,10 @@ Test(shm_arena, after_fork_neither_process_reuses_a_shared_block)
 	cr_assert_eq(pipe(p2c), 0);
 	cr_assert_eq(pipe(c2p), 0);
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(1), 0));
+		td_scalar_float(1), NULL));
 	td_cr_assert_ok(td_mmap_tensor_full(&x, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(5), 0));
-	td_cr_assert_ok(td_mmap_tensor_zeros(&y, NULL, TD_DTYPE_F32, 3, s345, 0));
+		td_scalar_float(5), NULL));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&y, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
@@ -485,7 +485,7 @@ Test(shm_arena, after_fork_neither_process_reuses_a_shared_block)
 	/* t's block is free here now, but the child still uses it. */
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_mmap_tensor_full(&w, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(2), 0));
+		td_scalar_float(2), NULL));
 	cr_assert(put_byte(p2c[1]));
 	cr_assert(get_byte(c2p[0]), "the child ended early");
 	cr_assert(all_equal(&y, 6.0), "the child's write is not shared");
@@ -528,7 +528,7 @@ static void *thread_body(void *arg)
 		}
 		value[i] = (double)(id * 100000 + (uintptr_t)r);
 		used[i] = td_mmap_tensor_full(&slot[i], NULL, TD_DTYPE_F32, 1,
-			sizes[td_test_rand(&rng) % 8], td_scalar_float(value[i]), 0) == 0;
+			sizes[td_test_rand(&rng) % 8], td_scalar_float(value[i]), NULL) == 0;
 		bad |= !used[i];
 	}
 	for (i = 0; i < SLOTS; i++) {

@@ -199,7 +199,7 @@ Test(store_full, space_for_files_sized_but_not_written_is_reserved)
 	}
 	/* A memory-mapped tensor on its own, sized but not written. */
 	td_cr_assert_ok(td_mmap_tensor_empty(&t, in(mnt, "t.memmap"), TD_DTYPE_U8, 1,
-		(const int64_t[]){ 128 * 1024 }, 0));
+		(const int64_t[]){ 128 * 1024 }, NULL));
 	fill(mnt);
 	memset(td_tensor_data(&t), 3, td_tensor_nbytes(&t));
 	td_tensor_release(&t);
@@ -210,7 +210,7 @@ Test(store_full, space_for_files_sized_but_not_written_is_reserved)
 	}
 	/* And a tensor that does not fit is refused. */
 	td_cr_assert_err(td_mmap_tensor_empty(&t, in(mnt, "no.memmap"), TD_DTYPE_U8, 1,
-		(const int64_t[]){ 1 << 20 }, 0), TD_ENOSPC);
+		(const int64_t[]){ 1 << 20 }, NULL), TD_ENOSPC);
 	td_dict_free(d);
 }
 
