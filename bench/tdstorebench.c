@@ -476,7 +476,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 		t = bench_now();
 		BENCH_CHECK(td_store_memmap(&st, d, store, &opts));
 		t = bench_now() - t;
-		BENCH_CHECK(td_store_close(st));
+		td_store_close(st);
 		if (t < best_save)
 			best_save = t;
 	}
@@ -505,7 +505,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 
 		BENCH_CHECK(td_store_open(&st, store, NULL));
 		s1 = sum_dict(td_store_dict(st));
-		BENCH_CHECK(td_store_close(st));
+		td_store_close(st);
 		t = bench_now() - t;
 		if (t < best_read)
 			best_read = t;
@@ -538,7 +538,7 @@ static double time_open(const char *store, long *rss)
 	grown = rss_bytes() - before;
 	if (grown > *rss)
 		*rss = grown;
-	BENCH_CHECK(td_store_close(st));
+	td_store_close(st);
 	return t;
 }
 
@@ -585,7 +585,7 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, td_plac
 	opts.like = true;
 	opts.sync = TD_SYNC_NONE;
 	BENCH_CHECK(td_store_memmap(&st, d, store, &opts));
-	BENCH_CHECK(td_store_close(st));
+	td_store_close(st);
 	td_dict_free(d);
 	for (r = 0; r < opt.repeat; r++) {
 		double t = time_open(store, &rss);

@@ -581,21 +581,18 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 /* Close, accessors, figures                                                 */
 /* ------------------------------------------------------------------------ */
 
-int td_ring_close(td_ring *ring)
+void td_ring_close(td_ring *ring)
 {
-	int rc;
-
 	if (!ring)
-		return TD_OK;
+		return;
 	/* A copy inherited through fork() and never used here holds no slot of its own. */
 	if (ring->epoch != td__ring_epoch())
 		ring->wslot = -1;
 	td__ring_release_slot(ring);
 	leaves_free(ring);
-	rc = td_store_close(ring->store);
+	td_store_close(ring->store);
 	ring->store = NULL;
 	ring_free(ring);
-	return rc;
 }
 
 int td_ring_sync(td_ring *ring)

@@ -156,16 +156,10 @@ int td_store_sync(td_store *store)
 	return store->ops->sync(store);
 }
 
-int td_store_close(td_store *store)
+void td_store_close(td_store *store)
 {
-	int rc = TD_OK;
-
-	if (!store)
-		return TD_OK;
-	if (store->writable)
-		rc = td_store_sync(store);
-	store_free(store);
-	return rc;
+	if (store)
+		store_free(store);
 }
 
 uint64_t td_store_generation(const td_store *store)

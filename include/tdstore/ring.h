@@ -145,18 +145,17 @@ TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
 TD_API int td_ring_open(td_ring **out, const char *path, const td_ring_open_opts *opts);
 
 /**
- * Close a ring: its writer slot is released and the store is closed (a
- * read-write store is synced first, see td_store_close()). NULL is
- * accepted.
- *
- * @return TD_OK; TD_EIO if the final sync failed (the ring is closed all
- *         the same)
+ * Close a ring: its writer slot is released and its store closed. Nothing
+ * is synced: the rows written are in the files' pages (every process
+ * mapping them sees them) and reach the disk when the kernel writes them
+ * back; call td_ring_sync() first to make them durable against a crash of
+ * the machine. Cannot fail; NULL is accepted.
  */
-TD_API int td_ring_close(td_ring *ring);
+TD_API void td_ring_close(td_ring *ring);
 
 /**
  * Flush the ring's data and state to disk (msync and fsync of the leaf
- * files and the ring file).
+ * files and the ring file). td_ring_close() does not call it.
  *
  * @return TD_OK (also for a read-only ring); TD_EINVAL for NULL; TD_EIO
  */

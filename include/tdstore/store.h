@@ -265,21 +265,25 @@ TD_API bool td_store_is_writable(const td_store *store);
  * syncs its file). A directory store of more files: one syncfs of its file
  * system, which flushes the device once instead of once per file (it also
  * writes back other processes' dirty data on that file system).
- * td_store_close() of a read-write store calls it.
+ * td_store_close() does not call it: call it before closing a store whose
+ * data must survive a crash of the machine.
  *
- * @return TD_OK (also for a read-only store); TD_EINVAL for NULL; TD_EIO
+ * @return TD_OK (also for a read-only store); TD_EINVAL for NULL; TD_EIO;
+ *         TD_ENOTFOUND (a directory store whose directory went away)
  */
 TD_API int td_store_sync(td_store *store);
 
 /**
- * Close a store: a read-write store is synced first, then the dict is
- * released. Mappings still referenced by tensors the caller holds stay
- * mapped until those tensors are released. NULL is accepted.
- *
- * @return TD_OK; TD_EIO if the final sync failed (the store is closed all
- *         the same)
+ * Close a store: the dict and the handle are released. Nothing is synced:
+ * data written through a read-write store is in the files' pages (every
+ * process mapping them sees it at once) and reaches the disk when the
+ * kernel writes them back; call td_store_sync() first to make it durable
+ * against a crash of the machine. (What td_store_memmap() and the schema
+ * changes write is synced by those calls, unless TD_SYNC_NONE.) Mappings
+ * still referenced by tensors the caller holds stay mapped until those
+ * tensors are released. Cannot fail; NULL is accepted.
  */
-TD_API int td_store_close(td_store *store);
+TD_API void td_store_close(td_store *store);
 
 /* ------------------------------------------------------------------------ */
 /* Schema changes, shared by processes                                       */

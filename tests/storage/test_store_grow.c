@@ -147,12 +147,12 @@ Test(store_grow, every_dict_and_leaf_grows_and_keeps_its_values)
 	td_cr_assert_ok(td_store_grow(st, 12));
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(st),
 		(const char *[]){ "a" }, 1)))[9], 9);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("g"), NULL));
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 12);
 	cr_assert_eq(td_tensor_numel(leaf(td_store_dict(ro), (const char *[]){ "sub", "x" }, 2)),
 		60);
-	td_cr_assert_ok(td_store_close(ro));
+	td_store_close(ro);
 }
 
 Test(store_grow, a_zero_row_store_gets_its_files_when_it_grows)
@@ -183,7 +183,7 @@ Test(store_grow, a_zero_row_store_gets_its_files_when_it_grows)
 	cr_assert_eq(leaf(td_store_dict(st), v, 1)->shape[0], 5);
 	for (i = 0; i < 15; i++)
 		cr_assert_eq(((const int16_t *)td_tensor_data(leaf(td_store_dict(st), v, 1)))[i], 0);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 Test(store_grow, refused_growth_changes_nothing)
@@ -209,8 +209,8 @@ Test(store_grow, refused_growth_changes_nothing)
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("f"), NULL));
 	td_cr_assert_err(td_store_grow(ro, 8), TD_EREADONLY);
-	td_cr_assert_ok(td_store_close(ro));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(ro);
+	td_store_close(st);
 
 	/* A root without batch dims has no dim 0 to grow. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
@@ -219,7 +219,7 @@ Test(store_grow, refused_growth_changes_nothing)
 	td_cr_assert_ok(td_store_memmap(&nb, d, td_test_path("nb"), NULL));
 	td_dict_free(d);
 	td_cr_assert_err(td_store_grow(nb, 8), TD_EINVAL);
-	td_cr_assert_ok(td_store_close(nb));
+	td_store_close(nb);
 }
 
 Test(store_grow, a_full_disk_fails_the_growth_and_commits_nothing)
@@ -243,10 +243,10 @@ Test(store_grow, a_full_disk_fails_the_growth_and_commits_nothing)
 	cr_assert_eq(td_store_generation(st), g0);
 	assert_grown(td_store_dict(st), 4);
 	cr_assert_not(td_test_exists(td_test_path("full/.tdstore-journal")));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("full"), NULL));
 	assert_grown(td_store_dict(st), 4);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 static void write_text(const char *path, const char *text)
@@ -282,7 +282,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
 	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[11], 'l');
 	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[12], 0);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	/* The class's own meta.json is kept; its fields' dict records the growth. */
 	meta = slurp(td_test_path("tc/obs/meta.json"));
 	cr_assert_str_eq(meta, outer);
@@ -293,7 +293,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 	cr_assert_eq(td_test_file_size(td_test_path("tc/obs/_tensordict/pixels.memmap")), 18);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), NULL));
 	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 /* ---- views across the remap ---- */
@@ -321,8 +321,8 @@ Test(store_grow, views_taken_before_a_growth_keep_sharing_the_first_rows)
 	td_cr_assert_ok(td_store_open(&other, td_test_path("v"), NULL));
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(other), a, 1)))[1], 111);
 	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(other), a, 1)))[5], 555);
-	td_cr_assert_ok(td_store_close(other));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(other);
+	td_store_close(st);
 	/* The held view outlives the store. */
 	cr_assert_eq(hp[2], 222);
 	td_tensor_release(&held);
@@ -396,7 +396,7 @@ Test(store_grow, views_in_another_process_keep_sharing_the_first_rows)
 	read_byte(to_parent[0]);
 	cr_assert_eq(np[1], 111);
 	cr_assert_eq(np[6], 666);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 Test(store_grow, other_handles_see_the_growth_after_refresh)
@@ -413,8 +413,8 @@ Test(store_grow, other_handles_see_the_growth_after_refresh)
 	cr_assert(changed);
 	assert_grown(td_store_dict(other), 7);
 	cr_assert_eq(leaf(td_store_dict(other), x, 2)->shape[0], 7);
-	td_cr_assert_ok(td_store_close(other));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(other);
+	td_store_close(st);
 }
 
 /* ---- growing one leaf ---- */
@@ -482,13 +482,13 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	td_cr_assert_err(td_store_grow_leaf(NULL, buf, 1, 4), TD_EINVAL);
 	td_cr_assert_err(td_store_grow_leaf(st, NULL, 1, 4), TD_EINVAL);
 	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("l"), NULL));
 	cr_assert_eq(leaf(td_store_dict(ro), buf, 1)->shape[0], 7);
 	cr_assert_eq(leaf(td_store_dict(ro), z, 1)->shape[0], 3);
 	td_cr_assert_err(td_store_grow_leaf(ro, buf, 1, 9), TD_EREADONLY);
-	td_cr_assert_ok(td_store_close(ro));
+	td_store_close(ro);
 }
 
 Test(store_grow, a_leaf_whose_dim_0_is_a_batch_dim_is_refused)
@@ -499,7 +499,7 @@ Test(store_grow, a_leaf_whose_dim_0_is_a_batch_dim_is_refused)
 	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "sub", "x" }, 2, 8), TD_EINVAL);
 	cr_assert_eq(td_test_file_size(td_test_path("b/a.memmap")), 16);
 	assert_grown(td_store_dict(st), 4);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 /* ---- processes ---- */
@@ -521,7 +521,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 	const char *parts[2] = { NULL, key };
 	int i, j, status;
 
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	for (i = 0; i < RACERS; i++) {
 		pids[i] = fork();
 		cr_assert(pids[i] >= 0);
@@ -568,7 +568,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 			cr_assert_eq(t->shape[0], race_target(RACERS - 1, PER_RACER - 1));
 			cr_assert_eq(((const int64_t *)td_tensor_data(t))[0], i * 100 + j);
 		}
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 /*
@@ -641,7 +641,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 	char journal_path[4200], path[4200];
 	int it, journals_left = 0;
 
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	{
 		/*
 		 * Start from a store of leaves named "base" as the checker expects:
@@ -660,7 +660,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 			snprintf(dname, sizeof(dname), "n%zu", i);
 			td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ dname, "base" }, 2, 0));
 		}
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 	}
 	snprintf(journal_path, sizeof(journal_path), "%s", td_test_path("kill/.tdstore-journal"));
 	snprintf(path, sizeof(path), "%s", td_test_path("kill"));
@@ -685,7 +685,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		/* A reader that cannot write sees a whole state (the journal's, if one is left)... */
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), NULL));
 		rows_ro = check_killed_store(td_store_dict(st), &n_ro);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		/* ...and the same one once a writer has recovered the store. */
 		td_cr_assert_ok(td_store_open(&rw, td_test_path("kill"), td_test_rw()));
 		cr_assert_not(td_test_exists(td_test_path("kill/.tdstore-journal")));
@@ -693,9 +693,9 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		cr_assert_eq(rows_rw, rows_ro, "iteration %d", it);
 		cr_assert_eq(n_rw, n_ro, "iteration %d", it);
 		remove_added(rw);
-		td_cr_assert_ok(td_store_close(rw));
+		td_store_close(rw);
 	}
-	td_cr_assert_ok(td_store_close(watch));
+	td_store_close(watch);
 	/* The writers killed mid-commit made the readers and the recovery do their work. */
 	cr_log_info("%d of %d writers left a journal", journals_left, iterations);
 	if (!td_test_under_valgrind())

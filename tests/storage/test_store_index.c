@@ -139,8 +139,8 @@ static void assert_index_matches_json(const char *path)
 	td_store *a = open_as(path, NULL, TD_DIX_USED), *b = open_json(path);
 
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
-	td_cr_assert_ok(td_store_close(a));
-	td_cr_assert_ok(td_store_close(b));
+	td_store_close(a);
+	td_store_close(b);
 }
 
 /* The index is not used (for the reason `state`) and the open matches the meta.json files. */
@@ -152,8 +152,8 @@ static void assert_falls_back(const char *path, int state, int code)
 		cr_assert_eq(a->dir.dix_code, code, "%s: status %d, expected %d", path, a->dir.dix_code,
 			code);
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
-	td_cr_assert_ok(td_store_close(a));
-	td_cr_assert_ok(td_store_close(b));
+	td_store_close(a);
+	td_store_close(b);
 }
 
 /* tpath() into one of four buffers, so that a call can take two paths. */
@@ -313,7 +313,7 @@ static const char *save(const td_dict *d, const char *name, const td_store_memma
 
 	snprintf(path, sizeof(path), "%s", tpath(name));
 	td_cr_assert_ok(td_store_memmap(&st, d, path, opts));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	return path;
 }
 
@@ -339,7 +339,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 	assert_index_matches_json(path);
 	st = open_as(path, NULL, TD_DIX_USED);
 	assert_same_dict(td_store_dict(st), d, "source");
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	/* A read-write open maps the leaves writable, as the meta.json loader does. */
 	st = open_as(path, td_test_rw(), TD_DIX_USED);
 	{
@@ -348,7 +348,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 		td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "my key"));
 		((int16_t *)td_tensor_data(&v->tensor))[2] = 1234;
 	}
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	st = open_json(path);
 	{
 		const td_value *v;
@@ -356,7 +356,7 @@ Test(store_index, every_kind_of_entry_opens_from_the_index_as_from_the_meta_json
 		td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "my key"));
 		cr_assert_eq(((const int16_t *)td_tensor_data(&v->tensor))[2], 1234);
 	}
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	td_dict_free(d);
 }
 
@@ -426,11 +426,11 @@ Test(store_index, tensordict_fixtures_open_from_the_index_tdstore_wrote_for_them
 
 		/* Read-only opens never write; read-write ones write at the first change. */
 		st = open_as(path, NULL, TD_DIX_ABSENT);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 		cr_assert_not(td_test_exists(index_path(path)), "%s", fixtures[i]);
 		add_and_remove(st);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		cr_assert(td_test_exists(index_path(path)), "%s", fixtures[i]);
 		assert_index_matches_json(path);
 		/* And it is the dict of the untouched fixture. */
@@ -438,12 +438,12 @@ Test(store_index, tensordict_fixtures_open_from_the_index_tdstore_wrote_for_them
 		ref = open_as(src, NULL, TD_DIX_ABSENT);
 		st = open_as(path, NULL, TD_DIX_USED);
 		assert_same_dict(td_store_dict(st), td_store_dict(ref), fixtures[i]);
-		td_cr_assert_ok(td_store_close(st));
-		td_cr_assert_ok(td_store_close(ref));
+		td_store_close(st);
+		td_store_close(ref);
 		/* A read-write open through the index keeps it right at the next change. */
 		st = open_as(path, td_test_rw(), TD_DIX_USED);
 		add_and_remove(st);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		assert_index_matches_json(path);
 	}
 }
@@ -457,7 +457,7 @@ Test(store_index, the_legacy_raw_leaf_name_is_listed_and_checked)
 
 	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	add_and_remove(st);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	parse_index(path, &dx);
 	cr_assert_eq(dx.nraw, 1, "the raw name \"my key.memmap\" is listed");
 	cr_assert_str_eq(dx.ix.recs[dx.raw[0]].key, "my key");
@@ -533,7 +533,7 @@ Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 	t = filled(TD_DTYPE_F32, 1, (const int64_t[]){ 4 }, 2.5);
 	td_cr_assert_ok(td_store_add_tensor(st, px, 2, &t)); /* into obs/_tensordict/ */
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	cr_assert(td_test_exists(tpath("tc/_tensordict/obs/_tensordict/added.memmap")));
 	parse_index(path, &dx);
 	for (k = 0; k < dx.ndirs; k++) {
@@ -553,7 +553,7 @@ Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 	/* A raw directory name with the encoded one beside it. */
 	st = open_as(path, td_test_rw(), TD_DIX_STALE);
 	add_and_remove(st);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	assert_index_matches_json(path);
 	copy_tree(tpath("tc/_tensordict/my sub"), tpath("tc/_tensordict/my%20sub"));
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
@@ -576,7 +576,7 @@ static void assert_current(td_store *st)
 	assert_index_matches_json(td_store_path(st));
 	ro = open_as(td_store_path(st), NULL, TD_DIX_USED);
 	assert_same_dict(td_store_dict(ro), td_store_dict(st), "the writer's dict");
-	td_cr_assert_ok(td_store_close(ro));
+	td_store_close(ro);
 }
 
 Test(store_index, every_schema_change_rewrites_the_index)
@@ -609,7 +609,7 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	assert_current(st);
 	td_cr_assert_ok(td_store_remove(st, s, 1));
 	assert_current(st);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 
 	/* td_store_grow_leaf: a leaf of a dict without batch dims. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
@@ -623,7 +623,7 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	assert_current(st);
 	td_cr_assert_ok(td_store_grow_leaf(st, free_leaf + 1, 1, s5[0]));
 	assert_current(st);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
@@ -647,9 +647,9 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 	td_cr_assert_ok(td_store_remove(w2, k, 1));
 	cr_assert_eq(w2->dir.dix_state, TD_DIX_USED);
 	assert_current(w2);
-	td_cr_assert_ok(td_store_close(w));
-	td_cr_assert_ok(td_store_close(w2));
-	td_cr_assert_ok(td_store_close(r));
+	td_store_close(w);
+	td_store_close(w2);
+	td_store_close(r);
 	td_dict_free(d);
 }
 
@@ -681,7 +681,7 @@ Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 	lazy = small_stack();
 	td_cr_assert_ok(td_store_memmap(&st, lazy, path,
 		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
 	assert_falls_back(fixture_copy("lazy_stack"), TD_DIX_ABSENT, TD_ENOTFOUND);
@@ -704,12 +704,12 @@ Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_file
 	td_cr_assert_ok(td_dict_set_dict_take(d, "inner.lz", lazy));
 	td_cr_assert_ok(td_store_memmap(&st, d, path,
 		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
 	/* A read-write open writes none either. */
 	td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	cr_assert_not(td_test_exists(index_path(path)));
 	assert_falls_back(fixture_copy("lazy_nested"), TD_DIX_ABSENT, TD_ENOTFOUND);
 	td_dict_free(d);
@@ -732,14 +732,14 @@ Test(store_index, the_environment_variable_turns_the_index_off_for_reads_and_wri
 	td_dict_free(d);
 	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	add_and_remove(st);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	before = read_file(index_path(path), &len0);
 	cr_assert_eq(setenv("TDSTORE_DIR_INDEX", "0", 1), 0);
 	st = open_as(path, td_test_rw(), TD_DIX_OFF);
 	t = filled(TD_DTYPE_I8, 1, B3, 3);
 	td_cr_assert_ok(td_store_add_tensor(st, k, 1, &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	unsetenv("TDSTORE_DIR_INDEX");
 	after = read_file(index_path(path), &len1);
 	cr_assert(len0 == len1 && memcmp(before, after, len0) == 0, "the index was not written");
@@ -795,21 +795,21 @@ Test(store_index, a_meta_json_changed_in_place_with_the_same_size_is_detected)
 	assert_falls_back(path, TD_DIX_STALE, TD_ECORRUPT);
 	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_eq(get(st, a, 1)->tensor.dtype, TD_DTYPE_I32);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 
 	/* A nested dict's, of another size: its leaf's dtype. */
 	path = small_store("nested");
 	edit_file(tpath("nested/sub/meta.json"), "torch.int32", "torch.float32");
 	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_eq(get(st, c, 2)->tensor.dtype, TD_DTYPE_F32);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 
 	/* A string's: its text, same length. */
 	path = small_store("str");
 	edit_file(tpath("str/s/meta.json"), "hello", "jello");
 	st = open_as(path, NULL, TD_DIX_STALE);
 	cr_assert_str_eq(get(st, s, 1)->blob.data, "jello");
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 }
 
 Test(store_index, a_meta_json_rewritten_by_python_is_detected)
@@ -835,7 +835,7 @@ Test(store_index, a_meta_json_rewritten_by_python_is_detected)
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 3);
 	cr_assert_eq(((const char *)td_tensor_data(&get(st, n, 1)->tensor))[2], 'z');
 	cr_assert_eq(get(st, b, 1)->tensor.dtype, TD_DTYPE_I64);
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 
 	/* The same bytes written again (a new file, renamed over): still the same store. */
 	path = small_store("again");
@@ -1136,7 +1136,7 @@ Test(store_index, well_sealed_but_inconsistent_indexes_are_refused)
 			td_store *st = open_as(path, td_test_rw(), TD_DIX_REFUSED);
 
 			add_and_remove(st);
-			td_cr_assert_ok(td_store_close(st));
+			td_store_close(st);
 		}
 		assert_index_matches_json(path);
 	}
@@ -1185,7 +1185,7 @@ Test(store_index, a_journal_left_by_a_crashed_commit_means_the_meta_json_files_a
 	/* A read-write open recovers (drops) it; the index is then used again. */
 	st = open_as(path, td_test_rw(), TD_DIX_USED);
 	cr_assert_not(td_test_exists(jpath));
-	td_cr_assert_ok(td_store_close(st));
+	td_store_close(st);
 	assert_index_matches_json(path);
 }
 
@@ -1240,8 +1240,8 @@ static int assert_reopens_as_json(const char *path, const td_store_open_opts *op
 	td_cr_assert_ok(td_store_open(&a, path, opts));
 	state = a->dir.dix_state;
 	assert_same_dict(td_store_dict(a), td_store_dict(b), path);
-	td_cr_assert_ok(td_store_close(a));
-	td_cr_assert_ok(td_store_close(b));
+	td_store_close(a);
+	td_store_close(b);
 	return state;
 }
 
@@ -1287,11 +1287,11 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 			td_cr_assert_ok(td_test_add_filled(st, k, 1, it));
 			td_cr_assert_ok(td_store_remove(st, k, 1));
 		}
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		cr_assert_eq(assert_reopens_as_json(path, NULL), TD_DIX_USED,
 			"iteration %d", it);
 	}
-	td_cr_assert_ok(td_store_close(watch));
+	td_store_close(watch);
 	cr_log_info("after %d kills: index used %d times, stale %d, %d journals left", iterations,
 		used, stale, journals);
 	if (!td_test_under_valgrind()) {
@@ -1378,7 +1378,7 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 		td_tensor_release(&t);
 		cr_assert(rc == TD_OK || rc == TD_ENOMEM, "allocation %ld: %d (%s)", k, rc,
 			td_error_last()->message);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		state = assert_reopens_as_json(path, NULL);
 		cr_assert(state == TD_DIX_USED || state == TD_DIX_ABSENT || state == TD_DIX_STALE,
 			"allocation %ld: state %d", k, state);
@@ -1390,7 +1390,7 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 			td_cr_assert_ok(td_store_remove(st, p, 1));
 		else
 			add_and_remove(st);
-		td_cr_assert_ok(td_store_close(st));
+		td_store_close(st);
 		cr_assert(k < 100000, "the change never succeeded with its index");
 	}
 }
