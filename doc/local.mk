@@ -193,13 +193,16 @@ dist_man_MANS += \
 	%D%/man/man3/td_shm_tensor_fd.3 \
 	%D%/man/man3/td_shm_tensor_from_fd.3 \
 	%D%/man/man3/td_store_add_empty.3 \
+	%D%/man/man3/td_store_add_empty_key.3 \
 	%D%/man/man3/td_store_add_tensor.3 \
+	%D%/man/man3/td_store_add_tensor_key.3 \
 	%D%/man/man3/td_store_close.3 \
 	%D%/man/man3/td_store_dict.3 \
 	%D%/man/man3/td_store_encode_key.3 \
 	%D%/man/man3/td_store_generation.3 \
 	%D%/man/man3/td_store_grow.3 \
 	%D%/man/man3/td_store_grow_leaf.3 \
+	%D%/man/man3/td_store_grow_leaf_key.3 \
 	%D%/man/man3/td_store_is_writable.3 \
 	%D%/man/man3/td_store_memmap.3 \
 	%D%/man/man3/td_store_open.3 \
@@ -207,6 +210,7 @@ dist_man_MANS += \
 	%D%/man/man3/td_store_placement.3 \
 	%D%/man/man3/td_store_refresh.3 \
 	%D%/man/man3/td_store_remove.3 \
+	%D%/man/man3/td_store_remove_key.3 \
 	%D%/man/man3/td_store_sync.3 \
 	%D%/man/man3/td_strerror.3 \
 	%D%/man/man3/td_strings_at.3 \

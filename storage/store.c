@@ -8,6 +8,8 @@
  */
 #include "store_impl.h"
 
+#include <string.h>
+
 /*
  * The placements, in the order td_store_open() probes them. The last one,
  * the directory placement, takes any path no other claims (its open says
@@ -180,19 +182,83 @@ int td_store_refresh(td_store *store, bool *changed)
 /* Schema changes                                                            */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * A key path, whichever form the caller named it in: `n` NUL-terminated
+ * components, borrowed from a td_key or from `copy`, a split copy of a
+ * dotted key (owned; NULL for a handle).
+ */
+typedef struct keypath {
+	const char *parts[TD_KEY_MAX_DEPTH];
+	size_t n;
+	char *copy;
+} keypath;
+
+static void keypath_free(keypath *kp)
+{
+	td__free(kp->copy);
+}
+
+/* Split the dotted key `key` into `kp` (release with keypath_free()). */
+static int keypath_dotted(keypath *kp, const char *key, const char *fn)
+{
+	size_t len, i;
+	char *p;
+
+	kp->n = 0;
+	kp->copy = NULL;
+	if (!key)
+		return td__error(TD_EINVAL, "%s: NULL key", fn);
+	len = strlen(key);
+	kp->copy = td__strndup(key, len);
+	if (!kp->copy)
+		return td__error_nomem(len + 1);
+	for (p = kp->copy;; p++) {
+		if (kp->n == TD_KEY_MAX_DEPTH - 1)
+			break;
+		kp->parts[kp->n++] = p;
+		p = strchr(p, '.');
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	if (p)
+		return td__error(TD_EINVAL, "%s: key '%.64s' has %d components or more", fn, key,
+			TD_KEY_MAX_DEPTH);
+	for (i = 0; i < kp->n; i++)
+		if (!kp->parts[i][0])
+			return td__error(TD_EINVAL, "%s: key '%s' has an empty component (name one "
+				"with td_key_from_path() and the _key form)", fn, key);
+	return TD_OK;
+}
+
+/* The components of the key handle `key` into `kp` (nothing to release). */
+static int keypath_handle(keypath *kp, const td_key *key, const char *fn)
+{
+	size_t i;
+
+	kp->n = 0;
+	kp->copy = NULL;
+	if (!key)
+		return td__error(TD_EINVAL, "%s: NULL key", fn);
+	if (td_key_depth(key) > TD_KEY_MAX_DEPTH - 1)
+		return td__error(TD_EINVAL, "%s: a key of %zu components", fn, td_key_depth(key));
+	for (i = 0; i < td_key_depth(key); i++)
+		kp->parts[i] = td_key_part(key, i);
+	kp->n = i;
+	return TD_OK;
+}
+
 /* Check a key path and that the store is read-write; `fn` names the caller. */
 static int check_path(const td_store *st, const char *const *parts, size_t n, const char *fn)
 {
 	size_t i;
 	int rc;
 
-	if (!st || !parts)
-		return td__error(TD_EINVAL, "%s: NULL %s", fn, st ? "path" : "store");
+	if (!st)
+		return td__error(TD_EINVAL, "%s: NULL store", fn);
 	if (n < 1 || n > TD_KEY_MAX_DEPTH - 1)
 		return td__error(TD_EINVAL, "%s: a key path of %zu components", fn, n);
 	for (i = 0; i < n; i++) {
-		if (!parts[i])
-			return td__error(TD_EINVAL, "%s: NULL key component %zu", fn, i);
 		if (td__key_reserved(parts[i]))
 			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
 				parts[i]);
@@ -208,43 +274,103 @@ static int check_path(const td_store *st, const char *const *parts, size_t n, co
 	return TD_OK;
 }
 
-int td_store_add_tensor(td_store *store, const char *const *parts, size_t n, const td_tensor *t)
+static int add_tensor(td_store *store, const keypath *kp, const td_tensor *t, const char *fn)
 {
-	static const char fn[] = "td_store_add_tensor";
-
-	TD_TRY(check_path(store, parts, n, fn));
+	TD_TRY(check_path(store, kp->parts, kp->n, fn));
 	if (!t || !t->buffer)
 		return td__error(TD_EINVAL, "%s: NULL tensor", fn);
 	if (td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE)
 		return td__error(TD_EINVAL, "%s: the tensor is in device memory", fn);
-	return store->ops->add(store, parts, n, t, true, fn);
+	return store->ops->add(store, kp->parts, kp->n, t, true, fn);
 }
 
-int td_store_add_empty(td_store *store, const char *const *parts, size_t n, td_dtype dtype,
-	int ndim, const int64_t *shape)
+int td_store_add_tensor(td_store *store, const char *key, const td_tensor *t)
 {
-	static const char fn[] = "td_store_add_empty";
+	static const char fn[] = "td_store_add_tensor";
+	keypath kp;
+	int rc = keypath_dotted(&kp, key, fn);
+
+	if (rc == TD_OK)
+		rc = add_tensor(store, &kp, t, fn);
+	keypath_free(&kp);
+	return rc;
+}
+
+int td_store_add_tensor_key(td_store *store, const td_key *key, const td_tensor *t)
+{
+	static const char fn[] = "td_store_add_tensor_key";
+	keypath kp;
+
+	TD_TRY(keypath_handle(&kp, key, fn));
+	return add_tensor(store, &kp, t, fn);
+}
+
+static int add_empty(td_store *store, const keypath *kp, td_dtype dtype, int ndim,
+	const int64_t *shape, const char *fn)
+{
 	td_tensor t, e;
 	int rc;
 
-	TD_TRY(check_path(store, parts, n, fn));
+	TD_TRY(check_path(store, kp->parts, kp->n, fn));
 	/* A zero-strided view describes the leaf without allocating its size. */
 	TD_TRY(td_tensor_zeros(&t, dtype, 0, NULL));
 	rc = td_tensor_expand(&e, &t, ndim, shape);
 	td_tensor_release(&t);
 	if (rc < 0)
 		return rc;
-	rc = store->ops->add(store, parts, n, &e, false, fn);
+	rc = store->ops->add(store, kp->parts, kp->n, &e, false, fn);
 	td_tensor_release(&e);
 	return rc;
 }
 
-int td_store_remove(td_store *store, const char *const *parts, size_t n)
+int td_store_add_empty(td_store *store, const char *key, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	static const char fn[] = "td_store_add_empty";
+	keypath kp;
+	int rc = keypath_dotted(&kp, key, fn);
+
+	if (rc == TD_OK)
+		rc = add_empty(store, &kp, dtype, ndim, shape, fn);
+	keypath_free(&kp);
+	return rc;
+}
+
+int td_store_add_empty_key(td_store *store, const td_key *key, td_dtype dtype, int ndim,
+	const int64_t *shape)
+{
+	static const char fn[] = "td_store_add_empty_key";
+	keypath kp;
+
+	TD_TRY(keypath_handle(&kp, key, fn));
+	return add_empty(store, &kp, dtype, ndim, shape, fn);
+}
+
+static int remove_entry(td_store *store, const keypath *kp, const char *fn)
+{
+	TD_TRY(check_path(store, kp->parts, kp->n, fn));
+	return store->ops->remove(store, kp->parts, kp->n, fn);
+}
+
+int td_store_remove(td_store *store, const char *key)
 {
 	static const char fn[] = "td_store_remove";
+	keypath kp;
+	int rc = keypath_dotted(&kp, key, fn);
 
-	TD_TRY(check_path(store, parts, n, fn));
-	return store->ops->remove(store, parts, n, fn);
+	if (rc == TD_OK)
+		rc = remove_entry(store, &kp, fn);
+	keypath_free(&kp);
+	return rc;
+}
+
+int td_store_remove_key(td_store *store, const td_key *key)
+{
+	static const char fn[] = "td_store_remove_key";
+	keypath kp;
+
+	TD_TRY(keypath_handle(&kp, key, fn));
+	return remove_entry(store, &kp, fn);
 }
 
 int td_store_grow(td_store *store, int64_t new_size)
@@ -263,12 +389,31 @@ int td_store_grow(td_store *store, int64_t new_size)
 	return store->ops->grow(store, new_size, fn);
 }
 
-int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n, int64_t new_size)
+static int grow_leaf(td_store *store, const keypath *kp, int64_t new_size, const char *fn)
 {
-	static const char fn[] = "td_store_grow_leaf";
-
-	TD_TRY(check_path(store, parts, n, fn));
+	TD_TRY(check_path(store, kp->parts, kp->n, fn));
 	if (new_size < 0)
 		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
-	return store->ops->grow_leaf(store, parts, n, new_size, fn);
+	return store->ops->grow_leaf(store, kp->parts, kp->n, new_size, fn);
+}
+
+int td_store_grow_leaf(td_store *store, const char *key, int64_t new_size)
+{
+	static const char fn[] = "td_store_grow_leaf";
+	keypath kp;
+	int rc = keypath_dotted(&kp, key, fn);
+
+	if (rc == TD_OK)
+		rc = grow_leaf(store, &kp, new_size, fn);
+	keypath_free(&kp);
+	return rc;
+}
+
+int td_store_grow_leaf_key(td_store *store, const td_key *key, int64_t new_size)
+{
+	static const char fn[] = "td_store_grow_leaf_key";
+	keypath kp;
+
+	TD_TRY(keypath_handle(&kp, key, fn));
+	return grow_leaf(store, &kp, new_size, fn);
 }

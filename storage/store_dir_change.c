@@ -304,11 +304,12 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 		bool sub;
 
 		if (v->kind == TD_VALUE_DICT && td__dict_home(fd, name, &home, &sub) == TD_OK) {
-			size_t n = td_dict_items(NULL, NULL, 0, v->dict), i;
+			size_t n = td_dict_len(v->dict), i;
 			const char **keys = td__calloc(n ? n : 1, sizeof(*keys));
 			const td_value **vals = td__calloc(n ? n : 1, sizeof(*vals));
 
-			if (keys && vals) {
+			/* An empty dict read from disk has no entry table: nothing to list. */
+			if (keys && vals && n) {
 				td_dict_items(keys, vals, n, v->dict);
 				for (i = 0; i < n; i++)
 					remove_files(home, keys[i], vals[i]);

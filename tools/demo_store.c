@@ -25,7 +25,6 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 int demo_step_store(demo *d)
 {
 	static const int64_t rows[1] = { DEMO_ROWS };
-	const char *prio[1] = { "priority" };
 	char dir[256];
 	td_store_open_opts rw = TD_STORE_OPEN_OPTS_INIT;
 	td_store *saved = NULL, *reader = NULL, *writer = NULL;
@@ -60,11 +59,11 @@ int demo_step_store(demo *d)
 
 	rw.writable = true;
 	DEMO_CALL(d, td_store_open(&writer, dir, &rw));
-	DEMO_CALL(d, td_store_add_empty(writer, prio, 1, TD_DTYPE_F32, 1, rows));
+	DEMO_CALL(d, td_store_add_empty(writer, "priority", TD_DTYPE_F32, 1, rows));
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
 	DEMO_CHECK(d, changed, "the reader sees the writer's new leaf");
 	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "priority"));
-	DEMO_CALL(d, td_store_remove(writer, prio, 1));
+	DEMO_CALL(d, td_store_remove(writer, "priority"));
 	DEMO_CALL(d, td_store_refresh(reader, &changed));
 	DEMO_CHECK(d, changed && td_dict_get(&v, td_store_dict(reader), "priority") == TD_ENOTFOUND,
 		"the reader sees the removal");

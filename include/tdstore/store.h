@@ -293,6 +293,7 @@ TD_API void td_store_close(td_store *store);
  * A read-write store keeps a coordination file, ".tdstore-coord", in its
  * directory (doc/format.md). Schema changes (td_store_add_tensor,
  * td_store_add_empty, td_store_remove, td_store_grow, td_store_grow_leaf,
+ * their _key forms,
  * td_store_memmap into the directory) take its writer lock, bring the dict
  * up to date with changes committed by other processes, write and sync the
  * data, replace the affected meta.json files and then increment the
@@ -326,42 +327,71 @@ TD_API void td_store_close(td_store *store);
  * not the new rows; take the tensor again from td_store_dict() to see them.
  */
 
+/*
+ * Keys: each schema change that names an entry comes in two forms. The
+ * first takes a dotted key ("next.obs": the leaf "obs" of the nested dict
+ * "next"; its components are not empty). The _key form takes a key handle
+ * (td_key_new(), or td_key_from_path() for components that hold '.' or are
+ * empty); the handle is only read, and the caller keeps it. Either way a
+ * key has 1 to TD_KEY_MAX_DEPTH - 1 components.
+ */
+
 /**
  * Add a leaf holding a copy of `t` (tensordict's make_memmap_from_tensor).
  * Missing intermediate dicts are created with their parent's batch shape.
  *
  * @param store  a read-write store
- * @param parts  the key path, `n` components (1 <= n < TD_KEY_MAX_DEPTH);
- *               components may hold '.' or be empty
+ * @param key    the dotted key of the new leaf
  * @param t      the data (host memory; any strides; its shape must start
  *               with the batch shape of the dict that receives it)
- * @return TD_OK; TD_EINVAL (NULL arguments, a reserved key, a device
+ * @return TD_OK; TD_EINVAL (NULL arguments, an empty key component, a key
+ *         of TD_KEY_MAX_DEPTH components or more, a reserved key, a device
  *         tensor); TD_EREADONLY (a read-only store); TD_EEXISTS (the key
  *         exists); TD_ETYPE (the shape does not start with the batch shape,
- *         or a path component is a leaf); TD_ENOSPC; TD_EIO; TD_ENOMEM.
+ *         or a path component is a leaf); TD_ENOTSUP (a store holding a
+ *         lazy stack); TD_ENOSPC; TD_EIO; TD_ENOMEM.
  *         On failure nothing is committed and the dict is reloaded from
  *         disk (so borrowed pointers are invalid after any call).
  */
-TD_API int td_store_add_tensor(td_store *store, const char *const *parts, size_t n,
-	const td_tensor *t);
+TD_API int td_store_add_tensor(td_store *store, const char *key, const td_tensor *t);
+
+/** As td_store_add_tensor(), the key given as a handle (NULL: TD_EINVAL). */
+TD_API int td_store_add_tensor_key(td_store *store, const td_key *key, const td_tensor *t);
 
 /**
  * Add a zero-filled leaf of `dtype` and `shape` (tensordict's make_memmap).
  *
+ * @param store  a read-write store
+ * @param key    the dotted key of the new leaf
+ * @param dtype  element type
+ * @param ndim   number of dims
+ * @param shape  `ndim` sizes, starting with the batch shape of the dict
+ *               that receives the leaf
  * @return as td_store_add_tensor(); TD_EINVAL for a bad dtype or shape
  */
-TD_API int td_store_add_empty(td_store *store, const char *const *parts, size_t n,
-	td_dtype dtype, int ndim, const int64_t *shape);
+TD_API int td_store_add_empty(td_store *store, const char *key, td_dtype dtype, int ndim,
+	const int64_t *shape);
+
+/** As td_store_add_empty(), the key given as a handle (NULL: TD_EINVAL). */
+TD_API int td_store_add_empty_key(td_store *store, const td_key *key, td_dtype dtype, int ndim,
+	const int64_t *shape);
 
 /**
  * Remove an entry (a leaf, a string or a whole nested dict) and delete its
  * files after the commit (a file still mapped somewhere stays readable
  * there until unmapped).
  *
- * @return TD_OK; TD_EINVAL; TD_EREADONLY; TD_ENOTFOUND; TD_ETYPE (a path
- *         component is a leaf); TD_EIO; TD_ENOMEM
+ * @param store  a read-write store
+ * @param key    the dotted key of the entry
+ * @return TD_OK; TD_EINVAL (NULL arguments, a malformed key as for
+ *         td_store_add_tensor(), a reserved key); TD_EREADONLY;
+ *         TD_ENOTFOUND; TD_ETYPE (a path component is a leaf); TD_ENOTSUP
+ *         (a store holding a lazy stack); TD_EIO; TD_ENOMEM
  */
-TD_API int td_store_remove(td_store *store, const char *const *parts, size_t n);
+TD_API int td_store_remove(td_store *store, const char *key);
+
+/** As td_store_remove(), the key given as a handle (NULL: TD_EINVAL). */
+TD_API int td_store_remove_key(td_store *store, const td_key *key);
 
 /**
  * Grow the store along batch dim 0 (tensordict's preallocated storages
@@ -419,11 +449,11 @@ TD_API int td_store_grow(td_store *store, int64_t new_size);
  * or moves as td_store_grow() says.
  *
  * @param store     a read-write store
- * @param parts     the leaf's key path, `n` components
- *                  (1 <= n < TD_KEY_MAX_DEPTH)
+ * @param key       the dotted key of the leaf
  * @param new_size  the new dim 0, >= the current one (equal: nothing happens)
  * @return TD_OK;
- *         TD_EINVAL (NULL arguments, a reserved key, a negative size, fewer
+ *         TD_EINVAL (NULL arguments, a malformed key as for
+ *         td_store_add_tensor(), a reserved key, a negative size, fewer
  *         rows than the leaf has, a leaf without dims, or a leaf whose dim
  *         0 is a batch dim of its dict: grow the store with td_store_grow());
  *         TD_EREADONLY; TD_ENOTFOUND (no such key); TD_ETYPE (the key
@@ -432,8 +462,10 @@ TD_API int td_store_grow(td_store *store, int64_t new_size);
  *         On failure nothing is committed and the dict is reloaded from
  *         disk.
  */
-TD_API int td_store_grow_leaf(td_store *store, const char *const *parts, size_t n,
-	int64_t new_size);
+TD_API int td_store_grow_leaf(td_store *store, const char *key, int64_t new_size);
+
+/** As td_store_grow_leaf(), the key given as a handle (NULL: TD_EINVAL). */
+TD_API int td_store_grow_leaf_key(td_store *store, const td_key *key, int64_t new_size);
 
 /**
  * Catch up with schema changes committed by other processes: when the

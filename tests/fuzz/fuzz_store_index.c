@@ -105,14 +105,13 @@ static void cleanup(void)
 /* The store's index, as tdstore writes it at a change; copied to $TD_FUZZ_SEED if set. */
 static void write_seed(void)
 {
-	const char *k[1] = { "probe" };
 	const char *seed = getenv("TD_FUZZ_SEED");
 	td_store *st;
 	td_tensor t;
 
 	if (td_store_open(&st, dir, &td_fuzz_rw) != TD_OK ||
 	    td_tensor_zeros(&t, TD_DTYPE_U8, 1, (const int64_t[]){ 2 }) != TD_OK ||
-	    td_store_add_tensor(st, k, 1, &t) != TD_OK || td_store_remove(st, k, 1) != TD_OK)
+	    td_store_add_tensor(st, "probe", &t) != TD_OK || td_store_remove(st, "probe") != TD_OK)
 		abort();
 	td_tensor_release(&t);
 	td_store_close(st);

@@ -133,7 +133,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		td_store_close(st);
 	}
 	if ((data[0] & 2) && td_store_open(&st, path, &rw) == TD_OK) {
-		const char *p[2] = { "fuzz", "leaf" };
 		const td_dict *d = td_store_dict(st);
 		td_tensor t;
 
@@ -149,8 +148,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rows <= (1 << 20) &&
 		    td_tensor_zeros(&t, TD_DTYPE_U8, td_dict_batch_ndim(d),
 			    td_dict_batch_shape(d)) == TD_OK) {
-			if (td_store_add_tensor(st, p, 2, &t) == TD_OK)
-				td_store_remove(st, p, 1);
+			if (td_store_add_tensor(st, "fuzz.leaf", &t) == TD_OK)
+				td_store_remove(st, "fuzz");
 			td_tensor_release(&t);
 		}
 		read_all(st);

@@ -399,7 +399,7 @@ void td_test_kill_writer(td_store *watch, void (*writer)(void *arg), void *arg,
 	cr_assert(td_store_generation(watch) > g0, "the killed writer committed nothing");
 }
 
-int td_test_add_filled(td_store *st, const char *const *parts, size_t n, int64_t value)
+int td_test_add_filled(td_store *st, const char *key, int64_t value)
 {
 	int rc, tries;
 
@@ -414,7 +414,7 @@ int td_test_add_filled(td_store *st, const char *const *parts, size_t n, int64_t
 		rows[0] = td_dict_batch_shape(td_store_dict(st))[0];
 		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, rows, td_scalar_int(value));
 		if (rc == 0)
-			rc = td_store_add_tensor(st, parts, n, &t);
+			rc = td_store_add_tensor(st, key, &t);
 		td_tensor_release(&t);
 	}
 	return rc;
@@ -427,8 +427,7 @@ void td_test_schema_writer(void *arg)
 	int k, rc = td_store_open(&w, tw->path, td_test_rw());
 
 	for (k = tw->first; rc == 0; k++) {
-		char key[32], old[32];
-		const char *p[2] = { key, "v" };
+		char key[32];
 
 		switch (k % 4) {
 		case 0:
@@ -436,20 +435,19 @@ void td_test_schema_writer(void *arg)
 			break;
 		case 1:
 			snprintf(key, sizeof(key), "k%d", k);
-			rc = td_test_add_filled(w, p, 1, k);
+			rc = td_test_add_filled(w, key, k);
 			break;
 		case 2:
-			snprintf(key, sizeof(key), "d%d", k);
-			rc = td_test_add_filled(w, p, 2, k);
+			snprintf(key, sizeof(key), "d%d.v", k);
+			rc = td_test_add_filled(w, key, k);
 			break;
 		default:
 			/* Keep the store small: drop what was added two rounds ago. */
-			snprintf(old, sizeof(old), "k%d", k - 10);
-			p[0] = old;
-			rc = td_store_remove(w, p, 1);
-			snprintf(old, sizeof(old), "d%d", k - 9);
+			snprintf(key, sizeof(key), "k%d", k - 10);
+			rc = td_store_remove(w, key);
+			snprintf(key, sizeof(key), "d%d", k - 9);
 			if (rc == 0 || rc == TD_ENOTFOUND)
-				rc = td_store_remove(w, p, 1);
+				rc = td_store_remove(w, key);
 			if (rc == TD_ENOTFOUND)
 				rc = 0;
 			break;
@@ -461,8 +459,7 @@ void td_test_schema_writer(void *arg)
 static void race_adds_child(const char *path, int i, int per_racer, td_test_race_step step)
 {
 	static const int64_t b4[1] = { 4 };
-	char key[32];
-	const char *parts[2] = { "shared", key };
+	char key[48];
 	td_store *mine;
 	int j, rc = td_store_open(&mine, path, td_test_rw());
 
@@ -470,10 +467,10 @@ static void race_adds_child(const char *path, int i, int per_racer, td_test_race
 		td_tensor t;
 		bool nested = j % 2;
 
-		snprintf(key, sizeof(key), "p%d_%d", i, j);
+		snprintf(key, sizeof(key), "%sp%d_%d", nested ? "shared." : "", i, j);
 		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, b4, td_scalar_int(i * 100 + j));
 		if (rc == 0)
-			rc = td_store_add_tensor(mine, parts + !nested, 1 + nested, &t);
+			rc = td_store_add_tensor(mine, key, &t);
 		td_tensor_release(&t);
 		if (rc == 0 && step)
 			rc = step(mine, i, j);

@@ -149,11 +149,11 @@ void td_test_kill_writer(td_store *watch, void (*writer)(void *arg), void *arg,
 	const char *wait_path, long delay_ns);
 
 /**
- * Add `parts` as an int64 leaf filled with `value`, of the store's batch
- * shape [rows] at that moment (refreshed first; retried when another
+ * Add the dotted `key` as an int64 leaf filled with `value`, of the store's
+ * batch shape [rows] at that moment (refreshed first; retried when another
  * process grows the store in between). @return the add's status.
  */
-int td_test_add_filled(td_store *st, const char *const *parts, size_t n, int64_t value);
+int td_test_add_filled(td_store *st, const char *key, int64_t value);
 
 /** What td_test_schema_writer() works on. */
 typedef struct td_test_writer {

@@ -618,7 +618,6 @@ Test(store_dir, options_choose_placement_reuse_copy_sync_and_writability)
 	static const int64_t b[] = { 4 };
 	td_store_open_opts oo = TD_STORE_OPEN_OPTS_INIT;
 	td_store_memmap_opts mo = TD_STORE_MEMMAP_OPTS_INIT;
-	const char *k[1] = { "y" };
 	td_store *st = (td_store *)0x1;
 	td_dict *d, *zeros;
 	td_tensor t;
@@ -686,12 +685,12 @@ Test(store_dir, options_choose_placement_reuse_copy_sync_and_writability)
 	td_store_close(st);
 	st = open_ok(td_test_path("s"), &oo);
 	cr_assert_not(td_store_is_writable(st));
-	td_cr_assert_err(td_store_add_empty(st, k, 1, TD_DTYPE_I32, 1, b), TD_EREADONLY);
+	td_cr_assert_err(td_store_add_empty(st, "y", TD_DTYPE_I32, 1, b), TD_EREADONLY);
 	td_store_close(st);
 	oo.writable = true;
 	st = open_ok(td_test_path("s"), &oo);
 	cr_assert(td_store_is_writable(st));
-	td_cr_assert_ok(td_store_add_empty(st, k, 1, TD_DTYPE_I32, 1, b));
+	td_cr_assert_ok(td_store_add_empty(st, "y", TD_DTYPE_I32, 1, b));
 	td_store_close(st);
 	st = open_ok(td_test_path("p.tds"), &oo);
 	cr_assert_eq(td_store_placement(st), TD_PLACEMENT_PACKED);
@@ -1155,7 +1154,6 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 {
 	static const int64_t b2[] = { 2 }, s23[] = { 2, 3 };
 	static const char *const grid[] = { "a", "b", "c", "d", "e", "\xc3\xa9" };
-	const char *key[1] = { "grid" };
 	char path[4200];
 	const td_strings *s;
 	td_store *st, *ro;
@@ -1197,7 +1195,7 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 
 	/* Removing one removes its directory. */
 	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), td_test_rw()));
-	td_cr_assert_ok(td_store_remove(st, key, 1));
+	td_cr_assert_ok(td_store_remove(st, "grid"));
 	td_store_close(st);
 	cr_assert_neq(access(td_test_path("s/grid"), F_OK), 0);
 	td_dict_free(d);
@@ -1208,7 +1206,6 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 {
 	static const int64_t b4[] = { 4 };
-	const char *extra[2] = { "obs", "extra" }, *obs[1] = { "obs" };
 	char dir[4096], path[4200];
 	td_store *st;
 	td_tensor t;
@@ -1217,7 +1214,7 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 	snprintf(dir, sizeof(dir), "%s", tensorclass_store("tc"));
 	st = open_ok(dir, td_test_rw());
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 1, b4, td_scalar_int(7)));
-	td_cr_assert_ok(td_store_add_tensor(st, extra, 2, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "obs.extra", &t));
 	td_tensor_release(&t);
 	td_store_close(st);
 	/* The class's own meta.json is untouched; its fields' dict names the leaf. */
@@ -1236,10 +1233,10 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 
 	/* Removing the leaf, then the whole tensorclass, removes their files. */
 	st = open_ok(dir, td_test_rw());
-	td_cr_assert_ok(td_store_remove(st, extra, 2));
+	td_cr_assert_ok(td_store_remove(st, "obs.extra"));
 	snprintf(path, sizeof(path), "%s/obs/_tensordict/extra.memmap", dir);
 	cr_assert_neq(access(path, F_OK), 0);
-	td_cr_assert_ok(td_store_remove(st, obs, 1));
+	td_cr_assert_ok(td_store_remove(st, "obs"));
 	td_store_close(st);
 	snprintf(path, sizeof(path), "%s/obs", dir);
 	cr_assert_neq(access(path, F_OK), 0, "the tensorclass's directory is gone");
@@ -1251,7 +1248,6 @@ Test(store_dir, adds_and_removes_inside_a_tensorclass_go_to_its_tensordict)
 Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 {
 	static const int64_t b4[] = { 4 };
-	const char *y[1] = { "y" };
 	char dir[4096], path[4200];
 	td_store *st;
 	td_tensor t;
@@ -1260,7 +1256,7 @@ Test(store_dir, a_store_whose_root_is_a_tensorclass_changes_in_its_tensordict)
 	snprintf(path, sizeof(path), "%s/obs", dir); /* the tensorclass is the store */
 	st = open_ok(path, td_test_rw());
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, b4));
-	td_cr_assert_ok(td_store_add_tensor(st, y, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "y", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_grow(st, 6));
 	td_store_close(st);

@@ -127,7 +127,6 @@ static void write_through(td_store *st, int value)
 static void check_full_disk(td_placement placement)
 {
 	const char *mnt = small_fs(1024);
-	const char *big[1] = { "big" };
 	char store[4400], meta[4400];
 	td_dict *huge = rows_dict(4, 512 * 1024), *small = rows_dict(4, 32 * 1024), *d;
 	td_store *st = (td_store *)0x1, *ro;
@@ -148,7 +147,7 @@ static void check_full_disk(td_placement placement)
 	/* One that fits, then an add and a growth that do not. */
 	td_cr_assert_ok(td_store_memmap(&st, small, store, td_test_memmap(placement, 0)));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 2, (const int64_t[]){ 4, 512 * 1024 }));
-	td_cr_assert_err(td_store_add_tensor(st, big, 1, &t), TD_ENOSPC);
+	td_cr_assert_err(td_store_add_tensor(st, "big", &t), TD_ENOSPC);
 	td_tensor_release(&t);
 	td_cr_assert_err(td_store_grow(st, 400), TD_ENOSPC);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 4);

@@ -442,11 +442,11 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l"), NULL));
 	td_dict_free(d);
 	td_test_arange(&t, TD_DTYPE_I8, 2, s32);
-	td_cr_assert_ok(td_store_add_tensor(st, deep, 2, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "n.d", &t));
 	td_tensor_release(&t);
 	g0 = td_store_generation(st);
 
-	td_cr_assert_ok(td_store_grow_leaf(st, buf, 1, 7));
+	td_cr_assert_ok(td_store_grow_leaf(st, "buf", 7));
 	cr_assert_eq(td_store_generation(st), g0 + 1);
 	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
 	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[1], 2);
@@ -458,36 +458,36 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	meta = slurp(td_test_path("l/meta.json"));
 	cr_assert_eq(strncmp(meta, first, strlen(first)), 0, "%s", meta);
 	free(meta);
-	td_cr_assert_ok(td_store_grow_leaf(st, deep, 2, 4));
+	td_cr_assert_ok(td_store_grow_leaf(st, "n.d", 4));
 	cr_assert_eq(((const int8_t *)td_tensor_data(leaf(td_store_dict(st), deep, 2)))[5], 5);
 	cr_assert_eq(((const int8_t *)td_tensor_data(leaf(td_store_dict(st), deep, 2)))[7], 0);
 	/* A leaf without elements gets its file. */
-	td_cr_assert_ok(td_store_grow_leaf(st, z, 1, 3));
+	td_cr_assert_ok(td_store_grow_leaf(st, "z", 3));
 	cr_assert_eq(td_test_file_size(td_test_path("l/z.memmap")), 6);
 	/* The same size is a no-op. */
 	g0 = td_store_generation(st);
-	td_cr_assert_ok(td_store_grow_leaf(st, buf, 1, 7));
+	td_cr_assert_ok(td_store_grow_leaf(st, "buf", 7));
 	cr_assert_eq(td_store_generation(st), g0);
 
-	td_cr_assert_err(td_store_grow_leaf(st, buf, 1, 6), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, buf, 1, -1), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, buf, 1, INT64_MAX), TD_EOVERFLOW);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "scalar" }, 1, 4), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "name" }, 1, 4), TD_ETYPE);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "n" }, 1, 4), TD_ETYPE);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "nope" }, 1, 4), TD_ENOTFOUND);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "buf", "x" }, 2, 4), TD_ETYPE);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "shape" }, 1, 4), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, buf, 0, 4), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(NULL, buf, 1, 4), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, NULL, 1, 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "buf", 6), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "buf", -1), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "buf", INT64_MAX), TD_EOVERFLOW);
+	td_cr_assert_err(td_store_grow_leaf(st, "scalar", 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "name", 4), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, "n", 4), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, "nope", 4), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_grow_leaf(st, "buf.x", 4), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, "shape", 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "", 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(NULL, "buf", 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, NULL, 4), TD_EINVAL);
 	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
 	td_store_close(st);
 
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("l"), NULL));
 	cr_assert_eq(leaf(td_store_dict(ro), buf, 1)->shape[0], 7);
 	cr_assert_eq(leaf(td_store_dict(ro), z, 1)->shape[0], 3);
-	td_cr_assert_err(td_store_grow_leaf(ro, buf, 1, 9), TD_EREADONLY);
+	td_cr_assert_err(td_store_grow_leaf(ro, "buf", 9), TD_EREADONLY);
 	td_store_close(ro);
 }
 
@@ -495,8 +495,8 @@ Test(store_grow, a_leaf_whose_dim_0_is_a_batch_dim_is_refused)
 {
 	td_store *st = new_store("b");
 
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "a" }, 1, 8), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, (const char *[]){ "sub", "x" }, 2, 8), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "a", 8), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "sub.x", 8), TD_EINVAL);
 	cr_assert_eq(td_test_file_size(td_test_path("b/a.memmap")), 16);
 	assert_grown(td_store_dict(st), 4);
 	td_store_close(st);
@@ -518,7 +518,6 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 	td_store *st = new_store("race");
 	pid_t pids[RACERS];
 	char key[32];
-	const char *parts[2] = { NULL, key };
 	int i, j, status;
 
 	td_store_close(st);
@@ -531,11 +530,8 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 
 			for (j = 0; rc == 0 && j < PER_RACER; j++) {
 				/* Half the adds create a nested dict (a journaled commit). */
-				snprintf(key, sizeof(key), "p%d_%d", i, j);
-				parts[0] = (j % 2) ? key : NULL;
-				rc = parts[0] ? td_test_add_filled(mine, (const char *[]){ key, "v" }, 2,
-						i * 100 + j) :
-					td_test_add_filled(mine, &parts[1], 1, i * 100 + j);
+				snprintf(key, sizeof(key), "p%d_%d%s", i, j, (j % 2) ? ".v" : "");
+				rc = td_test_add_filled(mine, key, i * 100 + j);
 				if (rc == 0) {
 					rc = td_store_grow(mine, race_target(i, j));
 					/* Another racer may have grown past this target already. */
@@ -629,7 +625,7 @@ static void remove_added(td_store *st)
 		snprintf(copy[i], sizeof(copy[i]), "%s", keys[i]);
 	for (i = 0; i < n; i++)
 		if (copy[i][0] == 'k' || copy[i][0] == 'd')
-			td_cr_assert_ok(td_store_remove(st, (const char *[]){ copy[i] }, 1));
+			td_cr_assert_ok(td_store_remove(st, copy[i]));
 }
 
 Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
@@ -654,11 +650,11 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), td_test_rw()));
 		for (i = 0; i < TD_TEST_ARRAY_LEN(names); i++)
-			td_cr_assert_ok(td_store_remove(st, &names[i], 1));
-		td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ "base" }, 1, 0));
+			td_cr_assert_ok(td_store_remove(st, names[i]));
+		td_cr_assert_ok(td_test_add_filled(st, "base", 0));
 		for (i = 0; i < 2; i++) {
-			snprintf(dname, sizeof(dname), "n%zu", i);
-			td_cr_assert_ok(td_test_add_filled(st, (const char *[]){ dname, "base" }, 2, 0));
+			snprintf(dname, sizeof(dname), "n%zu.base", i);
+			td_cr_assert_ok(td_test_add_filled(st, dname, 0));
 		}
 		td_store_close(st);
 	}

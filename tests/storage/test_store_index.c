@@ -404,13 +404,12 @@ static const char *fixture_copy(const char *name)
 /* A change that leaves the store as it was: adding a leaf and removing it. */
 static void add_and_remove(td_store *st)
 {
-	const char *k[] = { "tdstore_probe" };
 	td_tensor t = filled(TD_DTYPE_U8, td_dict_batch_ndim(td_store_dict(st)),
 		td_dict_batch_shape(td_store_dict(st)), 1);
 
-	td_cr_assert_ok(td_store_add_tensor(st, k, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "tdstore_probe", &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_remove(st, k, 1));
+	td_cr_assert_ok(td_store_remove(st, "tdstore_probe"));
 }
 
 Test(store_index, tensordict_fixtures_open_from_the_index_tdstore_wrote_for_them)
@@ -523,7 +522,6 @@ static const char *tensorclass_store(void)
 Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 {
 	const char *path = tensorclass_store();
-	const char *px[] = { "obs", "added" };
 	td__dirindex dx;
 	td_store *st;
 	uint32_t k, shells = 0, raws = 0;
@@ -531,7 +529,7 @@ Test(store_index, tensorclasses_and_raw_directory_names_open_from_the_index)
 
 	st = open_as(path, td_test_rw(), TD_DIX_ABSENT);
 	t = filled(TD_DTYPE_F32, 1, (const int64_t[]){ 4 }, 2.5);
-	td_cr_assert_ok(td_store_add_tensor(st, px, 2, &t)); /* into obs/_tensordict/ */
+	td_cr_assert_ok(td_store_add_tensor(st, "obs.added", &t)); /* into obs/_tensordict/ */
 	td_tensor_release(&t);
 	td_store_close(st);
 	cr_assert(td_test_exists(tpath("tc/_tensordict/obs/_tensordict/added.memmap")));
@@ -582,8 +580,6 @@ static void assert_current(td_store *st)
 Test(store_index, every_schema_change_rewrites_the_index)
 {
 	static const int64_t s42[] = { 4, 2 }, s5[] = { 5 };
-	const char *x[] = { "x" }, *deep[] = { "a", "b c", "y" }, *ab[] = { "a", "b c" };
-	const char *free_leaf[] = { "free", "v" }, *s[] = { "s" };
 	td_dict *d, *free_dict;
 	td_store *st;
 	td_tensor t;
@@ -596,18 +592,18 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	assert_current(st);
 
 	t = filled(TD_DTYPE_F16, 2, s42, 1);
-	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
 	td_tensor_release(&t);
 	assert_current(st);
-	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_U16, 1, (const int64_t[]){ 4 }));
+	td_cr_assert_ok(td_store_add_empty(st, "a.b c.y", TD_DTYPE_U16, 1, (const int64_t[]){ 4 }));
 	assert_current(st);
 	td_cr_assert_ok(td_store_grow(st, 6));
 	assert_current(st);
-	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_remove(st, "x"));
 	assert_current(st);
-	td_cr_assert_ok(td_store_remove(st, ab, 2));
+	td_cr_assert_ok(td_store_remove(st, "a.b c"));
 	assert_current(st);
-	td_cr_assert_ok(td_store_remove(st, s, 1));
+	td_cr_assert_ok(td_store_remove(st, "s"));
 	assert_current(st);
 	td_store_close(st);
 
@@ -619,16 +615,15 @@ Test(store_index, every_schema_change_rewrites_the_index)
 	td_cr_assert_ok(td_dict_set_dict_take(d, "free", free_dict));
 	td_cr_assert_ok(td_store_memmap(&st, d, tpath("g"), NULL));
 	td_dict_free(d);
-	td_cr_assert_ok(td_store_grow_leaf(st, free_leaf, 2, 5));
+	td_cr_assert_ok(td_store_grow_leaf(st, "free.v", 5));
 	assert_current(st);
-	td_cr_assert_ok(td_store_grow_leaf(st, free_leaf + 1, 1, s5[0]));
+	td_cr_assert_ok(td_store_grow_leaf(st, "v", s5[0]));
 	assert_current(st);
 	td_store_close(st);
 }
 
 Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 {
-	const char *k[] = { "k" };
 	td_dict *d = rich_dict();
 	const char *path = save(d, "shared", NULL);
 	td_store *w = open_as(path, td_test_rw(), TD_DIX_USED);
@@ -637,14 +632,14 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 	td_tensor t = filled(TD_DTYPE_I8, 1, B3, 3);
 	bool changed;
 
-	td_cr_assert_ok(td_store_add_tensor(w, k, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(w, "k", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_refresh(r, &changed));
 	cr_assert(changed);
 	cr_assert_eq(r->dir.dix_state, TD_DIX_USED);
 	assert_same_dict(td_store_dict(r), td_store_dict(w), "refreshed");
 	/* The second writer reloads through the index before its own change. */
-	td_cr_assert_ok(td_store_remove(w2, k, 1));
+	td_cr_assert_ok(td_store_remove(w2, "k"));
 	cr_assert_eq(w2->dir.dix_state, TD_DIX_USED);
 	assert_current(w2);
 	td_store_close(w);
@@ -718,7 +713,6 @@ Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_file
 Test(store_index, the_environment_variable_turns_the_index_off_for_reads_and_writes)
 {
 	td_dict *d = rich_dict();
-	const char *k[] = { "k" };
 	const char *path;
 	td_store *st;
 	td_tensor t;
@@ -737,7 +731,7 @@ Test(store_index, the_environment_variable_turns_the_index_off_for_reads_and_wri
 	cr_assert_eq(setenv("TDSTORE_DIR_INDEX", "0", 1), 0);
 	st = open_as(path, td_test_rw(), TD_DIX_OFF);
 	t = filled(TD_DTYPE_I8, 1, B3, 3);
-	td_cr_assert_ok(td_store_add_tensor(st, k, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "k", &t));
 	td_tensor_release(&t);
 	td_store_close(st);
 	unsetenv("TDSTORE_DIR_INDEX");
@@ -1281,12 +1275,8 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 		/* A writer recovers the store; its next change leaves a right index. */
 		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		cr_assert_not(td_test_exists(journal));
-		{
-			const char *k[] = { "probe" };
-
-			td_cr_assert_ok(td_test_add_filled(st, k, 1, it));
-			td_cr_assert_ok(td_store_remove(st, k, 1));
-		}
+		td_cr_assert_ok(td_test_add_filled(st, "probe", it));
+		td_cr_assert_ok(td_store_remove(st, "probe"));
 		td_store_close(st);
 		cr_assert_eq(assert_reopens_as_json(path, NULL), TD_DIX_USED,
 			"iteration %d", it);
@@ -1361,7 +1351,7 @@ Test(store_index, allocation_failures_in_parse_and_open_release_everything)
 Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_or_absent)
 {
 	td_dict *d = rich_dict();
-	const char *path = save(d, "nomem", NULL), *p[] = { "probe" };
+	const char *path = save(d, "nomem", NULL);
 	long k;
 
 	td_dict_free(d);
@@ -1373,7 +1363,7 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 
 		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		td_test_alloc_install(k);
-		rc = td_store_add_tensor(st, p, 1, &t);
+		rc = td_store_add_tensor(st, "probe", &t);
 		td_test_alloc_uninstall();
 		td_tensor_release(&t);
 		cr_assert(rc == TD_OK || rc == TD_ENOMEM, "allocation %ld: %d (%s)", k, rc,
@@ -1387,7 +1377,7 @@ Test(store_index, allocation_failures_in_a_change_leave_an_index_that_is_right_o
 		/* Back to the store without the probe, with its index. */
 		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		if (rc == TD_OK)
-			td_cr_assert_ok(td_store_remove(st, p, 1));
+			td_cr_assert_ok(td_store_remove(st, "probe"));
 		else
 			add_and_remove(st);
 		td_store_close(st);

@@ -273,7 +273,6 @@ Test(store_journal, a_half_renamed_commit_is_whole_for_tdstore_and_half_without_
 
 Test(store_journal, a_schema_change_recovers_the_journal_first)
 {
-	const char *z[] = { "z" };
 	td_store *rw = NULL;
 	td_tensor t;
 	int64_t rows[1] = { 8 };
@@ -283,7 +282,7 @@ Test(store_journal, a_schema_change_recovers_the_journal_first)
 	td_cr_assert_ok(td_store_open(&rw, td_test_path("c"), td_test_rw()));
 	forge_growth("c", true);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_U8, 1, rows));
-	td_cr_assert_ok(td_store_add_tensor(rw, z, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(rw, "z", &t));
 	td_tensor_release(&t);
 	assert_rows(rw, 8);
 	cr_assert_not(td_test_exists(store_path("c", ".tdstore-journal")));
@@ -411,7 +410,6 @@ Test(store_journal, journals_that_break_the_rules_are_refused_and_change_nothing
 
 Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary_files)
 {
-	const char *deep[] = { "a", "b", "c", "leaf" };
 	td_store *st;
 	td_tensor t;
 	td_dict *d;
@@ -420,7 +418,7 @@ Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary
 	make_store("n");
 	td_cr_assert_ok(td_store_open(&st, td_test_path("n"), td_test_rw()));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I32, 1, B4, td_scalar_int(5)));
-	td_cr_assert_ok(td_store_add_tensor(st, deep, 4, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "a.b.c.leaf", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_grow(st, 6));
 	td_store_close(st);

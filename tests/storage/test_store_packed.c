@@ -388,13 +388,12 @@ Test(store_packed, writes_through_a_read_write_store_reach_the_file)
 /* The second golden file: the first plus one add and one remove (both slots used). */
 static void golden_changes(td_store *st)
 {
-	const char *add[2] = { "nested", "added" }, *gone[1] = { "uint8" };
 	td_tensor t;
 
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(5)));
-	td_cr_assert_ok(td_store_add_tensor(st, add, 2, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "nested.added", &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_remove(st, gone, 1));
+	td_cr_assert_ok(td_store_remove(st, "uint8"));
 }
 
 Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
@@ -495,6 +494,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_key *kdeep = td_test_key(deep, 3);
 	td_tensor held, t;
 	const td_value *v;
+	td_key *dk;
 	bool changed;
 
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
@@ -503,7 +503,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_tensor_ref(&held, &v->tensor);
 
 	filled(&t, 42);
-	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
 	td_tensor_release(&t);
 	cr_assert_eq(td_store_generation(st), 2);
 	cr_assert_eq(td_store_generation(ro), 2);
@@ -513,11 +513,14 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_cr_assert_ok(td_store_refresh(ro, &changed));
 	cr_assert_not(changed);
 
-	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
+	/* A component holding '.' is named through a key handle. */
+	td_cr_assert_ok(td_key_from_path(&dk, deep, 3));
+	td_cr_assert_ok(td_store_add_empty_key(st, dk, TD_DTYPE_F16, 2, s43));
+	td_key_free(dk);
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), kdeep));
 	cr_assert_eq(v->tensor.shape[1], 3);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 1);
-	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_remove(st, "x"));
 	td_cr_assert_ok(td_store_refresh(ro, &changed));
 	cr_assert(changed);
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(ro), "x"), TD_ENOTFOUND);
@@ -530,7 +533,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_tensor_release(&held);
 
 	/* Removing a nested dict removes what is under it. */
-	td_cr_assert_ok(td_store_remove(st, deep, 1));
+	td_cr_assert_ok(td_store_remove(st, "a"));
 	td_cr_assert_err(td_dict_get_key(&v, td_store_dict(st), kdeep), TD_ENOTFOUND);
 	td_key_free(kdeep);
 	td_store_close(ro);
@@ -542,7 +545,6 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 
 Test(store_packed, schema_change_errors_leave_the_store_as_it_was)
 {
-	const char *x[1] = { "x" }, *under[2] = { "base", "y" }, *miss[1] = { "nope" };
 	static const int64_t s5[] = { 5 };
 	td_store *st = small_store("s.tds"), *ro;
 	uint64_t g;
@@ -550,22 +552,22 @@ Test(store_packed, schema_change_errors_leave_the_store_as_it_was)
 
 	g = td_store_generation(st);
 	filled(&t, 1);
-	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
-	td_cr_assert_err(td_store_add_tensor(st, x, 1, &t), TD_EEXISTS);
-	td_cr_assert_err(td_store_add_tensor(st, under, 2, &t), TD_ETYPE);
+	td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
+	td_cr_assert_err(td_store_add_tensor(st, "x", &t), TD_EEXISTS);
+	td_cr_assert_err(td_store_add_tensor(st, "base.y", &t), TD_ETYPE);
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 1, s5));
-	td_cr_assert_err(td_store_add_tensor(st, miss, 1, &t), TD_ETYPE);
+	td_cr_assert_err(td_store_add_tensor(st, "nope", &t), TD_ETYPE);
 	td_tensor_release(&t);
-	td_cr_assert_err(td_store_remove(st, miss, 1), TD_ENOTFOUND);
-	td_cr_assert_err(td_store_remove(st, under, 2), TD_ETYPE);
+	td_cr_assert_err(td_store_remove(st, "nope"), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_remove(st, "base.y"), TD_ETYPE);
 	cr_assert_eq(td_store_generation(st), g + 1);
 
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("s.tds"), NULL));
 	filled(&t, 1);
-	td_cr_assert_err(td_store_add_tensor(ro, miss, 1, &t), TD_EREADONLY);
+	td_cr_assert_err(td_store_add_tensor(ro, "nope", &t), TD_EREADONLY);
 	td_tensor_release(&t);
-	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
+	td_cr_assert_err(td_store_remove(ro, "x"), TD_EREADONLY);
 	td_store_close(ro);
 	td_store_close(st);
 }
@@ -659,7 +661,7 @@ Test(store_packed, a_save_or_add_that_cannot_write_leaves_nothing_behind)
 	cr_assert_not(has_temporary());
 	/* An add that cannot write its extent commits nothing. */
 	td_test_arange(&t, TD_DTYPE_U8, 1, big);
-	rc = td_store_add_tensor(small, x, 1, &t);
+	rc = td_store_add_tensor(small, "x", &t);
 	cr_assert_lt(rc, 0);
 	td_tensor_release(&t);
 	td_store_close(small);
@@ -672,7 +674,6 @@ Test(store_packed, a_save_or_add_that_cannot_write_leaves_nothing_behind)
 
 Test(store_packed, index_areas_are_reused_so_the_file_stays_small)
 {
-	const char *x[1] = { "x" };
 	td_store *st = small_store("r.tds");
 	int64_t size_after_warmup = 0;
 	td_tensor t;
@@ -680,8 +681,8 @@ Test(store_packed, index_areas_are_reused_so_the_file_stays_small)
 
 	filled(&t, 3);
 	for (i = 0; i < 60; i++) {
-		td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
-		td_cr_assert_ok(td_store_remove(st, x, 1));
+		td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
+		td_cr_assert_ok(td_store_remove(st, "x"));
 		if (i == 4)
 			size_after_warmup = td_test_file_size(td_test_path("r.tds"));
 	}
@@ -697,12 +698,11 @@ Test(store_packed, index_areas_are_reused_so_the_file_stays_small)
 /* A file with both slots in use: generation 2 in slot B, 1 in slot A. */
 static const char *two_slots(const char *name)
 {
-	const char *x[1] = { "x" };
 	td_store *st = small_store(name);
 	td_tensor t;
 
 	filled(&t, 8);
-	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
 	td_tensor_release(&t);
 	td_store_close(st);
 	cr_assert_eq(get_le64(td_test_path(name), 1024), 2);
@@ -774,7 +774,7 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	td_cr_assert_ok(td_store_open(&st, work, td_test_rw()));
 	cr_assert_eq(first_i64(td_store_dict(st), x, 1), 8);
 	/* ... and a writer does not reuse its area for the next index. */
-	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_remove(st, "x"));
 	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&st, work, NULL));
 	cr_assert_eq(td_store_generation(st), 3);
@@ -986,17 +986,16 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			/* Add leaves k<n> holding n, and remove every third, until killed. */
 			for (k = it * 100000; rc == 0; k++) {
 				char key[32];
-				const char *p[1] = { key };
 				td_tensor t;
 
 				snprintf(key, sizeof(key), "k%d", k);
 				rc = td_tensor_full(&t, TD_DTYPE_I64, 1,
 					td_dict_batch_shape(td_store_dict(w)), td_scalar_int(k));
 				if (rc == 0)
-					rc = td_store_add_tensor(w, p, 1, &t);
+					rc = td_store_add_tensor(w, key, &t);
 				td_tensor_release(&t);
 				if (rc == 0 && k % 3 == 0)
-					rc = td_store_remove(w, p, 1);
+					rc = td_store_remove(w, key);
 				/* Growth relocates every leaf past its extent's room now and then. */
 				if (rc == 0 && k % 7 == 0)
 					rc = td_store_grow(w, td_dict_batch_shape(td_store_dict(w))[0] + 300);
@@ -1039,7 +1038,6 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 {
 	static const int64_t s43[] = { 4, 3 }, s4k[] = { 4, 1024 };
-	const char *base[1] = { "base" }, *big[1] = { "big" }, *deep[2] = { "n", "m" };
 	td_store *st = small_store("g.tds"), *ro;
 	td_tensor t, held_small, held_big;
 	const td_value *v;
@@ -1047,10 +1045,10 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	int i;
 
 	td_test_arange(&t, TD_DTYPE_F32, 2, s4k); /* 16 KiB: exactly its extent */
-	td_cr_assert_ok(td_store_add_tensor(st, big, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "big", &t));
 	td_tensor_release(&t);
 	td_test_arange(&t, TD_DTYPE_F64, 2, s43);
-	td_cr_assert_ok(td_store_add_tensor(st, deep, 2, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "n.m", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("g.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "base"));
@@ -1095,7 +1093,7 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "base"));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[1], 77);
 	cr_assert_eq(((const int32_t *)td_tensor_data(&v->tensor))[9], 0);
-	td_cr_assert_err(td_store_grow_leaf(ro, base, 1, 20), TD_EREADONLY);
+	td_cr_assert_err(td_store_grow_leaf(ro, "base", 20), TD_EREADONLY);
 	td_store_close(ro);
 }
 
@@ -1231,7 +1229,6 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 {
 	static const int64_t s5[] = { 5 };
-	const char *x[1] = { "x" }, *s[1] = { "s" }, *n[1] = { "n" }, *miss[1] = { "nope" };
 	td_dict *d, *sub;
 	td_store *st;
 	td_tensor t;
@@ -1251,21 +1248,17 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_dict_free(d);
 
 	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
-	td_cr_assert_ok(td_store_grow_leaf(st, x, 1, 3000));
+	td_cr_assert_ok(td_store_grow_leaf(st, "x", 3000));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(v->tensor.shape[0], 3000);
 	for (i = 0; i < 3000; i += 7)
 		cr_assert_eq(td_test_element(&v->tensor, i), i < 5 ? (double)i : 0.0);
-	td_cr_assert_err(td_store_grow_leaf(st, x, 1, 10), TD_EINVAL);
-	td_cr_assert_err(td_store_grow_leaf(st, s, 1, 10), TD_ETYPE);
-	td_cr_assert_err(td_store_grow_leaf(st, n, 1, 10), TD_ETYPE);
-	td_cr_assert_err(td_store_grow_leaf(st, miss, 1, 10), TD_ENOTFOUND);
-	{
-		const char *sc[1] = { "scalar" };
-
-		td_cr_assert_err(td_store_grow_leaf(st, sc, 1, 10), TD_EINVAL);
-	}
-	td_cr_assert_err(td_store_grow_leaf(st, x, 1, INT64_MAX), TD_EOVERFLOW);
+	td_cr_assert_err(td_store_grow_leaf(st, "x", 10), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "s", 10), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, "n", 10), TD_ETYPE);
+	td_cr_assert_err(td_store_grow_leaf(st, "nope", 10), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_grow_leaf(st, "scalar", 10), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf(st, "x", INT64_MAX), TD_EOVERFLOW);
 	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
@@ -1443,7 +1436,6 @@ Test(store_packed, lazy_stacks_root_nested_ragged_and_stacked_round_trip)
 
 Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_changes)
 {
-	const char *x[2] = { "stack", "a" }, *a[1] = { "a" };
 	td_dict *d = golden_lazy_dict();
 	td_store *st;
 	td_tensor t, got;
@@ -1452,8 +1444,8 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("w.tds"),
 		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(1)));
-	td_cr_assert_err(td_store_add_tensor(st, x, 2, &t), TD_ENOTSUP);
-	td_cr_assert_err(td_store_remove(st, a, 1), TD_ENOTSUP);
+	td_cr_assert_err(td_store_add_tensor(st, "stack.a", &t), TD_ENOTSUP);
+	td_cr_assert_err(td_store_remove(st, "a"), TD_ENOTSUP);
 	td_cr_assert_err(td_store_grow(st, 4), TD_ENOTSUP);
 	td_tensor_release(&t);
 	td_store_close(st);

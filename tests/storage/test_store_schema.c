@@ -60,23 +60,27 @@ static int64_t first_i64(const td_dict *d, const char *const *parts, size_t n)
 
 Test(store_schema, leaves_are_added_and_removed_on_disk)
 {
-	const char *x[] = { "x" }, *deep[] = { "a", "b.c", "y" }, *z[] = { "z" };
+	const char *x[] = { "x" }, *deep[] = { "a", "b.c", "y" };
 	static const int64_t s43[] = { 4, 3 };
 	td_store *st = new_store("s"), *ro;
 	uint64_t g0 = td_store_generation(st);
 	td_key *kdeep = td_test_key(deep, 3);
 	const td_value *v;
+	td_key *dk;
 	td_tensor t;
 
 	cr_assert(g0 >= 1);
 	filled(&t, 42);
-	td_cr_assert_ok(td_store_add_tensor(st, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(st, "x", &t));
 	td_tensor_release(&t);
 	cr_assert_eq(first_i64(td_store_dict(st), x, 1), 42);
 	cr_assert(td_dict_is_locked(td_store_dict(st)));
 	cr_assert_eq(td_store_generation(st), g0 + 1);
-	/* Intermediate dicts are created, with their own directory and meta.json. */
-	td_cr_assert_ok(td_store_add_empty(st, deep, 3, TD_DTYPE_F16, 2, s43));
+	/* Intermediate dicts are created, with their own directory and meta.json;
+	 * a component holding '.' is named through a key handle. */
+	td_cr_assert_ok(td_key_from_path(&dk, deep, 3));
+	td_cr_assert_ok(td_store_add_empty_key(st, dk, TD_DTYPE_F16, 2, s43));
+	td_key_free(dk);
 	cr_assert(exists(td_test_path("s/a/b.c/meta.json")));
 	cr_assert(exists(td_test_path("s/a/b.c/y.memmap")));
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), kdeep));
@@ -92,43 +96,146 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	cr_assert_eq(((const uint16_t *)td_tensor_data(&v->tensor))[11], 0);
 	/* A read-only store refuses schema changes. */
 	filled(&t, 1);
-	td_cr_assert_err(td_store_add_tensor(ro, z, 1, &t), TD_EREADONLY);
-	td_cr_assert_err(td_store_remove(ro, x, 1), TD_EREADONLY);
+	td_cr_assert_err(td_store_add_tensor(ro, "z", &t), TD_EREADONLY);
+	td_cr_assert_err(td_store_remove(ro, "x"), TD_EREADONLY);
 	td_store_close(ro);
 
 	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), td_test_rw()));
-	td_cr_assert_err(td_store_add_tensor(st, x, 1, &t), TD_EEXISTS);
-	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "base", "q" }, 2, &t), TD_ETYPE);
-	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "shape" }, 1, &t), TD_EINVAL);
-	td_cr_assert_err(td_store_add_tensor(st, (const char *[]){ "a", "_class" }, 2, &t),
+	td_cr_assert_err(td_store_add_tensor(st, "x", &t), TD_EEXISTS);
+	td_cr_assert_err(td_store_add_tensor(st, "base.q", &t), TD_ETYPE);
+	td_cr_assert_err(td_store_add_tensor(st, "shape", &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, "a._class", &t),
 		TD_EINVAL);
-	td_cr_assert_err(td_store_add_empty(st, z, 1, TD_DTYPE_I8, 1, (const int64_t[]){ 5 }),
+	td_cr_assert_err(td_store_add_empty(st, "z", TD_DTYPE_I8, 1, (const int64_t[]){ 5 }),
 		TD_ETYPE);
-	td_cr_assert_err(td_store_add_tensor(st, z, 0, &t), TD_EINVAL);
-	td_cr_assert_err(td_store_add_tensor(st, NULL, 1, &t), TD_EINVAL);
-	td_cr_assert_err(td_store_add_tensor(st, z, 1, NULL), TD_EINVAL);
-	td_cr_assert_err(td_store_add_tensor(NULL, z, 1, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, "", &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, "z", NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(NULL, "z", &t), TD_EINVAL);
 	cr_assert_not(exists(td_test_path("s/z.memmap")));
 	td_tensor_release(&t);
 	/* Failed changes leave the dict as committed. */
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 3);
 
-	td_cr_assert_ok(td_store_remove(st, x, 1));
+	td_cr_assert_ok(td_store_remove(st, "x"));
 	cr_assert_not(exists(td_test_path("s/x.memmap")));
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(st), "x"), TD_ENOTFOUND);
-	td_cr_assert_ok(td_store_remove(st, (const char *[]){ "a" }, 1));
+	td_cr_assert_ok(td_store_remove(st, "a"));
 	cr_assert_not(exists(td_test_path("s/a")));
-	td_cr_assert_err(td_store_remove(st, x, 1), TD_ENOTFOUND);
-	td_cr_assert_err(td_store_remove(st, (const char *[]){ "no", "x" }, 2), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_remove(st, "x"), TD_ENOTFOUND);
+	td_cr_assert_err(td_store_remove(st, "no.x"), TD_ENOTFOUND);
 	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("s"), NULL));
 	cr_assert_eq(td_dict_len(td_store_dict(st)), 1);
 	td_store_close(st);
 }
 
+Test(store_schema, keys_come_dotted_or_as_handles)
+{
+	static const char *const dotted[] = { "cfg", "lr.0" }, *const empty[] = { "e", "" },
+				 *const reserved[] = { "a", "shape" };
+	static const int64_t s3[] = { 3 };
+	const char *deep[TD_KEY_MAX_DEPTH];
+	char longkey[2 * TD_KEY_MAX_DEPTH];
+	td_key *dk, *ek, *rk, *xk, *deepk;
+	td_store *st, *ro;
+	const td_value *v;
+	td_dict *d;
+	td_tensor t;
+	size_t i;
+
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("k"), NULL));
+	td_dict_free(d);
+	td_cr_assert_ok(td_key_from_path(&dk, dotted, 2));
+	td_cr_assert_ok(td_key_from_path(&ek, empty, 2));
+	td_cr_assert_ok(td_key_from_path(&rk, reserved, 2));
+	td_cr_assert_ok(td_key_new(&xk, "cfg.x"));
+
+	/* A component holding '.': only a handle names it. */
+	filled(&t, 5);
+	td_cr_assert_ok(td_store_add_tensor_key(st, dk, &t));
+	td_tensor_release(&t);
+	cr_assert(exists(td_test_path("k/cfg/lr.0.memmap")));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), dk));
+	cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], 5);
+	td_cr_assert_err(td_store_remove(st, "cfg.lr.0"), TD_ENOTFOUND);
+	/* A dotted key and a handle made from it name the same entry. */
+	td_cr_assert_ok(td_store_add_empty_key(st, xk, TD_DTYPE_F32, 1, s3));
+	td_cr_assert_err(td_store_add_empty(st, "cfg.x", TD_DTYPE_F32, 1, s3), TD_EEXISTS);
+	td_cr_assert_ok(td_store_grow_leaf_key(st, xk, 5));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), xk));
+	cr_assert_eq(v->tensor.shape[0], 5);
+	td_cr_assert_ok(td_store_grow_leaf(st, "cfg.x", 7));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), xk));
+	cr_assert_eq(v->tensor.shape[0], 7);
+	td_cr_assert_ok(td_store_grow_leaf_key(st, dk, 6));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), dk));
+	cr_assert_eq(v->tensor.shape[0], 6);
+	cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], 5);
+	/* An empty component, through a handle; the dotted form refuses it. */
+	td_cr_assert_ok(td_store_add_empty_key(st, ek, TD_DTYPE_U8, 1, s3));
+	cr_assert(exists(td_test_path("k/e/%.memmap")));
+	td_cr_assert_err(td_store_add_empty(st, "e.", TD_DTYPE_U8, 1, s3), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "empty component") != NULL, "%s",
+		td_error_last()->message);
+	td_cr_assert_err(td_store_remove(st, ".cfg"), TD_EINVAL);
+	td_cr_assert_ok(td_store_remove_key(st, ek));
+	cr_assert_not(exists(td_test_path("k/e/%.memmap")));
+	td_cr_assert_ok(td_store_remove(st, "e"));
+	td_cr_assert_ok(td_store_remove_key(st, dk));
+	td_cr_assert_err(td_store_remove_key(st, dk), TD_ENOTFOUND);
+	td_cr_assert_ok(td_store_remove(st, "cfg"));
+	td_cr_assert_err(td_store_remove_key(st, xk), TD_ENOTFOUND);
+
+	/* NULL arguments, a reserved component, keys of 64 components or more. */
+	filled(&t, 1);
+	td_cr_assert_err(td_store_add_tensor_key(st, NULL, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor_key(NULL, xk, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor_key(st, xk, NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor_key(st, rk, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_empty_key(st, NULL, TD_DTYPE_U8, 1, s3), TD_EINVAL);
+	td_cr_assert_err(td_store_add_empty_key(NULL, xk, TD_DTYPE_U8, 1, s3), TD_EINVAL);
+	td_cr_assert_err(td_store_add_empty_key(st, xk, (td_dtype)99, 1, s3), TD_EINVAL);
+	td_cr_assert_err(td_store_remove_key(st, NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_remove_key(NULL, xk), TD_EINVAL);
+	td_cr_assert_err(td_store_remove_key(st, rk), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf_key(st, NULL, 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf_key(NULL, xk, 4), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf_key(st, xk, -1), TD_EINVAL);
+	td_cr_assert_err(td_store_grow_leaf_key(st, xk, 4), TD_ENOTFOUND);
+	for (i = 0; i < TD_KEY_MAX_DEPTH; i++) {
+		deep[i] = "d";
+		longkey[2 * i] = 'd';
+		longkey[2 * i + 1] = '.';
+	}
+	longkey[2 * TD_KEY_MAX_DEPTH - 1] = '\0';
+	td_cr_assert_ok(td_key_from_path(&deepk, deep, TD_KEY_MAX_DEPTH));
+	td_cr_assert_err(td_store_add_tensor_key(st, deepk, &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_tensor(st, longkey, &t), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "components") != NULL, "%s",
+		td_error_last()->message);
+	cr_assert_eq(td_dict_len(td_store_dict(st)), 0);
+	td_store_close(st);
+
+	/* A read-only store refuses every form. */
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("k"), NULL));
+	td_cr_assert_err(td_store_add_tensor_key(ro, xk, &t), TD_EREADONLY);
+	td_cr_assert_err(td_store_add_empty_key(ro, xk, TD_DTYPE_U8, 1, s3), TD_EREADONLY);
+	td_cr_assert_err(td_store_remove_key(ro, xk), TD_EREADONLY);
+	td_cr_assert_err(td_store_grow_leaf_key(ro, xk, 9), TD_EREADONLY);
+	td_store_close(ro);
+	td_tensor_release(&t);
+	td_key_free(deepk);
+	td_key_free(xk);
+	td_key_free(rk);
+	td_key_free(ek);
+	td_key_free(dk);
+}
+
 Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 {
-	const char *x[] = { "x" }, *base[] = { "base" };
+	const char *x[] = { "x" };
 	td_store *a = new_store("r"), *b = NULL;
 	const td_value *v;
 	td_tensor held, t;
@@ -141,7 +248,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	td_tensor_ref(&held, &v->tensor);
 
 	filled(&t, 7);
-	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(a, "x", &t));
 	td_tensor_release(&t);
 	cr_assert_eq(td_store_generation(b), td_store_generation(a));
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(b), "x"), TD_ENOTFOUND);
@@ -154,7 +261,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	((int32_t *)td_tensor_data(&v->tensor))[3] = 99;
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	/* Removing a leaf another handle still views: its pages stay readable there. */
-	td_cr_assert_ok(td_store_remove(a, base, 1));
+	td_cr_assert_ok(td_store_remove(a, "base"));
 	td_cr_assert_ok(td_store_refresh(b, NULL));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	td_tensor_release(&held);
@@ -180,7 +287,7 @@ Test(store_schema, a_python_directory_gets_a_coordination_file_on_first_write)
 	td_cr_assert_ok(td_store_open(&a, td_test_path("p"), td_test_rw()));
 	cr_assert(exists(coord));
 	filled(&t, 5);
-	td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+	td_cr_assert_ok(td_store_add_tensor(a, "x", &t));
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_store_refresh(ro, NULL));
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 5);
@@ -227,7 +334,7 @@ Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_agai
 		td_cr_assert_ok(td_store_open(&a, td_test_path("z"), td_test_rw()));
 		filled(&t, 7 + i);
 		x[0] = i ? "y" : "x";
-		td_cr_assert_ok(td_store_add_tensor(a, x, 1, &t));
+		td_cr_assert_ok(td_store_add_tensor(a, x[0], &t));
 		td_tensor_release(&t);
 		cr_assert_eq(td_store_generation(a), 1);
 		td_cr_assert_ok(td_store_refresh(ro, NULL));
@@ -276,7 +383,6 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 		pids[i] = fork();
 		cr_assert(pids[i] >= 0);
 		if (pids[i] == 0) {
-			const char *k[1] = { "k" };
 			td_store *mine, *check;
 			int rc = td_store_open(&mine, td_test_path("flip"), td_test_rw()), j;
 
@@ -285,9 +391,9 @@ Test(store_schema, a_removal_never_deletes_a_leaf_added_again_by_another_process
 
 				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(j));
 				if (rc == 0) {
-					rc = td_store_add_tensor(mine, k, 1, &t);
+					rc = td_store_add_tensor(mine, "k", &t);
 					if (rc == TD_EEXISTS)
-						rc = td_store_remove(mine, k, 1);
+						rc = td_store_remove(mine, "k");
 					if (rc == TD_ENOTFOUND) /* the other one removed it first */
 						rc = 0;
 				}
@@ -320,16 +426,15 @@ static void adding_writer(void *arg)
 
 	for (k = *(const int *)arg * 100000; rc == 0; k++) {
 		char key[32];
-		const char *p[1] = { key };
 		td_tensor t;
 
 		snprintf(key, sizeof(key), "k%d", k);
 		rc = td_tensor_full(&t, TD_DTYPE_I64, 1, B4, td_scalar_int(k));
 		if (rc == 0)
-			rc = td_store_add_tensor(w, p, 1, &t);
+			rc = td_store_add_tensor(w, key, &t);
 		td_tensor_release(&t);
 		if (rc == 0 && k % 3 == 0)
-			rc = td_store_remove(w, p, 1);
+			rc = td_store_remove(w, key);
 	}
 }
 

@@ -299,7 +299,6 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 	{
 		td_store *st, *st2;
 		td_tensor t;
-		const char *kp[1] = { "k" };
 
 		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), NULL));
 		td_cr_assert_err(td_lazy_get_tensor(&t, td_store_dict(st), "x"), TD_ETYPE);
@@ -314,9 +313,9 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 		td_cr_assert_ok(td_store_memmap(&st2, td_store_dict(st), td_test_path("rw"),
 			td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_I64, 1, (const int64_t[]){ 2 }));
-		td_cr_assert_err(td_store_add_tensor(st2, kp, 1, &t), TD_ENOTSUP);
+		td_cr_assert_err(td_store_add_tensor(st2, "k", &t), TD_ENOTSUP);
 		td_tensor_release(&t);
-		td_cr_assert_err(td_store_remove(st2, kp, 1), TD_ENOTSUP);
+		td_cr_assert_err(td_store_remove(st2, "k"), TD_ENOTSUP);
 		td_store_close(st2);
 		td_store_close(st);
 	}
@@ -432,11 +431,8 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	td_cr_assert_ok(td_store_open(&copy, out, td_test_rw()));
 	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
 	/* Schema changes do not apply to stores holding lazy stacks. */
-	{
-		const char *kp[1] = { "a" };
-		td_cr_assert_err(td_store_remove(copy, kp, 1), TD_ENOTSUP);
-		td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
-	}
+	td_cr_assert_err(td_store_remove(copy, "a"), TD_ENOTSUP);
+	td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
 	td_store_close(copy);
 	/* A packed store holds them too, with the same schema changes refused. */
 	td_cr_assert_ok(td_store_memmap(&copy, td_store_dict(st), td_test_path("p.tds"),
@@ -444,11 +440,8 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_wri
 	td_store_close(copy);
 	td_cr_assert_ok(td_store_open(&copy, td_test_path("p.tds"), td_test_rw()));
 	check_dict(td_store_dict(copy), fixture(e, "lazy_nested"));
-	{
-		const char *kp[1] = { "a" };
-		td_cr_assert_err(td_store_remove(copy, kp, 1), TD_ENOTSUP);
-		td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
-	}
+	td_cr_assert_err(td_store_remove(copy, "a"), TD_ENOTSUP);
+	td_cr_assert_err(td_store_grow(copy, 4), TD_ENOTSUP);
 	td_store_close(copy);
 	td_store_close(st);
 	assert_written_as_tensordict(files, TD_TEST_ARRAY_LEN(files));
