@@ -348,7 +348,7 @@ static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, s
 		bench_die("calloc");
 	td_dict_items(keys, vals, n, d);
 	for (i = 0; i < n; i++) {
-		if (td_store_encode_key(keys[i], name, sizeof(name) - 8) < 0)
+		if (td_store_encode_key(name, sizeof(name) - 8, keys[i]) < 0)
 			bench_die("td_store_encode_key");
 		if (vals[i]->kind == TD_VALUE_DICT) {
 			if (mkdirat(dirfd, name, 0777) < 0)

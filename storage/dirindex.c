@@ -23,7 +23,7 @@ void td__dirindex_free(td__dirindex *dx)
 bool td__dirindex_name(const char *key, const char *suffix, char *buf, size_t len)
 {
 	size_t slen = strlen(suffix);
-	int n = td_store_encode_key(key, buf, len);
+	int n = td_store_encode_key(buf, len, key);
 
 	if (n < 0 || (size_t)n >= len || slen >= len - (size_t)n)
 		return false;
@@ -55,7 +55,7 @@ static int corrupt(const char *what, const char *msg, uint32_t i)
 /* enc(key) is the key itself: a raw name would be the same name. */
 static bool encodes_to_itself(const td__keyrec *r)
 {
-	int n = td_store_encode_key(r->key, NULL, 0);
+	int n = td_store_encode_key(NULL, 0, r->key);
 
 	return n >= 0 && (size_t)n == r->key_len;
 }
@@ -520,7 +520,7 @@ void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key,
 	if (!m || !path_whole(m, rel))
 		return;
 	/* Only a raw name is worth a note: the encoded one is what writers assume. */
-	n = td_store_encode_key(key, NULL, 0);
+	n = td_store_encode_key(NULL, 0, key);
 	if ((n >= 0 && (size_t)n == klen) || flen != klen + 7 || memcmp(fname, key, klen) != 0)
 		return;
 	path = td__malloc(rlen + flen + 2);

@@ -291,42 +291,42 @@ bool td__key_reserved(const char *key)
 	       !strcmp(key, "_format_version") || !strcmp(key, "_class");
 }
 
-int td_store_encode_key(const char *key, char *buf, size_t len)
+int td_store_encode_key(char *out, size_t cap, const char *name)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	const unsigned char *p;
 	size_t n = 0, w = 0;
 
-	if (!key)
-		return td__error(TD_EINVAL, "td_store_encode_key: NULL key");
-	if (!buf && len)
-		return td__error(TD_EINVAL, "td_store_encode_key: NULL buffer of %zu bytes", len);
-	if (key[0] == '\0' || strcmp(key, ".") == 0 || strcmp(key, "..") == 0) {
-		const char *s = key[0] == '\0' ? "%" : key[1] == '\0' ? "%2E" : "%2E%2E";
+	if (!name)
+		return td__error(TD_EINVAL, "td_store_encode_key: NULL name");
+	if (!out && cap)
+		return td__error(TD_EINVAL, "td_store_encode_key: NULL buffer of %zu bytes", cap);
+	if (name[0] == '\0' || strcmp(name, ".") == 0 || strcmp(name, "..") == 0) {
+		const char *s = name[0] == '\0' ? "%" : name[1] == '\0' ? "%2E" : "%2E%2E";
 
 		n = strlen(s);
-		if (len)
-			snprintf(buf, len, "%s", s);
+		if (cap)
+			snprintf(out, cap, "%s", s);
 		return (int)n;
 	}
 	/* n counts the whole encoding; w what was written (whole escapes only). */
-	for (p = (const unsigned char *)key; *p; p++) {
+	for (p = (const unsigned char *)name; *p; p++) {
 		size_t step = needs_escape(*p) ? 3 : 1;
 
-		if (w == n && n + step < len) {
+		if (w == n && n + step < cap) {
 			if (step == 3) {
-				buf[w++] = '%';
-				buf[w++] = hex[*p >> 4];
-				buf[w++] = hex[*p & 15];
+				out[w++] = '%';
+				out[w++] = hex[*p >> 4];
+				out[w++] = hex[*p & 15];
 			} else {
-				buf[w++] = (char)*p;
+				out[w++] = (char)*p;
 			}
 		}
 		n += step;
 		if (n > INT_MAX - 3)
-			return td__error(TD_EOVERFLOW, "td_store_encode_key: key too long");
+			return td__error(TD_EOVERFLOW, "td_store_encode_key: name too long");
 	}
-	if (len)
-		buf[w] = '\0';
+	if (cap)
+		out[w] = '\0';
 	return (int)n;
 }

@@ -169,13 +169,13 @@ uint64_t td_store_generation(const td_store *store)
 	return store ? store->ops->generation(store) : 0;
 }
 
-int td_store_refresh(td_store *store, bool *changed)
+int td_store_refresh(bool *changed_out, td_store *store)
 {
-	if (changed)
-		*changed = false;
+	if (changed_out)
+		*changed_out = false;
 	if (!store)
 		return td__error(TD_EINVAL, "td_store_refresh: NULL store");
-	return store->ops->refresh(store, changed);
+	return store->ops->refresh(store, changed_out);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -28,7 +28,7 @@ const char *td__dir_join(char *buf, size_t len, const char *rel, const char *nam
 /* The encoded file name of a key plus `suffix`, in a new heap block. */
 int td__encoded_name(const char *key, const char *suffix, char **out)
 {
-	int n = td_store_encode_key(key, NULL, 0);
+	int n = td_store_encode_key(NULL, 0, key);
 	size_t len, slen = strlen(suffix);
 	char *s;
 
@@ -40,7 +40,7 @@ int td__encoded_name(const char *key, const char *suffix, char **out)
 	s = td__malloc(len);
 	if (!s)
 		return td__error_nomem(len);
-	td_store_encode_key(key, s, (size_t)n + 1);
+	td_store_encode_key(s, (size_t)n + 1, key);
 	memcpy(s + n, suffix, slen + 1);
 	*out = s;
 	return TD_OK;

@@ -401,7 +401,7 @@ static int enter_named(builder *b, const td__keyrec *r, bool *raw, td__dirmodel_
 		return td__error(TD_ENOTSUP, "store index: key \"%s\" too long", r->key);
 	TD_TRY(td__relpath_push(&b->path, name, &mark));
 	*out = lookup(b, TD_DIRMODEL_DIR);
-	n = td_store_encode_key(r->key, NULL, 0);
+	n = td_store_encode_key(NULL, 0, r->key);
 	if (*out || !td__key_legacy_safe(r->key, true) || (size_t)n == r->key_len)
 		return *out ? TD_OK : unknown(td__relpath_str(&b->path), "directory");
 	td__relpath_pop(&b->path, mark);

@@ -60,11 +60,11 @@ int demo_step_store(demo *d)
 	rw.writable = true;
 	DEMO_CALL(d, td_store_open(&writer, dir, &rw));
 	DEMO_CALL(d, td_store_add_empty(writer, "priority", TD_DTYPE_F32, 1, rows));
-	DEMO_CALL(d, td_store_refresh(reader, &changed));
+	DEMO_CALL(d, td_store_refresh(&changed, reader));
 	DEMO_CHECK(d, changed, "the reader sees the writer's new leaf");
 	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "priority"));
 	DEMO_CALL(d, td_store_remove(writer, "priority"));
-	DEMO_CALL(d, td_store_refresh(reader, &changed));
+	DEMO_CALL(d, td_store_refresh(&changed, reader));
 	DEMO_CHECK(d, changed && td_dict_get(&v, td_store_dict(reader), "priority") == TD_ENOTFOUND,
 		"the reader sees the removal");
 	demo_say(d, "saved %zu leaves (%zu bytes; %d task names as a NonTensorStack) in "

@@ -471,11 +471,13 @@ TD_API int td_store_grow_leaf_key(td_store *store, const td_key *key, int64_t ne
  * Catch up with schema changes committed by other processes: when the
  * store's generation moved, the dict is reloaded from disk.
  *
- * @param[out] changed  set to whether the dict was reloaded; may be NULL
- * @return TD_OK; TD_EINVAL for NULL; the errors of td_store_open() when
- *         the new schema cannot be loaded (the old dict is kept then)
+ * @param[out] changed_out  set to whether the dict was reloaded (false on
+ *                         failure); may be NULL
+ * @param store            the store
+ * @return TD_OK; TD_EINVAL for a NULL store; the errors of td_store_open()
+ *         when the new schema cannot be loaded (the old dict is kept then)
  */
-TD_API int td_store_refresh(td_store *store, bool *changed);
+TD_API int td_store_refresh(bool *changed_out, td_store *store);
 
 /**
  * @return the schema generation in the coordination file (0 when the
@@ -485,18 +487,22 @@ TD_API int td_store_refresh(td_store *store, bool *changed);
 TD_API uint64_t td_store_generation(const td_store *store);
 
 /**
- * Encode a key as a file name the way tensordict does (robust_key=True):
- * "" gives "%", "." gives "%2E", ".." gives "%2E%2E"; each of
- * / < > : " | ? * \ space % and every byte below 0x20 or equal to 0x7f
- * becomes %XX (uppercase hex); every other byte is kept.
+ * Encode one key component (a name in one dict, not a dotted path) as a
+ * file name the way tensordict does (robust_key=True): "" gives "%", "."
+ * gives "%2E", ".." gives "%2E%2E"; each of / < > : " | ? * \ space % and
+ * every byte below 0x20 or equal to 0x7f becomes %XX (uppercase hex);
+ * every other byte ('.' included) is kept.
  *
- * @param key  NUL-terminated key
- * @param buf  receives the encoded name and a NUL; may be NULL when `len` is 0
- * @param len  size of `buf`
+ * @param[out] out  receives the encoded name and a NUL, cut to fit; may be
+ *                  NULL when `cap` is 0
+ * @param cap       size of `out` in bytes
+ * @param name      the NUL-terminated name
  * @return the length of the encoded name (without the NUL) even when it did
- *         not fit, as snprintf; TD_EINVAL for a NULL key
+ *         not fit, as snprintf; TD_EINVAL for a NULL name, or a NULL `out`
+ *         with `cap` above 0; TD_EOVERFLOW for a name whose encoding is
+ *         longer than INT_MAX
  */
-TD_API int td_store_encode_key(const char *key, char *buf, size_t len);
+TD_API int td_store_encode_key(char *out, size_t cap, const char *name);
 
 TD_END_DECLS
 

@@ -129,7 +129,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		bool changed;
 
 		read_all(st);
-		td_store_refresh(st, &changed);
+		td_store_refresh(&changed, st);
 		td_store_close(st);
 	}
 	if ((data[0] & 2) && td_store_open(&st, path, &rw) == TD_OK) {

@@ -408,7 +408,7 @@ int td_test_add_filled(td_store *st, const char *key, int64_t value)
 		int64_t rows[1];
 		td_tensor t;
 
-		rc = td_store_refresh(st, NULL);
+		rc = td_store_refresh(NULL, st);
 		if (rc < 0)
 			break;
 		rows[0] = td_dict_batch_shape(td_store_dict(st))[0];

@@ -445,21 +445,21 @@ Test(store_dir, keys_are_encoded_as_tensordict_encodes_them)
 	size_t i;
 
 	for (i = 0; i < TD_TEST_ARRAY_LEN(cases); i++) {
-		int n = td_store_encode_key(cases[i].key, buf, sizeof(buf));
+		int n = td_store_encode_key(buf, sizeof(buf), cases[i].key);
 
 		cr_assert_eq(n, (int)strlen(cases[i].enc), "key %zu", i);
 		cr_assert_str_eq(buf, cases[i].enc);
-		cr_assert_eq(td_store_encode_key(cases[i].key, NULL, 0), n);
+		cr_assert_eq(td_store_encode_key(NULL, 0, cases[i].key), n);
 	}
 	/* Like snprintf: the full length is returned; only whole escapes are written. */
-	cr_assert_eq(td_store_encode_key("ab cd", buf, 4), 7);
+	cr_assert_eq(td_store_encode_key(buf, 4, "ab cd"), 7);
 	cr_assert_str_eq(buf, "ab");
-	cr_assert_eq(td_store_encode_key("abcdef", buf, 4), 6);
+	cr_assert_eq(td_store_encode_key(buf, 4, "abcdef"), 6);
 	cr_assert_str_eq(buf, "abc");
-	cr_assert_eq(td_store_encode_key("..", buf, 2), 6);
+	cr_assert_eq(td_store_encode_key(buf, 2, ".."), 6);
 	cr_assert_str_eq(buf, "%");
-	td_cr_assert_err(td_store_encode_key(NULL, buf, 4), TD_EINVAL);
-	td_cr_assert_err(td_store_encode_key("x", NULL, 4), TD_EINVAL);
+	td_cr_assert_err(td_store_encode_key(buf, 4, NULL), TD_EINVAL);
+	td_cr_assert_err(td_store_encode_key(NULL, 4, "x"), TD_EINVAL);
 }
 
 Test(store_dir, keys_needing_encoding_round_trip)

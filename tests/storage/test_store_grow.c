@@ -369,7 +369,7 @@ Test(store_grow, views_in_another_process_keep_sharing_the_first_rows)
 			ok = write(to_parent[1], "r", 1) == 1 && read(to_child[0], &c, 1) == 1;
 		}
 		/* The parent grew the store and wrote rows 2 and 5. */
-		ok = ok && td_store_refresh(mine, &changed) == 0 && changed;
+		ok = ok && td_store_refresh(&changed, mine) == 0 && changed;
 		if (ok) {
 			hp = td_tensor_data(&held);
 			cp = td_tensor_data(leaf(td_store_dict(mine), a, 1));
@@ -409,7 +409,7 @@ Test(store_grow, other_handles_see_the_growth_after_refresh)
 	td_cr_assert_ok(td_store_grow(st, 7));
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(other))[0], 4);
 	cr_assert_eq(td_store_generation(other), td_store_generation(st));
-	td_cr_assert_ok(td_store_refresh(other, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, other));
 	cr_assert(changed);
 	assert_grown(td_store_dict(other), 7);
 	cr_assert_eq(leaf(td_store_dict(other), x, 2)->shape[0], 7);

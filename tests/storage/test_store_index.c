@@ -634,7 +634,7 @@ Test(store_index, other_handles_reload_through_the_index_a_writer_rewrote)
 
 	td_cr_assert_ok(td_store_add_tensor(w, "k", &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_refresh(r, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, r));
 	cr_assert(changed);
 	cr_assert_eq(r->dir.dix_state, TD_DIX_USED);
 	assert_same_dict(td_store_dict(r), td_store_dict(w), "refreshed");

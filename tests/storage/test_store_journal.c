@@ -237,7 +237,7 @@ Test(store_journal, a_sealed_journal_is_read_by_readers_and_redone_by_writers)
 	cr_assert_eq(td_store_generation(rw), g0 + 1);
 	td_store_close(rw);
 	/* A handle loaded before sees it after a refresh. */
-	td_cr_assert_ok(td_store_refresh(old, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, old));
 	cr_assert(changed);
 	assert_rows(old, 8);
 	td_store_close(old);

@@ -507,10 +507,10 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_tensor_release(&t);
 	cr_assert_eq(td_store_generation(st), 2);
 	cr_assert_eq(td_store_generation(ro), 2);
-	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, ro));
 	cr_assert(changed);
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 42);
-	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, ro));
 	cr_assert_not(changed);
 
 	/* A component holding '.' is named through a key handle. */
@@ -521,7 +521,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	cr_assert_eq(v->tensor.shape[1], 3);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 1);
 	td_cr_assert_ok(td_store_remove(st, "x"));
-	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, ro));
 	cr_assert(changed);
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(ro), "x"), TD_ENOTFOUND);
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(ro), kdeep));
@@ -1082,7 +1082,7 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	td_tensor_release(&held_small);
 	td_tensor_release(&held_big);
 
-	td_cr_assert_ok(td_store_refresh(ro, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, ro));
 	cr_assert(changed);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 10);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "big"));

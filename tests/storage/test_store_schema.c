@@ -242,7 +242,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	bool changed = true;
 
 	td_cr_assert_ok(td_store_open(&b, td_test_path("r"), NULL));
-	td_cr_assert_ok(td_store_refresh(b, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, b));
 	cr_assert_not(changed);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(b), "base"));
 	td_tensor_ref(&held, &v->tensor);
@@ -252,7 +252,7 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	td_tensor_release(&t);
 	cr_assert_eq(td_store_generation(b), td_store_generation(a));
 	td_cr_assert_err(td_dict_get(&v, td_store_dict(b), "x"), TD_ENOTFOUND);
-	td_cr_assert_ok(td_store_refresh(b, &changed));
+	td_cr_assert_ok(td_store_refresh(&changed, b));
 	cr_assert(changed);
 	cr_assert_eq(first_i64(td_store_dict(b), x, 1), 7);
 	/* The view taken before the refresh still reads the same file pages. */
@@ -262,10 +262,13 @@ Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	/* Removing a leaf another handle still views: its pages stay readable there. */
 	td_cr_assert_ok(td_store_remove(a, "base"));
-	td_cr_assert_ok(td_store_refresh(b, NULL));
+	td_cr_assert_ok(td_store_refresh(NULL, b));
 	cr_assert_eq(((const int32_t *)td_tensor_data(&held))[3], 99);
 	td_tensor_release(&held);
 	td_cr_assert_err(td_store_refresh(NULL, NULL), TD_EINVAL);
+	changed = true;
+	td_cr_assert_err(td_store_refresh(&changed, NULL), TD_EINVAL);
+	cr_assert_not(changed, "a failed refresh reports no change");
 	cr_assert_eq(td_store_generation(NULL), 0);
 	td_store_close(b);
 	td_store_close(a);
@@ -289,7 +292,7 @@ Test(store_schema, a_python_directory_gets_a_coordination_file_on_first_write)
 	filled(&t, 5);
 	td_cr_assert_ok(td_store_add_tensor(a, "x", &t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_store_refresh(ro, NULL));
+	td_cr_assert_ok(td_store_refresh(NULL, ro));
 	cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 5);
 	td_store_close(ro);
 	td_store_close(a);
@@ -337,7 +340,7 @@ Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_agai
 		td_cr_assert_ok(td_store_add_tensor(a, x[0], &t));
 		td_tensor_release(&t);
 		cr_assert_eq(td_store_generation(a), 1);
-		td_cr_assert_ok(td_store_refresh(ro, NULL));
+		td_cr_assert_ok(td_store_refresh(NULL, ro));
 		cr_assert_eq(first_i64(td_store_dict(ro), x, 1), 7 + i);
 		td_store_close(ro);
 		td_store_close(a);
@@ -353,7 +356,7 @@ Test(store_schema, a_coordination_file_a_crash_left_empty_or_zeroed_is_made_agai
 static int refresh_now_and_then(td_store *mine, int racer, int j)
 {
 	(void)racer;
-	return j % 3 == 2 ? td_store_refresh(mine, NULL) : TD_OK;
+	return j % 3 == 2 ? td_store_refresh(NULL, mine) : TD_OK;
 }
 
 Test(store_schema, processes_racing_schema_changes_lose_nothing)
