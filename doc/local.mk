@@ -186,8 +186,8 @@ dist_man_MANS += \
 	%D%/man/man3/td_scalar_int.3 \
 	%D%/man/man3/td_scalar_uint.3 \
 	%D%/man/man3/td_set_allocator.3 \
-	%D%/man/man3/td_shm_arena_get_stats.3 \
 	%D%/man/man3/td_shm_arena_set_max.3 \
+	%D%/man/man3/td_shm_arena_stat.3 \
 	%D%/man/man3/td_shm_arena_trim.3 \
 	%D%/man/man3/td_shm_dict.3 \
 	%D%/man/man3/td_shm_tensor_fd.3 \

@@ -316,21 +316,28 @@ int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype dtype, i
 	return rc;
 }
 
-int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out)
+int td_shm_tensor_fd(int *fd_out, uint64_t *offset_out, const td_tensor *t)
 {
 	static const char fn[] = "td_shm_tensor_fd";
 	uint64_t base = 0;
 	void *payload;
 	int fd;
 
+	if (fd_out)
+		*fd_out = -1;
+	if (offset_out)
+		*offset_out = 0;
+	if (!fd_out)
+		return td__error(TD_EINVAL, "%s: NULL fd_out", fn);
 	TD_TRY(td__tensor_check(t, fn, "t"));
 	if (td__buffer_hooked(t->buffer, shm_release, &payload))
 		fd = (int)(intptr_t)payload;
 	else if (!td__shm_arena_export(t->buffer, &fd, &base))
 		return td__error(TD_EINVAL, "%s: the tensor is not in tdstore's shared memory", fn);
+	*fd_out = fd;
 	if (offset_out)
 		*offset_out = base + (uint64_t)t->offset * td_dtype_size(t->dtype);
-	return fd;
+	return TD_OK;
 }
 
 /* Check the descriptor and the byte range [offset, offset + nbytes) before mapping. */

@@ -406,14 +406,14 @@ void td_shm_arena_trim(void)
 	}
 }
 
-int td_shm_arena_get_stats(td_shm_arena_stats *out)
+int td_shm_arena_stat(td_shm_arena_stats *out)
 {
 	size_t i;
 
 	if (!out)
-		return td__error(TD_EINVAL, "td_shm_arena_get_stats: NULL out");
+		return td__error(TD_EINVAL, "td_shm_arena_stat: NULL out");
 	if (out->version != TD_SHM_ARENA_STATS_VERSION)
-		return td__error(TD_EINVAL, "td_shm_arena_get_stats: version %u, expected %u",
+		return td__error(TD_EINVAL, "td_shm_arena_stat: version %u, expected %u",
 			out->version, TD_SHM_ARENA_STATS_VERSION);
 	pthread_once(&arena_once, arena_init);
 	out->max_bytes = atomic_load(&arena_max);

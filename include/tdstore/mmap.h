@@ -14,7 +14,7 @@
  * (td_shm_tensor_fd(), then SCM_RIGHTS over a Unix socket, then
  * td_shm_tensor_from_fd() on the other side).
  *
- * The shared-memory arena: a tensor of at most td_shm_arena_get_stats()'s
+ * The shared-memory arena: a tensor of at most td_shm_arena_stat()'s
  * `max_bytes` (TD_SHM_ARENA_MAX_DEFAULT, 64 KiB, unless tuned) does not get
  * a memfd of its own. It is a block of a per-process arena chunk: one
  * memfd of at least 256 KiB, mapped once, cut into blocks of one
@@ -206,20 +206,23 @@ TD_API int td_mmap_tensor_from_file(td_tensor *out, const char *path, td_dtype d
  * unmapped once none of its blocks is in use here). The receiver's mapping
  * covers the chunk up to the tensor's end (see the top of this header).
  *
- * @param t            a tensor from td_mmap_tensor_*() with a NULL path,
- *                     td_shm_tensor_from_fd() or td_shm_dict(), or a view
- *                     of one
+ * @param[out] fd_out      receives the descriptor (>= 0; -1 on failure):
+ *                         borrowed, valid while a reference to the
+ *                         tensor's buffer is held (dup(2) it to keep it
+ *                         longer; do not close it)
  * @param[out] offset_out  receives the byte offset of the tensor's first
- *                     element in the memfd; may be NULL
- * @return the descriptor (>= 0): borrowed, valid while a reference to the
- *         tensor's buffer is held (dup(2) it to keep it longer; do not close
- *         it); TD_EINVAL for NULL, a released tensor, or a tensor that is
- *         not in tdstore's anonymous shared memory
+ *                         element in the memfd (0 on failure); may be NULL
+ * @param t                a tensor from td_mmap_tensor_*() with a NULL
+ *                         path, td_shm_tensor_from_fd() or td_shm_dict(),
+ *                         or a view of one
+ * @return TD_OK; TD_EINVAL for a NULL `fd_out` or `t`, a released tensor,
+ *         or a tensor that is not in tdstore's anonymous shared memory (an
+ *         arena block is marked exported only on success)
  *
  * Thread-safe: may be called while other threads make and release arena
  * tensors.
  */
-TD_API int td_shm_tensor_fd(const td_tensor *t, uint64_t *offset_out);
+TD_API int td_shm_tensor_fd(int *fd_out, uint64_t *offset_out, const td_tensor *t);
 
 /**
  * Map shared memory received from another process (or any regular file
@@ -321,7 +324,7 @@ TD_API void td_shm_arena_trim(void);
  *                     the other fields are written on success
  * @return TD_OK; TD_EINVAL for NULL `out` or an unknown version
  */
-TD_API int td_shm_arena_get_stats(td_shm_arena_stats *out);
+TD_API int td_shm_arena_stat(td_shm_arena_stats *out);
 
 TD_END_DECLS
 

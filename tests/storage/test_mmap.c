@@ -21,6 +21,16 @@ TestSuite(mmap, .init = td_test_tmpdir_init, .fini = td_test_tmpdir_fini, .timeo
 
 /* ---- helpers ---- */
 
+/* The memfd of a shared-memory tensor (asserted), and its offset when `off` is not NULL. */
+static int shm_fd(const td_tensor *t, uint64_t *off)
+{
+	int fd = -1;
+
+	td_cr_assert_ok(td_shm_tensor_fd(&fd, off, t));
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
 /* Options of a version no library knows. */
 static const td_mmap_opts bad_version = { TD_MMAP_OPTS_VERSION + 1, false, false };
 
@@ -264,8 +274,7 @@ Test(mmap, options_apply_where_they_say_and_are_ignored_elsewhere)
 	td_tensor_release(&t);
 	/* A descriptor: the same. */
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
-	fd = td_shm_tensor_fd(&t, NULL);
-	cr_assert_geq(fd, 0);
+	fd = shm_fd(&t, NULL);
 	o = (td_mmap_opts)TD_MMAP_OPTS_INIT;
 	o.exist_ok = true;
 	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &o));
@@ -337,7 +346,7 @@ Test(mmap, zero_element_tensors_map_nothing)
 	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 2, shape, td_scalar_int(1),
 		NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
-	cr_assert_geq(td_shm_tensor_fd(&t, &off), 0);
+	shm_fd(&t, &off);
 	cr_assert_eq(off, 0);
 	td_tensor_release(&t);
 }
@@ -461,19 +470,26 @@ Test(mmap, anonymous_tensors_live_in_a_memfd)
 	static const int64_t shape[] = { 8 };
 	td_tensor t, v;
 	uint64_t off, base;
-	int fd;
+	int fd, fd2;
 
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F64, 1, shape, NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	assert_all(&t, 0.0);
-	fd = td_shm_tensor_fd(&t, &base);
+	fd = -1;
+	base = UINT64_MAX;
+	td_cr_assert_ok(td_shm_tensor_fd(&fd, &base, &t));
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(base % 64, 0);
 	cr_assert(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	/* A view: the same descriptor, its own offset; the offset may be left out. */
 	td_cr_assert_ok(td_tensor_narrow(&v, &t, 0, 3, 2));
-	cr_assert_eq(td_shm_tensor_fd(&v, &off), fd);
+	fd2 = -1;
+	td_cr_assert_ok(td_shm_tensor_fd(&fd2, &off, &v));
+	cr_assert_eq(fd2, fd);
 	cr_assert_eq(off, base + 24);
-	cr_assert_eq(td_shm_tensor_fd(&v, NULL), fd);
+	fd2 = -1;
+	td_cr_assert_ok(td_shm_tensor_fd(&fd2, NULL, &v));
+	cr_assert_eq(fd2, fd);
 	/* The view keeps the memfd open after the tensor goes. */
 	td_tensor_release(&t);
 	cr_assert_geq(fcntl(fd, F_GETFD), 0);
@@ -492,14 +508,31 @@ Test(mmap, shm_tensor_fd_refuses_other_tensors)
 {
 	static const int64_t shape[] = { 2 };
 	td_tensor t = TD_TENSOR_INIT;
+	uint64_t off = 7;
+	int fd = 7;
 
-	td_cr_assert_err(td_shm_tensor_fd(NULL, NULL), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_fd(&t, NULL), TD_EINVAL);
+	/* On failure *fd_out is -1 and *offset_out 0. */
+	td_cr_assert_err(td_shm_tensor_fd(&fd, &off, NULL), TD_EINVAL);
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(off, 0);
+	td_cr_assert_err(td_shm_tensor_fd(&fd, NULL, &t), TD_EINVAL);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, shape));
-	td_cr_assert_err(td_shm_tensor_fd(&t, NULL), TD_EINVAL);
+	fd = 7;
+	off = 7;
+	td_cr_assert_err(td_shm_tensor_fd(&fd, &off, &t), TD_EINVAL);
+	cr_assert_eq(fd, -1);
+	cr_assert_eq(off, 0);
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, td_test_path("f"), TD_DTYPE_F32, 1, shape, NULL));
-	td_cr_assert_err(td_shm_tensor_fd(&t, NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_fd(&fd, NULL, &t), TD_EINVAL);
+	td_tensor_release(&t);
+	/* fd_out is required; offset_out is not. */
+	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 1, shape, NULL));
+	off = 7;
+	td_cr_assert_err(td_shm_tensor_fd(NULL, &off, &t), TD_EINVAL);
+	cr_assert_eq(off, 0);
+	td_cr_assert_ok(td_shm_tensor_fd(&fd, NULL, &t));
+	cr_assert_geq(fd, 0);
 	td_tensor_release(&t);
 }
 
@@ -511,7 +544,7 @@ Test(mmap, from_fd_maps_the_same_memory)
 	int fd, fd2;
 
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
-	fd = td_shm_tensor_fd(&t, &base);
+	fd = shm_fd(&t, &base);
 	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, two, base + 8,
 		td_test_mmap_rw()));
 	cr_assert_eq(td_buffer_memory(u.buffer), TD_MEMORY_SHM);
@@ -522,7 +555,7 @@ Test(mmap, from_fd_maps_the_same_memory)
 	cr_assert_eq(td_test_element(&t, 3), 42.0);
 	cr_assert_eq(td_test_element(&t, 4), 0.0);
 	/* u holds its own descriptor: it outlives t and its fd. */
-	fd2 = td_shm_tensor_fd(&u, &off);
+	fd2 = shm_fd(&u, &off);
 	cr_assert_neq(fd2, fd);
 	cr_assert_eq(off, base + 8);
 	td_tensor_release(&t);
@@ -532,7 +565,7 @@ Test(mmap, from_fd_maps_the_same_memory)
 
 	/* Read-only mapping. */
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
-	fd = td_shm_tensor_fd(&t, &base);
+	fd = shm_fd(&t, &base);
 	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, base, NULL));
 	cr_assert_eq(td_buffer_flags(u.buffer), TD_BUFFER_READONLY);
 	td_cr_assert_err(td_tensor_fill(&u, td_scalar_int(1)), TD_EREADONLY);
@@ -550,7 +583,7 @@ Test(mmap, from_fd_checks_the_descriptor_and_the_range)
 	 * below need the memory to end where the tensor ends. */
 	td_cr_assert_ok(td_shm_arena_set_max(0));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
-	fd = td_shm_tensor_fd(&t, NULL);
+	fd = shm_fd(&t, NULL);
 	td_test_poison(&u);
 	td_cr_assert_err(td_shm_tensor_from_fd(NULL, fd, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
 	td_cr_assert_err(td_shm_tensor_from_fd(&u, -1, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
@@ -636,9 +669,8 @@ Test(mmap, shm_dict_puts_every_tensor_in_one_memfd)
 	cr_assert_eq(eq, 1, "dicts differ (%d): %s", eq, td_error_last()->message);
 	for (i = 0; i < TD_TEST_ARRAY_LEN(keys); i++) {
 		const td_tensor *t = leaf(d, keys[i]);
-		int f = td_shm_tensor_fd(t, &off);
+		int f = shm_fd(t, &off);
 
-		cr_assert_geq(f, 0, "%s", keys[i]);
 		if (fd < 0)
 			fd = f;
 		cr_assert_eq(f, fd, "%s is in another memfd", keys[i]);
@@ -649,7 +681,7 @@ Test(mmap, shm_dict_puts_every_tensor_in_one_memfd)
 		cr_assert_eq(td_buffer_memory(t->buffer), TD_MEMORY_SHM);
 	}
 	/* The source is untouched: its leaves are not in shared memory. */
-	td_cr_assert_err(td_shm_tensor_fd(leaf(src, "f64"), NULL), TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_fd(&fd, NULL, leaf(src, "f64")), TD_EINVAL);
 	td_dict_free(src);
 	td_dict_free(d);
 }
@@ -664,7 +696,7 @@ Test(mmap, shm_dict_tensors_outlive_the_dict)
 	td_dict_free(d);
 	td_dict_free(src);
 	cr_assert_eq(td_test_element(&t, 5), 5.0);
-	cr_assert_geq(fcntl(td_shm_tensor_fd(&t, NULL), F_GETFD), 0);
+	cr_assert_geq(fcntl(shm_fd(&t, NULL), F_GETFD), 0);
 	td_tensor_release(&t);
 }
 
@@ -794,11 +826,11 @@ Test(mmap, a_descriptor_passed_over_a_socket_shares_the_memory)
 	src = sample_dict();
 	td_cr_assert_ok(td_shm_dict(&d, src));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_F32, 1, shape, NULL));
-	td_test_send_fd(sv[0], td_shm_tensor_fd(&t, &off));
+	td_test_send_fd(sv[0], shm_fd(&t, &off));
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
-	cr_assert_geq(td_shm_tensor_fd(leaf(d, "f64"), &off), 0);
+	shm_fd(leaf(d, "f64"), &off);
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
-	td_test_send_fd(sv[0], td_shm_tensor_fd(leaf(d, "f64"), NULL));
+	td_test_send_fd(sv[0], shm_fd(leaf(d, "f64"), NULL));
 	wait_ok(pid);
 	close(sv[0]);
 	assert_all(&t, 2.5);
