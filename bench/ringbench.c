@@ -348,7 +348,7 @@ static int writer(const char *dir, shared *sh, double seconds)
 		;
 	t0 = bench_now();
 	do {
-		int64_t got = td_ring_extend(r, b, NULL);
+		int64_t got = td_ring_extend(NULL, r, b);
 
 		if (got < 0)
 			return 1;
@@ -446,7 +446,7 @@ static void sample_row(const layout *l, td_ring *r, const char *name)
 		int64_t calls = 0;
 
 		do {
-			BENCH_CHECK(td_ring_sample(r, b, NULL, 0));
+			BENCH_CHECK(td_ring_sample(b, NULL, r, 0));
 			calls++;
 		} while ((t = bench_now() - t0) < opt.seconds / ROUNDS);
 		if ((double)calls / t > best_calls)
@@ -486,7 +486,7 @@ static void bench_layout(const layout *l)
 	/* Fault every page in: one full lap, not timed. */
 	BENCH_CHECK(td_ring_batch_new(&b, r, cap));
 	fill_batch(b);
-	BENCH_CHECK(td_ring_extend(r, b, NULL));
+	BENCH_CHECK(td_ring_extend(NULL, r, b));
 	td_dict_free(b);
 	memcpy_rows(l, cap);
 	for (i = 0; i < sizeof(writers) / sizeof(writers[0]); i++) {

@@ -640,7 +640,7 @@ int64_t td_ring_len(const td_ring *ring)
 	return (int64_t)(head - oldest);
 }
 
-int td_ring_stat(const td_ring *ring, td_ring_stats *out)
+int td_ring_stat(td_ring_stats *out, const td_ring *ring)
 {
 	uint64_t s, oldest, head;
 	uint32_t i;
@@ -731,7 +731,7 @@ int td_ring_clear(td_ring *ring)
 	return TD_OK;
 }
 
-int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out)
+int td_ring_reclaim(int64_t *reclaimed_out, td_ring *ring)
 {
 	int64_t n = 0;
 	uint64_t s;

@@ -193,7 +193,7 @@ static int64_t extend_impl(td_ring *r, const td_dict *rows, int64_t n, bool batc
 	return stored;
 }
 
-int64_t td_ring_extend(td_ring *ring, const td_dict *rows, uint64_t *first_out)
+int64_t td_ring_extend(uint64_t *first_out, td_ring *ring, const td_dict *rows)
 {
 	int64_t n = 0;
 
@@ -203,7 +203,7 @@ int64_t td_ring_extend(td_ring *ring, const td_dict *rows, uint64_t *first_out)
 	return extend_impl(ring, rows, n, true, first_out, "td_ring_extend");
 }
 
-int td_ring_add(td_ring *ring, const td_dict *row, uint64_t *ticket_out)
+int td_ring_add(uint64_t *ticket_out, td_ring *ring, const td_dict *row)
 {
 	if (!ring || !row)
 		return td__error(TD_EINVAL, "td_ring_add: NULL %s", ring ? "row" : "ring");
@@ -378,7 +378,7 @@ static int sample_prefetched(td_ring *r, int64_t n, int64_t *index_out)
 	return TD_OK;
 }
 
-int td_ring_sample(td_ring *ring, td_dict *dst, int64_t *index_out, unsigned flags)
+int td_ring_sample(td_dict *dst, int64_t *index_out, td_ring *ring, unsigned flags)
 {
 	bool distinct = (flags & TD_RING_NO_REPLACEMENT) != 0;
 	int64_t n = 0, j;
@@ -408,21 +408,22 @@ int td_ring_sample(td_ring *ring, td_dict *dst, int64_t *index_out, unsigned fla
 	return TD_OK;
 }
 
-int64_t td_ring_read(td_ring *ring, td_dict *dst, uint64_t *pos, uint64_t *index_out)
+int64_t td_ring_read(td_dict *dst, uint64_t *index_out, uint64_t *next_out, td_ring *ring,
+	uint64_t pos)
 {
 	uint64_t lo, span, head;
 	int64_t n = 0, k = 0;
 
-	if (!ring || !dst || !pos)
-		return td__error(TD_EINVAL, "td_ring_read: NULL argument");
+	if (!ring || !dst)
+		return td__error(TD_EINVAL, "td_ring_read: NULL %s", ring ? "dst" : "ring");
 	TD_TRY(batch_rows(dst, &n, "td_ring_read"));
 	TD_TRY(td__ring_resolve(ring, dst, n, true, true, "td_ring_read"));
 	span_of(ring, &lo, &span);
 	head = lo + span;
-	if (*pos < lo)
-		*pos = lo;
-	while (k < n && *pos < head) {
-		uint64_t t = (*pos)++;
+	if (pos < lo)
+		pos = lo;
+	while (k < n && pos < head) {
+		uint64_t t = pos++;
 
 		if (t < atomic_load_explicit(&ring->live->cleared, memory_order_relaxed))
 			continue;
@@ -432,5 +433,7 @@ int64_t td_ring_read(td_ring *ring, td_dict *dst, uint64_t *pos, uint64_t *index
 			k++;
 		}
 	}
+	if (next_out)
+		*next_out = pos;
 	return k;
 }

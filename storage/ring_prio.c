@@ -100,8 +100,8 @@ static uint64_t descend(const td_ring *r, double u)
 	return i - r->tree_leaves;
 }
 
-int td_ring_sample_prioritized(td_ring *ring, td_dict *dst, int64_t *index_out,
-	double *prob_out)
+int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_out,
+	td_ring *ring)
 {
 	int64_t n, j;
 

@@ -164,7 +164,7 @@ static int actor(const char *dir, int a, ring_shared *sh)
 
 		for (i = 0; i < RING_BATCH; i++)
 			fill(&v, i, step + i);
-		got = td_ring_extend(r, b, NULL);
+		got = td_ring_extend(NULL, r, b);
 		if (got < 0)
 			return 1;
 		step += RING_BATCH;
@@ -204,7 +204,7 @@ static int learner(const char *dir, ring_shared *sh)
 		int rc;
 
 		last = atomic_load(&sh->actors_done) != 0;
-		rc = td_ring_sample(r, b, NULL, 0);
+		rc = td_ring_sample(b, NULL, r, 0);
 		if (rc == TD_ENOTFOUND && !last)
 			continue; /* nothing published yet */
 		if (rc < 0)
@@ -272,7 +272,7 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 
 	*verified = 0;
 	DEMO_CALL(d, td_ring_open(&r, dir, NULL));
-	DEMO_CALL(d, td_ring_stat(r, st));
+	DEMO_CALL(d, td_ring_stat(st, r));
 	DEMO_CHECK(d, st->head == (uint64_t)atomic_load(&sh->rows),
 		"the reopened ring's cursor (%llu) counts every row written (%lld)",
 		(unsigned long long)st->head, (long long)atomic_load(&sh->rows));
@@ -280,7 +280,7 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 		"no row is left being written and every writer closed");
 	DEMO_CALL(d, td_ring_batch_new(&b, r, 4096));
 	v = view_of(b);
-	while ((got = td_ring_read(r, b, &pos, NULL)) > 0) {
+	while ((got = td_ring_read(b, NULL, &pos, r, pos)) > 0) {
 		for (i = 0; i < got; i++)
 			bad += !consistent(&v, i);
 		*verified += got;

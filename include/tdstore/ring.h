@@ -204,9 +204,10 @@ typedef struct td_ring_stats {
  * sequence word (O(capacity)); with writers running they are a snapshot.
  *
  * @param[out] out  receives the figures
+ * @param ring      the ring
  * @return TD_OK; TD_EINVAL for NULL
  */
-TD_API int td_ring_stat(const td_ring *ring, td_ring_stats *out);
+TD_API int td_ring_stat(td_ring_stats *out, const td_ring *ring);
 
 /**
  * Allocate a dict for `n` rows of the ring: batch shape [n], the ring's
@@ -231,9 +232,9 @@ TD_API int td_ring_batch_new(td_dict **out, const td_ring *ring, int64_t n);
  * being written by a live writer a whole lap behind; a slot left unpublished
  * by a killed writer is taken over.
  *
+ * @param[out] first_out  receives the first row's ticket; may be NULL
  * @param ring       a read-write ring
  * @param rows       the rows
- * @param[out] first_out  receives the first row's ticket; may be NULL
  * @return the number of rows stored (n, or less as said above);
  *         TD_EINVAL (NULL arguments, `rows` without batch shape [n]);
  *         TD_ENOTFOUND (a leaf of the ring is missing from `rows`);
@@ -241,15 +242,18 @@ TD_API int td_ring_batch_new(td_dict **out, const td_ring *ring, int64_t n);
  *         TD_EREADONLY (a read-only ring);
  *         TD_EOVERFLOW (the cursor would pass 2^62)
  */
-TD_API int64_t td_ring_extend(td_ring *ring, const td_dict *rows, uint64_t *first_out);
+TD_API int64_t td_ring_extend(uint64_t *first_out, td_ring *ring, const td_dict *rows);
 
 /**
  * Append one row: as td_ring_extend() with a dict of batch shape [] whose
  * leaves have the row's shapes.
  *
+ * @param[out] ticket_out  receives the row's ticket; may be NULL
+ * @param ring             a read-write ring
+ * @param row              the row
  * @return 1 when stored, 0 when dropped; the errors of td_ring_extend()
  */
-TD_API int td_ring_add(td_ring *ring, const td_dict *row, uint64_t *ticket_out);
+TD_API int td_ring_add(uint64_t *ticket_out, td_ring *ring, const td_dict *row);
 
 /**
  * Seed the handle's generator (xoshiro256**, per handle and so per
@@ -268,11 +272,11 @@ TD_API void td_ring_seed(td_ring *ring, uint64_t seed);
  * when n grows. Each row is copied whole from one publication: a row being
  * overwritten during its copy is drawn again.
  *
- * @param ring       the ring (read-only or read-write)
- * @param dst        receives the rows
+ * @param[out] dst        receives the rows
  * @param[out] index_out  n slots (row indices in the store's leaves)
- *                   receive the rows drawn; may be NULL
- * @param flags      TD_RING_NO_REPLACEMENT for distinct rows, or 0
+ *                        receive the rows drawn; may be NULL
+ * @param ring            the ring (read-only or read-write)
+ * @param flags           TD_RING_NO_REPLACEMENT for distinct rows, or 0
  * @return TD_OK;
  *         TD_EINVAL (NULL arguments, unknown flags, `dst` without batch
  *         shape [n]);
@@ -283,24 +287,35 @@ TD_API void td_ring_seed(td_ring *ring, uint64_t seed);
  *         TD_ENOMEM (scratch space).
  *         On failure rows of `dst` may have been written.
  */
-TD_API int td_ring_sample(td_ring *ring, td_dict *dst, int64_t *index_out, unsigned flags);
+TD_API int td_ring_sample(td_dict *dst, int64_t *index_out, td_ring *ring, unsigned flags);
 
 /**
  * Read published rows in ticket order (oldest first), for iteration and
- * range reads: from ticket `*pos` (raised to the oldest ticket present
- * when lower) up to the cursor, at most n rows into `dst` (as for
+ * range reads: from ticket `pos` (raised to the oldest ticket present when
+ * lower) up to the cursor, at most n rows into `dst` (as for
  * td_ring_sample(), batch shape [n]). Tickets whose row is not published
  * (being written, left by a killed writer, overwritten during the read)
- * are skipped. `*pos` is advanced past the last ticket examined, so that
- * calling again until 0 is returned visits every row once.
+ * are skipped. `*next_out` receives the ticket after the last one
+ * examined: passing it as the next call's `pos` until 0 rows are read
+ * visits every row once. `next_out` may point to the caller's `pos`
+ * variable, the usual loop:
  *
- * @param[in,out] pos      the next ticket to examine
+ *     uint64_t pos = 0;
+ *     while ((n = td_ring_read(dst, NULL, &pos, ring, pos)) > 0)
+ *             ...
+ *
+ * @param[out] dst         receives the rows
  * @param[out] index_out   n slots receive the tickets of the rows read;
  *                         may be NULL
+ * @param[out] next_out    receives the ticket to pass next (written only on
+ *                         success); may be NULL
+ * @param ring             the ring (read-only or read-write)
+ * @param pos              the first ticket to examine
  * @return the number of rows read (0 at the end); the errors of
  *         td_ring_sample()
  */
-TD_API int64_t td_ring_read(td_ring *ring, td_dict *dst, uint64_t *pos, uint64_t *index_out);
+TD_API int64_t td_ring_read(td_dict *dst, uint64_t *index_out, uint64_t *next_out, td_ring *ring,
+	uint64_t pos);
 
 /**
  * Empty the ring: every ticket reserved so far is cleared (never sampled
@@ -319,25 +334,28 @@ TD_API int td_ring_clear(td_ring *ring);
  * other writers run. A process counts as existing until it is reaped
  * (waitpid) by its parent.
  *
- * @param[out] reclaimed_out  receives the number of rows released; may be
- *                            NULL
+ * @param[out] reclaimed_out  receives the number of rows released (0 on
+ *                            failure); may be NULL
+ * @param ring                a read-write ring
  * @return TD_OK; TD_EINVAL for NULL; TD_EREADONLY
  */
-TD_API int td_ring_reclaim(td_ring *ring, int64_t *reclaimed_out);
+TD_API int td_ring_reclaim(int64_t *reclaimed_out, td_ring *ring);
 
 /**
  * Draw n rows with probability proportional to their priority (a ring
- * created with the option `prioritized`), as td_ring_sample() with replacement.
- * New rows get the largest priority ever set (1.0 at first).
+ * created with the option `prioritized`), as td_ring_sample() with
+ * replacement. New rows get the largest priority ever set (1.0 at first).
  *
+ * @param[out] dst        receives the rows
  * @param[out] index_out  n slots receive the rows drawn; may be NULL
  * @param[out] prob_out   n slots receive each row's probability
  *                        (priority / sum of priorities); may be NULL
+ * @param ring            the ring
  * @return TD_OK; the errors of td_ring_sample(); TD_ENOTSUP (a ring without
  *         priorities); TD_ENOTFOUND (every priority is 0)
  */
-TD_API int td_ring_sample_prioritized(td_ring *ring, td_dict *dst, int64_t *index_out,
-	double *prob_out);
+TD_API int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_out,
+	td_ring *ring);
 
 /**
  * Set the priority of rows by slot (as td_ring_sample_prioritized()

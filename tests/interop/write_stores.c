@@ -723,10 +723,10 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 		}
 		if (n == 1) {
 			check(td_dict_index(&one, b, (td_index[]){ td_index_int(0) }, 1), "td_dict_index");
-			stored = td_ring_add(r, one, &first);
+			stored = td_ring_add(&first, r, one);
 			td_dict_free(one);
 		} else {
-			stored = td_ring_extend(r, b, &first);
+			stored = td_ring_extend(&first, r, b);
 		}
 		check((int)(stored < 0 ? stored : 0), "td_ring_extend");
 		if (first != tickets || stored != (n < spec->capacity ? n : spec->capacity))

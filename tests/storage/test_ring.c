@@ -171,7 +171,7 @@ static int64_t put_rows(td_ring *r, int64_t first_id, int64_t n, uint64_t *first
 	p = ptrs_of(b);
 	for (i = 0; i < n; i++)
 		fill_row(&p, i, first_id + i);
-	got = td_ring_extend(r, b, first_ticket);
+	got = td_ring_extend(first_ticket, r, b);
 	td_cr_assert_ok((int)(got < 0 ? got : 0));
 	td_dict_free(b);
 	return got;
@@ -194,7 +194,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 	cr_assert_eq(t->shape[0], 10);
 	cr_assert_eq(td_ring_capacity(r), 10);
 	cr_assert_eq(td_ring_len(r), 0);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.capacity, 10);
 	cr_assert_eq(st.head, 0);
 	cr_assert_eq(st.published, 0);
@@ -229,7 +229,7 @@ Test(ring, extend_then_sample_and_read_return_whole_rows)
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 64));
 	p = ptrs_of(out);
 	td_ring_seed(r, 42);
-	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	td_cr_assert_ok(td_ring_sample(out, idx, r, 0));
 	for (i = 0; i < 64; i++) {
 		cr_assert(idx[i] >= 0 && idx[i] < 5, "slot %lld", (long long)idx[i]);
 		cr_assert(row_ok(&p, i));
@@ -239,16 +239,66 @@ Test(ring, extend_then_sample_and_read_return_whole_rows)
 	/* Read in ticket order, 3 then 2 then none. */
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 3));
 	p = ptrs_of(out);
-	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 3);
+	cr_assert_eq(td_ring_read(out, tickets, &pos, r, pos), 3);
 	cr_assert_eq(pos, 3);
 	for (i = 0; i < 3; i++) {
 		cr_assert_eq(tickets[i], (uint64_t)i);
 		cr_assert_eq(p.action[i], 100 + i);
 		cr_assert(row_ok(&p, i));
 	}
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 2);
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 2);
 	cr_assert_eq(p.action[1], 104);
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 0);
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 0);
+	td_dict_free(out);
+	td_ring_close(r);
+}
+
+Test(ring, read_hands_the_next_ticket_back_through_next_out)
+{
+	td_ring *r = new_ring("r", 8, false);
+	td_dict *out, *bad;
+	uint64_t pos = 1, next = 99, tickets[2] = { 77, 77 };
+	int64_t got, total = 0;
+	rowptrs p;
+
+	put_rows(r, 0, 5, NULL);
+	td_cr_assert_ok(td_ring_batch_new(&out, r, 2));
+	p = ptrs_of(out);
+	/* A separate next_out: pos is the caller's, and stays as it was. */
+	cr_assert_eq(td_ring_read(out, tickets, &next, r, pos), 2);
+	cr_assert_eq(pos, 1);
+	cr_assert_eq(next, 3);
+	cr_assert_eq(tickets[0], 1);
+	cr_assert_eq(tickets[1], 2);
+	cr_assert_eq(p.action[0], 1);
+	/* No next_out: the rows are read all the same. */
+	cr_assert_eq(td_ring_read(out, tickets, NULL, r, next), 2);
+	cr_assert_eq(tickets[0], 3);
+	cr_assert_eq(tickets[1], 4);
+	cr_assert_eq(next, 3);
+	/* next_out pointing at pos: the usual loop visits every row once. */
+	pos = 0;
+	while ((got = td_ring_read(out, NULL, &pos, r, pos)) > 0)
+		total += got;
+	cr_assert_eq(got, 0);
+	cr_assert_eq(total, 5);
+	cr_assert_eq(pos, 5);
+	/* A pos below the oldest ticket present is raised to it (the ring wrapped). */
+	put_rows(r, 5, 10, NULL);
+	cr_assert_eq(td_ring_read(out, tickets, &next, r, 0), 2);
+	cr_assert_eq(tickets[0], 7);
+	cr_assert_eq(next, 9);
+	/* Past the cursor: nothing read, and next is pos. */
+	cr_assert_eq(td_ring_read(out, NULL, &next, r, 100), 0);
+	cr_assert_eq(next, 100);
+	/* On failure next_out is not written. */
+	next = 42;
+	td_cr_assert_err(td_ring_read(NULL, NULL, &next, r, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_read(out, NULL, &next, NULL, 0), TD_EINVAL);
+	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
+	td_cr_assert_err(td_ring_read(bad, NULL, &next, r, 0), TD_EINVAL);
+	cr_assert_eq(next, 42);
+	td_dict_free(bad);
 	td_dict_free(out);
 	td_ring_close(r);
 }
@@ -262,14 +312,14 @@ Test(ring, sampling_without_replacement_draws_distinct_rows)
 	put_rows(r, 0, 6, NULL);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 6));
 	for (int round = 0; round < 20; round++) {
-		td_cr_assert_ok(td_ring_sample(r, out, idx, TD_RING_NO_REPLACEMENT));
+		td_cr_assert_ok(td_ring_sample(out, idx, r, TD_RING_NO_REPLACEMENT));
 		for (i = 0; i < 6; i++)
 			for (j = 0; j < i; j++)
 				cr_assert_neq(idx[i], idx[j]);
 	}
 	td_dict_free(out);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 7));
-	td_cr_assert_err(td_ring_sample(r, out, NULL, TD_RING_NO_REPLACEMENT), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_sample(out, NULL, r, TD_RING_NO_REPLACEMENT), TD_ENOTFOUND);
 	td_dict_free(out);
 	td_ring_close(r);
 }
@@ -283,12 +333,12 @@ Test(ring, the_same_seed_draws_the_same_rows)
 	put_rows(r, 0, 32, NULL);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 16));
 	td_ring_seed(r, 7);
-	td_cr_assert_ok(td_ring_sample(r, out, a, 0));
+	td_cr_assert_ok(td_ring_sample(out, a, r, 0));
 	td_ring_seed(r, 7);
-	td_cr_assert_ok(td_ring_sample(r, out, b, 0));
+	td_cr_assert_ok(td_ring_sample(out, b, r, 0));
 	cr_assert_arr_eq(a, b, sizeof(a));
 	td_ring_seed(r, 8);
-	td_cr_assert_ok(td_ring_sample(r, out, b, 0));
+	td_cr_assert_ok(td_ring_sample(out, b, r, 0));
 	cr_assert(memcmp(a, b, sizeof(a)) != 0);
 	td_dict_free(out);
 	td_ring_close(r);
@@ -330,7 +380,7 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 	memset(counts, 0, sizeof(counts));
 	p = ptrs_of(out);
 	for (c = 0; c < CALLS; c++) {
-		td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+		td_cr_assert_ok(td_ring_sample(out, idx, r, 0));
 		for (i = 0; i < CAP; i++) {
 			counts[idx[i]]++;
 			cr_assert_eq(p.action[i], 24 + (idx[i] + 8) % CAP, "slot %lld holds ticket %lld",
@@ -342,7 +392,7 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 	/* Without replacement, 8 distinct of 16 per call: each slot in half the calls. */
 	memset(counts, 0, sizeof(counts));
 	for (c = 0; c < 2 * CALLS; c++) {
-		td_cr_assert_ok(td_ring_sample(r, half, idx, TD_RING_NO_REPLACEMENT));
+		td_cr_assert_ok(td_ring_sample(half, idx, r, TD_RING_NO_REPLACEMENT));
 		for (i = 0; i < CAP / 2; i++)
 			counts[idx[i]]++;
 	}
@@ -359,7 +409,7 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 		bool distinct = c % 2 != 0;
 		int64_t n = distinct ? CAP / 2 : CAP;
 
-		td_cr_assert_ok(td_ring_sample(r, distinct ? half : out, idx,
+		td_cr_assert_ok(td_ring_sample(distinct ? half : out, idx, r,
 			distinct ? TD_RING_NO_REPLACEMENT : 0));
 		for (i = 0; i < n; i++, total++) {
 			cr_assert_neq(idx[i], 8, "the unpublished slot was drawn");
@@ -415,7 +465,7 @@ static int child_draws(td_ring *r, bool own, draws *d, int k, bool seed7)
 	}
 	if (seed7)
 		td_ring_seed(r, 7);
-	ok = td_ring_batch_new(&b, r, 32) == 0 && td_ring_sample(r, b, d->idx[k], 0) == 0;
+	ok = td_ring_batch_new(&b, r, 32) == 0 && td_ring_sample(b, d->idx[k], r, 0) == 0;
 	td_dict_free(b);
 	td_ring_close(r);
 	return ok ? 0 : 1;
@@ -450,7 +500,7 @@ Test(ring, every_process_draws_from_its_own_generator)
 		wait_ok(pid);
 	}
 	td_cr_assert_ok(td_ring_batch_new(&b, r, 32));
-	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	td_cr_assert_ok(td_ring_sample(b, mine, r, 0));
 	cr_assert(memcmp(d->idx[2], d->idx[3], sizeof(d->idx[2])) != 0,
 		"two children drew the same rows");
 	cr_assert(memcmp(d->idx[2], mine, sizeof(mine)) != 0, "a child drew the parent's rows");
@@ -466,7 +516,7 @@ Test(ring, every_process_draws_from_its_own_generator)
 		_exit(child_draws(r, true, d, 1, true));
 	wait_ok(pid);
 	td_ring_seed(r, 7);
-	td_cr_assert_ok(td_ring_sample(r, b, mine, 0));
+	td_cr_assert_ok(td_ring_sample(b, mine, r, 0));
 	cr_assert_arr_eq(d->idx[0], mine, sizeof(mine));
 	cr_assert_arr_eq(d->idx[1], mine, sizeof(mine));
 	td_dict_free(b);
@@ -492,7 +542,7 @@ Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
 		td_ring_stats cst;
 		uint64_t first = 0;
 		int ok = put_rows(r, 100, 4, &first) == 4 && first == 4 &&
-			td_ring_stat(r, &cst) == 0;
+			td_ring_stat(&cst, r) == 0;
 
 		d->writers_seen = (int)cst.writers;
 		/* Closing the copy frees the child's slot, never the parent's. */
@@ -501,14 +551,14 @@ Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
 	}
 	wait_ok(pid);
 	cr_assert_eq(d->writers_seen, 2, "the child writes under a slot of its own");
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writers, 1, "the parent's slot is still registered");
 	cr_assert_eq(st.head, 8);
 	cr_assert_eq(st.published, 8);
 	cr_assert_eq(put_rows(r, 8, 4, NULL), 4);
 	td_cr_assert_ok(td_ring_batch_new(&b, r, 16));
 	p = ptrs_of(b);
-	cr_assert_eq(td_ring_read(r, b, &pos, NULL), 12);
+	cr_assert_eq(td_ring_read(b, NULL, &pos, r, pos), 12);
 	for (i = 0; i < 12; i++) {
 		cr_assert(row_ok(&p, i));
 		cr_assert_eq(p.action[i], i >= 4 && i < 8 ? 96 + i : i);
@@ -581,7 +631,7 @@ Test(ring, a_handle_inherited_through_fork_takes_the_tree_lock_apart)
 		int64_t idx[64], i;
 
 		td_cr_assert_ok(td_ring_batch_new(&b, r, 64));
-		td_cr_assert_ok(td_ring_sample_prioritized(r, b, idx, prob));
+		td_cr_assert_ok(td_ring_sample_prioritized(b, idx, prob, r));
 		for (i = 0; i < 64; i++)
 			cr_assert_float_eq(prob[i], idx[i] == 1 ? 5.0 / 12.0 : 1.0 / 12.0, 1e-12);
 		td_dict_free(b);
@@ -603,7 +653,7 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 	cr_assert_eq(td_ring_len(r), 8);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 8));
 	p = ptrs_of(out);
-	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 8);
+	cr_assert_eq(td_ring_read(out, tickets, &pos, r, pos), 8);
 	for (i = 0; i < 8; i++) {
 		cr_assert_eq(tickets[i], (uint64_t)(12 + i));
 		cr_assert_eq(p.action[i], 12 + i);
@@ -614,7 +664,7 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 3));
 	p = ptrs_of(out);
 	pos = 15;
-	cr_assert_eq(td_ring_read(r, out, &pos, tickets), 3);
+	cr_assert_eq(td_ring_read(out, tickets, &pos, r, pos), 3);
 	cr_assert_eq(pos, 18);
 	for (i = 0; i < 3; i++) {
 		cr_assert_eq(tickets[i], (uint64_t)(15 + i));
@@ -629,7 +679,7 @@ Test(ring, wrapping_overwrites_the_oldest_rows)
 	cr_assert_eq(put_rows(r, 1000, 20, NULL), 8);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 100));
 	p = ptrs_of(out);
-	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	td_cr_assert_ok(td_ring_sample(out, idx, r, 0));
 	for (i = 0; i < 100; i++) {
 		cr_assert(p.action[i] >= 1012 && p.action[i] < 1020);
 		cr_assert(row_ok(&p, i));
@@ -654,7 +704,7 @@ Test(ring, add_stores_one_row_and_strided_sources_are_gathered)
 	p = ptrs_of(b);
 	fill_row(&p, 0, 77);
 	td_cr_assert_ok(td_dict_index(&row, b, (td_index[]){ td_index_int(0) }, 1));
-	cr_assert_eq(td_ring_add(r, row, &ticket), 1);
+	cr_assert_eq(td_ring_add(&ticket, r, row), 1);
 	cr_assert_eq(ticket, 0);
 	td_dict_free(row);
 	td_dict_free(b);
@@ -671,13 +721,13 @@ Test(ring, add_stores_one_row_and_strided_sources_are_gathered)
 	td_cr_assert_ok(td_tensor_index(&view, &wide, idx, 2));
 	cr_assert(!td_tensor_is_contiguous(&view));
 	td_cr_assert_ok(td_dict_set_tensor(b, "obs", &view));
-	cr_assert_eq(td_ring_extend(r, b, NULL), 3);
+	cr_assert_eq(td_ring_extend(NULL, r, b), 3);
 	td_tensor_release(&view);
 	td_tensor_release(&wide);
 	td_dict_free(b);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 4));
 	p = ptrs_of(out);
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 4);
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 4);
 	cr_assert_eq(p.action[0], 77);
 	for (i = 0; i < 4; i++)
 		cr_assert(row_ok(&p, i), "row %lld", (long long)i);
@@ -697,12 +747,12 @@ Test(ring, clear_empties_the_ring_and_writers_carry_on)
 	td_cr_assert_ok(td_ring_clear(r));
 	cr_assert_eq(td_ring_len(r), 0);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 4));
-	td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ENOTFOUND);
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 0);
+	td_cr_assert_err(td_ring_sample(out, NULL, r, 0), TD_ENOTFOUND);
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 0);
 	put_rows(r, 50, 2, NULL);
 	cr_assert_eq(td_ring_len(r), 2);
 	p = ptrs_of(out);
-	td_cr_assert_ok(td_ring_sample(r, out, NULL, 0));
+	td_cr_assert_ok(td_ring_sample(out, NULL, r, 0));
 	for (i = 0; i < 4; i++)
 		cr_assert(p.action[i] == 50 || p.action[i] == 51);
 	td_dict_free(out);
@@ -746,22 +796,22 @@ Test(ring, a_ring_reopened_by_another_process_carries_on)
 	td_ring_close(r);
 	put_rows_in_child(3, 4, 3);
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.head, 7);
 	cr_assert_eq(st.published, 7);
 	cr_assert_eq(st.writers, 0, "closed writers free their slots");
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 8));
 	p = ptrs_of(out);
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 7);
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 7);
 	for (i = 0; i < 7; i++) {
 		cr_assert_eq(p.action[i], i);
 		cr_assert(row_ok(&p, i));
 	}
 	/* A read-only ring samples but does not write. */
-	td_cr_assert_ok(td_ring_sample(r, out, NULL, 0));
-	td_cr_assert_err(td_ring_extend(r, out, NULL), TD_EREADONLY);
+	td_cr_assert_ok(td_ring_sample(out, NULL, r, 0));
+	td_cr_assert_err(td_ring_extend(NULL, r, out), TD_EREADONLY);
 	td_cr_assert_err(td_ring_clear(r), TD_EREADONLY);
-	td_cr_assert_err(td_ring_reclaim(r, NULL), TD_EREADONLY);
+	td_cr_assert_err(td_ring_reclaim(NULL, r), TD_EREADONLY);
 	td_cr_assert_ok(td_ring_sync(r));
 	td_dict_free(out);
 	td_ring_close(r);
@@ -856,7 +906,7 @@ static int64_t try_extend(td_ring *r)
 	int64_t got;
 
 	td_cr_assert_ok(td_ring_batch_new(&b, r, 1));
-	got = td_ring_extend(r, b, NULL);
+	got = td_ring_extend(NULL, r, b);
 	td_dict_free(b);
 	return got;
 }
@@ -877,7 +927,7 @@ Test(ring, options_choose_priorities_sync_and_writability)
 	cr_assert(!oo.writable);
 	/* NULL options are the defaults; a created ring is open read-write. */
 	td_cr_assert_ok(td_ring_create(&r, td_test_path("a"), row, 4, NULL));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert(!st.prioritized);
 	cr_assert_eq(try_extend(r), 1);
 	td_ring_close(r);
@@ -885,14 +935,14 @@ Test(ring, options_choose_priorities_sync_and_writability)
 	co.prioritized = true;
 	co.sync = TD_SYNC_NONE;
 	td_cr_assert_ok(td_ring_create(&r, td_test_path("b"), row, 4, &co));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert(st.prioritized);
 	cr_assert_eq(try_extend(r), 1);
 	td_ring_close(r);
 	/* Opening: NULL and the initializer are read-only, `writable` a writer. */
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("b"), NULL));
 	td_cr_assert_err((int)try_extend(r), TD_EREADONLY);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert(st.prioritized);
 	cr_assert_eq(st.head, 1);
 	td_ring_close(r);
@@ -902,7 +952,7 @@ Test(ring, options_choose_priorities_sync_and_writability)
 	oo.writable = true;
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("b"), &oo));
 	cr_assert_eq(try_extend(r), 1);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writers, 1);
 	td_ring_close(r);
 	/* An unknown version or sync mode: TD_EINVAL, and nothing made. */
@@ -965,27 +1015,28 @@ Test(ring, bad_arguments_are_refused)
 	td_cr_assert_ok(td_ring_batch_new(&bad, r, 2));
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b2));
 	td_cr_assert_ok(td_dict_set_tensor_take(bad, "reward", &t));
-	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ETYPE);
+	td_cr_assert_err(td_ring_extend(NULL, r, bad), TD_ETYPE);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 2, (int64_t[]){ 2, 3 }));
 	td_cr_assert_ok(td_dict_set_tensor_take(bad, "reward", &t));
-	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ETYPE);
+	td_cr_assert_err(td_ring_extend(NULL, r, bad), TD_ETYPE);
 	td_cr_assert_ok(td_dict_del(bad, "reward"));
-	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_extend(NULL, r, bad), TD_ENOTFOUND);
 	td_dict_free(bad);
 	td_cr_assert_ok(td_dict_new(&bad, 0, NULL));
-	td_cr_assert_err(td_ring_extend(r, bad, NULL), TD_EINVAL);
-	td_cr_assert_err(td_ring_extend(NULL, bad, NULL), TD_EINVAL);
-	td_cr_assert_err(td_ring_add(r, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_extend(NULL, r, bad), TD_EINVAL);
+	td_cr_assert_err(td_ring_extend(NULL, NULL, bad), TD_EINVAL);
+	td_cr_assert_err(td_ring_add(NULL, r, NULL), TD_EINVAL);
 	td_dict_free(bad);
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 2));
-	td_cr_assert_err(td_ring_add(r, out, NULL), TD_EINVAL);
-	td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ENOTFOUND);
-	td_cr_assert_err(td_ring_sample(r, out, NULL, 0x8), TD_EINVAL);
-	td_cr_assert_err(td_ring_sample(NULL, out, NULL, 0), TD_EINVAL);
-	td_cr_assert_err(td_ring_read(r, out, NULL, NULL), TD_EINVAL);
+	td_cr_assert_err(td_ring_add(NULL, r, out), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample(out, NULL, r, 0), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_sample(out, NULL, r, 0x8), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample(out, NULL, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_read(NULL, NULL, NULL, r, 0), TD_EINVAL);
+	td_cr_assert_err(td_ring_read(out, NULL, NULL, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_ring_batch_new(&bad, r, -1), TD_EINVAL);
-	td_cr_assert_err(td_ring_stat(r, NULL), TD_EINVAL);
-	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTSUP);
+	td_cr_assert_err(td_ring_stat(NULL, r), TD_EINVAL);
+	td_cr_assert_err(td_ring_sample_prioritized(out, NULL, NULL, r), TD_ENOTSUP);
 	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 0 }, (double[]){ 1 }, 1),
 		TD_ENOTSUP);
 	put_rows(r, 0, 2, NULL);
@@ -997,7 +1048,7 @@ Test(ring, bad_arguments_are_refused)
 		td_cr_assert_ok(td_tensor_zeros(&wide, TD_DTYPE_F32, 2, (int64_t[]){ 2, 2 * OBS }));
 		td_cr_assert_ok(td_tensor_index(&view, &wide, ix, 2));
 		td_cr_assert_ok(td_dict_set_tensor(out, "obs", &view));
-		td_cr_assert_err(td_ring_sample(r, out, NULL, 0), TD_ETYPE);
+		td_cr_assert_err(td_ring_sample(out, NULL, r, 0), TD_ETYPE);
 		td_tensor_release(&view);
 		td_tensor_release(&wide);
 	}
@@ -1112,12 +1163,12 @@ Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
 		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + (round % 8) * 8, &junk[2], 8);
 		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + 64 + (round % 16) * 8,
 			&junk[3], 8);
-		got = td_ring_sample(r, out, NULL, 0);
+		got = td_ring_sample(out, NULL, r, 0);
 		cr_assert(got == 0 || got == TD_ENOTFOUND);
-		got = td_ring_sample_prioritized(r, out, NULL, NULL);
+		got = td_ring_sample_prioritized(out, NULL, NULL, r);
 		cr_assert(got == 0 || got == TD_ENOTFOUND);
 		pos = junk[4] % 64;
-		got = td_ring_read(r, out, &pos, NULL);
+		got = td_ring_read(out, NULL, &pos, r, pos);
 		cr_assert(got >= 0 && got <= 4);
 	}
 	td_dict_free(out);
@@ -1183,31 +1234,31 @@ Test(ring, rows_of_a_dead_writer_are_never_sampled_and_are_reclaimed)
 	put_rows(r, 0, 3, NULL);
 	crash_after_claim(td_test_path("r"), 8); /* ticket 3, slot 3 */
 	put_rows(r, 4, 2, NULL);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.head, 6);
 	cr_assert_eq(st.published, 5);
 	cr_assert_eq(st.writing, 1);
 	cr_assert_eq(st.writers, 2, "the dead writer's slot is still registered");
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 200));
 	p = ptrs_of(out);
-	td_cr_assert_ok(td_ring_sample(r, out, idx, 0));
+	td_cr_assert_ok(td_ring_sample(out, idx, r, 0));
 	for (i = 0; i < 200; i++) {
 		cr_assert_neq(idx[i], 3);
 		cr_assert(row_ok(&p, i));
 	}
-	cr_assert_eq(td_ring_read(r, out, &pos, NULL), 5);
-	td_cr_assert_ok(td_ring_reclaim(r, &got));
+	cr_assert_eq(td_ring_read(out, NULL, &pos, r, pos), 5);
+	td_cr_assert_ok(td_ring_reclaim(&got, r));
 	cr_assert_eq(got, 1);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writing, 0);
 	cr_assert_eq(st.reclaimed, 1);
 	cr_assert_eq(st.writers, 1);
-	td_cr_assert_ok(td_ring_reclaim(r, &got));
+	td_cr_assert_ok(td_ring_reclaim(&got, r));
 	cr_assert_eq(got, 0);
 	/* Without reclaim, the next writer a lap later takes the slot over. */
 	crash_after_claim(td_test_path("r"), 8); /* ticket 6, slot 6 */
 	cr_assert_eq(put_rows(r, 7, 8, NULL), 8);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writing, 0);
 	cr_assert_eq(st.published, 8);
 	cr_assert_eq(st.reclaimed, 2);
@@ -1242,16 +1293,16 @@ Test(ring, a_live_writer_a_lap_behind_keeps_its_slot)
 	memcpy(m + RING_SEQ_OFFSET, &w, 8);
 	/* A lap later, ticket 4 finds slot 0 still held by a live writer: dropped. */
 	cr_assert_eq(put_rows(r, 1, 4, NULL), 3);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.dropped, 1);
 	cr_assert_eq(st.writing, 1);
-	td_cr_assert_ok(td_ring_reclaim(r, NULL));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_reclaim(NULL, r));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writing, 1, "a live writer's row is not reclaimed");
 	munmap(m, RING_SEQ_OFFSET + 4096);
 	td_ring_close(slow);
-	td_cr_assert_ok(td_ring_reclaim(r, NULL));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_reclaim(NULL, r));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.writing, 0, "a closed writer's row is");
 	td_ring_close(r);
 }
@@ -1268,14 +1319,14 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 	td_ring_stats st;
 
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 4000));
-	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_sample_prioritized(out, NULL, NULL, r), TD_ENOTFOUND);
 	put_rows(r, 0, 4, NULL);
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert(st.prioritized);
 	/* New rows get priority 1: uniform. */
 	td_ring_seed(r, 1);
 	p = ptrs_of(out);
-	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, prob, r));
 	for (i = 0; i < 4000; i++) {
 		cr_assert(idx[i] >= 0 && idx[i] < 4);
 		cr_assert_float_eq(prob[i], 0.25, 1e-12);
@@ -1283,7 +1334,7 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 	}
 	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
 		(double[]){ 0, 0, 1, 3 }, 4));
-	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, prob, r));
 	for (i = 0; i < 4000; i++) {
 		counts[idx[i]]++;
 		cr_assert_float_eq(prob[i], idx[i] == 3 ? 0.75 : 0.25, 1e-12);
@@ -1294,7 +1345,7 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 		(long long)counts[3]);
 	/* New rows get the largest priority so far (3). */
 	put_rows(r, 4, 1, NULL);
-	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, prob, r));
 	for (i = 0; i < 4000; i++)
 		if (idx[i] == 4)
 			cr_assert_float_eq(prob[i], 3.0 / 7.0, 1e-12);
@@ -1307,7 +1358,7 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 		TD_EINVAL);
 	td_cr_assert_err(td_ring_update_priority(r, NULL, NULL, 1), TD_EINVAL);
 	td_cr_assert_ok(td_ring_clear(r));
-	td_cr_assert_err(td_ring_sample_prioritized(r, out, NULL, NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_ring_sample_prioritized(out, NULL, NULL, r), TD_ENOTFOUND);
 	td_dict_free(out);
 	td_ring_close(r);
 }
@@ -1329,7 +1380,7 @@ Test(ring, priorities_carry_on_after_a_reopen)
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 2000));
 	td_ring_seed(r, 5);
-	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, prob));
+	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, prob, r));
 	for (i = 0; i < 2000; i++) {
 		counts[idx[i]]++;
 		cr_assert_float_eq(prob[i], idx[i] == 2 ? 1.0 / 7.0 : 3.0 / 7.0, 1e-12, "slot %lld",
@@ -1376,7 +1427,7 @@ Test(ring, priority_updates_from_several_processes_add_up)
 	}
 	/* Only slots 0, 8, ..., 56 keep a priority: the tree's sums agree. */
 	td_cr_assert_ok(td_ring_batch_new(&out, r, 1000));
-	td_cr_assert_ok(td_ring_sample_prioritized(r, out, idx, NULL));
+	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, NULL, r));
 	for (i = 0; i < 1000; i++)
 		counts[idx[i]]++;
 	for (i = 0; i < 64; i++)
@@ -1425,7 +1476,7 @@ static int stress_writer(const char *dir, int w, int64_t rows, shared *sh)
 		p = ptrs_of(b);
 		for (i = 0; i < n; i++)
 			fill_row(&p, i, (int64_t)w * 1000000 + done + i);
-		got = td_ring_extend(r, b, NULL);
+		got = td_ring_extend(NULL, r, b);
 		td_dict_free(b);
 		if (got < 0)
 			return 1;
@@ -1456,7 +1507,7 @@ static int stress_sampler(const char *dir, int k, shared *sh)
 	bool last = false, writable = k % 2 == 0;
 
 	if (td_ring_open(&r, dir, writable ? td_test_ring_rw() : NULL) != 0 ||
-		td_ring_batch_new(&b, r, 32) != 0 || td_ring_stat(r, &st) != 0)
+		td_ring_batch_new(&b, r, 32) != 0 || td_ring_stat(&st, r) != 0)
 		return 1;
 	p = ptrs_of(b);
 	/* Sample until the writers are done, then once more. */
@@ -1467,13 +1518,13 @@ static int stress_sampler(const char *dir, int k, shared *sh)
 		last = atomic_load(&sh->writers_done) != 0;
 		switch (round % 4) {
 		case 0:
-			rc = td_ring_sample(r, b, idx, 0);
+			rc = td_ring_sample(b, idx, r, 0);
 			break;
 		case 1:
-			rc = td_ring_sample(r, b, idx, TD_RING_NO_REPLACEMENT);
+			rc = td_ring_sample(b, idx, r, TD_RING_NO_REPLACEMENT);
 			break;
 		case 2:
-			got = td_ring_read(r, b, &pos, tickets);
+			got = td_ring_read(b, tickets, &pos, r, pos);
 			if (got < 0)
 				return 1;
 			for (i = 1; i < got; i++)
@@ -1484,10 +1535,10 @@ static int stress_sampler(const char *dir, int k, shared *sh)
 			break;
 		default:
 			if (!st.prioritized) {
-				rc = td_ring_sample(r, b, idx, 0);
+				rc = td_ring_sample(b, idx, r, 0);
 				break;
 			}
-			rc = td_ring_sample_prioritized(r, b, idx, prio);
+			rc = td_ring_sample_prioritized(b, idx, prio, r);
 			for (i = 0; rc == 0 && writable && i < 32; i++)
 				prio[i] = 0.5 + (double)((idx[i] + round) % 4);
 			if (rc == 0 && writable && td_ring_update_priority(r, idx, prio, 32) != 0)
@@ -1550,7 +1601,7 @@ static void stress(bool prioritized)
 	/* Totals: every row reserved was stored (no writer fell a lap behind for
 	 * good: dropped rows are counted), the ring holds the last 256. */
 	td_cr_assert_ok(td_ring_open(&r, td_test_path("r"), NULL));
-	td_cr_assert_ok(td_ring_stat(r, &st));
+	td_cr_assert_ok(td_ring_stat(&st, r));
 	cr_assert_eq(st.head, (uint64_t)(WRITERS * rows));
 	cr_assert_eq((uint64_t)atomic_load(&sh->stored) + st.dropped, st.head);
 	cr_assert_eq(st.writing, 0);
@@ -1560,14 +1611,14 @@ static void stress(bool prioritized)
 		cr_assert_eq(st.published, 256);
 	td_cr_assert_ok(td_ring_batch_new(&b, r, 256));
 	p = ptrs_of(b);
-	got = td_ring_read(r, b, &pos, NULL);
+	got = td_ring_read(b, NULL, &pos, r, pos);
 	cr_assert(got <= st.published && got >= 256 - (int64_t)st.dropped, "read %lld rows",
 		(long long)got);
 	for (i = 0; i < got; i++)
 		cr_assert(row_ok(&p, i));
 	if (prioritized) {
 		/* The sum-tree, updated by writers and a sampler at once, still draws whole rows. */
-		td_cr_assert_ok(td_ring_sample_prioritized(r, b, NULL, NULL));
+		td_cr_assert_ok(td_ring_sample_prioritized(b, NULL, NULL, r));
 		for (i = 0; i < 256; i++)
 			cr_assert(row_ok(&p, i));
 	}
@@ -1610,7 +1661,7 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 		int status, waited;
 		pid_t pid;
 
-		td_cr_assert_ok(td_ring_stat(r, &st));
+		td_cr_assert_ok(td_ring_stat(&st, r));
 		head0 = st.head;
 		pid = fork();
 		cr_assert(pid >= 0);
@@ -1631,7 +1682,7 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 				for (j = 0; j < n; j++)
 					fill_row(&cp, j, id + j);
 				id += n;
-				if (td_ring_extend(c, cb, NULL) < 0)
+				if (td_ring_extend(NULL, c, cb) < 0)
 					_exit(1);
 				td_dict_free(cb);
 			}
@@ -1639,7 +1690,7 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 		/* Wait for the writer's first rows (up to 60 s under valgrind), then kill it
 		 * at a random point of what it does next. */
 		for (waited = 0; waited < 1200000; waited++) {
-			td_cr_assert_ok(td_ring_stat(r, &st));
+			td_cr_assert_ok(td_ring_stat(&st, r));
 			if (st.head != head0)
 				break;
 			nanosleep(&poll, NULL);
@@ -1649,30 +1700,30 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 		cr_assert_eq(waitpid(pid, &status, 0), pid);
 		cr_assert(WIFSIGNALED(status), "iteration %d: the writer exited on its own", it);
 		/* Every published row is whole. */
-		while ((got = td_ring_read(r, b, &pos, NULL)) > 0)
+		while ((got = td_ring_read(b, NULL, &pos, r, pos)) > 0)
 			for (i = 0; i < got; i++)
 				cr_assert(row_ok(&p, i), "iteration %d: a torn row", it);
 		/* Half the time reclaim, half the time let the next lap take the slots over. */
 		if (it % 2 == 0) {
 			int64_t n;
 
-			td_cr_assert_ok(td_ring_reclaim(r, &n));
+			td_cr_assert_ok(td_ring_reclaim(&n, r));
 			total_reclaimed += (uint64_t)n;
-			td_cr_assert_ok(td_ring_stat(r, &st));
+			td_cr_assert_ok(td_ring_stat(&st, r));
 			cr_assert_eq(st.writing, 0);
 			cr_assert_eq(st.writers, 1);
 		}
 		/* The ring stays usable: a full lap from this process. */
-		td_cr_assert_ok(td_ring_stat(r, &st));
+		td_cr_assert_ok(td_ring_stat(&st, r));
 		h = st.head;
 		for (i = 0; i < 64; i++)
 			fill_row(&p, i, 900000000 + it);
-		cr_assert_eq(td_ring_extend(r, b, NULL), 64);
-		td_cr_assert_ok(td_ring_stat(r, &st));
+		cr_assert_eq(td_ring_extend(NULL, r, b), 64);
+		td_cr_assert_ok(td_ring_stat(&st, r));
 		cr_assert_eq(st.head, h + 64);
 		cr_assert_eq(st.writing, 0);
 		cr_assert_eq(st.published, 64);
-		td_cr_assert_ok(td_ring_sample(r, b, NULL, 0));
+		td_cr_assert_ok(td_ring_sample(b, NULL, r, 0));
 		for (i = 0; i < 64; i++)
 			cr_assert(row_ok(&p, i));
 	}
