@@ -22,6 +22,12 @@ static int name_key(td_key **out, const char *name)
 	return td_key_from_path(out, &name, 1);
 }
 
+int td__dictname_key(td_key **out, const char *name)
+{
+	*out = NULL;
+	return plain(name) ? TD_OK : name_key(out, name);
+}
+
 int td__dictname_get(const td_value **out, const td_dict *d, const char *name)
 {
 	td_key *k;

@@ -15,6 +15,11 @@
 
 /** td_dict_get() of the entry `name` of `d`. */
 int td__dictname_get(const td_value **out, const td_dict *d, const char *name);
+/**
+ * A key handle naming the one component `name` (owned: td_key_free()), or
+ * NULL in `*out` when the dotted form names it already (no '.', not empty).
+ */
+int td__dictname_key(td_key **out, const char *name);
 /** td_dict_set_tensor_take() under `name`. */
 int td__dictname_set_tensor_take(td_dict *d, const char *name, td_tensor *t);
 /** td_dict_set_dict() under `name`. */

@@ -116,7 +116,7 @@ static int dir_refresh(td_store *st, bool *changed)
 		goto out;
 	rc = TD_OK;
 	gen = td__coord_generation(&st->dir.coord);
-	if (gen == st->generation)
+	if (gen == st->generation && !st->dir.stale)
 		goto out;
 	rc = td__coord_lock(&st->dir.coord, false);
 	if (rc < 0)

@@ -156,6 +156,15 @@ typedef struct td__change {
 	bool committed;                    /* the caller committed its own files (growth) */
 	bool reload;                       /* reload the dict after the commit (new mappings) */
 	/*
+	 * What to put back in the dict when the change fails and the dict
+	 * cannot be reloaded (a grown leaf's placeholder: its old mapping).
+	 */
+	bool has_undo;
+	td_tensor undo;
+	td_dict *undo_dict;
+	const char *undo_key;
+	td_key *undo_handle;               /* the key as a handle when undo_key holds '.' */
+	/*
 	 * Called once the change is committed, still under the writer lock and
 	 * with the levels open (removal deletes files no meta.json names any
 	 * more: under the lock, no other writer can have added them again).

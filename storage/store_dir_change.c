@@ -60,7 +60,7 @@ int td__change_begin(td__change *c, td_store *st, const char *fn)
 	}
 	rc = td__store_recover(st, c->rootfd);
 	gen = td__coord_generation(&st->dir.coord);
-	if (rc == TD_OK && gen != st->generation) {
+	if (rc == TD_OK && (gen != st->generation || st->dir.stale)) {
 		rc = td__store_reload(st, c->rootfd);
 		if (rc == TD_OK)
 			st->generation = gen;
@@ -203,6 +203,29 @@ static void change_release(td__change *c)
 }
 
 /*
+ * A change failed and the dict could not be reloaded from disk (out of
+ * memory): mark the store stale, so that the next change or
+ * td_store_refresh() reloads it, and put back what the change replaced,
+ * so that meanwhile readers see the old data, not a placeholder.
+ */
+static void change_undo(td__change *c)
+{
+	int code = td_error_last()->code;
+	char msg[512];
+
+	c->st->dir.stale = true;
+	if (!c->has_undo)
+		return;
+	snprintf(msg, sizeof(msg), "%s", td_error_last()->message);
+	/* The dict is still unlocked for the change; the key needs no allocation. */
+	if ((c->undo_handle ? td_dict_set_tensor_take_key(c->undo_dict, c->undo_handle, &c->undo) :
+		td_dict_set_tensor_take(c->undo_dict, c->undo_key, &c->undo)) == TD_OK)
+		c->has_undo = false;
+	if (code)
+		td__error(code, "%s", msg); /* the failure the caller reports, not ours */
+}
+
+/*
  * Commit the changed levels (none: nothing to do), then bump the
  * generation (also after a commit the caller made itself, c->committed);
  * with c->reload, load the dict again (new mappings). On
@@ -222,8 +245,11 @@ int td__change_end(td__change *c, int rc)
 			c->on_commit(c, c->on_commit_arg);
 
 		/* A failed reload keeps the old dict and generation: the next call reloads. */
-		if (c->reload)
+		if (c->reload) {
 			rc = td__store_reload(st, c->rootfd);
+			if (rc < 0)
+				change_undo(c);
+		}
 		if (rc == TD_OK)
 			st->generation = gen;
 		td_dict_lock(st->dict);
@@ -237,10 +263,15 @@ int td__change_end(td__change *c, int rc)
 
 		snprintf(msg, sizeof(msg), "%s", td_error_last()->message);
 		/* Back to what is committed on disk (the in-memory dict may be half-changed). */
-		if (td__store_reload(st, c->rootfd) < 0)
+		if (td__store_reload(st, c->rootfd) < 0) {
+			change_undo(c);
 			td_dict_lock(st->dict);
+		}
 		td__error(saved ? saved : rc, "%s", msg);
 	}
+	if (c->has_undo)
+		td_tensor_release(&c->undo);
+	td_key_free(c->undo_handle);
 	change_release(c);
 	return rc;
 }
@@ -260,10 +291,13 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 	if (rc < 0)
 		goto out;
 	d = c.dicts[c.depth - 1];
-	if (td__dictname_get(&v, d, key) == TD_OK) {
+	rc = td__dictname_get(&v, d, key);
+	if (rc == TD_OK) {
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, key);
 		goto out;
 	}
+	if (rc != TD_ENOTFOUND)
+		goto out; /* out of memory naming the key: not a free name */
 	bndim = td_dict_batch_ndim(d);
 	if (t->ndim < bndim ||
 	    memcmp(t->shape, td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
@@ -364,7 +398,8 @@ int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char 
 	d = c.dicts[c.depth - 1];
 	rc = td__dictname_get(&v, d, r.key);
 	if (rc < 0) {
-		rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, r.key);
+		if (rc == TD_ENOTFOUND)
+			rc = td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, r.key);
 		goto out;
 	}
 	/* Keep what names the files to delete after the commit: a nested dict's tree. */

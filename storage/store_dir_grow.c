@@ -258,8 +258,11 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	size_t nbytes;
 	int rc;
 
-	if (td__dictname_get(&v, d, key) < 0)
+	rc = td__dictname_get(&v, d, key);
+	if (rc == TD_ENOTFOUND)
 		return td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, key);
+	if (rc < 0)
+		return rc;
 	if (v->kind != TD_VALUE_TENSOR)
 		return td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, key,
 			v->kind == TD_VALUE_DICT ? "dict" : "non-tensor value");
@@ -284,15 +287,23 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	 */
 	memcpy(shape, t->shape, (size_t)t->ndim * sizeof(*shape));
 	shape[0] = new_size;
+	TD_TRY(td__dictname_key(&c->undo_handle, key)); /* for change_undo(): made now, not then */
 	TD_TRY(td_tensor_zeros(&z, t->dtype, 0, NULL));
 	rc = td_tensor_expand(&e, &z, t->ndim, shape);
 	td_tensor_release(&z);
 	if (rc < 0)
 		return rc;
+	/* Keep the old mapping until the change is over (change_undo()). */
+	td_tensor_ref(&c->undo, t);
 	rc = td__dictname_set_tensor_take(d, key, &e);
 	td_tensor_release(&e);
-	if (rc < 0)
+	if (rc < 0) {
+		td_tensor_release(&c->undo);
 		return rc;
+	}
+	c->has_undo = true;
+	c->undo_dict = d;
+	c->undo_key = key;
 	c->first_dirty = c->depth - 1;
 	c->reload = true;
 	return TD_OK;

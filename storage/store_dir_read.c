@@ -558,6 +558,7 @@ int td__store_reload(td_store *st, int dirfd)
 	}
 	td_dict_free(st->dict);
 	st->dict = d;
+	st->dir.stale = false;
 	td__dirmodel_free(st->dir.dix);
 	st->dir.dix = model;
 	for (i = 0; i < old_n; i++)

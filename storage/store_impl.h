@@ -180,6 +180,7 @@ typedef struct td__dirstore {
 	td__dirmodel *dix;    /* read-write stores: what the next index will say */
 	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
 	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
+	bool stale;           /* a failed change could not reload: the dict may be half-changed */
 } td__dirstore;
 
 /** A commit slot of a packed file, decoded (doc/format.md 4.2). */

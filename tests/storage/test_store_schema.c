@@ -233,6 +233,76 @@ Test(store_schema, keys_come_dotted_or_as_handles)
 	td_key_free(dk);
 }
 
+/*
+ * A component holding '.' is looked up through a key made on the fly: when
+ * that allocation fails the call reports TD_ENOMEM, never "no key" (nor
+ * "already exists" for an add), and the store keeps its leaf.
+ */
+Test(store_schema, out_of_memory_naming_a_dotted_component_is_not_a_missing_key)
+{
+	static const char *const dotted[] = { "lr.0" };
+	td_store *st, *ro;
+	const td_value *v;
+	td_dict *d;
+	td_key *dk;
+	td_tensor t;
+	long k;
+	int rc;
+
+	/* No batch dims: a leaf grows alone. */
+	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
+	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("m"), NULL));
+	td_dict_free(d);
+	td_cr_assert_ok(td_key_from_path(&dk, dotted, 1));
+	filled(&t, 5);
+	td_cr_assert_ok(td_store_add_tensor_key(st, dk, &t));
+	td_tensor_release(&t);
+	for (k = 0;; k++) {
+		td_test_alloc_install(k);
+		rc = td_store_grow_leaf_key(st, dk, 6);
+		td_test_alloc_uninstall();
+		if (rc == TD_OK)
+			break;
+		cr_assert_eq(rc, TD_ENOMEM, "grow, allocation %ld: %d (%s)", k, rc,
+			td_error_last()->message);
+		/* The old rows stay readable, also when the growth was committed but not reloaded. */
+		cr_assert_eq(first_i64(td_store_dict(st), dotted, 1), 5, "after failed grow %ld", k);
+		td_cr_assert_ok(td_store_refresh(NULL, st));
+		cr_assert_eq(first_i64(td_store_dict(st), dotted, 1), 5, "refreshed, grow %ld", k);
+	}
+	td_cr_assert_ok(td_store_open(&ro, td_test_path("m"), NULL));
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(ro), dk));
+	cr_assert_eq(v->tensor.shape[0], 6);
+	td_store_close(ro);
+	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), dk));
+	cr_assert_eq(v->tensor.shape[0], 6);
+	cr_assert_eq(first_i64(td_store_dict(st), dotted, 1), 5);
+	for (k = 0;; k++) {
+		filled(&t, 7);
+		td_test_alloc_install(k);
+		rc = td_store_add_tensor_key(st, dk, &t);
+		td_test_alloc_uninstall();
+		td_tensor_release(&t);
+		cr_assert(rc == TD_EEXISTS || rc == TD_ENOMEM, "add, allocation %ld: %d (%s)", k, rc,
+			td_error_last()->message);
+		if (rc == TD_EEXISTS)
+			break;
+	}
+	for (k = 0;; k++) {
+		td_test_alloc_install(k);
+		rc = td_store_remove_key(st, dk);
+		td_test_alloc_uninstall();
+		if (rc == TD_OK)
+			break;
+		cr_assert_eq(rc, TD_ENOMEM, "remove, allocation %ld: %d (%s)", k, rc,
+			td_error_last()->message);
+		cr_assert_eq(first_i64(td_store_dict(st), dotted, 1), 5);
+	}
+	cr_assert_not(exists(td_test_path("m/lr.0.memmap")));
+	td_key_free(dk);
+	td_store_close(st);
+}
+
 Test(store_schema, other_handles_see_changes_after_refresh_and_keep_their_views)
 {
 	const char *x[] = { "x" };
