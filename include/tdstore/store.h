@@ -316,6 +316,13 @@ TD_API void td_store_close(td_store *store);
  * Committed extents are never moved or reused: a removed leaf's space is
  * dead until the store is written anew.
  *
+ * Failures: a change that fails leaves the files as they were (or, when it
+ * fails after its commit, reports the error with the change committed) and
+ * reloads the dict from disk. When that reload itself fails (TD_ENOMEM),
+ * the dict keeps the data it showed before the change, possibly with the
+ * changed entry missing or added, and the store is marked stale: the next
+ * schema change or td_store_refresh() reloads it.
+ *
  * Views across a refresh or a remap: a refresh or a schema change replaces
  * the store's dict. Pointers borrowed from the old dict (nested dicts,
  * values, keys, tensor data pointers) become invalid; tensors taken with
@@ -469,7 +476,8 @@ TD_API int td_store_grow_leaf_key(td_store *store, const td_key *key, int64_t ne
 
 /**
  * Catch up with schema changes committed by other processes: when the
- * store's generation moved, the dict is reloaded from disk.
+ * store's generation moved, or a failed change left the dict stale (see
+ * "Failures" above), the dict is reloaded from disk.
  *
  * @param[out] changed_out  set to whether the dict was reloaded (false on
  *                         failure); may be NULL
