@@ -170,6 +170,19 @@ endif
 # --- script tests (TAP, run through SH_LOG_DRIVER) ---
 TESTS += %D%/storage/test_layering.sh
 EXTRA_DIST += %D%/storage/test_layering.sh
+TESTS += %D%/api/test_api_rules.sh
+EXTRA_DIST += %D%/api/test_api_rules.sh %D%/api/good.h \
+	%D%/api/bad-cap.h \
+	%D%/api/bad-doc.h \
+	%D%/api/bad-dst.h \
+	%D%/api/bad-keys.h \
+	%D%/api/bad-opts-init.h \
+	%D%/api/bad-opts-version.h \
+	%D%/api/bad-order.h \
+	%D%/api/bad-orphan-key.h \
+	%D%/api/bad-path.h \
+	%D%/api/bad-release.h \
+	%D%/api/bad-twin.h
 TESTS += %D%/tools/test_cli.sh
 EXTRA_DIST += %D%/tools/test_cli.sh
 TESTS += %D%/bench/test_bench.sh
