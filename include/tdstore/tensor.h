@@ -46,6 +46,24 @@ typedef struct td_tensor {
 /** Initializer for a released (empty) td_tensor value. */
 #define TD_TENSOR_INIT { NULL, 0, TD_DTYPE_F32, 0, { 0 }, { 0 } }
 
+/**
+ * @return the size of each of the tensor's `ndim` dims (borrowed: valid
+ *         while `t` holds its view, until it is released or overwritten)
+ */
+static inline const int64_t *td_tensor_shape(const td_tensor *t)
+{
+	return t->shape;
+}
+
+/**
+ * @return the step of each of the tensor's `ndim` dims, in elements (0 for
+ *         expanded dims); borrowed as td_tensor_shape()
+ */
+static inline const int64_t *td_tensor_strides(const td_tensor *t)
+{
+	return t->strides;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Scalars                                                                   */
 /* ------------------------------------------------------------------------ */
