@@ -629,7 +629,7 @@ static bool value_shape(const td_value *v, int *ndim, const int64_t **shape)
 {
 	if (v->kind == TD_VALUE_TENSOR) {
 		*ndim = v->tensor.ndim;
-		*shape = v->tensor.shape;
+		*shape = td_tensor_shape(&v->tensor);
 		return true;
 	}
 	if (v->kind == TD_VALUE_DICT) {
@@ -895,10 +895,10 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	if (v->kind == TD_VALUE_TENSOR) {
 		const td_tensor *t = &v->tensor;
 		if (TD_LIKELY(t->ndim >= parent->batch_ndim &&
-			      td__shape_eq(t->shape, parent->batch_shape, parent->batch_ndim)))
+			      td__shape_eq(td_tensor_shape(t), parent->batch_shape, parent->batch_ndim)))
 			return TD_OK;
 		td__kpath_format(key, sizeof(key), last, 1);
-		return td__dict_check_batch(parent, t->ndim, t->shape, key, fn);
+		return td__dict_check_batch(parent, t->ndim, td_tensor_shape(t), key, fn);
 	}
 	if (v->kind == TD_VALUE_DICT)
 		return check_child(parent, v->dict, last, fn);

@@ -637,7 +637,7 @@ static int check_move(const td_dict *to, const td_value *v, const char *key, con
 	const td_dict *child;
 
 	if (v->kind == TD_VALUE_TENSOR)
-		return td__dict_check_batch(to, v->tensor.ndim, v->tensor.shape, key, fn);
+		return td__dict_check_batch(to, v->tensor.ndim, td_tensor_shape(&v->tensor), key, fn);
 	if (v->kind == TD_VALUE_STRINGS)
 		return td__dict_check_batch(to, v->strings.ndim, v->strings.shape, key, fn);
 	if (v->kind != TD_VALUE_DICT)

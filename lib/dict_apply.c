@@ -113,7 +113,7 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			if (rc == 0 && keep) {
 				rc = td__tensor_check(r, st->name, "the callback's result");
 				if (rc == 0)
-					rc = td__dict_check_batch(nd, r->ndim, r->shape,
+					rc = td__dict_check_batch(nd, r->ndim, td_tensor_shape(r),
 						td__entry_key(e), st->name);
 				if (rc < 0) {
 					td_tensor_release(r);
@@ -278,7 +278,7 @@ static int binary_rec(td_dict **out, const td_dict *a, const td_dict *b, td_bino
 		if (ea->value.kind == TD_VALUE_TENSOR) {
 			rc = td_tensor_binary(&v.tensor, &ea->value.tensor, &eb->value.tensor, op);
 			if (rc == 0) {
-				rc = td__dict_check_batch(nd, v.tensor.ndim, v.tensor.shape,
+				rc = td__dict_check_batch(nd, v.tensor.ndim, td_tensor_shape(&v.tensor),
 					td__entry_key(ea), fn);
 				if (rc < 0)
 					td_tensor_release(&v.tensor);
@@ -578,7 +578,7 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 		else if (!o->close)
 			r = td_tensor_equal(&va->tensor, &vb->tensor);
 		else if (va->tensor.ndim != vb->tensor.ndim ||
-			 memcmp(va->tensor.shape, vb->tensor.shape,
+			 memcmp(td_tensor_shape(&va->tensor), td_tensor_shape(&vb->tensor),
 				 (size_t)va->tensor.ndim * sizeof(int64_t)) != 0)
 			r = 0;
 		else

@@ -105,18 +105,18 @@ static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
 	int j, k, n = bi->ndim;
 
 	for (k = 0; k < bi->nbatch; k++)
-		offset += bi->start[k] * in->strides[k];
+		offset += bi->start[k] * td_tensor_strides(in)[k];
 	out->buffer = td_buffer_ref(in->buffer);
 	out->offset = offset;
 	out->dtype = in->dtype;
 	for (j = 0; j < n; j++) {
 		int sd = bi->src[j];
 		out->shape[j] = bi->shape[j];
-		out->strides[j] = sd < 0 ? 1 : in->strides[sd] * bi->step[j];
+		out->strides[j] = sd < 0 ? 1 : td_tensor_strides(in)[sd] * bi->step[j];
 	}
 	for (k = bi->nbatch; k < in->ndim; k++, j++) {
-		out->shape[j] = in->shape[k];
-		out->strides[j] = in->strides[k];
+		out->shape[j] = td_tensor_shape(in)[k];
+		out->strides[j] = td_tensor_strides(in)[k];
 	}
 	out->ndim = j;
 	return TD_OK;
@@ -243,7 +243,7 @@ static int check_put(const td_tensor *t, const td_tensor *value, const batch_ind
 
 	TD_TRY(td__tensor_check_write(t, fn, key));
 	TD_TRY(td__tensor_check_read(value, fn, key));
-	TD_TRY(td__index_shape(&ndim, shape, NULL, t->ndim, t->shape, bi->idx, bi->n, fn));
+	TD_TRY(td__index_shape(&ndim, shape, NULL, t->ndim, td_tensor_shape(t), bi->idx, bi->n, fn));
 	return td__broadcast_strides(value, ndim, shape, strides, fn);
 }
 
@@ -354,7 +354,7 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			int rc;
 
 			if (ev->value.kind == TD_VALUE_TENSOR) {
-				src = ev->value.tensor.shape;
+				src = td_tensor_shape(&ev->value.tensor);
 				nd = ev->value.tensor.ndim;
 			} else if (ev->value.kind == TD_VALUE_DICT) {
 				src = ev->value.dict->batch_shape;
@@ -567,7 +567,7 @@ static inline __attribute__((always_inline)) void cut_leaf(td_dict *const *out, 
 	int k, j;
 
 	if (c->dim >= 0)
-		stride = t->strides[c->dim];
+		stride = td_tensor_strides(t)[c->dim];
 	if (c->dim >= 0 && !c->lengths) {
 		/* unbind: the dim dropped */
 		view.buffer = t->buffer;
@@ -577,8 +577,8 @@ static inline __attribute__((always_inline)) void cut_leaf(td_dict *const *out, 
 		for (k = 0, j = 0; k < t->ndim; k++) {
 			if (k == c->dim)
 				continue;
-			view.shape[j] = t->shape[k];
-			view.strides[j++] = t->strides[k];
+			view.shape[j] = td_tensor_shape(t)[k];
+			view.strides[j++] = td_tensor_strides(t)[k];
 		}
 		src = &view;
 	}
@@ -963,7 +963,7 @@ static int leaf_reshape(td_tensor *out, const td_tensor *in, void *ctx)
 		return td__error(TD_EINVAL, "td_dict_reshape: a leaf would exceed %d dims",
 			TD_MAX_DIMS);
 	memcpy(shape, c->shape, (size_t)c->ndim * sizeof(int64_t));
-	memcpy(shape + c->ndim, in->shape + c->old_ndim, (size_t)rest * sizeof(int64_t));
+	memcpy(shape + c->ndim, td_tensor_shape(in) + c->old_ndim, (size_t)rest * sizeof(int64_t));
 	if (c->view_only)
 		return td_tensor_view(out, in, c->ndim + rest, shape);
 	return td_tensor_reshape(out, in, c->ndim + rest, shape);

@@ -370,7 +370,7 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 				TD_TRY(td_tensor_copy(&e->value.tensor, &eo->value.tensor));
 			else {
 				TD_TRY(td__tensor_check_write(t, fn, td__entry_key(eo)));
-				TD_TRY(td__broadcast_strides(&eo->value.tensor, t->ndim, t->shape, strides,
+				TD_TRY(td__broadcast_strides(&eo->value.tensor, t->ndim, td_tensor_shape(t), strides,
 					fn));
 			}
 		}

@@ -115,7 +115,7 @@ static int select_positions(lazy_index *li, const td_index *x, int64_t size, con
 	} else {
 		if (x->tensor->ndim != 1)
 			return notsup(fn, "an index tensor at the stack dim must have one dim");
-		count = x->tensor->shape[0];
+		count = td_tensor_shape(x->tensor)[0];
 	}
 	li->pos = td__calloc(count ? (size_t)count : 1, sizeof(int64_t));
 	if (!li->pos)
@@ -619,7 +619,7 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 			for (i = 0, q = 0; i < m; i++) {
 				const td__entry *e = &src[i]->entries[j];
 				const td_tensor *t = &e->value.tensor;
-				int64_t stride = t->strides[dim];
+				int64_t stride = td_tensor_strides(t)[dim];
 				td_tensor view;
 
 				td__lz_select_borrowed(&view, t, dim, 0);

@@ -189,7 +189,7 @@ static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
 	const piece_ctx *p = ctx;
 	const td_dict *d = p->stack;
 
-	if (in->ndim < d->batch_ndim || !td__shape_eq(in->shape, d->batch_shape, d->batch_ndim))
+	if (in->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(in), d->batch_shape, d->batch_ndim))
 		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
 			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
 	td__view_select(out, in, d->lazy->dim, p->i);

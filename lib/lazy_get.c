@@ -127,14 +127,14 @@ static int leaves_check_same(const leaves *L, const td__kref *parts, size_t n, c
 
 	for (i = 1; i < L->n; i++) {
 		const td_tensor *t = &L->t[i];
-		if (t->ndim == t0->ndim && td__shape_eq(t->shape, t0->shape, t0->ndim))
+		if (t->ndim == t0->ndim && td__shape_eq(td_tensor_shape(t), td_tensor_shape(t0), t0->ndim))
 			continue;
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__error(TD_ETYPE, "%s: '%s' is ragged (child 0 has shape %s, child %zu "
 			"%s) and cannot be stacked: ask for a list (td_lazy_get_list), a padded "
 			"tensor (td_lazy_get_padded) or the nested form (td_lazy_get_nested)", fn, key,
-			td__format_shape(s1, sizeof(s1), t0->ndim, t0->shape), i,
-			td__format_shape(s2, sizeof(s2), t->ndim, t->shape));
+			td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)), i,
+			td__format_shape(s2, sizeof(s2), t->ndim, td_tensor_shape(t)));
 	}
 	return TD_OK;
 }
@@ -174,12 +174,12 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 		if (diff)
 			return td__lazy_get_tensor(out, d, parts, n, fn);
 		if (nd == 1) { /* the common leaf of a stack of chains: no loop */
-			diff |= x->shape[0] ^ t0->shape[0];
-			sdiff |= x->strides[0] ^ t0->strides[0];
+			diff |= td_tensor_shape(x)[0] ^ td_tensor_shape(t0)[0];
+			sdiff |= td_tensor_strides(x)[0] ^ td_tensor_strides(t0)[0];
 		} else {
 			for (j = 0; j < nd; j++) {
-				diff |= x->shape[j] ^ t0->shape[j];
-				sdiff |= x->strides[j] ^ t0->strides[j];
+				diff |= td_tensor_shape(x)[j] ^ td_tensor_shape(t0)[j];
+				sdiff |= td_tensor_strides(x)[j] ^ td_tensor_strides(t0)[j];
 			}
 		}
 		if (diff)
@@ -317,10 +317,10 @@ static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted,
 			TD_MAX_DIMS);
 	if (rc == TD_OK) {
 		for (k = 0, j = 0; k <= L.t[0].ndim; k++)
-			shape[k] = k == dim ? (int64_t)L.n : L.t[0].shape[j++];
-		if (dst->ndim != L.t[0].ndim + 1 || !td__shape_eq(dst->shape, shape, dst->ndim))
+			shape[k] = k == dim ? (int64_t)L.n : td_tensor_shape(&L.t[0])[j++];
+		if (dst->ndim != L.t[0].ndim + 1 || !td__shape_eq(td_tensor_shape(dst), shape, dst->ndim))
 			rc = td__error(TD_ETYPE, "%s: the destination has shape %s, the stacked leaf "
-				"%s", fn, td__format_shape(s1, sizeof(s1), dst->ndim, dst->shape),
+				"%s", fn, td__format_shape(s1, sizeof(s1), dst->ndim, td_tensor_shape(dst)),
 				td__format_shape(s2, sizeof(s2), L.t[0].ndim + 1, shape));
 	}
 	for (i = 0; rc == TD_OK && i < L.n; i++) {
@@ -424,9 +424,9 @@ static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left)
 
 		td__lz_select_borrowed(&view, out, dim, (int64_t)i);
 		for (k = 0; k < t->ndim; k++) {
-			if (left && t->shape[k] > 0)
-				view.offset += (view.shape[k] - t->shape[k]) * view.strides[k];
-			view.shape[k] = t->shape[k];
+			if (left && td_tensor_shape(t)[k] > 0)
+				view.offset += (td_tensor_shape(&view)[k] - td_tensor_shape(t)[k]) * td_tensor_strides(&view)[k];
+			view.shape[k] = td_tensor_shape(t)[k];
 		}
 		TD_TRY(td_tensor_copy(&view, t));
 	}
@@ -452,19 +452,19 @@ static int get_padded(td_tensor *out, const td_dict *d, const char *dotted, cons
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	dim = d->lazy->dim;
 	nd = L.t[0].ndim;
-	memcpy(maxs, L.t[0].shape, (size_t)nd * sizeof(int64_t));
+	memcpy(maxs, td_tensor_shape(&L.t[0]), (size_t)nd * sizeof(int64_t));
 	for (i = 1; rc == TD_OK && i < L.n; i++) {
 		if (L.t[i].ndim != nd) {
 			td__kpath_format(name, sizeof(name), p.part, p.n);
 			rc = td__error(TD_ETYPE, "%s: '%s' has shape %s in child 0 and %s in child %zu: "
 				"padding needs leaves of one ndim", fn, name,
-				td__format_shape(s1, sizeof(s1), nd, L.t[0].shape),
-				td__format_shape(s2, sizeof(s2), L.t[i].ndim, L.t[i].shape), i);
+				td__format_shape(s1, sizeof(s1), nd, td_tensor_shape(&L.t[0])),
+				td__format_shape(s2, sizeof(s2), L.t[i].ndim, td_tensor_shape(&L.t[i])), i);
 			break;
 		}
 		for (k = 0; k < nd; k++)
-			if (L.t[i].shape[k] > maxs[k])
-				maxs[k] = L.t[i].shape[k];
+			if (td_tensor_shape(&L.t[i])[k] > maxs[k])
+				maxs[k] = td_tensor_shape(&L.t[i])[k];
 	}
 	if (rc == TD_OK && nd >= TD_MAX_DIMS)
 		rc = td__error(TD_EINVAL, "%s: the padded leaf would exceed %d dims", fn,
@@ -515,12 +515,12 @@ static int check_jagged(const leaves *L, const td__kref *parts, size_t n, const 
 			return td__error(TD_ETYPE, "%s: '%s' is 0-d in child %zu: the nested form "
 				"needs a first dim", fn, key, i);
 		}
-		if (t->ndim != t0->ndim || !td__shape_eq(t->shape + 1, t0->shape + 1, t0->ndim - 1)) {
+		if (t->ndim != t0->ndim || !td__shape_eq(td_tensor_shape(t) + 1, td_tensor_shape(t0) + 1, t0->ndim - 1)) {
 			td__kpath_format(key, sizeof(key), parts, n);
 			return td__error(TD_ETYPE, "%s: '%s' has shape %s in child 0 and %s in child "
 				"%zu: the nested form allows the first dim only to differ", fn, key,
-				td__format_shape(s1, sizeof(s1), t0->ndim, t0->shape),
-				td__format_shape(s2, sizeof(s2), t->ndim, t->shape), i);
+				td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)),
+				td__format_shape(s2, sizeof(s2), t->ndim, td_tensor_shape(t)), i);
 		}
 	}
 	return TD_OK;
@@ -552,7 +552,7 @@ static int get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_di
 		off = td_tensor_data(&offsets);
 		off[0] = 0;
 		for (i = 0; i < L.n; i++)
-			off[i + 1] = off[i] + L.t[i].shape[0];
+			off[i + 1] = off[i] + td_tensor_shape(&L.t[i])[0];
 		rc = td_tensor_cat(&values, L.t, L.n, 0);
 		if (rc < 0)
 			td_tensor_release(&offsets);

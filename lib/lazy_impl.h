@@ -186,13 +186,13 @@ static inline void td__lz_select_borrowed(td_tensor *out, const td_tensor *t, in
 	int i, j = 0;
 
 	out->buffer = t->buffer;
-	out->offset = t->offset + k * t->strides[dim];
+	out->offset = t->offset + k * td_tensor_strides(t)[dim];
 	out->dtype = t->dtype;
 	for (i = 0; i < t->ndim; i++) {
 		if (i == dim)
 			continue;
-		out->shape[j] = t->shape[i];
-		out->strides[j++] = t->strides[i];
+		out->shape[j] = td_tensor_shape(t)[i];
+		out->strides[j++] = td_tensor_strides(t)[i];
 	}
 	out->ndim = t->ndim - 1;
 }

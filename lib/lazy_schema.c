@@ -337,10 +337,10 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
 	/* t0 is valid, so its byte size is; n times it is checked. */
 	if (n > (size_t)INT64_MAX ||
-	    !td__mul_size((size_t)td__numel(t0->ndim, t0->shape) * isz, n, &nbytes) ||
+	    !td__mul_size((size_t)td__numel(t0->ndim, td_tensor_shape(t0)) * isz, n, &nbytes) ||
 	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
 		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
-			fn, n, (size_t)td__numel(t0->ndim, t0->shape) * isz);
+			fn, n, (size_t)td__numel(t0->ndim, td_tensor_shape(t0)) * isz);
 	if (spare && *spare && (*spare)->nbytes == nbytes) {
 		buf = *spare; /* the caller's, unshared: taken over */
 		*spare = NULL;
@@ -353,10 +353,10 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	out->dtype = t0->dtype;
 	out->ndim = t0->ndim + 1;
 	for (k = 0, j = 0; k < out->ndim; k++)
-		out->shape[k] = k == dim ? (int64_t)n : t0->shape[j++];
+		out->shape[k] = k == dim ? (int64_t)n : td_tensor_shape(t0)[j++];
 	for (k = out->ndim - 1, es = 1; k >= 0; k--) {
 		out->strides[k] = es;
-		es *= out->shape[k] > 1 ? out->shape[k] : 1;
+		es *= td_tensor_shape(out)[k] > 1 ? td_tensor_shape(out)[k] : 1;
 	}
 	if (nbytes == 0)
 		return TD_OK;
@@ -368,9 +368,9 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 		bool dense = true;
 
 		for (k = 0, j = 0; k < out->ndim; k++) {
-			bs[k] = out->shape[k];
-			ds[k] = out->strides[k] * (int64_t)isz;
-			ss[k] = (k == dim ? *step : t0->strides[j++]) * (int64_t)isz;
+			bs[k] = td_tensor_shape(out)[k];
+			ds[k] = td_tensor_strides(out)[k] * (int64_t)isz;
+			ss[k] = (k == dim ? *step : td_tensor_strides(t0)[j++]) * (int64_t)isz;
 			dense = dense && (bs[k] == 1 || ss[k] == ds[k]);
 		}
 		if (dense) {
@@ -383,20 +383,20 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	}
 	/* One block per child; its layout is worked out again only when its
 	 * strides differ from the previous child's. */
-	stride = out->strides[dim] * (int64_t)isz;
+	stride = td_tensor_strides(out)[dim] * (int64_t)isz;
 	for (i = 0; i < n; i++) {
 		const td_tensor *x = &ent[i]->value.tensor;
 
-		if (!strides || !td__shape_eq(x->strides, strides, x->ndim)) {
+		if (!strides || !td__shape_eq(td_tensor_strides(x), strides, x->ndim)) {
 			for (k = 0, j = 0; k < out->ndim; k++)
 				if (k != dim)
-					ds[j++] = out->strides[k] * (int64_t)isz;
+					ds[j++] = td_tensor_strides(out)[k] * (int64_t)isz;
 			for (k = 0; k < x->ndim; k++) {
-				bs[k] = x->shape[k];
-				ss[k] = x->strides[k] * (int64_t)isz;
+				bs[k] = td_tensor_shape(x)[k];
+				ss[k] = td_tensor_strides(x)[k] * (int64_t)isz;
 			}
 			nd = td__coalesce_dims(x->ndim, bs, ss, ds);
-			strides = x->strides;
+			strides = td_tensor_strides(x);
 		}
 		td__copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
 	}

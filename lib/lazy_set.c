@@ -44,7 +44,7 @@ static bool slice_fits(const td_tensor *t, int dim, const td_dict *p)
 	for (i = 0; j < p->batch_ndim; i++) {
 		if (i == dim)
 			continue;
-		if (t->shape[i] != p->batch_shape[j++])
+		if (td_tensor_shape(t)[i] != p->batch_shape[j++])
 			return false;
 	}
 	return true;
@@ -60,9 +60,9 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 	char key[512];
 	size_t i;
 
-	if (t->ndim < d->batch_ndim || !td__shape_eq(t->shape, d->batch_shape, d->batch_ndim)) {
+	if (t->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
-		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
+		return td__dict_check_batch(d, t->ndim, td_tensor_shape(t), key, fn);
 	}
 	schema = td__lz_get(d);
 	if (schema)
@@ -142,9 +142,9 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 	char key[512];
 	size_t i;
 
-	if (t->ndim < d->batch_ndim || !td__shape_eq(t->shape, d->batch_shape, d->batch_ndim)) {
+	if (t->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
-		return td__dict_check_batch(d, t->ndim, t->shape, key, fn);
+		return td__dict_check_batch(d, t->ndim, td_tensor_shape(t), key, fn);
 	}
 	schema = td__lz_get(d);
 	if (schema && (k = td__lz_find_key(schema, parts, n, handle, NULL)) != NULL &&

@@ -285,7 +285,7 @@ int td__strings_gather(td_value *out, const td_value *const *srcs, size_t nsrc,
 		rc = td__blob_make(out, s, len, true, fn);
 		goto out;
 	}
-	rc = alloc_array(out, flat.ndim, flat.shape, numel, bytes, fn);
+	rc = alloc_array(out, flat.ndim, td_tensor_shape(&flat), numel, bytes, fn);
 	if (rc < 0)
 		goto out;
 	off = (uint64_t *)out->strings.offsets;

@@ -105,7 +105,7 @@ int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 	 */
 	last = t->offset;
 	for (i = 0; i < t->ndim; i++) {
-		int64_t n = t->shape[i], st = t->strides[i];
+		int64_t n = td_tensor_shape(t)[i], st = td_tensor_strides(t)[i];
 
 		if (TD_UNLIKELY((n | st) < 0))
 			return tensor_invalid(t, fn, what, TD_EINVAL);
@@ -150,12 +150,12 @@ bool td__tensor_overlap(const td_tensor *a, const td_tensor *b)
 
 	if (a->buffer != b->buffer)
 		return false;
-	if (td__numel(a->ndim, a->shape) == 0 || td__numel(b->ndim, b->shape) == 0)
+	if (td__numel(a->ndim, td_tensor_shape(a)) == 0 || td__numel(b->ndim, td_tensor_shape(b)) == 0)
 		return false;
 	for (i = 0; i < a->ndim; i++)
-		la += (a->shape[i] - 1) * a->strides[i];
+		la += (td_tensor_shape(a)[i] - 1) * td_tensor_strides(a)[i];
 	for (i = 0; i < b->ndim; i++)
-		lb += (b->shape[i] - 1) * b->strides[i];
+		lb += (td_tensor_shape(b)[i] - 1) * td_tensor_strides(b)[i];
 	a0 = (uintptr_t)a->offset * sa;
 	a1 = (uintptr_t)(a->offset + la + 1) * sa;
 	b0 = (uintptr_t)b->offset * sb;
@@ -199,9 +199,9 @@ int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, in
 		int it = t->ndim - ndim + i;
 		if (it < 0)
 			strides[i] = 0;
-		else if (t->shape[it] == shape[i])
-			strides[i] = shape[i] == 1 ? 0 : t->strides[it];
-		else if (t->shape[it] == 1)
+		else if (td_tensor_shape(t)[it] == shape[i])
+			strides[i] = shape[i] == 1 ? 0 : td_tensor_strides(t)[it];
+		else if (td_tensor_shape(t)[it] == 1)
 			strides[i] = 0;
 		else
 			goto mismatch;
@@ -210,7 +210,7 @@ int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, in
 mismatch: {
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	return td__error(TD_ETYPE, "%s: shape %s does not broadcast to %s", fn,
-		td__format_shape(s1, sizeof(s1), t->ndim, t->shape),
+		td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
 		td__format_shape(s2, sizeof(s2), ndim, shape));
 }
 }
@@ -236,7 +236,7 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 	out->ndim = ndim;
 	if (ndim > 0)
 		memcpy(out->shape, shape, (size_t)ndim * sizeof(int64_t));
-	td__contiguous_strides(ndim, out->shape, out->strides);
+	td__contiguous_strides(ndim, td_tensor_shape(out), out->strides);
 	return TD_OK;
 }
 
@@ -247,7 +247,7 @@ int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, co
 	int rc, i;
 
 	/* t is valid: its shape is checked, only the byte size for `dtype` is new. */
-	if (!td__mul_size((size_t)td__numel(t->ndim, t->shape), td__itemsize(dtype), &nbytes))
+	if (!td__mul_size((size_t)td__numel(t->ndim, td_tensor_shape(t)), td__itemsize(dtype), &nbytes))
 		return td__error(TD_EOVERFLOW, "%s: the tensor is too large as %s", fn,
 			td_dtype_name(dtype));
 	rc = td_buffer_new(&buf, nbytes, 0);
@@ -258,8 +258,8 @@ int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, co
 	out->dtype = dtype;
 	out->ndim = t->ndim;
 	for (i = 0; i < t->ndim; i++)
-		out->shape[i] = t->shape[i];
-	td__contiguous_strides(t->ndim, out->shape, out->strides);
+		out->shape[i] = td_tensor_shape(t)[i];
+	td__contiguous_strides(t->ndim, td_tensor_shape(out), out->strides);
 	return TD_OK;
 }
 
@@ -346,7 +346,7 @@ int td_tensor_from_buffer(td_tensor *out, td_buffer *buf, td_dtype dtype, int nd
 			tmp.strides[i] = strides[i];
 		}
 	} else {
-		td__contiguous_strides(ndim, tmp.shape, tmp.strides);
+		td__contiguous_strides(ndim, td_tensor_shape(&tmp), tmp.strides);
 	}
 	TD_TRY(td__tensor_check(&tmp, fn, "the view"));
 	td_buffer_ref(buf);
@@ -361,7 +361,7 @@ int td_tensor_empty_like(td_tensor *out, const td_tensor *t)
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_empty_like: NULL out");
 	TD_TRY(td__tensor_check(t, "td_tensor_empty_like", "the tensor"));
-	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, t->shape, false, "td_tensor_empty_like"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), false, "td_tensor_empty_like"));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -373,7 +373,7 @@ int td_tensor_zeros_like(td_tensor *out, const td_tensor *t)
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_zeros_like: NULL out");
 	TD_TRY(td__tensor_check(t, "td_tensor_zeros_like", "the tensor"));
-	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, t->shape, true, "td_tensor_zeros_like"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), true, "td_tensor_zeros_like"));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -417,7 +417,7 @@ int64_t td_tensor_numel(const td_tensor *t)
 {
 	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
 		return 0;
-	return td__numel(t->ndim, t->shape);
+	return td__numel(t->ndim, td_tensor_shape(t));
 }
 
 size_t td_tensor_nbytes(const td_tensor *t)
@@ -431,7 +431,7 @@ bool td_tensor_is_contiguous(const td_tensor *t)
 {
 	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
 		return false;
-	return td__is_contiguous(t->ndim, t->shape, t->strides);
+	return td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t));
 }
 
 void *td_tensor_data(const td_tensor *t)
@@ -450,11 +450,11 @@ static int element_ptr(const td_tensor *t, const int64_t *index, char **out, con
 	if (t->ndim > 0 && !index)
 		return td__error(TD_EINVAL, "%s: NULL index for a %d-d tensor", fn, (int)t->ndim);
 	for (i = 0; i < t->ndim; i++) {
-		int64_t k = index[i] < 0 ? index[i] + t->shape[i] : index[i];
-		if (k < 0 || k >= t->shape[i])
+		int64_t k = index[i] < 0 ? index[i] + td_tensor_shape(t)[i] : index[i];
+		if (k < 0 || k >= td_tensor_shape(t)[i])
 			return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
-				fn, (long long)index[i], i, (long long)t->shape[i]);
-		off += k * t->strides[i];
+				fn, (long long)index[i], i, (long long)td_tensor_shape(t)[i]);
+		off += k * td_tensor_strides(t)[i];
 	}
 	*out = td__tensor_ptr(t) + (size_t)off * td__itemsize(t->dtype);
 	return TD_OK;

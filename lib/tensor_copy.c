@@ -406,7 +406,7 @@ static bool has_zero_stride(const td_tensor *t)
 	int i;
 
 	for (i = 0; i < t->ndim; i++)
-		if (t->strides[i] == 0 && t->shape[i] > 1)
+		if (td_tensor_strides(t)[i] == 0 && td_tensor_shape(t)[i] > 1)
 			return true;
 	return false;
 }
@@ -418,12 +418,12 @@ static int copy_block_same(const td_tensor *dst, const td_tensor *src)
 	size_t isz = td__itemsize(dst->dtype);
 	int k, nd;
 
-	if (td__numel(dst->ndim, dst->shape) == 0)
+	if (td__numel(dst->ndim, td_tensor_shape(dst)) == 0)
 		return TD_OK;
 	for (k = 0; k < dst->ndim; k++) {
-		shape[k] = dst->shape[k];
-		ds[k] = dst->strides[k] * (int64_t)isz;
-		ss[k] = src->strides[k] * (int64_t)isz;
+		shape[k] = td_tensor_shape(dst)[k];
+		ds[k] = td_tensor_strides(dst)[k] * (int64_t)isz;
+		ss[k] = td_tensor_strides(src)[k] * (int64_t)isz;
 	}
 	nd = td__coalesce_dims(dst->ndim, shape, ss, ds);
 	td__copy_block(td__tensor_ptr(dst), ds, td__tensor_ptr(src), ss, shape, nd, isz);
@@ -441,27 +441,27 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 
 	/* Same dtype, same shape, both dense: one memcpy (most copies). */
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    memcmp(dst->shape, src->shape, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
-	    td__is_contiguous(dst->ndim, dst->shape, dst->strides) &&
-	    td__is_contiguous(src->ndim, src->shape, src->strides)) {
-		size_t bytes = (size_t)td__numel(dst->ndim, dst->shape) * td__itemsize(dst->dtype);
+	    memcmp(td_tensor_shape(dst), td_tensor_shape(src), (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
+	    td__is_contiguous(dst->ndim, td_tensor_shape(dst), td_tensor_strides(dst)) &&
+	    td__is_contiguous(src->ndim, td_tensor_shape(src), td_tensor_strides(src))) {
+		size_t bytes = (size_t)td__numel(dst->ndim, td_tensor_shape(dst)) * td__itemsize(dst->dtype);
 		if (bytes)
 			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
 		return TD_OK;
 	}
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    td__shape_eq(dst->shape, src->shape, dst->ndim) && !has_zero_stride(dst))
+	    td__shape_eq(td_tensor_shape(dst), td_tensor_shape(src), dst->ndim) && !has_zero_stride(dst))
 		return copy_block_same(dst, src);
-	TD_TRY(td__broadcast_strides(src, dst->ndim, dst->shape, sstrides, fn));
+	TD_TRY(td__broadcast_strides(src, dst->ndim, td_tensor_shape(dst), sstrides, fn));
 	base[0] = td__tensor_ptr(dst);
 	base[1] = td__tensor_ptr(src);
-	strides[0] = dst->strides;
+	strides[0] = td_tensor_strides(dst);
 	strides[1] = sstrides;
 	sizes[0] = td__itemsize(dst->dtype);
 	sizes[1] = td__itemsize(src->dtype);
 	ctx.dt = dst->dtype;
 	ctx.st = src->dtype;
-	td__iter_init(&it, dst->ndim, dst->shape, 2, base, strides, sizes);
+	td__iter_init(&it, dst->ndim, td_tensor_shape(dst), 2, base, strides, sizes);
 	td__iter_run(&it, copy_loop, &ctx);
 	return TD_OK;
 }
@@ -533,7 +533,7 @@ static void fill_loop(char *const *p, const int64_t *s, int64_t n, void *ctx)
 
 int td__fill_unchecked(const td_tensor *t, td_scalar value)
 {
-	const int64_t *strides[1] = { t->strides };
+	const int64_t *strides[1] = { td_tensor_strides(t) };
 	char *base[1] = { td__tensor_ptr(t) };
 	size_t sizes[1] = { td__itemsize(t->dtype) };
 	fill_ctx ctx;
@@ -542,7 +542,7 @@ int td__fill_unchecked(const td_tensor *t, td_scalar value)
 	memset(&ctx, 0, sizeof(ctx));
 	ctx.size = sizes[0];
 	td__scalar_store(ctx.value, t->dtype, value);
-	td__iter_init(&it, t->ndim, t->shape, 1, base, strides, sizes);
+	td__iter_init(&it, t->ndim, td_tensor_shape(t), 1, base, strides, sizes);
 	td__iter_run(&it, fill_loop, &ctx);
 	return TD_OK;
 }
@@ -557,9 +557,9 @@ int td_tensor_fill(td_tensor *t, td_scalar value)
 int td_tensor_zero(td_tensor *t)
 {
 	TD_TRY(td__tensor_check_write(t, "td_tensor_zero", "the tensor"));
-	if (td__is_contiguous(t->ndim, t->shape, t->strides)) {
+	if (td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t))) {
 		memset(td__tensor_ptr(t), 0,
-			(size_t)td__numel(t->ndim, t->shape) * td__itemsize(t->dtype));
+			(size_t)td__numel(t->ndim, td_tensor_shape(t)) * td__itemsize(t->dtype));
 		return TD_OK;
 	}
 	return td__fill_unchecked(t, td_scalar_int(0));
@@ -574,8 +574,8 @@ static int copy_into_new(td_tensor *out, const td_tensor *t, td_dtype dtype, con
 	td_tensor tmp;
 
 	TD_TRY(td__tensor_alloc_like(&tmp, t, dtype, fn));
-	if (dtype == t->dtype && td__is_contiguous(t->ndim, t->shape, t->strides))
-		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, t->shape) *
+	if (dtype == t->dtype && td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))
+		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, td_tensor_shape(t)) *
 			td__itemsize(dtype));
 	else
 		td__copy_unchecked(&tmp, t, fn);
@@ -593,7 +593,7 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 	 * is checked (its data is not touched here). */
 	if (TD_LIKELY(t && t->buffer && (unsigned)t->ndim <= TD_MAX_DIMS &&
 		      (unsigned)t->dtype < TD_DTYPE_COUNT && t->offset >= 0 &&
-		      td__is_contiguous(t->ndim, t->shape, t->strides))) {
+		      td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))) {
 		if (out != t)
 			td_tensor_ref(out, t);
 		return TD_OK;
@@ -666,8 +666,8 @@ static int shape_mismatch(const td_tensor *a, const td_tensor *b, size_t i, cons
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 
 	return td__error(TD_ETYPE, "%s: tensor %zu has shape %s, tensor 0 has %s", fn, i,
-		td__format_shape(s1, sizeof(s1), b->ndim, b->shape),
-		td__format_shape(s2, sizeof(s2), a->ndim, a->shape));
+		td__format_shape(s1, sizeof(s1), b->ndim, td_tensor_shape(b)),
+		td__format_shape(s2, sizeof(s2), a->ndim, td_tensor_shape(a)));
 }
 
 /*
@@ -702,16 +702,16 @@ static bool join_contiguous(const td_tensor *res, const td_tensor *tensors, size
 
 	for (i = 0; i < n; i++)
 		if (tensors[i].dtype != res->dtype ||
-		    !td__is_contiguous(tensors[i].ndim, tensors[i].shape, tensors[i].strides))
+		    !td__is_contiguous(tensors[i].ndim, td_tensor_shape(&tensors[i]), td_tensor_strides(&tensors[i])))
 			return false;
 	for (k = 0; k < d; k++)
-		outer *= res->shape[k];
+		outer *= td_tensor_shape(res)[k];
 	for (o = 0; o < outer; o++) {
 		for (i = 0; i < n; i++) {
 			int64_t inner = 1;
 			size_t bytes;
 			for (k = d; k < tensors[i].ndim; k++)
-				inner *= tensors[i].shape[k];
+				inner *= td_tensor_shape(&tensors[i])[k];
 			bytes = (size_t)inner * size;
 			if (bytes)
 				memcpy(dst, td__tensor_ptr(&tensors[i]) + (size_t)o * bytes, bytes);
@@ -741,20 +741,20 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	TD_TRY(td__wrap_dim(dim, tensors[0].ndim + 1, &d, fn));
 	for (i = 1; i < n; i++) {
 		if (tensors[i].ndim != tensors[0].ndim ||
-		    memcmp(tensors[i].shape, tensors[0].shape,
+		    memcmp(td_tensor_shape(&tensors[i]), td_tensor_shape(&tensors[0]),
 			    (size_t)tensors[0].ndim * sizeof(int64_t)) != 0)
 			return shape_mismatch(&tensors[0], &tensors[i], i, fn);
 	}
 	for (k = 0, i = 0; k <= tensors[0].ndim; k++)
-		shape[k] = k == d ? (int64_t)n : tensors[0].shape[i++];
+		shape[k] = k == d ? (int64_t)n : td_tensor_shape(&tensors[0])[i++];
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim + 1, shape, false, fn));
 	fast = join_contiguous(&tmp, tensors, n, d);
 	for (i = 0; !fast && i < n; i++) {
 		slot = tmp;
-		slot.offset = (int64_t)i * tmp.strides[d];
+		slot.offset = (int64_t)i * td_tensor_strides(&tmp)[d];
 		for (k = d; k < tmp.ndim - 1; k++) {
-			slot.shape[k] = tmp.shape[k + 1];
-			slot.strides[k] = tmp.strides[k + 1];
+			slot.shape[k] = td_tensor_shape(&tmp)[k + 1];
+			slot.strides[k] = td_tensor_strides(&tmp)[k + 1];
 		}
 		slot.ndim = tmp.ndim - 1;
 		td__copy_unchecked(&slot, &tensors[i], fn);
@@ -784,21 +784,21 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 		if (t->ndim != tensors[0].ndim)
 			return shape_mismatch(&tensors[0], t, i, fn);
 		for (k = 0; k < t->ndim; k++)
-			if (k != d && t->shape[k] != tensors[0].shape[k])
+			if (k != d && td_tensor_shape(t)[k] != td_tensor_shape(&tensors[0])[k])
 				return shape_mismatch(&tensors[0], t, i, fn);
-		if (!td__add_i64(total, t->shape[d], &total))
+		if (!td__add_i64(total, td_tensor_shape(t)[d], &total))
 			return td__error(TD_EOVERFLOW, "%s: result is too large", fn);
 	}
-	memcpy(shape, tensors[0].shape, (size_t)tensors[0].ndim * sizeof(int64_t));
+	memcpy(shape, td_tensor_shape(&tensors[0]), (size_t)tensors[0].ndim * sizeof(int64_t));
 	shape[d] = total;
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim, shape, false, fn));
 	fast = join_contiguous(&tmp, tensors, n, d);
 	for (i = 0; !fast && i < n; i++) {
 		slot = tmp;
-		slot.shape[d] = tensors[i].shape[d];
-		slot.offset = pos * tmp.strides[d];
-		pos += tensors[i].shape[d];
-		if (slot.shape[d] > 0)
+		slot.shape[d] = td_tensor_shape(&tensors[i])[d];
+		slot.offset = pos * td_tensor_strides(&tmp)[d];
+		pos += td_tensor_shape(&tensors[i])[d];
+		if (td_tensor_shape(&slot)[d] > 0)
 			td__copy_unchecked(&slot, &tensors[i], fn);
 	}
 	join_assign(out, tensors, n, &tmp);

@@ -40,8 +40,8 @@ static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
 	 * where a variable-length loop becomes two memcpy calls); the arrays
 	 * hold TD_MAX_DIMS, a multiple of 4, so the tail stays in bounds. */
 	for (i = 0; i < n; i += 4) {
-		memcpy(&dst->shape[i], &src->shape[i], 4 * sizeof(int64_t));
-		memcpy(&dst->strides[i], &src->strides[i], 4 * sizeof(int64_t));
+		memcpy(&dst->shape[i], &td_tensor_shape(src)[i], 4 * sizeof(int64_t));
+		memcpy(&dst->strides[i], &td_tensor_strides(src)[i], 4 * sizeof(int64_t));
 	}
 }
 
@@ -68,13 +68,13 @@ static inline void td__view_select(td_tensor *out, const td_tensor *t, int d, in
 	int i, j = 0;
 
 	out->buffer = td_buffer_ref(t->buffer);
-	out->offset = t->offset + k * t->strides[d];
+	out->offset = t->offset + k * td_tensor_strides(t)[d];
 	out->dtype = t->dtype;
 	for (i = 0; i < t->ndim; i++) {
 		if (i == d)
 			continue;
-		out->shape[j] = t->shape[i];
-		out->strides[j++] = t->strides[i];
+		out->shape[j] = td_tensor_shape(t)[i];
+		out->strides[j++] = td_tensor_strides(t)[i];
 	}
 	out->ndim = t->ndim - 1;
 }
@@ -85,7 +85,7 @@ static inline void td__view_narrow(td_tensor *out, const td_tensor *t, int d, in
 {
 	td__tensor_copy_meta(out, t);
 	if (len > 0)
-		out->offset += start * t->strides[d];
+		out->offset += start * td_tensor_strides(t)[d];
 	out->shape[d] = len;
 	td_buffer_ref(out->buffer);
 }
@@ -195,8 +195,8 @@ bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
 static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
 {
 	return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
-	       a->ndim == b->ndim && td__shape_eq(a->shape, b->shape, a->ndim) &&
-	       td__shape_eq(a->strides, b->strides, a->ndim);
+	       a->ndim == b->ndim && td__shape_eq(td_tensor_shape(a), td_tensor_shape(b), a->ndim) &&
+	       td__shape_eq(td_tensor_strides(a), td_tensor_strides(b), a->ndim);
 }
 
 /* ------------------------------------------------------------------------ */

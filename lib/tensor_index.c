@@ -158,11 +158,11 @@ static int64_t tensor_count_true(const td_tensor *m)
 	int64_t i[TD_MAX_DIMS] = { 0 }, n = 0;
 	const char *p = td__tensor_ptr(m);
 
-	if (td__numel(m->ndim, m->shape) == 0)
+	if (td__numel(m->ndim, td_tensor_shape(m)) == 0)
 		return 0;
 	do
 		n += *p != 0;
-	while (odo_next(m->ndim, m->shape, m->strides, i, &p));
+	while (odo_next(m->ndim, td_tensor_shape(m), td_tensor_strides(m), i, &p));
 	return n;
 }
 
@@ -203,7 +203,7 @@ static void mask_positions(const td_index *x, int64_t nnz, int64_t *pos)
 				pos[j * nnz + c] = i[j];
 			c++;
 		}
-	} while (odo_next(m->ndim, m->shape, m->strides, i, &p));
+	} while (odo_next(m->ndim, td_tensor_shape(m), td_tensor_strides(m), i, &p));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -301,11 +301,11 @@ static int out_of_range(int64_t i, int dim, int64_t size, const char *fn)
 
 static int walk_int(walk *w, const td_tensor *t, int d, int64_t i, const char *fn)
 {
-	int64_t size = t->shape[d], k = i < 0 ? i + size : i;
+	int64_t size = td_tensor_shape(t)[d], k = i < 0 ? i + size : i;
 
 	if (k < 0 || k >= size)
 		return out_of_range(i, d, size, fn);
-	w->offset += k * t->strides[d];
+	w->offset += k * td_tensor_strides(t)[d];
 	return TD_OK;
 }
 
@@ -323,7 +323,7 @@ static int64_t slice_bound(int64_t b, int64_t size, int64_t dflt)
 
 static int walk_slice(walk *w, const td_tensor *t, int d, const td_index *x, const char *fn)
 {
-	int64_t size = t->shape[d], step = x->step == TD_SLICE_NONE ? 1 : x->step;
+	int64_t size = td_tensor_shape(t)[d], step = x->step == TD_SLICE_NONE ? 1 : x->step;
 	int64_t start, stop, len;
 
 	if (step == 0)
@@ -336,13 +336,13 @@ static int walk_slice(walk *w, const td_tensor *t, int d, const td_index *x, con
 	stop = slice_bound(x->stop, size, size);
 	len = stop > start ? (stop - start - 1) / step + 1 : 0;
 	if (len > 0)
-		w->offset += start * t->strides[d];
-	return wpush(w, len, len > 1 ? t->strides[d] * step : t->strides[d], d, fn);
+		w->offset += start * td_tensor_strides(t)[d];
+	return wpush(w, len, len > 1 ? td_tensor_strides(t)[d] * step : td_tensor_strides(t)[d], d, fn);
 }
 
 static int walk_range(walk *w, const td_tensor *t, int d, const td_index *x, const char *fn)
 {
-	int64_t size = t->shape[d], len = 0, span;
+	int64_t size = td_tensor_shape(t)[d], len = 0, span;
 
 	if (x->step <= 0)
 		return td__error(TD_EINVAL, "%s: range step %lld is not positive (dim %d)", fn,
@@ -354,9 +354,9 @@ static int walk_range(walk *w, const td_tensor *t, int d, const td_index *x, con
 		len = (span - 1) / x->step + 1;
 		if (x->start + (len - 1) * x->step >= size)
 			goto out_of_range;
-		w->offset += x->start * t->strides[d];
+		w->offset += x->start * td_tensor_strides(t)[d];
 	}
-	return wpush(w, len, len > 1 ? t->strides[d] * x->step : t->strides[d], d, fn);
+	return wpush(w, len, len > 1 ? td_tensor_strides(t)[d] * x->step : td_tensor_strides(t)[d], d, fn);
 out_of_range:
 	return td__error(TD_EINDEX, "%s: range(%lld, %lld, %lld) reaches outside dim %d of size "
 		"%lld", fn, (long long)x->start, (long long)x->stop, (long long)x->step, d,
@@ -376,7 +376,7 @@ static int walk_advanced(walk *w, const td_tensor *t, int *d, const td_index *x,
 		return TD_OK;
 	}
 	for (k = 0; k < nd; k++, (*d)++) {
-		TD_TRY(wpush(w, t->shape[*d], t->strides[*d], *d, fn));
+		TD_TRY(wpush(w, td_tensor_shape(t)[*d], td_tensor_strides(t)[*d], *d, fn));
 		w->elem[w->ndim - 1] = (int)i;
 		w->comp[w->ndim - 1] = (int8_t)k;
 		w->nadv++;
@@ -400,7 +400,7 @@ static int walk_element(walk *w, const td_tensor *t, int *d, const td_index *x, 
 		return wpush(w, 1, 0, -1, fn);
 	case TD_INDEX_ELLIPSIS:
 		for (k = 0; k < fill; k++, (*d)++)
-			TD_TRY(wpush(w, t->shape[*d], t->strides[*d], *d, fn));
+			TD_TRY(wpush(w, td_tensor_shape(t)[*d], td_tensor_strides(t)[*d], *d, fn));
 		return TD_OK;
 	default:
 		return walk_advanced(w, t, d, x, i, fn);
@@ -424,7 +424,7 @@ static int walk_expr(walk *w, const td_tensor *t, const td_index *idx, size_t n,
 	for (i = 0; i < n; i++)
 		TD_TRY(walk_element(w, t, &d, &idx[i], i, t->ndim - consumed, fn));
 	for (; d < t->ndim; d++)
-		TD_TRY(wpush(w, t->shape[d], t->strides[d], d, fn));
+		TD_TRY(wpush(w, td_tensor_shape(t)[d], td_tensor_strides(t)[d], d, fn));
 	return TD_OK;
 }
 
@@ -457,7 +457,7 @@ static int mask_mismatch(const plan *p, const td_tensor *m, int k, const char *f
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 
 	return td__error(TD_EINDEX, "%s: bool mask of shape %s does not match the shape %s of "
-		"dims %d..%d", fn, td__format_shape(s1, sizeof(s1), m->ndim, m->shape),
+		"dims %d..%d", fn, td__format_shape(s1, sizeof(s1), m->ndim, td_tensor_shape(m)),
 		td__format_shape(s2, sizeof(s2), m->ndim, p->w->shape + k), p->w->src[k],
 		p->w->src[k] + m->ndim - 1);
 }
@@ -472,8 +472,8 @@ static int describe_tensor(const plan *p, adv *a, const td_index *x, int k, cons
 		a->dtype = m->dtype;
 		a->ndim = m->ndim;
 		a->trusted = false;
-		memcpy(a->shape, m->shape, (size_t)m->ndim * sizeof(int64_t));
-		memcpy(a->strides, m->strides, (size_t)m->ndim * sizeof(int64_t));
+		memcpy(a->shape, td_tensor_shape(m), (size_t)m->ndim * sizeof(int64_t));
+		memcpy(a->strides, td_tensor_strides(m), (size_t)m->ndim * sizeof(int64_t));
 		return TD_OK;
 	}
 	if (m->ndim == 0) {
@@ -487,7 +487,7 @@ static int describe_tensor(const plan *p, adv *a, const td_index *x, int k, cons
 		return TD_OK;
 	}
 	for (j = 0; j < m->ndim; j++)
-		if (m->shape[j] != p->w->shape[k + j])
+		if (td_tensor_shape(m)[j] != p->w->shape[k + j])
 			return mask_mismatch(p, m, k, fn);
 	a->mask = m->ndim;
 	a->shape[0] = tensor_count_true(m);
@@ -917,7 +917,7 @@ static int index_gather(td_tensor *out, const td_tensor *t, const td_index *idx,
 	nd = p.na + p.nb + p.nc;
 	rc = td__tensor_alloc(&tmp, t->dtype, nd, p.shape, false, fn);
 	if (rc == 0 && td__numel(nd, p.shape) > 0) {
-		kernel_init(&k, &p, t, td__tensor_ptr(&tmp), tmp.strides, t->dtype, false);
+		kernel_init(&k, &p, t, td__tensor_ptr(&tmp), td_tensor_strides(&tmp), t->dtype, false);
 		kernel_run(&k);
 	}
 	plan_release(&p);

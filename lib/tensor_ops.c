@@ -315,10 +315,10 @@ static void run_binary(const td_tensor *dst, const operand *a, const operand *b,
 	td_dtype ct)
 {
 	char *base[3] = { td__tensor_ptr(dst), a->base, b->base };
-	const int64_t *strides[3] = { dst->strides, a->strides, b->strides };
+	const int64_t *strides[3] = { td_tensor_strides(dst), a->strides, b->strides };
 	size_t sizes[3] = { td__itemsize(dst->dtype), td__itemsize(a->dtype),
 		td__itemsize(b->dtype) };
-	int64_t flat[3], n = td__numel(dst->ndim, dst->shape);
+	int64_t flat[3], n = td__numel(dst->ndim, td_tensor_shape(dst));
 	td__iter it;
 	plan pl;
 	int k;
@@ -331,13 +331,13 @@ static void run_binary(const td_tensor *dst, const operand *a, const operand *b,
 	pl.bt = b->dtype;
 	/* Fast path, the common case: contiguous operands (or a scalar) in one row. */
 	for (k = 0; k < 3; k++)
-		flat[k] = flat_stride(dst->ndim, dst->shape, strides[k], sizes[k]);
+		flat[k] = flat_stride(dst->ndim, td_tensor_shape(dst), strides[k], sizes[k]);
 	if (flat[0] >= 0 && flat[1] >= 0 && flat[2] >= 0) {
 		if (n > 0)
 			binary_loop(base, flat, n, &pl);
 		return;
 	}
-	td__iter_init(&it, dst->ndim, dst->shape, 3, base, strides, sizes);
+	td__iter_init(&it, dst->ndim, td_tensor_shape(dst), 3, base, strides, sizes);
 	td__iter_run(&it, binary_loop, &pl);
 }
 
@@ -430,7 +430,7 @@ int td_tensor_binary(td_tensor *out, const td_tensor *a, const td_tensor *b, td_
 	TD_TRY(op_check(op, fn));
 	TD_TRY(op_dtypes(td_dtype_promote(a->dtype, b->dtype), op,
 		a->dtype == TD_DTYPE_BOOL || b->dtype == TD_DTYPE_BOOL, &rt, &ct, fn));
-	TD_TRY(td__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape, fn));
+	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd, shape, fn));
 	TD_TRY(td__broadcast_strides(a, nd, shape, as, fn));
 	TD_TRY(td__broadcast_strides(b, nd, shape, bs, fn));
 	TD_TRY(td__tensor_alloc(&tmp, rt, nd, shape, false, fn));
@@ -476,7 +476,7 @@ int td_tensor_binary_scalar(td_tensor *out, const td_tensor *a, td_scalar s, td_
 		a->dtype == TD_DTYPE_BOOL || s.kind == TD_SCALAR_BOOL, &rt, &ct, fn));
 	TD_TRY(td__tensor_alloc_like(&tmp, a, rt, fn));
 	oa.base = td__tensor_ptr(a);
-	oa.strides = a->strides;
+	oa.strides = td_tensor_strides(a);
 	oa.dtype = a->dtype;
 	scalar_operand(&ob, &storage, zeros, ct, s);
 	run_binary(&tmp, &oa, &ob, op, ct);
@@ -502,7 +502,7 @@ static int inplace_check(const td_tensor *a, td_dtype rt, const char *fn)
 		return td__error(TD_ETYPE, "%s: the %s result cannot be stored in place into a %s "
 			"tensor", fn, td_dtype_name(rt), td_dtype_name(a->dtype));
 	for (i = 0; i < a->ndim; i++)
-		if (a->shape[i] > 1 && a->strides[i] == 0)
+		if (td_tensor_shape(a)[i] > 1 && td_tensor_strides(a)[i] == 0)
 			return td__error(TD_EINVAL, "%s: a is expanded along dim %d (stride 0): several "
 				"elements share one memory location", fn, i);
 	return TD_OK;
@@ -531,7 +531,7 @@ static bool inplace_needs_copy(const td_tensor *a, const td_tensor *b, const int
 	if (b->dtype != a->dtype || b->offset != a->offset)
 		return true;
 	for (i = 0; i < a->ndim; i++)
-		if (a->shape[i] > 1 && bs[i] != a->strides[i])
+		if (td_tensor_shape(a)[i] > 1 && bs[i] != td_tensor_strides(a)[i])
 			return true;
 	return false;
 }
@@ -555,7 +555,7 @@ int td__binary_inplace_check(const td_tensor *a, const td_tensor *b, const td_sc
 	}
 	TD_TRY(inplace_check(a, rt, fn));
 	if (b)
-		TD_TRY(td__broadcast_strides(b, a->ndim, a->shape, bs, fn));
+		TD_TRY(td__broadcast_strides(b, a->ndim, td_tensor_shape(a), bs, fn));
 	return TD_OK;
 }
 
@@ -573,14 +573,14 @@ int td_tensor_binary_inplace(td_tensor *a, const td_tensor *b, td_binop op)
 	TD_TRY(op_dtypes(td_dtype_promote(a->dtype, b->dtype), op,
 		a->dtype == TD_DTYPE_BOOL || b->dtype == TD_DTYPE_BOOL, &rt, &ct, fn));
 	TD_TRY(inplace_check(a, rt, fn));
-	TD_TRY(td__broadcast_strides(b, a->ndim, a->shape, bs, fn));
+	TD_TRY(td__broadcast_strides(b, a->ndim, td_tensor_shape(a), bs, fn));
 	if (inplace_needs_copy(a, b, bs)) {
 		TD_TRY(td_tensor_clone(&copy, b));
 		b = &copy;
-		td__broadcast_strides(b, a->ndim, a->shape, bs, fn);
+		td__broadcast_strides(b, a->ndim, td_tensor_shape(a), bs, fn);
 	}
 	oa.base = td__tensor_ptr(a);
-	oa.strides = a->strides;
+	oa.strides = td_tensor_strides(a);
 	oa.dtype = a->dtype;
 	ob.base = td__tensor_ptr(b);
 	ob.strides = bs;
@@ -605,7 +605,7 @@ int td_tensor_binary_scalar_inplace(td_tensor *a, td_scalar s, td_binop op)
 		a->dtype == TD_DTYPE_BOOL || s.kind == TD_SCALAR_BOOL, &rt, &ct, fn));
 	TD_TRY(inplace_check(a, rt, fn));
 	oa.base = td__tensor_ptr(a);
-	oa.strides = a->strides;
+	oa.strides = td_tensor_strides(a);
 	oa.dtype = a->dtype;
 	scalar_operand(&ob, &storage, zeros, ct, s);
 	run_binary(a, &oa, &ob, op, ct);
@@ -688,12 +688,12 @@ int td_tensor_equal(const td_tensor *a, const td_tensor *b)
 	TD_TRY(td__tensor_check_read(a, fn, "a"));
 	TD_TRY(td__tensor_check_read(b, fn, "b"));
 	if (a->ndim != b->ndim ||
-	    memcmp(a->shape, b->shape, (size_t)a->ndim * sizeof(int64_t)) != 0)
+	    memcmp(td_tensor_shape(a), td_tensor_shape(b), (size_t)a->ndim * sizeof(int64_t)) != 0)
 		return 0;
 	memset(&c, 0, sizeof(c));
 	c.test = test_equal;
 	c.ct = compute_dtype(td_dtype_promote(a->dtype, b->dtype));
-	run_reduce(&c, a, b, a->ndim, a->shape);
+	run_reduce(&c, a, b, a->ndim, td_tensor_shape(a));
 	return c.ok ? 1 : 0;
 }
 
@@ -754,7 +754,7 @@ int td_tensor_allclose(const td_tensor *a, const td_tensor *b, double rtol, doub
 	TD_TRY(td__tensor_check_read(b, fn, "b"));
 	if (!(rtol >= 0) || !(atol >= 0))
 		return td__error(TD_EINVAL, "%s: rtol %g and atol %g must be >= 0", fn, rtol, atol);
-	TD_TRY(td__broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape, fn));
+	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd, shape, fn));
 	memset(&c, 0, sizeof(c));
 	if (td_dtype_category(td_dtype_promote(a->dtype, b->dtype)) == TD_CATEGORY_COMPLEX) {
 		c.test = test_close_complex;

@@ -18,10 +18,10 @@ int td_tensor_select(td_tensor *out, const td_tensor *t, int dim, int64_t index)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
-	k = index < 0 ? index + t->shape[d] : index;
-	if (k < 0 || k >= t->shape[d])
+	k = index < 0 ? index + td_tensor_shape(t)[d] : index;
+	if (k < 0 || k >= td_tensor_shape(t)[d])
 		return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
-			fn, (long long)index, dim, (long long)t->shape[d]);
+			fn, (long long)index, dim, (long long)td_tensor_shape(t)[d]);
 	td__view_select(&tmp, t, d, k);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
@@ -37,10 +37,10 @@ int td_tensor_narrow(td_tensor *out, const td_tensor *t, int dim, int64_t start,
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
-	if (start < 0 || length < 0 || start > t->shape[d] || length > t->shape[d] - start)
+	if (start < 0 || length < 0 || start > td_tensor_shape(t)[d] || length > td_tensor_shape(t)[d] - start)
 		return td__error(TD_EINDEX, "%s: [%lld, %lld + %lld) is outside dim %d of size %lld",
 			fn, (long long)start, (long long)start, (long long)length, dim,
-			(long long)t->shape[d]);
+			(long long)td_tensor_shape(t)[d]);
 	td__view_narrow(&tmp, t, d, start, length);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
@@ -141,8 +141,8 @@ static int reshape_impl(td_tensor *out, const td_tensor *t, int ndim, const int6
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	TD_TRY(infer_shape(ndim, shape, td__numel(t->ndim, t->shape), nshape, fn));
-	if (view_strides(t->ndim, t->shape, t->strides, ndim, nshape, nstrides)) {
+	TD_TRY(infer_shape(ndim, shape, td__numel(t->ndim, td_tensor_shape(t)), nshape, fn));
+	if (view_strides(t->ndim, td_tensor_shape(t), td_tensor_strides(t), ndim, nshape, nstrides)) {
 		tmp = *t;
 		tmp.ndim = ndim;
 		for (i = 0; i < ndim; i++) {
@@ -158,14 +158,14 @@ static int reshape_impl(td_tensor *out, const td_tensor *t, int ndim, const int6
 		return td__error(TD_ETYPE,
 			"%s: a tensor of shape %s with these strides cannot be viewed as %s; "
 			"use td_tensor_reshape()", fn,
-			td__format_shape(s1, sizeof(s1), t->ndim, t->shape),
+			td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
 			td__format_shape(s2, sizeof(s2), ndim, nshape));
 	}
 	TD_TRY(td_tensor_clone(&tmp, t));
 	tmp.ndim = ndim;
 	for (i = 0; i < ndim; i++)
 		tmp.shape[i] = nshape[i];
-	td__contiguous_strides(ndim, tmp.shape, tmp.strides);
+	td__contiguous_strides(ndim, td_tensor_shape(&tmp), tmp.strides);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -199,12 +199,12 @@ int td_tensor_unsqueeze(td_tensor *out, const td_tensor *t, int dim)
 	 * that product overflows (a huge stride in a huge device buffer) 1 is
 	 * used instead.
 	 */
-	if (d < t->ndim && !td__mul_i64(t->shape[d], t->strides[d], &stride))
+	if (d < t->ndim && !td__mul_i64(td_tensor_shape(t)[d], td_tensor_strides(t)[d], &stride))
 		stride = 1;
 	tmp = *t;
 	for (i = t->ndim; i > d; i--) {
-		tmp.shape[i] = t->shape[i - 1];
-		tmp.strides[i] = t->strides[i - 1];
+		tmp.shape[i] = td_tensor_shape(t)[i - 1];
+		tmp.strides[i] = td_tensor_strides(t)[i - 1];
 	}
 	tmp.shape[d] = 1;
 	tmp.strides[d] = stride;
@@ -230,10 +230,10 @@ int td_tensor_squeeze(td_tensor *out, const td_tensor *t, int dim)
 	}
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
 	tmp = *t;
-	if (t->shape[d] == 1) {
+	if (td_tensor_shape(t)[d] == 1) {
 		for (i = d; i < t->ndim - 1; i++) {
-			tmp.shape[i] = t->shape[i + 1];
-			tmp.strides[i] = t->strides[i + 1];
+			tmp.shape[i] = td_tensor_shape(t)[i + 1];
+			tmp.strides[i] = td_tensor_strides(t)[i + 1];
 		}
 		tmp.ndim = t->ndim - 1;
 	}
@@ -253,10 +253,10 @@ int td_tensor_squeeze_all(td_tensor *out, const td_tensor *t)
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	tmp = *t;
 	for (i = 0; i < t->ndim; i++) {
-		if (t->shape[i] == 1)
+		if (td_tensor_shape(t)[i] == 1)
 			continue;
-		tmp.shape[n] = t->shape[i];
-		tmp.strides[n] = t->strides[i];
+		tmp.shape[n] = td_tensor_shape(t)[i];
+		tmp.strides[n] = td_tensor_strides(t)[i];
 		n++;
 	}
 	tmp.ndim = n;
@@ -282,8 +282,8 @@ int td_tensor_permute(td_tensor *out, const td_tensor *t, const int *dims)
 		if (seen[d])
 			return td__error(TD_EINVAL, "%s: dim %d appears twice", fn, dims[i]);
 		seen[d] = true;
-		tmp.shape[i] = t->shape[d];
-		tmp.strides[i] = t->strides[d];
+		tmp.shape[i] = td_tensor_shape(t)[d];
+		tmp.strides[i] = td_tensor_strides(t)[d];
 	}
 	td_buffer_ref(tmp.buffer);
 	td__tensor_assign(out, t, &tmp);
@@ -302,10 +302,10 @@ int td_tensor_transpose(td_tensor *out, const td_tensor *t, int dim0, int dim1)
 	TD_TRY(td__wrap_dim(dim0, t->ndim, &d0, fn));
 	TD_TRY(td__wrap_dim(dim1, t->ndim, &d1, fn));
 	tmp = *t;
-	tmp.shape[d0] = t->shape[d1];
-	tmp.strides[d0] = t->strides[d1];
-	tmp.shape[d1] = t->shape[d0];
-	tmp.strides[d1] = t->strides[d0];
+	tmp.shape[d0] = td_tensor_shape(t)[d1];
+	tmp.strides[d0] = td_tensor_strides(t)[d1];
+	tmp.shape[d1] = td_tensor_shape(t)[d0];
+	tmp.strides[d1] = td_tensor_strides(t)[d0];
 	td_buffer_ref(tmp.buffer);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
@@ -333,20 +333,20 @@ int td_tensor_expand(td_tensor *out, const td_tensor *t, int ndim, const int64_t
 					(long long)shape[i], i);
 			tmp.shape[i] = shape[i];
 			tmp.strides[i] = 0;
-		} else if (shape[i] == -1 || shape[i] == t->shape[it]) {
-			tmp.shape[i] = t->shape[it];
-			tmp.strides[i] = t->strides[it];
-		} else if (t->shape[it] == 1 && shape[i] >= 0) {
+		} else if (shape[i] == -1 || shape[i] == td_tensor_shape(t)[it]) {
+			tmp.shape[i] = td_tensor_shape(t)[it];
+			tmp.strides[i] = td_tensor_strides(t)[it];
+		} else if (td_tensor_shape(t)[it] == 1 && shape[i] >= 0) {
 			tmp.shape[i] = shape[i];
 			tmp.strides[i] = 0;
 		} else {
 			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 			return td__error(TD_ETYPE, "%s: shape %s cannot expand to %s", fn,
-				td__format_shape(s1, sizeof(s1), t->ndim, t->shape),
+				td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
 				td__format_shape(s2, sizeof(s2), ndim, shape));
 		}
 	}
-	TD_TRY(td__shape_check(ndim, tmp.shape, tmp.dtype, NULL, NULL, fn));
+	TD_TRY(td__shape_check(ndim, td_tensor_shape(&tmp), tmp.dtype, NULL, NULL, fn));
 	td_buffer_ref(tmp.buffer);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
@@ -363,17 +363,17 @@ int td_tensor_unbind(td_tensor **tensors_out, size_t *count_out, const td_tensor
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
-	n = t->shape[d];
+	n = td_tensor_shape(t)[d];
 	arr = td__calloc(n ? (size_t)n : 1, sizeof(*arr));
 	if (!arr)
 		return td__error_nomem((size_t)n * sizeof(*arr));
 	for (k = 0; k < n; k++) {
 		td_tensor *v = &arr[k];
 		*v = *t;
-		v->offset += k * t->strides[d];
+		v->offset += k * td_tensor_strides(t)[d];
 		for (i = d; i < t->ndim - 1; i++) {
-			v->shape[i] = t->shape[i + 1];
-			v->strides[i] = t->strides[i + 1];
+			v->shape[i] = td_tensor_shape(t)[i + 1];
+			v->strides[i] = td_tensor_strides(t)[i + 1];
 		}
 		v->ndim = t->ndim - 1;
 		td_buffer_ref(v->buffer);

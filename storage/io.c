@@ -156,7 +156,7 @@ static int put_staged(td__writer *w, const td_tensor *t, size_t nbytes)
 		TD_TRY(td__writer_flush(w));
 		at = 0;
 	}
-	rc = td_tensor_from_buffer(&dst, w->stage, t->dtype, t->ndim, t->shape, NULL,
+	rc = td_tensor_from_buffer(&dst, w->stage, t->dtype, t->ndim, td_tensor_shape(t), NULL,
 		(int64_t)(at / td_dtype_size(t->dtype)));
 	if (rc < 0)
 		return rc;
@@ -180,7 +180,7 @@ int td__writer_put_tensor(td__writer *w, const td_tensor *t)
 	if (nbytes <= TD_IO_STAGE_BYTES)
 		return put_staged(w, t, nbytes);
 	/* Larger than the stage: slices along dim 0, or a lone row's own dims. */
-	if (t->shape[0] == 1) {
+	if (td_tensor_shape(t)[0] == 1) {
 		td_tensor sub;
 		int rc;
 
@@ -189,10 +189,10 @@ int td__writer_put_tensor(td__writer *w, const td_tensor *t)
 		td_tensor_release(&sub);
 		return rc;
 	}
-	row = nbytes / (size_t)t->shape[0];
+	row = nbytes / (size_t)td_tensor_shape(t)[0];
 	rows = row >= TD_IO_STAGE_BYTES ? 1 : (int64_t)(TD_IO_STAGE_BYTES / row);
-	for (start = 0; start < t->shape[0]; start += rows) {
-		int64_t len = t->shape[0] - start < rows ? t->shape[0] - start : rows;
+	for (start = 0; start < td_tensor_shape(t)[0]; start += rows) {
+		int64_t len = td_tensor_shape(t)[0] - start < rows ? td_tensor_shape(t)[0] - start : rows;
 		td_tensor sub;
 		int rc;
 

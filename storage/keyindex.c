@@ -659,7 +659,7 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 			r.kind = TD_KEYINDEX_KIND_TENSOR;
 			r.dtype = (uint8_t)v->tensor.dtype;
 			r.ndim = (uint8_t)v->tensor.ndim;
-			memcpy(r.shape, v->tensor.shape, (size_t)r.ndim * sizeof(int64_t));
+			memcpy(r.shape, td_tensor_shape(&v->tensor), (size_t)r.ndim * sizeof(int64_t));
 			r.length = td_tensor_nbytes(&v->tensor);
 			r.src = &v->tensor;
 			rc = td__keyindex_push(ix, &r, NULL);

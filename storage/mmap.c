@@ -196,7 +196,7 @@ static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dty
 	t->ndim = ndim;
 	if (ndim > 0)
 		memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
-	td__contiguous_strides(ndim, t->shape, t->strides);
+	td__contiguous_strides(ndim, td_tensor_shape(t), t->strides);
 	return TD_OK;
 }
 
@@ -254,7 +254,7 @@ int td_mmap_tensor_from_tensor(td_tensor *out, const char *path, const td_tensor
 	if (!src)
 		return td__error(TD_EINVAL, "%s: NULL src", m.fn);
 	TD_TRY(td__tensor_check_read(src, m.fn, "src"));
-	rc = make_begin(&m, &t, out, src->dtype, src->ndim, src->shape);
+	rc = make_begin(&m, &t, out, src->dtype, src->ndim, td_tensor_shape(src));
 	/* `src` is checked, and new shared memory cannot overlap it (a block in
 	 * use, or exported, is never handed out): no second round of checks. A
 	 * reused file may be mapped by `src` too: td_tensor_copy() sorts that. */
@@ -450,7 +450,7 @@ static int shm_place(td_tensor *out, const td_tensor *in, const td_item *item, v
 	if (!round_up(td_tensor_nbytes(in), &step) || step > l->total - l->pos)
 		return td__error(TD_ERROR, "td_shm_dict: %s: the dict changed while copied",
 			item->key);
-	rc = td_tensor_from_buffer(&t, l->buf, in->dtype, in->ndim, in->shape, NULL,
+	rc = td_tensor_from_buffer(&t, l->buf, in->dtype, in->ndim, td_tensor_shape(in), NULL,
 		(int64_t)(l->pos / td_dtype_size(in->dtype)));
 	if (rc == TD_OK)
 		rc = td_tensor_copy(&t, in);

@@ -110,7 +110,7 @@ static int leaf_init(td__ring_leaf *l, const td_item *it, uint64_t capacity, con
 
 	if (it->value->kind != TD_VALUE_TENSOR)
 		return td__error(TD_ECORRUPT, "%s: leaf '%s' is not a tensor", what, it->key);
-	if (t->ndim < 1 || (uint64_t)t->shape[0] != capacity || !td_tensor_is_contiguous(t) ||
+	if (t->ndim < 1 || (uint64_t)td_tensor_shape(t)[0] != capacity || !td_tensor_is_contiguous(t) ||
 		td_tensor_nbytes(t) == 0 || !td_tensor_data(t))
 		return td__error(TD_ECORRUPT, "%s: leaf '%s' does not hold %llu rows", what,
 			it->key, (unsigned long long)capacity);
@@ -119,7 +119,7 @@ static int leaf_init(td__ring_leaf *l, const td_item *it, uint64_t capacity, con
 		return rc;
 	l->dtype = t->dtype;
 	l->row_ndim = t->ndim - 1;
-	memcpy(l->row_shape, t->shape + 1, sizeof(int64_t) * (size_t)l->row_ndim);
+	memcpy(l->row_shape, td_tensor_shape(t) + 1, sizeof(int64_t) * (size_t)l->row_ndim);
 	l->row_bytes = td_tensor_nbytes(t) / capacity;
 	l->base = td_tensor_data(t);
 	td_tensor_ref(&l->whole, t);
@@ -370,7 +370,7 @@ static int like_entry(td_dict *d, const char *key, const td_value *v, int64_t ca
 	if (v->tensor.ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "td_ring_create: '%s' has too many dimensions", key);
 	shape[0] = capacity;
-	memcpy(shape + 1, v->tensor.shape, sizeof(int64_t) * (size_t)v->tensor.ndim);
+	memcpy(shape + 1, td_tensor_shape(&v->tensor), sizeof(int64_t) * (size_t)v->tensor.ndim);
 	/* A view of one row expanded to every row: no memory for the capacity. */
 	rc = td_tensor_unsqueeze(&u, &v->tensor, 0);
 	if (rc == TD_OK)

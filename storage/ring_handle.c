@@ -271,8 +271,8 @@ static int check_leaf(const td__ring_leaf *l, const td_tensor *t, int64_t n, boo
 	int lead = batched ? 1 : 0;
 
 	if (t->dtype != l->dtype || t->ndim != l->row_ndim + lead ||
-		(batched && t->shape[0] != n) ||
-		memcmp(t->shape + lead, l->row_shape, sizeof(int64_t) * (size_t)l->row_ndim) != 0)
+		(batched && td_tensor_shape(t)[0] != n) ||
+		memcmp(td_tensor_shape(t) + lead, l->row_shape, sizeof(int64_t) * (size_t)l->row_ndim) != 0)
 		return td__error(TD_ETYPE, "%s: leaf '%s' is %s[%d dims], the ring's rows hold %s "
 			"[%s%d dims]", fn, td_key_part(l->key, td_key_depth(l->key) - 1),
 			td_dtype_name(t->dtype), t->ndim, td_dtype_name(l->dtype),

@@ -300,7 +300,7 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 		goto out; /* out of memory naming the key: not a free name */
 	bndim = td_dict_batch_ndim(d);
 	if (t->ndim < bndim ||
-	    memcmp(t->shape, td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
+	    memcmp(td_tensor_shape(t), td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
 		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch shape",
 			fn, key);
 		goto out;

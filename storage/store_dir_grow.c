@@ -34,7 +34,7 @@ static int grown_nbytes(const td_tensor *t, int64_t dim0, const char *key, const
 	int i;
 
 	for (i = 1; i < t->ndim; i++)
-		if (!td__mul_i64(numel, t->shape[i], &numel))
+		if (!td__mul_i64(numel, td_tensor_shape(t)[i], &numel))
 			break;
 	if (i < t->ndim || (uint64_t)numel > (uint64_t)PTRDIFF_MAX / itemsize)
 		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: the byte size overflows",
@@ -272,10 +272,10 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	if (td_dict_batch_ndim(d) > 0)
 		return td__error(TD_EINVAL, "%s: dim 0 of \"%s\" is a batch dim of its dict "
 			"(grow the whole store with td_store_grow)", fn, key);
-	if (new_size < t->shape[0])
+	if (new_size < td_tensor_shape(t)[0])
 		return td__error(TD_EINVAL, "%s: \"%s\" has %lld rows, more than %lld (leaves never "
-			"shrink)", fn, key, (long long)t->shape[0], (long long)new_size);
-	if (new_size == t->shape[0])
+			"shrink)", fn, key, (long long)td_tensor_shape(t)[0], (long long)new_size);
+	if (new_size == td_tensor_shape(t)[0])
 		return TD_OK;
 	TD_TRY(grown_nbytes(t, new_size, key, fn, &nbytes));
 	TD_TRY(extend_leaf_file(c->fds[c->depth - 1], c->rel, key, td_tensor_nbytes(t), nbytes,
@@ -285,7 +285,7 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	 * placeholder of the new shape, and the reload after the commit maps
 	 * the grown file.
 	 */
-	memcpy(shape, t->shape, (size_t)t->ndim * sizeof(*shape));
+	memcpy(shape, td_tensor_shape(t), (size_t)t->ndim * sizeof(*shape));
 	shape[0] = new_size;
 	TD_TRY(td__dictname_key(&c->undo_handle, key)); /* for change_undo(): made now, not then */
 	TD_TRY(td_tensor_zeros(&z, t->dtype, 0, NULL));

@@ -281,7 +281,7 @@ json_t *td__build_meta(const td_dict *d, int64_t dim0)
 			const td_tensor *t = &v->tensor;
 
 			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
-			     json_object_set_new(e, "shape", json_shape(t->ndim, t->shape, dim0)) == 0 &&
+			     json_object_set_new(e, "shape", json_shape(t->ndim, td_tensor_shape(t), dim0)) == 0 &&
 			     json_object_set_new(e, "dtype",
 				     json_string(td_dtype_torch_name(t->dtype))) == 0 &&
 			     json_object_set_new(e, "is_nested", json_false()) == 0;

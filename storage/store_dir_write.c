@@ -169,7 +169,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	int fd = -1, rc;
 
 	if (nbytes == 0)
-		return td_tensor_empty(out, src->dtype, src->ndim, src->shape);
+		return td_tensor_empty(out, src->dtype, src->ndim, td_tensor_shape(src));
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	td__dir_join(what, sizeof(what), rel, fname);
 	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
@@ -196,7 +196,7 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 	if (rc == TD_OK)
 		rc = td__map_fd(&map, fd, nbytes, true, what);
 	if (rc == TD_OK)
-		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, src->shape, NULL, 0);
+		rc = td_tensor_from_buffer(out, map, src->dtype, src->ndim, td_tensor_shape(src), NULL, 0);
 	if (rc == TD_OK) {
 		rc = td__store_track(w->st, map);
 		if (rc < 0)

@@ -763,7 +763,7 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 	if (rc == TD_OK && td__keyindex_child(&ix, cur, parts[n - 1]) != TD_KEYINDEX_NO_PARENT)
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, parts[n - 1]);
 	if (rc == TD_OK && (t->ndim < ix.recs[cur].ndim ||
-			    memcmp(t->shape, ix.recs[cur].shape,
+			    memcmp(td_tensor_shape(t), ix.recs[cur].shape,
 				    (size_t)ix.recs[cur].ndim * sizeof(int64_t)) != 0))
 		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch "
 			"shape", fn, parts[n - 1]);
@@ -772,7 +772,7 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 		r.kind = TD_KEYINDEX_KIND_TENSOR;
 		r.dtype = (uint8_t)t->dtype;
 		r.ndim = (uint8_t)t->ndim;
-		memcpy(r.shape, t->shape, (size_t)t->ndim * sizeof(int64_t));
+		memcpy(r.shape, td_tensor_shape(t), (size_t)t->ndim * sizeof(int64_t));
 		r.length = td_tensor_nbytes(t);
 		r.parent = cur;
 		r.key = (char *)parts[n - 1];

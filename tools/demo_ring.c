@@ -295,7 +295,7 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 		(unsigned long long)st->dropped);
 	/* What Python's TensorDict.load_memmap sees: every leaf at full capacity. */
 	DEMO_CALL(d, td_dict_get_tensor(&t, td_store_dict(td_ring_store(r)), "next.obs"));
-	DEMO_CHECK(d, t->ndim == 2 && t->shape[0] == RING_CAPACITY && t->shape[1] == DEMO_OBS,
+	DEMO_CHECK(d, t->ndim == 2 && td_tensor_shape(t)[0] == RING_CAPACITY && td_tensor_shape(t)[1] == DEMO_OBS,
 		"the store's next.obs is [%d, %d]", RING_CAPACITY, DEMO_OBS);
 out:
 	td_dict_free(b);

@@ -132,7 +132,7 @@ const char *demo_tensor(const td_tensor *t)
 	char *buf = fmt_slot();
 	int n = snprintf(buf, FMT_CAP, "%s", td_dtype_name(t->dtype));
 
-	put_shape(buf + n, FMT_CAP - (size_t)n, t->ndim, t->shape);
+	put_shape(buf + n, FMT_CAP - (size_t)n, t->ndim, td_tensor_shape(t));
 	return buf;
 }
 

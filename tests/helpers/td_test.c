@@ -95,9 +95,9 @@ static int64_t flat_offset(const td_tensor *t, int64_t flat)
 	int d;
 
 	for (d = t->ndim - 1; d >= 0; d--) {
-		int64_t k = t->shape[d] ? flat % t->shape[d] : 0;
-		flat = t->shape[d] ? flat / t->shape[d] : 0;
-		off += k * t->strides[d];
+		int64_t k = td_tensor_shape(t)[d] ? flat % td_tensor_shape(t)[d] : 0;
+		flat = td_tensor_shape(t)[d] ? flat / td_tensor_shape(t)[d] : 0;
+		off += k * td_tensor_strides(t)[d];
 	}
 	return off;
 }
@@ -114,8 +114,8 @@ void td_test_random_fill(td_tensor *t, uint64_t seed)
 		td_scalar s;
 
 		for (d = t->ndim - 1; d >= 0; d--) {
-			idx[d] = f % t->shape[d];
-			f /= t->shape[d];
+			idx[d] = f % td_tensor_shape(t)[d];
+			f /= td_tensor_shape(t)[d];
 		}
 		if (cat == TD_CATEGORY_FLOAT || cat == TD_CATEGORY_COMPLEX)
 			s = td_scalar_float((double)(r % 20000) / 100.0 - 100.0);
@@ -190,7 +190,7 @@ int64_t td_test_elem_pos(const td_tensor *t, const int64_t *idx)
 	int i;
 
 	for (i = 0; i < t->ndim; i++)
-		p += idx[i] * t->strides[i];
+		p += idx[i] * td_tensor_strides(t)[i];
 	return p;
 }
 

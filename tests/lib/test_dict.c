@@ -167,7 +167,7 @@ Test(dict, nested_set_creates_intermediate_dicts_with_the_parent_batch)
 	k = KEY("a", "b", "c");
 	td_cr_assert_ok(td_dict_get_tensor_key(&got, d, k));
 	td_key_free(k);
-	cr_assert_eq(got->shape[2], 7);
+	cr_assert_eq(td_tensor_shape(got)[2], 7);
 	cr_assert_eq(td_dict_contains(d, "a.b", 0), 1);
 	cr_assert_eq(td_dict_contains(d, "a.b", TD_LEAVES_ONLY), 0);
 	cr_assert_eq(td_dict_contains(d, "a.b.c", TD_LEAVES_ONLY), 1);

@@ -264,11 +264,11 @@ Test(lazy, get_matches_dense)
 		assert_tensor_eq(&got, ref);
 		td_tensor_release(&got);
 		/* fill the caller's tensor, with a dtype conversion */
-		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F64, ref->ndim, ref->shape));
+		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F64, ref->ndim, td_tensor_shape(ref)));
 		td_cr_assert_ok(td_lazy_get_tensor_into(&into, f.lazy, "a"));
 		cr_assert_eq(td_tensor_allclose(&into, ref, 0, 0, false), 1);
 		td_tensor_release(&into);
-		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F32, 1, ref->shape));
+		td_cr_assert_ok(td_tensor_zeros(&into, TD_DTYPE_F32, 1, td_tensor_shape(ref)));
 		td_cr_assert_err(td_lazy_get_tensor_into(&into, f.lazy, "a"), TD_ETYPE);
 		td_tensor_release(&into);
 		/* sub-dict: a lazy stack of the children's sub-dicts */
@@ -362,13 +362,13 @@ Test(lazy, ragged_leaves)
 	cr_assert(strstr(td_error_last()->message, "ragged") != NULL);
 	td_cr_assert_ok(td_lazy_get_list(&list, &n, s, "x"));
 	cr_assert_eq(n, 2);
-	cr_assert_eq(list[0].shape[0], 2);
-	cr_assert_eq(list[1].shape[0], 3);
+	cr_assert_eq(td_tensor_shape(&list[0])[0], 2);
+	cr_assert_eq(td_tensor_shape(&list[1])[0], 3);
 	td_tensor_array_free(list, n);
 	/* padded right and left with -1 */
 	td_cr_assert_ok(td_lazy_get_padded(&t, s, "x", td_scalar_float(-1), 0));
 	cr_assert_eq(t.ndim, 2);
-	cr_assert_eq(t.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&t)[1], 3);
 	cr_assert_float_eq(at(&t, 0, 1, 0), 1.0, 0);
 	cr_assert_float_eq(at(&t, 0, 2, 0), -1.0, 0);
 	cr_assert_float_eq(at(&t, 1, 2, 0), 2.0, 0);
@@ -380,7 +380,7 @@ Test(lazy, ragged_leaves)
 	td_tensor_release(&t);
 	/* nested: values [5], offsets [0, 2, 5] */
 	td_cr_assert_ok(td_lazy_get_nested(&values, &offsets, s, "x"));
-	cr_assert_eq(values.shape[0], 5);
+	cr_assert_eq(td_tensor_shape(&values)[0], 5);
 	cr_assert_eq(offsets.dtype, TD_DTYPE_I64);
 	off = td_tensor_data(&offsets);
 	cr_assert(off[0] == 0 && off[1] == 2 && off[2] == 5);
@@ -409,7 +409,7 @@ Test(lazy, ragged_failures)
 
 	/* [2,2] vs [3,2]: first dim differs only: nested works, stack does not */
 	td_cr_assert_ok(td_lazy_get_nested(&t, &o, s, "x"));
-	cr_assert_eq(t.shape[0], 5);
+	cr_assert_eq(td_tensor_shape(&t)[0], 5);
 	td_tensor_release(&t);
 	td_tensor_release(&o);
 	td_dict_free(s);
@@ -498,15 +498,15 @@ Test(lazy, reader_key_twins_reach_dotted_components_and_report_failures)
 	td_cr_assert_ok(td_lazy_get_tensor_into_key(&dst, s, kz));
 	cr_assert_float_eq(td_test_element(&dst, 3), 1.0, 0);
 	td_cr_assert_ok(td_lazy_get_list_key(&list, &n, s, ky));
-	cr_assert(n == 2 && list[0].shape[0] == 2 && list[1].shape[0] == 3);
+	cr_assert(n == 2 && td_tensor_shape(&list[0])[0] == 2 && td_tensor_shape(&list[1])[0] == 3);
 	td_tensor_array_free(list, n);
 	td_cr_assert_ok(td_lazy_get_padded_key(&t, s, ky, td_scalar_float(-1), TD_PAD_LEFT));
-	cr_assert(t.ndim == 3 && t.shape[1] == 3);
+	cr_assert(t.ndim == 3 && td_tensor_shape(&t)[1] == 3);
 	cr_assert_float_eq(td_test_element(&t, 0), -1.0, 0);
 	td_tensor_release(&t);
 	td_cr_assert_ok(td_lazy_get_nested_key(&t, &o, s, ky));
 	off = td_tensor_data(&o);
-	cr_assert(t.shape[0] == 5 && off[1] == 2 && off[2] == 5);
+	cr_assert(td_tensor_shape(&t)[0] == 5 && off[1] == 2 && off[2] == 5);
 	td_tensor_release(&t);
 	td_tensor_release(&o);
 
@@ -531,14 +531,14 @@ Test(lazy, reader_key_twins_reach_dotted_components_and_report_failures)
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_dict_set_dict_take_key(d, kw, s));
 	td_cr_assert_ok(td_lazy_get_list_key(&list, &n, d, deep));
-	cr_assert(n == 2 && list[1].shape[0] == 3);
+	cr_assert(n == 2 && td_tensor_shape(&list[1])[0] == 3);
 	td_tensor_array_free(list, n);
 	td_cr_assert_ok(td_lazy_get_nested_key(&t, &o, d, deep));
-	cr_assert_eq(t.shape[0], 5);
+	cr_assert_eq(td_tensor_shape(&t)[0], 5);
 	td_tensor_release(&t);
 	td_tensor_release(&o);
 	td_cr_assert_ok(td_lazy_get_padded_key(&t, d, deep, td_scalar_int(0), 0));
-	cr_assert_eq(t.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&t)[1], 3);
 	td_tensor_release(&t);
 	td_cr_assert_err(td_lazy_get_tensor_into_key(&dst, d, deep), TD_ETYPE); /* ragged */
 
@@ -1060,7 +1060,7 @@ static td_dict *update_source(const td_dict *ref, bool batchless)
 
 	td_cr_assert_ok(td_dict_new(&o, batchless ? 0 : 2, td_dict_batch_shape(ref)));
 	td_cr_assert_ok(td_dict_get_tensor(&a, ref, "a"));
-	td_cr_assert_ok(td_tensor_full(&t, a->dtype, a->ndim, a->shape, td_scalar_int(9)));
+	td_cr_assert_ok(td_tensor_full(&t, a->dtype, a->ndim, td_tensor_shape(a), td_scalar_int(9)));
 	td_cr_assert_ok(td_dict_set_tensor_take(o, "a", &t));
 	memcpy(sx, td_dict_batch_shape(ref), 2 * sizeof(int64_t));
 	sx[2] = 3;
@@ -1185,10 +1185,10 @@ Test(lazy, apply_reaches_ragged_and_partial_children)
 	td_cr_assert_ok(td_lazy_stack(&lz, kids, 2, 0, TD_LAZY_TAKE));
 	td_cr_assert_ok(td_dict_apply(&out, lz, times_k, &k));
 	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 0), "a"));
-	cr_assert_eq(t->shape[1], 3);
+	cr_assert_eq(td_tensor_shape(t)[1], 3);
 	cr_assert_eq(td_test_element(t, 5), 50.0);
 	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 1), "a"));
-	cr_assert_eq(t->shape[1], 5);
+	cr_assert_eq(td_tensor_shape(t)[1], 5);
 	cr_assert_eq(td_test_element(t, 9), 90.0);
 	td_cr_assert_ok(td_dict_get_tensor(&t, td_lazy_child(out, 1), "only1"));
 	cr_assert_eq(td_dict_contains(out, "only1", 0), 0);
@@ -1521,8 +1521,8 @@ static void schema_follows_children(unsigned flags)
 	}
 	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "y"));
 	cr_assert_eq(got.ndim, 3);
-	cr_assert_eq(got.shape[0], 3);
-	cr_assert_eq(got.shape[2], 5);
+	cr_assert_eq(td_tensor_shape(&got)[0], 3);
+	cr_assert_eq(td_tensor_shape(&got)[2], 5);
 	td_tensor_release(&got);
 	/* Sub-stacks and iteration see the current structure. */
 	td_cr_assert_ok(td_lazy_get_dict(&sub, s, "a.b"));
@@ -1629,7 +1629,7 @@ static void check_gather(const td_tensor *leaves, size_t n, int sd)
 
 	cr_assert_leq(n, 8);
 	for (i = 0; i < n; i++) {
-		td_cr_assert_ok(td_dict_new(&c[i], leaves[i].ndim, leaves[i].shape));
+		td_cr_assert_ok(td_dict_new(&c[i], leaves[i].ndim, td_tensor_shape(&leaves[i])));
 		td_cr_assert_ok(td_dict_set_tensor(c[i], "x", &leaves[i]));
 	}
 	td_cr_assert_ok(td_lazy_stack(&s, c, n, sd, 0));

@@ -24,8 +24,8 @@ static bool same_view(const td_tensor *a, const td_tensor *b)
 {
 	return a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype &&
 		a->ndim == b->ndim &&
-		memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
-		memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) == 0;
+		memcmp(td_tensor_shape(a), td_tensor_shape(b), sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+		memcmp(td_tensor_strides(a), td_tensor_strides(b), sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
 static td_buffer *device_buffer(size_t nbytes)
@@ -101,9 +101,9 @@ Test(tensor, empty_gives_a_contiguous_tensor_in_a_fresh_buffer)
 			cr_assert_eq(t.ndim, shapes[s].ndim);
 			cr_assert_eq(t.offset, 0);
 			for (i = 0; i < t.ndim; i++) {
-				cr_assert_eq(t.shape[i], shapes[s].shape[i]);
-				cr_assert_eq(t.strides[i], strides[i], "%s shape %zu dim %d: %lld",
-					td_dtype_name(t.dtype), s, i, (long long)t.strides[i]);
+				cr_assert_eq(td_tensor_shape(&t)[i], shapes[s].shape[i]);
+				cr_assert_eq(td_tensor_strides(&t)[i], strides[i], "%s shape %zu dim %d: %lld",
+					td_dtype_name(t.dtype), s, i, (long long)td_tensor_strides(&t)[i]);
 			}
 			cr_assert_eq(td_tensor_numel(&t), numel);
 			cr_assert_eq(td_tensor_nbytes(&t), (size_t)numel * td_dtype_size(t.dtype));
@@ -299,8 +299,8 @@ Test(tensor, from_buffer_makes_a_view_and_takes_a_reference)
 	}
 	/* NULL strides: C order. */
 	td_cr_assert_ok(td_tensor_from_buffer(&c, b, TD_DTYPE_F32, 2, shape, NULL, 18));
-	cr_assert_eq(c.strides[0], 3);
-	cr_assert_eq(c.strides[1], 1);
+	cr_assert_eq(td_tensor_strides(&c)[0], 3);
+	cr_assert_eq(td_tensor_strides(&c)[1], 1);
 	cr_assert(td_tensor_is_contiguous(&c));
 	cr_assert_eq(td_buffer_refcount(b), 3);
 	/* The views keep the buffer alive after the caller's reference is gone. */
@@ -426,8 +426,8 @@ Test(tensor, like_constructors_copy_dtype_and_shape_but_not_strides)
 		const td_tensor *r = i ? &z : &e;
 		cr_assert_eq(r->dtype, TD_DTYPE_I16);
 		cr_assert_eq(r->ndim, 2);
-		cr_assert_eq(r->shape[0], 3);
-		cr_assert_eq(r->shape[1], 4);
+		cr_assert_eq(td_tensor_shape(r)[0], 3);
+		cr_assert_eq(td_tensor_shape(r)[1], 4);
 		cr_assert(td_tensor_is_contiguous(r));
 		cr_assert_neq(r->buffer, b);
 		cr_assert_eq(td_buffer_memory(r->buffer), TD_MEMORY_HEAP);

@@ -721,9 +721,9 @@ static void assert_copied(const td_tensor *dst, const td_tensor *src)
 		const char *sp, *got;
 		int i, lead = dst->ndim - src->ndim;
 
-		td_test_unravel(dst->ndim, dst->shape, f, didx);
+		td_test_unravel(dst->ndim, td_tensor_shape(dst), f, didx);
 		for (i = 0; i < src->ndim; i++)
-			sidx[i] = src->shape[i] == 1 ? 0 : didx[i + lead];
+			sidx[i] = td_tensor_shape(src)[i] == 1 ? 0 : didx[i + lead];
 		sp = elem_ptr(src, sidx);
 		got = elem_ptr(dst, didx);
 		if (src->dtype == dst->dtype)
@@ -744,7 +744,7 @@ static void mark_positions(const td_tensor *t, bool *mark, int64_t extent)
 	memset(mark, 0, (size_t)extent);
 	for (f = 0; f < n; f++) {
 		int64_t idx[TD_MAX_DIMS];
-		td_test_unravel(t->ndim, t->shape, f, idx);
+		td_test_unravel(t->ndim, td_tensor_shape(t), f, idx);
 		mark[td_test_elem_pos(t, idx)] = true;
 	}
 }
@@ -756,7 +756,7 @@ static void random_fill_any(td_tensor *t, uint64_t *rng)
 	for (f = 0; f < n; f++) {
 		int64_t idx[TD_MAX_DIMS];
 		val v = interesting[rnd(rng, N_INTERESTING)];
-		td_test_unravel(t->ndim, t->shape, f, idx);
+		td_test_unravel(t->ndim, td_tensor_shape(t), f, idx);
 		encode(elem_ptr(t, idx), t->dtype, v);
 	}
 }
@@ -1238,13 +1238,13 @@ Test(copy, stack_along_every_dim_matches_the_model)
 			td_cr_assert_ok(td_tensor_stack(&out, ts, n, dim));
 			cr_assert_eq(out.dtype, promoted(ts, n));
 			cr_assert_eq(out.ndim, ndim + 1);
-			cr_assert_eq(out.shape[d], (int64_t)n);
+			cr_assert_eq(td_tensor_shape(&out)[d], (int64_t)n);
 			cr_assert(td_tensor_is_contiguous(&out));
 			for (i = 0; i < ndim; i++)
-				cr_assert_eq(out.shape[i < d ? i : i + 1], shape[i]);
+				cr_assert_eq(td_tensor_shape(&out)[i < d ? i : i + 1], shape[i]);
 			for (f = 0; f < td_tensor_numel(&out); f++) {
 				int64_t idx[TD_MAX_DIMS], sidx[TD_MAX_DIMS];
-				td_test_unravel(out.ndim, out.shape, f, idx);
+				td_test_unravel(out.ndim, td_tensor_shape(&out), f, idx);
 				for (i = 0; i < ndim; i++)
 					sidx[i] = idx[i < d ? i : i + 1];
 				assert_element_from(&out, idx, &ts[idx[d]], sidx);
@@ -1290,13 +1290,13 @@ Test(copy, cat_along_every_dim_matches_the_model)
 			td_cr_assert_ok(td_tensor_cat(&out, ts, n, dim));
 			cr_assert_eq(out.dtype, promoted(ts, n));
 			cr_assert_eq(out.ndim, ndim);
-			cr_assert_eq(out.shape[d], total);
+			cr_assert_eq(td_tensor_shape(&out)[d], total);
 			for (i = 0; i < ndim; i++)
 				if (i != d)
-					cr_assert_eq(out.shape[i], shape[i]);
+					cr_assert_eq(td_tensor_shape(&out)[i], shape[i]);
 			for (f = 0; f < td_tensor_numel(&out); f++) {
 				int64_t idx[TD_MAX_DIMS], sidx[TD_MAX_DIMS];
-				td_test_unravel(out.ndim, out.shape, f, idx);
+				td_test_unravel(out.ndim, td_tensor_shape(&out), f, idx);
 				for (k = 0; idx[d] >= starts[k + 1]; k++)
 					;
 				memcpy(sidx, idx, sizeof(sidx));
@@ -1321,7 +1321,7 @@ Test(copy, stack_and_cat_of_zero_dim_and_sixteen_dim_tensors)
 			td_scalar_int(i + 1)));
 	td_cr_assert_ok(td_tensor_stack(&out, ts, 3, 0));
 	cr_assert_eq(out.ndim, 1);
-	cr_assert_eq(out.shape[0], 3);
+	cr_assert_eq(td_tensor_shape(&out)[0], 3);
 	cr_assert_eq(((int32_t *)td_tensor_data(&out))[2], 3);
 	td_tensor_release(&out);
 	td_cr_assert_ok(td_tensor_stack(&out, ts, 3, -1));
@@ -1339,7 +1339,7 @@ Test(copy, stack_and_cat_of_zero_dim_and_sixteen_dim_tensors)
 	td_cr_assert_err(td_tensor_stack(&out, ts, 2, 0), TD_EINVAL);
 	td_test_assert_poisoned(&out);
 	td_cr_assert_ok(td_tensor_cat(&out, ts, 2, TD_MAX_DIMS - 1));
-	cr_assert_eq(out.shape[TD_MAX_DIMS - 1], 2);
+	cr_assert_eq(td_tensor_shape(&out)[TD_MAX_DIMS - 1], 2);
 	td_tensor_release(&out);
 	for (i = 0; i < 2; i++)
 		td_tensor_release(&ts[i]);
@@ -1376,7 +1376,7 @@ Test(copy, stack_and_cat_refuse_bad_arguments)
 	td_cr_assert_err(td_tensor_stack(&out, ts, 2, 0), TD_ETYPE);
 	td_cr_assert_err(td_tensor_cat(&out, ts, 2, 0), TD_ETYPE);
 	td_cr_assert_ok(td_tensor_cat(&out, ts, 2, 1));
-	cr_assert_eq(out.shape[1], 7);
+	cr_assert_eq(td_tensor_shape(&out)[1], 7);
 	td_tensor_release(&out);
 	td_test_poison(&out);
 	ts[1] = c; /* [2, 3] and [3, 4] */

@@ -32,7 +32,7 @@ static char *elem_at(const td_tensor *t, const int64_t *index)
 	int d;
 
 	for (d = 0; d < t->ndim; d++)
-		off += index[d] * t->strides[d];
+		off += index[d] * td_tensor_strides(t)[d];
 	return (char *)td_tensor_data(t) + off * (int64_t)td_dtype_size(t->dtype);
 }
 
@@ -115,8 +115,8 @@ static void assert_shape(const td_tensor *t, int ndim, const int64_t *shape)
 
 	cr_assert_eq(t->ndim, ndim, "ndim %d, expected %d", t->ndim, ndim);
 	for (d = 0; d < ndim; d++)
-		cr_assert_eq(t->shape[d], shape[d], "dim %d: %lld, expected %lld", d,
-			(long long)t->shape[d], (long long)shape[d]);
+		cr_assert_eq(td_tensor_shape(t)[d], shape[d], "dim %d: %lld, expected %lld", d,
+			(long long)td_tensor_shape(t)[d], (long long)shape[d]);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -215,15 +215,15 @@ static void ref_slice(ref *r, int d, int64_t size, const td_index *x)
 /* Apply an integer or bool index tensor; false on a mask shape mismatch. */
 static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 {
-	int64_t n = numel_of(m->ndim, m->shape), f, idx[TD_MAX_DIMS], nnz = 0, c = 0;
+	int64_t n = numel_of(m->ndim, td_tensor_shape(m)), f, idx[TD_MAX_DIMS], nnz = 0, c = 0;
 	ref_arr *a;
 	int j;
 
 	if (m->dtype != TD_DTYPE_BOOL) {
-		a = ref_adv(r, (*d)++, m->ndim, m->shape);
+		a = ref_adv(r, (*d)++, m->ndim, td_tensor_shape(m));
 		for (f = 0; f < n; f++) {
 			td_scalar s;
-			td_test_unravel(m->ndim, m->shape, f, idx);
+			td_test_unravel(m->ndim, td_tensor_shape(m), f, idx);
 			td_cr_assert_ok(td_tensor_get(&s, m, idx));
 			a->v[f] = s.kind == TD_SCALAR_UINT ?
 				(s.v.u > INT64_MAX ? INT64_MAX : (int64_t)s.v.u) : s.v.i;
@@ -231,7 +231,7 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 		return true;
 	}
 	for (f = 0; f < n; f++) {
-		td_test_unravel(m->ndim, m->shape, f, idx);
+		td_test_unravel(m->ndim, td_tensor_shape(m), f, idx);
 		nnz += get_f(m, idx) != 0;
 	}
 	if (m->ndim == 0) {
@@ -239,12 +239,12 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 		return true;
 	}
 	for (j = 0; j < m->ndim; j++)
-		if (m->shape[j] != t->shape[*d + j])
+		if (td_tensor_shape(m)[j] != td_tensor_shape(t)[*d + j])
 			return false;
 	for (j = 0; j < m->ndim; j++)
 		ref_adv(r, *d + j, 1, &nnz);
 	for (f = 0; f < n; f++) {
-		td_test_unravel(m->ndim, m->shape, f, idx);
+		td_test_unravel(m->ndim, td_tensor_shape(m), f, idx);
 		if (get_f(m, idx) == 0)
 			continue;
 		for (j = 0; j < m->ndim; j++)
@@ -273,7 +273,7 @@ static bool ref_walk(ref *r, const td_tensor *t, const td_index *idx, size_t n)
 		r->fixed[k] = -1;
 	for (i = 0; i < n; i++) {
 		const td_index *x = &idx[i];
-		int64_t size = d < t->ndim ? t->shape[d] : 0, v, c;
+		int64_t size = d < t->ndim ? td_tensor_shape(t)[d] : 0, v, c;
 		ref_arr *a;
 		switch (x->kind) {
 		case TD_INDEX_INT:
@@ -294,7 +294,7 @@ static bool ref_walk(ref *r, const td_tensor *t, const td_index *idx, size_t n)
 			break;
 		case TD_INDEX_ELLIPSIS:
 			for (k = 0; k < t->ndim - consumed; k++, d++)
-				ref_basic(r, d, 0, 1, t->shape[d]);
+				ref_basic(r, d, 0, 1, td_tensor_shape(t)[d]);
 			break;
 		case TD_INDEX_LIST:
 			a = ref_adv(r, d++, 1, &x->count);
@@ -316,7 +316,7 @@ static bool ref_walk(ref *r, const td_tensor *t, const td_index *idx, size_t n)
 		}
 	}
 	for (; d < t->ndim; d++)
-		ref_basic(r, d, 0, 1, t->shape[d]);
+		ref_basic(r, d, 0, 1, td_tensor_shape(t)[d]);
 	return ok;
 }
 
@@ -351,7 +351,7 @@ static bool ref_positions_ok(const ref *r, const td_tensor *t)
 	for (i = 0; i < r->nitems; i++) {
 		const ref_item *it = &r->items[i];
 		const ref_arr *a = &r->arrs[it->arr];
-		int64_t size = it->in_dim >= 0 ? t->shape[it->in_dim] : 1;
+		int64_t size = it->in_dim >= 0 ? td_tensor_shape(t)[it->in_dim] : 1;
 		if (!it->adv)
 			continue;
 		for (f = 0; f < numel_of(a->ndim, a->shape); f++)
@@ -416,12 +416,12 @@ static int64_t ref_offset(const ref *r, const td_tensor *t, const int64_t *ridx)
 			int ib = r->nb - a->ndim + d;
 			f = f * a->shape[d] + (a->shape[d] == 1 ? 0 : bidx[ib]);
 		}
-		size = t->shape[it->in_dim];
+		size = td_tensor_shape(t)[it->in_dim];
 		v = a->v[f];
 		pos[it->in_dim] = v < 0 ? v + size : v;
 	}
 	for (d = 0; d < t->ndim; d++)
-		off += pos[d] * t->strides[d];
+		off += pos[d] * td_tensor_strides(t)[d];
 	return off;
 }
 
@@ -539,7 +539,7 @@ static void gen_range(gen *g, int64_t size, uint64_t *rng)
 /* One element naming dim `*d` (or more, for a mask tensor). */
 static void gen_dim(gen *g, const td_tensor *t, int *d, uint64_t *rng)
 {
-	int64_t size = t->shape[*d], i, c;
+	int64_t size = td_tensor_shape(t)[*d], i, c;
 	int k;
 
 	switch (rnd(rng, 9)) {
@@ -575,7 +575,7 @@ static void gen_dim(gen *g, const td_tensor *t, int *d, uint64_t *rng)
 		break;
 	case 7:
 		k = 1 + (int)rnd(rng, t->ndim - *d < 2 ? 1 : 2);
-		gen_bool_tensor(g, k, t->shape + *d, rng);
+		gen_bool_tensor(g, k, td_tensor_shape(t) + *d, rng);
 		*d += k;
 		return;
 	default:
@@ -729,7 +729,7 @@ static char *ref_put(const td_tensor *t, const ref *r, const td_tensor *src)
 		td_test_unravel(r->ndim, r->shape, f, ridx);
 		for (d = 0; d < src->ndim; d++) {
 			int rd = r->ndim - src->ndim + d;
-			sidx[d] = src->shape[d] == 1 ? 0 : ridx[rd];
+			sidx[d] = td_tensor_shape(src)[d] == 1 ? 0 : ridx[rd];
 		}
 		memcpy(want + r->offsets[f] * (int64_t)isz, elem_at(src, sidx), isz);
 	}
@@ -865,8 +865,8 @@ static void assert_view(const td_tensor *v, const td_tensor *t, int64_t offset,
 	assert_shape(v, ndim, shape);
 	for (d = 0; d < ndim; d++)
 		if (shape[d] > 1)
-			cr_assert_eq(v->strides[d], strides[d], "stride %d: %lld, expected %lld", d,
-				(long long)v->strides[d], (long long)strides[d]);
+			cr_assert_eq(td_tensor_strides(v)[d], strides[d], "stride %d: %lld, expected %lld", d,
+				(long long)td_tensor_strides(v)[d], (long long)strides[d]);
 }
 
 Test(tensor_index, int_slice_and_range_give_views)
@@ -930,11 +930,11 @@ Test(tensor_index, slice_bounds_follow_python_rules)
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		td_index x = td_index_slice(c[i].start, c[i].stop, c[i].step);
 		td_cr_assert_ok(td_tensor_index(&v, &t, &x, 1));
-		cr_assert_eq(v.shape[0], c[i].len, "case %zu: length %lld", i, (long long)v.shape[0]);
+		cr_assert_eq(td_tensor_shape(&v)[0], c[i].len, "case %zu: length %lld", i, (long long)td_tensor_shape(&v)[0]);
 		if (c[i].len > 0)
 			cr_assert_eq(get_f(&v, (int64_t[]){ 0 }), (double)c[i].first, "case %zu", i);
 		if (c[i].len > 1)
-			cr_assert_eq(v.strides[0], c[i].step == TD_SLICE_NONE ? 1 : c[i].step);
+			cr_assert_eq(td_tensor_strides(&v)[0], c[i].step == TD_SLICE_NONE ? 1 : c[i].step);
 		td_tensor_release(&v);
 	}
 	td_tensor_release(&t);

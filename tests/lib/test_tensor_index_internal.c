@@ -16,11 +16,11 @@ static void check_shape(const td_tensor *t, const td_index *idx, size_t n)
 	bool view;
 	int ndim, d;
 
-	td_cr_assert_ok(td__index_shape(&ndim, shape, &view, t->ndim, t->shape, idx, n, "test"));
+	td_cr_assert_ok(td__index_shape(&ndim, shape, &view, t->ndim, td_tensor_shape(t), idx, n, "test"));
 	td_cr_assert_ok(td_tensor_index(&v, t, idx, n));
 	cr_assert_eq(ndim, v.ndim);
 	for (d = 0; d < ndim; d++)
-		cr_assert_eq(shape[d], v.shape[d], "dim %d", d);
+		cr_assert_eq(shape[d], td_tensor_shape(&v)[d], "dim %d", d);
 	cr_assert_eq(view, v.buffer == t->buffer);
 	td_tensor_release(&v);
 }
@@ -95,14 +95,14 @@ static void assert_same(const td_tensor *a, const td_tensor *b)
 	cr_assert_eq(a->dtype, b->dtype);
 	cr_assert_eq(a->ndim, b->ndim);
 	for (d = 0; d < a->ndim; d++)
-		cr_assert_eq(a->shape[d], b->shape[d], "dim %d", d);
+		cr_assert_eq(td_tensor_shape(a)[d], td_tensor_shape(b)[d], "dim %d", d);
 	for (f = 0; f < n; f++) {
 		int64_t oa = 0, ob = 0, r = f;
 		for (d = a->ndim - 1; d >= 0; d--) {
-			idx[d] = r % a->shape[d];
-			r /= a->shape[d];
-			oa += idx[d] * a->strides[d];
-			ob += idx[d] * b->strides[d];
+			idx[d] = r % td_tensor_shape(a)[d];
+			r /= td_tensor_shape(a)[d];
+			oa += idx[d] * td_tensor_strides(a)[d];
+			ob += idx[d] * td_tensor_strides(b)[d];
 		}
 		cr_assert(memcmp((char *)td_tensor_data(a) + oa * (int64_t)isz,
 			(char *)td_tensor_data(b) + ob * (int64_t)isz, isz) == 0, "element %lld",

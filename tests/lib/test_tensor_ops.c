@@ -233,7 +233,7 @@ static void unravel(const td_tensor *t, int nd, const int64_t *shape, int64_t fl
 
 		flat /= shape[d];
 		if (td >= 0)
-			idx[td] = t->shape[td] == 1 ? 0 : k;
+			idx[td] = td_tensor_shape(t)[td] == 1 ? 0 : k;
 	}
 }
 
@@ -266,7 +266,7 @@ static cval get_at(const td_tensor *t, int nd, const int64_t *shape, int64_t fla
 
 static cval get(const td_tensor *t, int64_t flat)
 {
-	return get_at(t, t->ndim, t->shape, flat);
+	return get_at(t, t->ndim, td_tensor_shape(t), flat);
 }
 
 /* Small values that every dtype holds exactly, zeros included. */
@@ -293,7 +293,7 @@ static void fill_small(td_tensor *t, uint64_t seed)
 	int64_t i, n = td_tensor_numel(t), idx[TD_MAX_DIMS];
 
 	for (i = 0; i < n; i++) {
-		unravel(t, t->ndim, t->shape, i, idx);
+		unravel(t, t->ndim, td_tensor_shape(t), i, idx);
 		td_cr_assert_ok(td_tensor_set(t, idx, small_value(t->dtype, &seed)));
 	}
 }
@@ -378,14 +378,14 @@ static void check_binary(const td_tensor *a, const td_tensor *b, td_binop op)
 	td_cr_assert_ok(td_tensor_binary(&out, a, b, op));
 	for (d = 0; d < nd; d++) {
 		int ia = a->ndim - nd + d, ib = b->ndim - nd + d;
-		int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+		int64_t sa = ia >= 0 ? td_tensor_shape(a)[ia] : 1, sb = ib >= 0 ? td_tensor_shape(b)[ib] : 1;
 		shape[d] = sa == 1 ? sb : sa;
 		n *= shape[d];
 	}
 	cr_assert_eq(out.dtype, rt, "%s %s %s: dtype %s, expected %s", td_dtype_name(a->dtype),
 		op_names[op], td_dtype_name(b->dtype), td_dtype_name(out.dtype), td_dtype_name(rt));
 	cr_assert_eq(out.ndim, nd);
-	cr_assert_arr_eq(out.shape, shape, (size_t)nd * sizeof(int64_t));
+	cr_assert_arr_eq(td_tensor_shape(&out), shape, (size_t)nd * sizeof(int64_t));
 	cr_assert(td_tensor_is_contiguous(&out));
 	for (i = 0; i < n; i++) {
 		cval x = cast_to(ct, get_at(a, nd, shape, i)), y = cast_to(ct, get_at(b, nd, shape, i));
@@ -422,7 +422,7 @@ static void check_inplace(td_tensor *a, const td_tensor *b, td_binop op)
 	td_cr_assert_ok(td_tensor_clone(&b0, b));
 	td_cr_assert_ok(td_tensor_binary_inplace(a, b, op));
 	for (i = 0; i < n; i++) {
-		cval x = cast_to(ct, get(&a0, i)), y = cast_to(ct, get_at(&b0, a->ndim, a->shape, i));
+		cval x = cast_to(ct, get(&a0, i)), y = cast_to(ct, get_at(&b0, a->ndim, td_tensor_shape(a), i));
 		cval exp = store_to(a->dtype, rt, ref_op(op, x, y, is_complex(ct)));
 		cval got = get(a, i);
 		cr_assert(same_value(got, exp, a->dtype),
@@ -489,7 +489,7 @@ static void check_scalar(const td_tensor *a, td_scalar s, td_binop op)
 		td_dtype_name(a->dtype), op_names[op], (int)s.kind, td_dtype_name(out.dtype),
 		td_dtype_name(rt));
 	cr_assert_eq(out.ndim, a->ndim);
-	cr_assert_arr_eq(out.shape, a->shape, (size_t)a->ndim * sizeof(int64_t));
+	cr_assert_arr_eq(td_tensor_shape(&out), td_tensor_shape(a), (size_t)a->ndim * sizeof(int64_t));
 	for (i = 0; i < n; i++) {
 		cval exp = scalar_expect(a, i, s, op, rt), got = get(&out, i);
 		cr_assert(same_value(got, exp, rt), "%s %s scalar kind %d [%lld]: (%g, %g), "
@@ -613,8 +613,8 @@ Test(tensor_ops, zero_dim_and_empty_tensors)
 	td_cr_assert_ok(td_tensor_empty(&e, TD_DTYPE_F16, 2, s0));
 	td_cr_assert_ok(td_tensor_binary(&out, &e, &b, TD_OP_ADD));
 	cr_assert_eq(out.ndim, 2);
-	cr_assert_eq(out.shape[0], 0);
-	cr_assert_eq(out.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&out)[0], 0);
+	cr_assert_eq(td_tensor_shape(&out)[1], 3);
 	cr_assert_eq(out.dtype, TD_DTYPE_F16);
 	td_tensor_release(&out);
 	td_cr_assert_ok(td_tensor_binary_inplace(&e, &b, TD_OP_SUB));

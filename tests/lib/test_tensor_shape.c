@@ -14,8 +14,8 @@ static bool same_view(const td_tensor *a, const td_tensor *b)
 {
 	return a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype &&
 		a->ndim == b->ndim &&
-		memcmp(a->shape, b->shape, sizeof(int64_t) * (size_t)a->ndim) == 0 &&
-		memcmp(a->strides, b->strides, sizeof(int64_t) * (size_t)a->ndim) == 0;
+		memcmp(td_tensor_shape(a), td_tensor_shape(b), sizeof(int64_t) * (size_t)a->ndim) == 0 &&
+		memcmp(td_tensor_strides(a), td_tensor_strides(b), sizeof(int64_t) * (size_t)a->ndim) == 0;
 }
 
 static td_buffer *device_buffer(size_t nbytes)
@@ -161,7 +161,7 @@ static void map_squeeze_all(const map_ctx *c, const int64_t *vidx, int64_t *tidx
 	int i, n = 0;
 
 	for (i = 0; i < c->t->ndim; i++)
-		tidx[i] = c->t->shape[i] == 1 ? 0 : vidx[n++];
+		tidx[i] = td_tensor_shape(c->t)[i] == 1 ? 0 : vidx[n++];
 }
 
 static void map_expand(const map_ctx *c, const int64_t *vidx, int64_t *tidx)
@@ -169,13 +169,13 @@ static void map_expand(const map_ctx *c, const int64_t *vidx, int64_t *tidx)
 	int i;
 
 	for (i = 0; i < c->t->ndim; i++)
-		tidx[i] = c->t->shape[i] == 1 ? 0 : vidx[i + c->lead];
+		tidx[i] = td_tensor_shape(c->t)[i] == 1 ? 0 : vidx[i + c->lead];
 }
 
 /* Check that every element of the view `v` is element map(vidx) of `c->t`. */
 static void assert_view_maps(const td_tensor *v, const map_ctx *c, map_fn map, const char *what)
 {
-	int64_t n = numel_of(v->ndim, v->shape), f;
+	int64_t n = numel_of(v->ndim, td_tensor_shape(v)), f;
 
 	cr_assert_eq(v->buffer, c->t->buffer, "%s: not a view of the input", what);
 	cr_assert_eq(v->dtype, c->t->dtype, "%s: dtype changed", what);
@@ -183,7 +183,7 @@ static void assert_view_maps(const td_tensor *v, const map_ctx *c, map_fn map, c
 		int64_t vidx[TD_MAX_DIMS], tidx[TD_MAX_DIMS];
 		td_scalar s;
 
-		td_test_unravel(v->ndim, v->shape, f, vidx);
+		td_test_unravel(v->ndim, td_tensor_shape(v), f, vidx);
 		map(c, vidx, tidx);
 		td_cr_assert_ok(td_tensor_get(&s, v, vidx));
 		cr_assert_eq(s.v.i, td_test_elem_pos(c->t, tidx), "%s: element %lld is %lld, expected %lld",
@@ -207,7 +207,7 @@ Test(shape, select_matches_the_model_on_random_views)
 		random_view(&t, &rng, ndim, true);
 		for (dim = -ndim; dim < ndim; dim++) {
 			int d = dim < 0 ? dim + ndim : dim;
-			int64_t k, size = t.shape[d];
+			int64_t k, size = td_tensor_shape(&t)[d];
 			td_tensor v;
 
 			for (k = -size; k < size; k++) {
@@ -239,7 +239,7 @@ Test(shape, narrow_matches_the_model_on_random_views)
 		random_view(&t, &rng, ndim, true);
 		for (dim = -ndim; dim < ndim; dim++) {
 			int d = dim < 0 ? dim + ndim : dim;
-			int64_t start, len, size = t.shape[d];
+			int64_t start, len, size = td_tensor_shape(&t)[d];
 			td_tensor v;
 
 			for (start = 0; start <= size; start++) {
@@ -247,7 +247,7 @@ Test(shape, narrow_matches_the_model_on_random_views)
 					map_ctx c = { &t, d, start, { 0 }, 0 };
 					td_cr_assert_ok(td_tensor_narrow(&v, &t, dim, start, len));
 					cr_assert_eq(v.ndim, ndim);
-					cr_assert_eq(v.shape[d], len);
+					cr_assert_eq(td_tensor_shape(&v)[d], len);
 					assert_view_maps(&v, &c, map_narrow, "narrow");
 					td_tensor_release(&v);
 				}
@@ -279,7 +279,7 @@ Test(shape, unbind_gives_every_select)
 			size_t n, k;
 
 			td_cr_assert_ok(td_tensor_unbind(&arr, &n, &t, dim));
-			cr_assert_eq(n, (size_t)t.shape[d]);
+			cr_assert_eq(n, (size_t)td_tensor_shape(&t)[d]);
 			cr_assert_eq(td_buffer_refcount(t.buffer), 1 + n);
 			for (k = 0; k < n; k++) {
 				map_ctx c = { &t, d, (int64_t)k, { 0 }, 0 };
@@ -364,8 +364,8 @@ Test(shape, permute_matches_the_model_on_random_views)
 		td_cr_assert_ok(td_tensor_permute(&v, &t, ndim ? dims : NULL));
 		cr_assert_eq(v.ndim, ndim);
 		for (i = 0; i < ndim; i++) {
-			cr_assert_eq(v.shape[i], t.shape[c.dims[i]]);
-			cr_assert_eq(v.strides[i], t.strides[c.dims[i]]);
+			cr_assert_eq(td_tensor_shape(&v)[i], td_tensor_shape(&t)[c.dims[i]]);
+			cr_assert_eq(td_tensor_strides(&v)[i], td_tensor_strides(&t)[c.dims[i]]);
 		}
 		cr_assert_eq(v.offset, t.offset);
 		assert_view_maps(&v, &c, map_permute, "permute");
@@ -394,7 +394,7 @@ Test(shape, transpose_matches_the_model_for_every_pair)
 					c.dims[i] = i == da ? db : i == db ? da : i;
 				td_cr_assert_ok(td_tensor_transpose(&v, &t, a, b));
 				assert_view_maps(&v, &c, map_permute, "transpose");
-				cr_assert_eq(v.strides[da], t.strides[db]);
+				cr_assert_eq(td_tensor_strides(&v)[da], td_tensor_strides(&t)[db]);
 				td_tensor_release(&v);
 			}
 		}
@@ -441,8 +441,8 @@ Test(shape, permute_of_sixteen_dims)
 	arange(&t, TD_MAX_DIMS, shape);
 	td_cr_assert_ok(td_tensor_permute(&v, &t, dims));
 	for (i = 0; i < TD_MAX_DIMS; i++) {
-		cr_assert_eq(v.shape[i], t.shape[TD_MAX_DIMS - 1 - i]);
-		cr_assert_eq(v.strides[i], t.strides[TD_MAX_DIMS - 1 - i]);
+		cr_assert_eq(td_tensor_shape(&v)[i], td_tensor_shape(&t)[TD_MAX_DIMS - 1 - i]);
+		cr_assert_eq(td_tensor_strides(&v)[i], td_tensor_strides(&t)[TD_MAX_DIMS - 1 - i]);
 	}
 	td_tensor_release(&v);
 	td_tensor_release(&t);
@@ -469,12 +469,12 @@ Test(shape, unsqueeze_matches_torch_strides_and_the_model)
 
 			td_cr_assert_ok(td_tensor_unsqueeze(&v, &t, dim));
 			cr_assert_eq(v.ndim, ndim + 1);
-			cr_assert_eq(v.shape[d], 1);
-			cr_assert_eq(v.strides[d], d < ndim ? t.shape[d] * t.strides[d] : 1,
-				"unsqueeze(%d): stride %lld", dim, (long long)v.strides[d]);
+			cr_assert_eq(td_tensor_shape(&v)[d], 1);
+			cr_assert_eq(td_tensor_strides(&v)[d], d < ndim ? td_tensor_shape(&t)[d] * td_tensor_strides(&t)[d] : 1,
+				"unsqueeze(%d): stride %lld", dim, (long long)td_tensor_strides(&v)[d]);
 			for (i = 0; i < ndim; i++) {
-				cr_assert_eq(v.shape[i < d ? i : i + 1], t.shape[i]);
-				cr_assert_eq(v.strides[i < d ? i : i + 1], t.strides[i]);
+				cr_assert_eq(td_tensor_shape(&v)[i < d ? i : i + 1], td_tensor_shape(&t)[i]);
+				cr_assert_eq(td_tensor_strides(&v)[i < d ? i : i + 1], td_tensor_strides(&t)[i]);
 			}
 			cr_assert_eq(td_tensor_is_contiguous(&v), td_tensor_is_contiguous(&t));
 			assert_view_maps(&v, &c, map_unsqueeze, "unsqueeze");
@@ -499,15 +499,15 @@ Test(shape, squeeze_removes_only_size_one_dims)
 		for (dim = -ndim; dim < ndim; dim++) {
 			int d = dim < 0 ? dim + ndim : dim;
 			td_cr_assert_ok(td_tensor_squeeze(&v, &t, dim));
-			if (t.shape[d] == 1) {
+			if (td_tensor_shape(&t)[d] == 1) {
 				/* Removing a size-1 dim is selecting its only position. */
 				map_ctx u = { &t, d, 0, { 0 }, 0 };
 				cr_assert_eq(v.ndim, ndim - 1);
 				for (i = 0; i < ndim; i++) {
 					if (i == d)
 						continue;
-					cr_assert_eq(v.shape[i < d ? i : i - 1], t.shape[i]);
-					cr_assert_eq(v.strides[i < d ? i : i - 1], t.strides[i]);
+					cr_assert_eq(td_tensor_shape(&v)[i < d ? i : i - 1], td_tensor_shape(&t)[i]);
+					cr_assert_eq(td_tensor_strides(&v)[i < d ? i : i - 1], td_tensor_strides(&t)[i]);
 				}
 				assert_view_maps(&v, &u, map_select, "squeeze");
 			} else {
@@ -519,11 +519,11 @@ Test(shape, squeeze_removes_only_size_one_dims)
 			td_tensor_release(&v);
 		}
 		for (i = 0; i < ndim; i++)
-			ones += t.shape[i] == 1;
+			ones += td_tensor_shape(&t)[i] == 1;
 		td_cr_assert_ok(td_tensor_squeeze_all(&v, &t));
 		cr_assert_eq(v.ndim, ndim - ones);
 		for (i = 0; i < v.ndim; i++)
-			cr_assert_neq(v.shape[i], 1);
+			cr_assert_neq(td_tensor_shape(&v)[i], 1);
 		assert_view_maps(&v, &c, map_squeeze_all, "squeeze_all");
 		td_tensor_release(&v);
 		td_tensor_release(&t);
@@ -548,7 +548,7 @@ Test(shape, squeeze_and_unsqueeze_of_zero_dim_and_full_tensors)
 	td_tensor_release(&v);
 	td_cr_assert_ok(td_tensor_unsqueeze(&v, &t, -1));
 	cr_assert_eq(v.ndim, 1);
-	cr_assert_eq(v.strides[0], 1);
+	cr_assert_eq(td_tensor_strides(&v)[0], 1);
 	td_tensor_release(&v);
 	td_test_poison(&v);
 	td_cr_assert_err(td_tensor_squeeze(&v, &t, 1), TD_EINVAL);
@@ -607,10 +607,10 @@ Test(shape, unsqueeze_of_a_huge_stride_does_not_overflow)
 	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_BOOL, 1, shape, strides, 0));
 	td_cr_assert_ok(td_tensor_unsqueeze(&v, &t, 0));
 	cr_assert_eq(v.ndim, 2);
-	cr_assert_eq(v.shape[0], 1);
-	cr_assert_eq(v.shape[1], 2);
-	cr_assert_eq(v.strides[1], strides[0]);
-	cr_assert_geq(v.strides[0], 0);
+	cr_assert_eq(td_tensor_shape(&v)[0], 1);
+	cr_assert_eq(td_tensor_shape(&v)[1], 2);
+	cr_assert_eq(td_tensor_strides(&v)[1], strides[0]);
+	cr_assert_geq(td_tensor_strides(&v)[0], 0);
 	td_tensor_release(&v);
 	td_tensor_release(&t);
 	td_buffer_unref(b);
@@ -638,22 +638,22 @@ Test(shape, expand_matches_the_model_on_random_views)
 			target[i] = (int64_t)rnd(&rng, 3);
 		for (i = 0; i < ndim; i++) {
 			static const int64_t grow[4] = { -1, 1, 0, 3 };
-			if (t.shape[i] == 1)
+			if (td_tensor_shape(&t)[i] == 1)
 				target[lead + i] = grow[rnd(&rng, 4)];
 			else
-				target[lead + i] = rnd(&rng, 2) ? -1 : t.shape[i];
+				target[lead + i] = rnd(&rng, 2) ? -1 : td_tensor_shape(&t)[i];
 		}
 		td_cr_assert_ok(td_tensor_expand(&v, &t, lead + ndim, target));
 		cr_assert_eq(v.ndim, lead + ndim);
 		for (i = 0; i < lead + ndim; i++) {
 			int it_ = i - lead;
-			int64_t want = target[i] == -1 ? t.shape[it_] : target[i];
-			cr_assert_eq(v.shape[i], want);
-			if (it_ < 0 || (t.shape[it_] == 1 && want != 1))
-				cr_assert_eq(v.strides[i], 0, "expanded dim %d has stride %lld", i,
-					(long long)v.strides[i]);
+			int64_t want = target[i] == -1 ? td_tensor_shape(&t)[it_] : target[i];
+			cr_assert_eq(td_tensor_shape(&v)[i], want);
+			if (it_ < 0 || (td_tensor_shape(&t)[it_] == 1 && want != 1))
+				cr_assert_eq(td_tensor_strides(&v)[i], 0, "expanded dim %d has stride %lld", i,
+					(long long)td_tensor_strides(&v)[i]);
 			else
-				cr_assert_eq(v.strides[i], t.strides[it_]);
+				cr_assert_eq(td_tensor_strides(&v)[i], td_tensor_strides(&t)[it_]);
 		}
 		assert_view_maps(&v, &c, map_expand, "expand");
 		td_tensor_release(&v);
@@ -706,7 +706,7 @@ Test(shape, expand_refuses_bad_arguments)
  */
 static bool view_possible(const td_tensor *t, int nn, const int64_t *nshape)
 {
-	int64_t numel = numel_of(t->ndim, t->shape), strides[TD_MAX_DIMS], f;
+	int64_t numel = numel_of(t->ndim, td_tensor_shape(t)), strides[TD_MAX_DIMS], f;
 	int64_t tidx[TD_MAX_DIMS], nidx[TD_MAX_DIMS];
 	int j;
 
@@ -716,7 +716,7 @@ static bool view_possible(const td_tensor *t, int nn, const int64_t *nshape)
 		strides[j] = 0;
 		if (nshape[j] == 1)
 			continue;
-		td_test_unravel(t->ndim, t->shape, numel_of(nn - j - 1, nshape + j + 1), tidx);
+		td_test_unravel(t->ndim, td_tensor_shape(t), numel_of(nn - j - 1, nshape + j + 1), tidx);
 		strides[j] = td_test_elem_pos(t, tidx) - t->offset;
 		if (strides[j] < 0)
 			return false;
@@ -726,7 +726,7 @@ static bool view_possible(const td_tensor *t, int nn, const int64_t *nshape)
 		td_test_unravel(nn, nshape, f, nidx);
 		for (j = 0; j < nn; j++)
 			want += nidx[j] * strides[j];
-		td_test_unravel(t->ndim, t->shape, f, tidx);
+		td_test_unravel(t->ndim, td_tensor_shape(t), f, tidx);
 		if (td_test_elem_pos(t, tidx) != want)
 			return false;
 	}
@@ -767,15 +767,15 @@ static int random_target(uint64_t *rng, int64_t numel, int64_t *shape)
 /* Every element of `r`, in C order, equals the element of `t` at the same C-order position. */
 static void assert_same_c_order(const td_tensor *r, const td_tensor *t)
 {
-	int64_t n = numel_of(t->ndim, t->shape), f;
+	int64_t n = numel_of(t->ndim, td_tensor_shape(t)), f;
 
-	cr_assert_eq(numel_of(r->ndim, r->shape), n);
+	cr_assert_eq(numel_of(r->ndim, td_tensor_shape(r)), n);
 	for (f = 0; f < n; f++) {
 		int64_t ridx[TD_MAX_DIMS], tidx[TD_MAX_DIMS];
 		td_scalar s;
 
-		td_test_unravel(r->ndim, r->shape, f, ridx);
-		td_test_unravel(t->ndim, t->shape, f, tidx);
+		td_test_unravel(r->ndim, td_tensor_shape(r), f, ridx);
+		td_test_unravel(t->ndim, td_tensor_shape(t), f, tidx);
 		td_cr_assert_ok(td_tensor_get(&s, r, ridx));
 		cr_assert_eq(s.v.i, td_test_elem_pos(t, tidx), "element %lld", (long long)f);
 	}
@@ -811,7 +811,7 @@ Test(shape, reshape_is_a_view_exactly_when_the_strides_allow_it)
 			td_cr_assert_ok(td_tensor_view(&v, &t, nn, nshape));
 			cr_assert_eq(v.buffer, t.buffer);
 			cr_assert_eq(v.ndim, nn);
-			cr_assert_eq(memcmp(v.shape, resolved, sizeof(int64_t) * (size_t)nn), 0);
+			cr_assert_eq(memcmp(td_tensor_shape(&v), resolved, sizeof(int64_t) * (size_t)nn), 0);
 			assert_same_c_order(&v, &t);
 			td_tensor_release(&v);
 			views++;
@@ -823,7 +823,7 @@ Test(shape, reshape_is_a_view_exactly_when_the_strides_allow_it)
 		}
 		td_cr_assert_ok(td_tensor_reshape(&r, &t, nn, nshape));
 		cr_assert_eq(r.ndim, nn);
-		cr_assert_eq(memcmp(r.shape, resolved, sizeof(int64_t) * (size_t)nn), 0);
+		cr_assert_eq(memcmp(td_tensor_shape(&r), resolved, sizeof(int64_t) * (size_t)nn), 0);
 		if (can_view) {
 			cr_assert_eq(r.buffer, t.buffer, "reshape copied a viewable tensor");
 			cr_assert_eq(td_buffer_refcount(t.buffer), 2);
@@ -859,16 +859,16 @@ Test(shape, reshape_of_a_transposed_tensor_copies_and_view_fails)
 	td_test_assert_poisoned(&v);
 	td_cr_assert_ok(td_tensor_reshape(&r, &tt, 1, flat_minus1));
 	cr_assert_neq(r.buffer, t.buffer);
-	cr_assert_eq(r.shape[0], 12);
+	cr_assert_eq(td_tensor_shape(&r)[0], 12);
 	for (i = 0; i < 12; i++)
 		cr_assert_eq(((int64_t *)td_tensor_data(&r))[i], (i % 3) * 4 + i / 3);
 	td_tensor_release(&r);
 	/* Splitting the transposed tensor's first dim is still a view. */
 	td_cr_assert_ok(td_tensor_view(&v, &tt, 3, split));
 	cr_assert_eq(v.buffer, t.buffer);
-	cr_assert_eq(v.strides[0], 2);
-	cr_assert_eq(v.strides[1], 1);
-	cr_assert_eq(v.strides[2], 4);
+	cr_assert_eq(td_tensor_strides(&v)[0], 2);
+	cr_assert_eq(td_tensor_strides(&v)[1], 1);
+	cr_assert_eq(td_tensor_strides(&v)[2], 4);
 	td_tensor_release(&v);
 	td_tensor_release(&tt);
 	td_tensor_release(&t);
@@ -891,7 +891,7 @@ Test(shape, reshape_handles_zero_dim_and_sixteen_dims)
 	cr_assert_eq(v.ndim, 0);
 	td_tensor_release(&v);
 	td_cr_assert_ok(td_tensor_view(&v, &t, 1, minus1));
-	cr_assert_eq(v.shape[0], 1);
+	cr_assert_eq(td_tensor_shape(&v)[0], 1);
 	td_tensor_release(&v);
 	td_cr_assert_ok(td_tensor_view(&v, &t, 1, one));
 	td_tensor_release(&v);

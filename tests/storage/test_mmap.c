@@ -109,7 +109,7 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 		cr_assert_eq(td_buffer_flags(t.buffer), 0u);
 		cr_assert(td_tensor_is_contiguous(&t));
 		cr_assert_eq(t.ndim, 2);
-		cr_assert_eq(t.shape[1], 5);
+		cr_assert_eq(td_tensor_shape(&t)[1], 5);
 		assert_all(&t, 0.0);
 		td_tensor_release(&t);
 
@@ -367,13 +367,13 @@ Test(mmap, from_tensor_writes_strided_sources_in_c_order)
 	td_cr_assert_ok(td_mmap_tensor_from_tensor(&t, p, &tr, NULL));
 	assert_equal(&t, &tr);
 	cr_assert(td_tensor_is_contiguous(&t));
-	cr_assert_eq(t.shape[0], 4);
+	cr_assert_eq(td_tensor_shape(&t)[0], 4);
 	read_bytes(p, raw, sizeof(raw));
 	for (i = 0; i < 4; i++)
 		for (j = 0; j < 3; j++)
 			cr_assert_eq(raw[i * 3 + j], j * 4 + i);
 	/* Round trip through from_file. */
-	td_cr_assert_ok(td_mmap_tensor_from_file(&back, p, TD_DTYPE_I32, 2, t.shape, NULL));
+	td_cr_assert_ok(td_mmap_tensor_from_file(&back, p, TD_DTYPE_I32, 2, td_tensor_shape(&t), NULL));
 	assert_equal(&back, &tr);
 	td_tensor_release(&back);
 	td_tensor_release(&t);

@@ -191,7 +191,7 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 	cr_assert_eq(td_test_file_size(td_test_path("r/obs.memmap")), 10 * OBS * 4);
 	td_cr_assert_ok(td_dict_get_tensor(&t, td_store_dict(td_ring_store(r)), "next.obs"));
 	cr_assert_eq(t->ndim, 2);
-	cr_assert_eq(t->shape[0], 10);
+	cr_assert_eq(td_tensor_shape(t)[0], 10);
 	cr_assert_eq(td_ring_capacity(r), 10);
 	cr_assert_eq(td_ring_len(r), 0);
 	td_cr_assert_ok(td_ring_stat(&st, r));
@@ -209,8 +209,8 @@ Test(ring, create_writes_a_store_python_can_load_and_a_ring_file)
 
 		td_cr_assert_ok(td_store_open(&s, td_test_path("r"), NULL));
 		td_cr_assert_ok(td_dict_get_tensor(&t, td_store_dict(s), "obs"));
-		cr_assert_eq(t->shape[0], 10);
-		cr_assert_eq(t->shape[1], OBS);
+		cr_assert_eq(td_tensor_shape(t)[0], 10);
+		cr_assert_eq(td_tensor_shape(t)[1], OBS);
 		td_store_close(s);
 	}
 }

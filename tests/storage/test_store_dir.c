@@ -333,7 +333,7 @@ Test(store_dir, strided_and_converted_sources_are_written_in_c_order)
 		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "t"));
 	cr_assert(td_tensor_is_contiguous(&v->tensor));
-	cr_assert_eq(v->tensor.shape[0], 3);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 3);
 	td_cr_assert_ok(td_tensor_contiguous(&c, &p));
 	cr_assert_eq(memcmp(td_tensor_data(&v->tensor), td_tensor_data(&c), 24), 0);
 	cr_assert_eq(td_tensor_equal(&v->tensor, &p), 1);
@@ -412,7 +412,7 @@ Test(store_dir, zero_element_leaves_have_no_file)
 	st = open_ok(td_test_path("z"), NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
 	cr_assert_eq(v->tensor.ndim, 2);
-	cr_assert_eq(v->tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[1], 3);
 	cr_assert_eq(td_tensor_numel(&v->tensor), 0);
 	td_store_close(st);
 
@@ -1018,7 +1018,7 @@ Test(store_dir, tensorclass_fields_are_read_from_their_tensordict)
 
 	st = open_ok(tensorclass_store("tc"), NULL);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "obs.pixels"));
-	cr_assert_eq(v->tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[1], 3);
 	td_store_close(st);
 }
 

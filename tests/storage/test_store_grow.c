@@ -89,12 +89,12 @@ static void assert_grown(const td_dict *d, int64_t rows)
 
 	cr_assert_eq(td_dict_batch_shape(d)[0], rows);
 	t = leaf(d, a, 1);
-	cr_assert_eq(t->shape[0], rows);
+	cr_assert_eq(td_tensor_shape(t)[0], rows);
 	for (i = 0; i < rows; i++)
 		cr_assert_eq(((const int32_t *)td_tensor_data(t))[i], i < 4 ? i : 0, "a[%lld]",
 			(long long)i);
 	t = leaf(d, img, 1);
-	cr_assert(t->ndim == 3 && t->shape[0] == rows && t->shape[1] == 2 && t->shape[2] == 3);
+	cr_assert(t->ndim == 3 && td_tensor_shape(t)[0] == rows && td_tensor_shape(t)[1] == 2 && td_tensor_shape(t)[2] == 3);
 	for (i = 0; i < rows * 6; i++)
 		cr_assert_eq(((const float *)td_tensor_data(t))[i], i < 24 ? (float)i : 0.0f);
 	td_cr_assert_ok(td_dict_get(&v, d, "sub"));
@@ -105,7 +105,7 @@ static void assert_grown(const td_dict *d, int64_t rows)
 	for (i = 0; i < rows * 5; i++)
 		cr_assert_eq(((const int64_t *)td_tensor_data(t))[i], i < 20 ? i : 0);
 	t = leaf(d, e, 1);
-	cr_assert(t->shape[0] == rows && t->shape[1] == 0);
+	cr_assert(td_tensor_shape(t)[0] == rows && td_tensor_shape(t)[1] == 0);
 	td_cr_assert_ok(td_dict_get(&v, d, "s"));
 	cr_assert_eq(v->kind, TD_VALUE_STRING);
 	cr_assert_str_eq(v->blob.data, "hello");
@@ -180,7 +180,7 @@ Test(store_grow, a_zero_row_store_gets_its_files_when_it_grows)
 	}
 	td_cr_assert_ok(td_store_grow(st, 5));
 	cr_assert_eq(td_test_file_size(td_test_path("z/v.memmap")), 30);
-	cr_assert_eq(leaf(td_store_dict(st), v, 1)->shape[0], 5);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), v, 1))[0], 5);
 	for (i = 0; i < 15; i++)
 		cr_assert_eq(((const int16_t *)td_tensor_data(leaf(td_store_dict(st), v, 1)))[i], 0);
 	td_store_close(st);
@@ -279,7 +279,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 	write_text(td_test_path("tc/obs/_tensordict/pixels.memmap"), "abcdefghijkl");
 	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), td_test_rw()));
 	td_cr_assert_ok(td_store_grow(st, 6));
-	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), pixels, 2))[0], 6);
 	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[11], 'l');
 	cr_assert_eq(((const char *)td_tensor_data(leaf(td_store_dict(st), pixels, 2)))[12], 0);
 	td_store_close(st);
@@ -292,7 +292,7 @@ Test(store_grow, a_tensorclass_grows_in_its_tensordict_directory)
 	free(meta);
 	cr_assert_eq(td_test_file_size(td_test_path("tc/obs/_tensordict/pixels.memmap")), 18);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("tc"), NULL));
-	cr_assert_eq(leaf(td_store_dict(st), pixels, 2)->shape[0], 6);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), pixels, 2))[0], 6);
 	td_store_close(st);
 }
 
@@ -308,7 +308,7 @@ Test(store_grow, views_taken_before_a_growth_keep_sharing_the_first_rows)
 	td_tensor_ref(&held, leaf(td_store_dict(st), a, 1));
 	td_cr_assert_ok(td_store_grow(st, 6));
 	/* The held view keeps its shape and its own mapping of the same file. */
-	cr_assert_eq(held.shape[0], 4);
+	cr_assert_eq(td_tensor_shape(&held)[0], 4);
 	hp = td_tensor_data(&held);
 	np = td_tensor_data(leaf(td_store_dict(st), a, 1));
 	hp[1] = 111;
@@ -373,7 +373,7 @@ Test(store_grow, views_in_another_process_keep_sharing_the_first_rows)
 		if (ok) {
 			hp = td_tensor_data(&held);
 			cp = td_tensor_data(leaf(td_store_dict(mine), a, 1));
-			ok = held.shape[0] == 4 && hp[2] == 222 && cp[2] == 222 && cp[5] == 555 &&
+			ok = td_tensor_shape(&held)[0] == 4 && hp[2] == 222 && cp[2] == 222 && cp[5] == 555 &&
 			     td_dict_batch_shape(td_store_dict(mine))[0] == 8;
 			hp[1] = 111; /* through the view taken before the growth */
 			cp[6] = 666; /* through the new dict */
@@ -412,7 +412,7 @@ Test(store_grow, other_handles_see_the_growth_after_refresh)
 	td_cr_assert_ok(td_store_refresh(&changed, other));
 	cr_assert(changed);
 	assert_grown(td_store_dict(other), 7);
-	cr_assert_eq(leaf(td_store_dict(other), x, 2)->shape[0], 7);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(other), x, 2))[0], 7);
 	td_store_close(other);
 	td_store_close(st);
 }
@@ -448,8 +448,8 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 
 	td_cr_assert_ok(td_store_grow_leaf(st, "buf", 7));
 	cr_assert_eq(td_store_generation(st), g0 + 1);
-	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
-	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[1], 2);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), buf, 1))[0], 7);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), buf, 1))[1], 2);
 	for (i = 0; i < 14; i++)
 		cr_assert_eq(((const double *)td_tensor_data(leaf(td_store_dict(st), buf, 1)))[i],
 			i < 6 ? (double)i : 0.0);
@@ -481,12 +481,12 @@ Test(store_grow, a_leaf_without_batch_dims_grows_alone)
 	td_cr_assert_err(td_store_grow_leaf(st, "", 4), TD_EINVAL);
 	td_cr_assert_err(td_store_grow_leaf(NULL, "buf", 4), TD_EINVAL);
 	td_cr_assert_err(td_store_grow_leaf(st, NULL, 4), TD_EINVAL);
-	cr_assert_eq(leaf(td_store_dict(st), buf, 1)->shape[0], 7);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(st), buf, 1))[0], 7);
 	td_store_close(st);
 
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("l"), NULL));
-	cr_assert_eq(leaf(td_store_dict(ro), buf, 1)->shape[0], 7);
-	cr_assert_eq(leaf(td_store_dict(ro), z, 1)->shape[0], 3);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(ro), buf, 1))[0], 7);
+	cr_assert_eq(td_tensor_shape(leaf(td_store_dict(ro), z, 1))[0], 3);
 	td_cr_assert_err(td_store_grow_leaf(ro, "buf", 9), TD_EREADONLY);
 	td_store_close(ro);
 }
@@ -561,7 +561,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 			snprintf(key, sizeof(key), "p%d_%d", i, j);
 			t = (j % 2) ? leaf(td_store_dict(st), (const char *[]){ key, "v" }, 2) :
 				leaf(td_store_dict(st), (const char *[]){ key }, 1);
-			cr_assert_eq(t->shape[0], race_target(RACERS - 1, PER_RACER - 1));
+			cr_assert_eq(td_tensor_shape(t)[0], race_target(RACERS - 1, PER_RACER - 1));
 			cr_assert_eq(((const int64_t *)td_tensor_data(t))[0], i * 100 + j);
 		}
 	td_store_close(st);
@@ -592,7 +592,7 @@ static int64_t check_killed_store(const td_dict *root, size_t *nleaves)
 			continue;
 		}
 		cr_assert_eq(item.value->kind, TD_VALUE_TENSOR);
-		cr_assert_eq(item.value->tensor.shape[0], rows, "%s", item.key);
+		cr_assert_eq(td_tensor_shape(&item.value->tensor)[0], rows, "%s", item.key);
 		(*nleaves)++;
 		if (!strcmp(item.key, "base"))
 			continue;

@@ -45,7 +45,7 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 
 		cr_assert_eq(x->dtype, y->dtype, "%s: dtype", key);
 		cr_assert_eq(x->ndim, y->ndim, "%s: ndim", key);
-		cr_assert_arr_eq(x->shape, y->shape, (size_t)x->ndim * sizeof(int64_t), "%s: shape",
+		cr_assert_arr_eq(td_tensor_shape(x), td_tensor_shape(y), (size_t)x->ndim * sizeof(int64_t), "%s: shape",
 			key);
 		if (td_tensor_nbytes(x) == 0)
 			break;

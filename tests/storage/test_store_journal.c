@@ -187,13 +187,13 @@ static void assert_rows(td_store *st, int64_t rows)
 
 	cr_assert_eq(td_dict_batch_shape(d)[0], rows);
 	td_cr_assert_ok(td_dict_get_tensor(&x, d, "x"));
-	cr_assert_eq(x->shape[0], rows);
+	cr_assert_eq(td_tensor_shape(x)[0], rows);
 	for (i = 0; i < rows; i++)
 		cr_assert_eq(((const int32_t *)td_tensor_data(x))[i], i < 4 ? i : 0);
 	td_cr_assert_ok(td_dict_get(&v, d, "sub"));
 	cr_assert_eq(td_dict_batch_shape(v->dict)[0], rows);
 	td_cr_assert_ok(td_dict_get_tensor(&y, d, "sub.y"));
-	cr_assert_eq(y->shape[0], rows);
+	cr_assert_eq(td_tensor_shape(y)[0], rows);
 	for (i = 0; i < rows * 2; i++)
 		cr_assert_eq(((const int64_t *)td_tensor_data(y))[i], i < 8 ? i : 0);
 }
@@ -451,7 +451,7 @@ Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary
 		const td_tensor *lt;
 
 		td_cr_assert_ok(td_dict_get_tensor(&lt, td_store_dict(st), "a.b.c.leaf"));
-		cr_assert_eq(lt->shape[0], 6);
+		cr_assert_eq(td_tensor_shape(lt)[0], 6);
 		cr_assert_eq(((const int32_t *)td_tensor_data(lt))[3], 5);
 		cr_assert_eq(((const int32_t *)td_tensor_data(lt))[5], 0);
 	}

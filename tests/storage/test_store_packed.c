@@ -320,7 +320,7 @@ Test(store_packed, strided_and_expanded_sources_are_gathered)
 	td_cr_assert_ok(td_dict_new(&d, 1, B4));
 	td_test_arange(&base, TD_DTYPE_F64, 2, s34);
 	td_cr_assert_ok(td_tensor_permute(&tr, &base, perm));
-	cr_assert_eq(tr.shape[0], s43[0]);
+	cr_assert_eq(td_tensor_shape(&tr)[0], s43[0]);
 	td_cr_assert_ok(td_dict_set_tensor(d, "t", &tr));
 	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_I16, 0, NULL, td_scalar_int(7)));
 	td_cr_assert_ok(td_tensor_expand(&ex, &one, 2, s4x));
@@ -425,7 +425,7 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 			const td_value *v;
 
 			td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "nested.added"));
-			cr_assert_eq(v->tensor.shape[0], 3);
+			cr_assert_eq(td_tensor_shape(&v->tensor)[0], 3);
 			cr_assert_eq(td_test_element(&v->tensor, 2), 5.0);
 			td_cr_assert_err(td_dict_get(&v, td_store_dict(ro), "uint8"),
 				TD_ENOTFOUND);
@@ -518,7 +518,7 @@ Test(store_packed, adds_and_removes_are_seen_by_other_handles)
 	td_cr_assert_ok(td_store_add_empty_key(st, dk, TD_DTYPE_F16, 2, s43));
 	td_key_free(dk);
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), kdeep));
-	cr_assert_eq(v->tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[1], 3);
 	cr_assert_eq(td_dict_batch_ndim(td_store_dict(st)), 1);
 	td_cr_assert_ok(td_store_remove(st, "x"));
 	td_cr_assert_ok(td_store_refresh(&changed, ro));
@@ -1023,7 +1023,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
 			cr_assert_eq(p[3], k);
 			/* Rows past the leaf's first size are its value or zero (grown). */
-			last = p[item.value->tensor.shape[0] - 1];
+			last = p[td_tensor_shape(&item.value->tensor)[0] - 1];
 			cr_assert(last == k || last == 0, "%s ends with %lld", item.key,
 				(long long)last);
 		}
@@ -1064,8 +1064,8 @@ Test(store_packed, growth_keeps_values_zeroes_new_rows_and_is_seen_by_others)
 	cr_assert_eq(td_store_generation(st), 4);
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], 10);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "n.m"));
-	cr_assert_eq(v->tensor.shape[0], 10);
-	cr_assert_eq(v->tensor.shape[1], 3);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 10);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[1], 3);
 	for (i = 0; i < 30; i++)
 		cr_assert_eq(td_test_element(&v->tensor, i), i < 12 ? (double)i : 0.0, "%d", i);
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "big"));
@@ -1250,7 +1250,7 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
 	td_cr_assert_ok(td_store_grow_leaf(st, "x", 3000));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
-	cr_assert_eq(v->tensor.shape[0], 3000);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 3000);
 	for (i = 0; i < 3000; i += 7)
 		cr_assert_eq(td_test_element(&v->tensor, i), i < 5 ? (double)i : 0.0);
 	td_cr_assert_err(td_store_grow_leaf(st, "x", 10), TD_EINVAL);
@@ -1262,7 +1262,7 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&st, td_test_path("l.tds"), NULL));
 	td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), "x"));
-	cr_assert_eq(v->tensor.shape[0], 3000);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 3000);
 	cr_assert_eq(td_test_element(&v->tensor, 4), 4.0);
 	td_store_close(st);
 }
@@ -1565,7 +1565,7 @@ Test(store_packed, the_golden_lazy_file_opens_and_is_written_byte_for_byte)
 		td_cr_assert_ok(td_dict_get(&y, td_lazy_child(v->dict, 1), "sub.y"));
 		cr_assert_eq(td_test_element(&y->tensor, 1), 1.0);
 		td_cr_assert_ok(td_dict_get(&x, td_lazy_child(v->dict, 2), "x"));
-		cr_assert_eq(x->tensor.shape[1], 1);
+		cr_assert_eq(td_tensor_shape(&x->tensor)[1], 1);
 	}
 	td_store_close(ro);
 	a = read_file(mine, &a_len);

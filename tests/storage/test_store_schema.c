@@ -165,13 +165,13 @@ Test(store_schema, keys_come_dotted_or_as_handles)
 	td_cr_assert_err(td_store_add_empty(st, "cfg.x", TD_DTYPE_F32, 1, s3), TD_EEXISTS);
 	td_cr_assert_ok(td_store_grow_leaf_key(st, xk, 5));
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), xk));
-	cr_assert_eq(v->tensor.shape[0], 5);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 5);
 	td_cr_assert_ok(td_store_grow_leaf(st, "cfg.x", 7));
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), xk));
-	cr_assert_eq(v->tensor.shape[0], 7);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 7);
 	td_cr_assert_ok(td_store_grow_leaf_key(st, dk, 6));
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), dk));
-	cr_assert_eq(v->tensor.shape[0], 6);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 6);
 	cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], 5);
 	/* An empty component, through a handle; the dotted form refuses it. */
 	td_cr_assert_ok(td_store_add_empty_key(st, ek, TD_DTYPE_U8, 1, s3));
@@ -272,10 +272,10 @@ Test(store_schema, out_of_memory_naming_a_dotted_component_is_not_a_missing_key)
 	}
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("m"), NULL));
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(ro), dk));
-	cr_assert_eq(v->tensor.shape[0], 6);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 6);
 	td_store_close(ro);
 	td_cr_assert_ok(td_dict_get_key(&v, td_store_dict(st), dk));
-	cr_assert_eq(v->tensor.shape[0], 6);
+	cr_assert_eq(td_tensor_shape(&v->tensor)[0], 6);
 	cr_assert_eq(first_i64(td_store_dict(st), dotted, 1), 5);
 	for (k = 0;; k++) {
 		filled(&t, 7);

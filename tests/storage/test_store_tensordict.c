@@ -156,7 +156,7 @@ static void check_dict(const td_dict *d, const json_t *node)
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR, "%s", parts[n - 1]);
 			cr_assert_str_eq(td_dtype_torch_name(v->tensor.dtype),
 				json_string_value(json_object_get(l, "dtype")));
-			assert_shape(v->tensor.ndim, v->tensor.shape, json_object_get(l, "shape"));
+			assert_shape(v->tensor.ndim, td_tensor_shape(&v->tensor), json_object_get(l, "shape"));
 			assert_bytes(&v->tensor, json_string_value(json_object_get(l, "hex")));
 		} else if (!strcmp(kind, "string_list")) {
 			/* A list of strings: tensordict stores it as a NonTensorStack. */
@@ -303,7 +303,7 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 		td_cr_assert_ok(td_store_open(&st, fixture_dir("lazy_stack"), NULL));
 		td_cr_assert_err(td_lazy_get_tensor(&t, td_store_dict(st), "x"), TD_ETYPE);
 		td_cr_assert_ok(td_lazy_get_tensor(&t, td_store_dict(st), "k"));
-		cr_assert_eq(t.shape[0], 2);
+		cr_assert_eq(td_tensor_shape(&t)[0], 2);
 		cr_assert_eq(((const int64_t *)td_tensor_data(&t))[0], 10);
 		cr_assert_eq(((const int64_t *)td_tensor_data(&t))[1], -20);
 		td_tensor_release(&t);
@@ -389,7 +389,7 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
 	cr_assert_eq(td_dict_parent(z), d);
 	/* "z.x" stacks [1, 2, 3] and [0, -2, -4]; "z.n.y" [0, 1] and [7, 8]. */
 	td_cr_assert_ok(td_lazy_get_tensor(&t, d, "z.x"));
-	cr_assert(t.ndim == 2 && t.shape[0] == 2 && t.shape[1] == 3);
+	cr_assert(t.ndim == 2 && td_tensor_shape(&t)[0] == 2 && td_tensor_shape(&t)[1] == 3);
 	cr_assert_eq(((const float *)td_tensor_data(&t))[2], 3.0f);
 	cr_assert_eq(((const float *)td_tensor_data(&t))[5], -4.0f);
 	td_tensor_release(&t);
@@ -400,7 +400,7 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
 	td_cr_assert_err(td_lazy_get_tensor(&t, d, "sub.w.r"), TD_ETYPE);
 	td_cr_assert_ok(td_lazy_get_list(&list, &count, d, "sub.w.r"));
 	cr_assert_eq(count, 2);
-	cr_assert_eq(list[1].shape[0], 4);
+	cr_assert_eq(td_tensor_shape(&list[1])[0], 4);
 	cr_assert_eq(((const int16_t *)td_tensor_data(&list[1]))[0], -9);
 	td_tensor_array_free(list, count);
 	td_store_close(st);
