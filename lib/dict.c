@@ -98,7 +98,7 @@ static inline void value_release(td_value *v)
 			td__buffer_unref(v->blob.buffer);
 		break;
 	case TD_VALUE_STRINGS:
-		td_buffer_unref(v->strings.buffer);
+		td_buffer_unref(v->strings->buffer);
 		break;
 	}
 }
@@ -268,7 +268,7 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 		return TD_OK;
 	case TD_VALUE_STRINGS:
 		*out = *v;
-		td_buffer_ref(out->strings.buffer);
+		td_buffer_ref(out->strings->buffer);
 		return TD_OK;
 	default:
 		*out = *v;
@@ -638,8 +638,8 @@ static bool value_shape(const td_value *v, int *ndim, const int64_t **shape)
 		return true;
 	}
 	if (v->kind == TD_VALUE_STRINGS) {
-		*ndim = v->strings.ndim;
-		*shape = v->strings.shape;
+		*ndim = v->strings->ndim;
+		*shape = v->strings->shape;
 		return true;
 	}
 	return false;
@@ -903,7 +903,7 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	if (v->kind == TD_VALUE_DICT)
 		return check_child(parent, v->dict, last, fn);
 	if (v->kind == TD_VALUE_STRINGS) {
-		const td_strings *s = &v->strings;
+		const td_strings *s = v->strings;
 		if (s->ndim >= parent->batch_ndim &&
 		    td__shape_eq(s->shape, parent->batch_shape, parent->batch_ndim))
 			return TD_OK;
@@ -933,6 +933,8 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		td_buffer_ref(v->tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)
 		v->dict->parent = parent;
+	else if (v->kind == TD_VALUE_STRINGS)
+		td_buffer_ref(v->strings->buffer);
 	else
 		td_buffer_ref(v->blob.buffer);
 	td__value_release(&old);
@@ -975,6 +977,8 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 		td_buffer_ref(v->tensor.buffer);
 	else if (v->kind == TD_VALUE_DICT)
 		v->dict->parent = parent;
+	else if (v->kind == TD_VALUE_STRINGS)
+		td_buffer_ref(v->strings->buffer);
 	else
 		td_buffer_ref(v->blob.buffer);
 	return TD_OK;

@@ -245,7 +245,7 @@ static int get_strings(const td_strings **out, const td_dict *d, const td__kref 
 	td__entry *e;
 
 	TD_TRY(get_of_kind(&e, out, d, kp, kn, TD_VALUE_STRINGS, "an array of strings", fn));
-	*out = &e->value.strings;
+	*out = e->value.strings;
 	return TD_OK;
 }
 
@@ -639,7 +639,7 @@ static int check_move(const td_dict *to, const td_value *v, const char *key, con
 	if (v->kind == TD_VALUE_TENSOR)
 		return td__dict_check_batch(to, v->tensor.ndim, td_tensor_shape(&v->tensor), key, fn);
 	if (v->kind == TD_VALUE_STRINGS)
-		return td__dict_check_batch(to, v->strings.ndim, v->strings.shape, key, fn);
+		return td__dict_check_batch(to, v->strings->ndim, v->strings->shape, key, fn);
 	if (v->kind != TD_VALUE_DICT)
 		return TD_OK;
 	child = v->dict;

@@ -278,7 +278,7 @@ static int put_text(td_dict *d, td__entry *e, const td_dict *v, const td__entry 
 {
 	const td_value *srcs[2] = { &e->value, &ev->value };
 	td_tensor dn = TD_TENSOR_INIT, dst = TD_TENSOR_INIT, vn = TD_TENSOR_INIT;
-	int64_t base = e->value.kind == TD_VALUE_STRINGS ? e->value.strings.numel : 1;
+	int64_t base = e->value.kind == TD_VALUE_STRINGS ? e->value.strings->numel : 1;
 	td_value nv, old;
 	int rc;
 
@@ -360,8 +360,8 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 				src = ev->value.dict->batch_shape;
 				nd = ev->value.dict->batch_ndim;
 			} else if (ev->value.kind == TD_VALUE_STRINGS) {
-				src = ev->value.strings.shape;
-				nd = ev->value.strings.ndim;
+				src = ev->value.strings->shape;
+				nd = ev->value.strings->ndim;
 			} else {
 				TD_TRY(td__dict_set_value(d, &k, 1, &ev->value, fn));
 				continue;
@@ -776,7 +776,7 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				pe->value = e->value;
 			}
 			td__buffer_ref_n(e->value.kind == TD_VALUE_STRINGS ?
-				e->value.strings.buffer : e->value.blob.buffer, n);
+				e->value.strings->buffer : e->value.blob.buffer, n);
 		}
 		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
 			atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);

@@ -95,7 +95,7 @@ static int join_text(const join *j, const td_dict *const *ds, const td__entry *e
 	for (k = 0; k < j->n && rc == TD_OK; k++) {
 		rc = td__strings_numbers(&nums[k], vals[k], ds[k]->batch_ndim, ds[k]->batch_shape,
 			base, j->fn);
-		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->strings.numel : 1;
+		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->strings->numel : 1;
 	}
 	if (rc == TD_OK)
 		rc = j->stack ? td_tensor_stack(&res, nums, j->n, j->dim) :

@@ -350,9 +350,9 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 					eo->value.kind == TD_VALUE_STRINGS ? "an array of strings" :
 					"a bytes value");
 			if (eo->value.kind == TD_VALUE_STRINGS &&
-			    (e->value.strings.ndim != eo->value.strings.ndim ||
-				    !td__shape_eq(e->value.strings.shape, eo->value.strings.shape,
-					    e->value.strings.ndim)))
+			    (e->value.strings->ndim != eo->value.strings->ndim ||
+				    !td__shape_eq(e->value.strings->shape, eo->value.strings->shape,
+					    e->value.strings->ndim)))
 				return td__error(TD_ETYPE, "%s: '%s': the arrays of strings differ in "
 					"shape", fn, td__entry_key(eo));
 			if (write) {

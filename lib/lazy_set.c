@@ -258,7 +258,7 @@ static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const t
 	const char *fn)
 {
 	const td__lazy *z = d->lazy;
-	const td_strings *s = &v->strings;
+	const td_strings *s = v->strings;
 	char key[512];
 	int64_t at[2];
 	size_t i;

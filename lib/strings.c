@@ -3,13 +3,13 @@
  * strings.c - arrays of strings (TD_VALUE_STRINGS, tensordict's
  * NonTensorStack) and the single-string and bytes values they relate to.
  *
- * An array lives in one heap buffer: numel + 1 offsets (uint64), its
- * numbers (below), then the texts, each followed by a NUL. It is immutable,
- * so copies of a dict share it. A batch operation on an array is the same
- * tensor operation applied to its *numbers*: an int64 tensor of the array's
- * shape holding 0..numel-1, kept in the buffer so that it is a view made in
- * constant time (indexing one row of a large array costs one row, not the
- * array). The operation gives a tensor of numbers (a view, a gather, a
+ * An array lives in one heap buffer: its td_strings header (a value points
+ * to it), numel + 1 offsets (uint64), its numbers (below), then the texts,
+ * each followed by a NUL. It is immutable, so copies of a dict share it. A
+ * batch operation on an array is the same tensor operation applied to its
+ * *numbers*: an int64 tensor of the array's shape holding 0..numel-1, kept
+ * in the buffer so that it is a view made in constant time (indexing one
+ * row of a large array costs one row, not the array). The operation gives a tensor of numbers (a view, a gather, a
  * stack of the numbers of several arrays), and the result array is gathered
  * from it. Every tensor operation of the batch machinery thus applies to
  * strings without a string version of each.
@@ -110,33 +110,41 @@ static int check_shape(int ndim, const int64_t *shape, int64_t *numel, const cha
 /*
  * An array of `numel` strings holding `text_bytes` bytes of text in all:
  * the buffer is made, the header and the numbers filled; the caller writes
- * offsets[0..numel] and the texts.
+ * offsets[0..numel] and the texts. The td_strings header is the start of
+ * the buffer (the value points to it), so the buffer's references keep it.
  */
 static int alloc_array(td_value *out, int ndim, const int64_t *shape, int64_t numel,
 	size_t text_bytes, const char *fn)
 {
 	size_t head, total;
 	td_buffer *b;
-	td_strings *s = &out->strings;
+	td_strings *s;
+	char *base;
 	int64_t *num, i;
 
-	/* offsets: numel + 1 words; numbers: numel words */
+	_Static_assert(sizeof(td_strings) % sizeof(uint64_t) == 0,
+		"the offsets after the header are aligned");
+	/* header; offsets: numel + 1 words; numbers: numel words */
 	if ((uint64_t)numel >= SIZE_MAX / (2 * sizeof(uint64_t)) ||
 	    !td__mul_size(2 * (size_t)numel + 1, sizeof(uint64_t), &head) ||
-	    !td__add_size(head, text_bytes, &total))
+	    !td__add_size(head, sizeof(td_strings) + text_bytes, &total))
 		return td__error(TD_EOVERFLOW, "%s: %lld strings of %zu bytes do not fit in memory",
 			fn, (long long)numel, text_bytes);
 	TD_TRY(td_buffer_new(&b, total, 0));
-	out->kind = TD_VALUE_STRINGS;
+	base = td_buffer_data(b);
+	s = (td_strings *)(void *)base;
+	base += sizeof(td_strings);
 	s->buffer = b;
-	s->offsets = td_buffer_data(b);
-	s->bytes = (const char *)td_buffer_data(b) + head;
+	s->offsets = (const uint64_t *)(void *)base;
+	s->bytes = base + head;
 	s->numel = numel;
 	s->ndim = ndim;
 	memcpy(s->shape, shape, (size_t)ndim * sizeof(int64_t));
-	num = (int64_t *)td_buffer_data(b) + numel + 1;
+	num = (int64_t *)(void *)base + numel + 1;
 	for (i = 0; i < numel; i++)
 		num[i] = i;
+	out->kind = TD_VALUE_STRINGS;
+	out->strings = s;
 	return TD_OK;
 }
 
@@ -165,8 +173,8 @@ int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *c
 			return td__error(TD_EOVERFLOW, "%s: the strings do not fit in memory", fn);
 	}
 	TD_TRY(alloc_array(out, ndim, shape, numel, bytes, fn));
-	off = (uint64_t *)out->strings.offsets;
-	dst = (char *)out->strings.bytes;
+	off = (uint64_t *)out->strings->offsets;
+	dst = (char *)out->strings->bytes;
 	off[0] = 0;
 	for (i = 0; i < numel; i++) {
 		len = lengths ? lengths[i] : strlen(texts[i]);
@@ -180,14 +188,14 @@ int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *c
 /* How many strings a value contributes to a gather: an array its elements, a string one. */
 static int64_t value_count(const td_value *v)
 {
-	return v->kind == TD_VALUE_STRINGS ? v->strings.numel : 1;
+	return v->kind == TD_VALUE_STRINGS ? v->strings->numel : 1;
 }
 
 /* String `i` of value `v` (an array, or a single string for any i). */
 static const char *value_text(const td_value *v, int64_t i, size_t *len)
 {
 	if (v->kind == TD_VALUE_STRINGS)
-		return td_strings_at(len, &v->strings, i);
+		return td_strings_at(len, v->strings, i);
 	*len = v->blob.length;
 	return v->blob.data;
 }
@@ -200,11 +208,11 @@ int td__strings_numbers(td_tensor *out, const td_value *v, int ndim, const int64
 	int rc;
 
 	if (v->kind == TD_VALUE_STRINGS) {
-		const td_strings *s = &v->strings;
+		const td_strings *s = v->strings;
 
 		if (base == 0) /* a view of the numbers kept in the array's buffer */
 			return td_tensor_from_buffer(out, s->buffer, TD_DTYPE_I64, s->ndim, s->shape,
-				NULL, s->numel + 1);
+				NULL, (int64_t)(sizeof(td_strings) / sizeof(int64_t)) + s->numel + 1);
 		TD_TRY(td_tensor_empty(out, TD_DTYPE_I64, s->ndim, s->shape));
 		p = td_tensor_data(out);
 		for (i = 0; i < s->numel; i++)
@@ -288,8 +296,8 @@ int td__strings_gather(td_value *out, const td_value *const *srcs, size_t nsrc,
 	rc = alloc_array(out, flat.ndim, td_tensor_shape(&flat), numel, bytes, fn);
 	if (rc < 0)
 		goto out;
-	off = (uint64_t *)out->strings.offsets;
-	dst = (char *)out->strings.bytes;
+	off = (uint64_t *)out->strings->offsets;
+	dst = (char *)out->strings->bytes;
 	off[0] = 0;
 	for (i = 0; i < numel; i++) {
 		const char *s;
@@ -344,12 +352,12 @@ bool td__text_values_equal(const td_value *a, const td_value *b)
 		       memcmp(a->blob.data, b->blob.data, a->blob.length) == 0;
 	if (a->kind != TD_VALUE_STRINGS)
 		return a->kind == TD_VALUE_STRING &&
-		       all_equal_to(&b->strings, a->blob.data, a->blob.length);
+		       all_equal_to(b->strings, a->blob.data, a->blob.length);
 	if (b->kind != TD_VALUE_STRINGS)
 		return b->kind == TD_VALUE_STRING &&
-		       all_equal_to(&a->strings, b->blob.data, b->blob.length);
-	x = &a->strings;
-	y = &b->strings;
+		       all_equal_to(a->strings, b->blob.data, b->blob.length);
+	x = a->strings;
+	y = b->strings;
 	if (x->ndim != y->ndim || !td__shape_eq(x->shape, y->shape, x->ndim))
 		return false;
 	/* Equal offsets and equal bytes: the texts are laid out the same way. */

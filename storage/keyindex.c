@@ -671,7 +671,7 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 			rc = td__keyindex_push(ix, &r, NULL);
 			break;
 		case TD_VALUE_STRINGS: {
-			const td_strings *s = &v->strings;
+			const td_strings *s = v->strings;
 
 			/* The texts with their NULs are the inline bytes, as they lie in memory. */
 			r.kind = TD_KEYINDEX_KIND_STRINGS;

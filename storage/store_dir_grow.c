@@ -160,7 +160,7 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 		if (v->kind == TD_VALUE_DICT)
 			rc = grow_dict(g, cfd, crel, v->dict);
 		else
-			rc = grow_strings(g, cfd, crel, &v->strings);
+			rc = grow_strings(g, cfd, crel, v->strings);
 		td__relpath_pop(&g->path, mark);
 	}
 	close(cfd);

@@ -338,8 +338,8 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 		TD_TRY(write_string(w, dirfd, rel, key, v));
 		return td__dictname_set_string(dst, key, v->blob.data);
 	case TD_VALUE_STRINGS:
-		TD_TRY(write_strings(w, dirfd, rel, key, &v->strings));
-		return set_strings_copy(dst, key, &v->strings);
+		TD_TRY(write_strings(w, dirfd, rel, key, v->strings));
+		return set_strings_copy(dst, key, v->strings);
 	default:
 		return td__error(TD_EINVAL, "td_store_memmap: \"%s\": unsupported value kind %d", key,
 			(int)v->kind);

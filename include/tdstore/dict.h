@@ -73,12 +73,14 @@ typedef enum td_value_kind {
  *
  * The value is immutable and shared by reference between copies of a dict;
  * writing at a batch index (td_dict_index_put()) gives the entry a new
- * array. Element i, counted in C order over `shape`, is the NUL-terminated
+ * array. The struct itself lives at the start of its buffer: a td_value
+ * points to it, and it stays valid as long as `buffer` is referenced.
+ * Element i, counted in C order over `shape`, is the NUL-terminated
  * text at `bytes + offsets[i]`, of `offsets[i + 1] - offsets[i] - 1` bytes
  * (td_strings_at() reads it). No element holds a NUL byte.
  */
 typedef struct td_strings {
-	td_buffer *buffer;       /**< holds `offsets` and `bytes` */
+	td_buffer *buffer;       /**< holds this struct, `offsets` and `bytes` */
 	const uint64_t *offsets; /**< numel + 1 ascending offsets into `bytes` */
 	const char *bytes;       /**< the texts, each followed by a NUL */
 	int64_t numel;           /**< the number of strings: the product of `shape` */
@@ -104,7 +106,7 @@ typedef struct td_value {
 		td_tensor tensor;   /**< TD_VALUE_TENSOR */
 		td_dict *dict;      /**< TD_VALUE_DICT */
 		td_blob blob;       /**< TD_VALUE_STRING and TD_VALUE_BYTES */
-		td_strings strings; /**< TD_VALUE_STRINGS */
+		const td_strings *strings; /**< TD_VALUE_STRINGS (held through its `buffer`) */
 	};
 } td_value;
 

@@ -524,7 +524,7 @@ static json_t *lists_json(const td_strings *s, int dim, int64_t *at)
 static json_t *strings_json(const td_item *it, const td_dict *src)
 {
 	json_t *leaf = jcheck(json_object());
-	const td_strings *mine = &it->value->strings, *orig;
+	const td_strings *mine = it->value->strings, *orig;
 	int64_t at = 0, i;
 	td_key *k = path_key(it->path, it->depth);
 

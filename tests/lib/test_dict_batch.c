@@ -969,7 +969,7 @@ Test(dict_batch, cutting_small_levels_with_long_keys_equals_indexing)
 		cr_assert_str_eq(s, "text");
 		td_cr_assert_ok(td_dict_get(&v, parts[i], LONG_KEY "." LONG_KEY2 ".names"));
 		cr_assert_eq(v->kind, TD_VALUE_STRINGS);
-		cr_assert_eq(v->strings.ndim, 1);
+		cr_assert_eq(v->strings->ndim, 1);
 	}
 	td_dict_array_free(parts, n);
 	cr_assert_eq(td_buffer_refcount(a->buffer), refs);

@@ -70,7 +70,7 @@ Test(strings, set_get_and_read_each_element)
 	assert_strings(d, "lst", 1, b3, ABC);
 	td_cr_assert_ok(td_dict_get(&v, d, "lst"));
 	cr_assert_eq(v->kind, TD_VALUE_STRINGS);
-	s = &v->strings;
+	s = v->strings;
 	cr_assert_null(td_strings_at(&len, s, -1));
 	cr_assert_null(td_strings_at(&len, s, 3));
 	cr_assert_null(td_strings_at(&len, NULL, 0));
@@ -410,6 +410,28 @@ Test(strings, copies_equality_update_select)
 	td_dict_free(sel);
 	td_dict_free(c);
 	td_dict_free(d);
+}
+
+Test(strings, a_copy_shares_the_array_and_keeps_it_after_the_original_is_freed)
+{
+	const int64_t b3[] = { 3 };
+	td_dict *d = abc_dict(), *c;
+	const td_strings *s, *sc;
+	const td_value *v;
+
+	td_cr_assert_ok(td_dict_get_strings(&s, d, "lst"));
+	cr_assert_eq(td_buffer_refcount(s->buffer), 1);
+	td_cr_assert_ok(td_dict_get(&v, d, "lst"));
+	cr_assert_eq(v->strings, s, "the value points to the array td_dict_get_strings() gives");
+	td_cr_assert_ok(td_dict_copy(&c, d));
+	td_cr_assert_ok(td_dict_get_strings(&sc, c, "lst"));
+	cr_assert_eq(sc, s, "a copy points to the same array");
+	cr_assert_eq(td_buffer_refcount(s->buffer), 2);
+	td_dict_free(d);
+	/* The struct lives in its buffer, which the copy still references. */
+	cr_assert_eq(td_buffer_refcount(sc->buffer), 1);
+	assert_strings(c, "lst", 1, b3, ABC);
+	td_dict_free(c);
 }
 
 Test(strings, apply_and_arithmetic_carry_arrays_over)

@@ -61,12 +61,12 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 		assert_same_dict(a->dict, b->dict, key);
 		break;
 	case TD_VALUE_STRINGS:
-		cr_assert_eq(a->strings.ndim, b->strings.ndim, "%s", key);
-		cr_assert_arr_eq(a->strings.shape, b->strings.shape,
-			(size_t)a->strings.ndim * sizeof(int64_t), "%s", key);
-		for (i = 0; i < a->strings.numel; i++)
-			cr_assert_str_eq(td_strings_at(NULL, &a->strings, i),
-				td_strings_at(NULL, &b->strings, i), "%s[%lld]", key, (long long)i);
+		cr_assert_eq(a->strings->ndim, b->strings->ndim, "%s", key);
+		cr_assert_arr_eq(a->strings->shape, b->strings->shape,
+			(size_t)a->strings->ndim * sizeof(int64_t), "%s", key);
+		for (i = 0; i < a->strings->numel; i++)
+			cr_assert_str_eq(td_strings_at(NULL, a->strings, i),
+				td_strings_at(NULL, b->strings, i), "%s[%lld]", key, (long long)i);
 		break;
 	default:
 		cr_assert_eq(a->blob.length, b->blob.length, "%s", key);

@@ -1307,10 +1307,10 @@ static bool trees_equal(const td_dict *a, const td_dict *b)
 				return false;
 			break;
 		case TD_VALUE_STRINGS:
-			if (va[i]->strings.numel != vb[i]->strings.numel ||
-			    va[i]->strings.ndim != vb[i]->strings.ndim ||
-			    memcmp(va[i]->strings.bytes, vb[i]->strings.bytes,
-				    (size_t)va[i]->strings.offsets[va[i]->strings.numel]) != 0)
+			if (va[i]->strings->numel != vb[i]->strings->numel ||
+			    va[i]->strings->ndim != vb[i]->strings->ndim ||
+			    memcmp(va[i]->strings->bytes, vb[i]->strings->bytes,
+				    (size_t)va[i]->strings->offsets[va[i]->strings->numel]) != 0)
 				return false;
 			break;
 		default:

@@ -163,8 +163,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 			int64_t at = 0;
 
 			cr_assert_eq(v->kind, TD_VALUE_STRINGS, "%s", parts[n - 1]);
-			check_lists(&v->strings, 0, json_object_get(l, "value"), &at);
-			cr_assert_eq(at, v->strings.numel);
+			check_lists(v->strings, 0, json_object_get(l, "value"), &at);
+			cr_assert_eq(at, v->strings->numel);
 		} else {
 			cr_assert_str_eq(kind, "string");
 			cr_assert_eq(v->kind, TD_VALUE_STRING);
