@@ -247,9 +247,11 @@ dist_man_MANS += \
 	%D%/man/man3/td_tensor_reshape.3 \
 	%D%/man/man3/td_tensor_select.3 \
 	%D%/man/man3/td_tensor_set.3 \
+	%D%/man/man3/td_tensor_shape.3 \
 	%D%/man/man3/td_tensor_squeeze.3 \
 	%D%/man/man3/td_tensor_squeeze_all.3 \
 	%D%/man/man3/td_tensor_stack.3 \
+	%D%/man/man3/td_tensor_strides.3 \
 	%D%/man/man3/td_tensor_to_dtype.3 \
 	%D%/man/man3/td_tensor_transpose.3 \
 	%D%/man/man3/td_tensor_unbind.3 \

@@ -87,7 +87,7 @@ static inline void value_release(td_value *v)
 	switch (v->kind) {
 	case TD_VALUE_TENSOR:
 		if (v->tensor.buffer)
-			td__buffer_unref(v->tensor.buffer);
+			td__tensor_drop(&v->tensor);
 		break;
 	case TD_VALUE_DICT:
 		dict_destroy(v->dict);
@@ -128,7 +128,7 @@ static inline void release_entries(td_dict *d, td_dict **next, size_t *m, size_t
 		/* Leaves first: the common case takes one compare to reach. */
 		if (e->value.kind == TD_VALUE_TENSOR) {
 			if (e->value.tensor.buffer)
-				td__buffer_unref(e->value.tensor.buffer);
+				td__tensor_drop(&e->value.tensor);
 		} else if (e->value.kind == TD_VALUE_DICT && *m < room) {
 			next[(*m)++] = e->value.dict;
 		} else {
@@ -264,7 +264,7 @@ int td__value_share(td_value *out, const td_value *v, const char *fn)
 	}
 	case TD_VALUE_TENSOR:
 		*out = *v;
-		td_buffer_ref(out->tensor.buffer);
+		td__tensor_hold(&out->tensor);
 		return TD_OK;
 	case TD_VALUE_STRINGS:
 		*out = *v;
@@ -930,7 +930,7 @@ static int replace_value(td_dict *parent, td__entry *e, const td_value *v, const
 		td__dict_touch(parent); /* a kind change or another dict */
 	td__value_assign(&e->value, v);
 	if (v->kind == TD_VALUE_TENSOR)
-		td_buffer_ref(v->tensor.buffer);
+		td__tensor_hold(&v->tensor);
 	else if (v->kind == TD_VALUE_DICT)
 		v->dict->parent = parent;
 	else if (v->kind == TD_VALUE_STRINGS)
@@ -974,7 +974,7 @@ int td__dict_set_value(td_dict *d, const td__kref *parts, size_t n, const td_val
 	if (rc < 0)
 		goto fail;
 	if (v->kind == TD_VALUE_TENSOR)
-		td_buffer_ref(v->tensor.buffer);
+		td__tensor_hold(&v->tensor);
 	else if (v->kind == TD_VALUE_DICT)
 		v->dict->parent = parent;
 	else if (v->kind == TD_VALUE_STRINGS)

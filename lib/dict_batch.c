@@ -101,24 +101,27 @@ static void plan_basic(batch_index *bi, const td_dict *d)
 /* Apply the basic plan to one leaf: a view, no checks (leaves are valid). */
 static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
 {
-	int64_t offset = in->offset;
+	const int64_t *ish = td_tensor_shape(in), *ist = td_tensor_strides(in);
+	int64_t offset = in->offset, *osh, *ost;
 	int j, k, n = bi->ndim;
 
 	for (k = 0; k < bi->nbatch; k++)
-		offset += bi->start[k] * td_tensor_strides(in)[k];
+		offset += bi->start[k] * ist[k];
+	TD_TRY(td__tensor_dims(out, n + in->ndim - bi->nbatch, "td_dict_index"));
+	osh = td__shape_w(out);
+	ost = td__strides_w(out);
 	out->buffer = td_buffer_ref(in->buffer);
 	out->offset = offset;
 	out->dtype = in->dtype;
 	for (j = 0; j < n; j++) {
 		int sd = bi->src[j];
-		out->shape[j] = bi->shape[j];
-		out->strides[j] = sd < 0 ? 1 : td_tensor_strides(in)[sd] * bi->step[j];
+		osh[j] = bi->shape[j];
+		ost[j] = sd < 0 ? 1 : ist[sd] * bi->step[j];
 	}
 	for (k = bi->nbatch; k < in->ndim; k++, j++) {
-		out->shape[j] = td_tensor_shape(in)[k];
-		out->strides[j] = td_tensor_strides(in)[k];
+		osh[j] = ish[k];
+		ost[j] = ist[k];
 	}
-	out->ndim = j;
 	return TD_OK;
 }
 
@@ -553,54 +556,114 @@ _Static_assert(offsetof(td__entry, hash) == 0 && offsetof(td__entry, k) +
 	"an entry's key fields come first, together: cut_rec() copies them as one block");
 
 /*
- * Write the key of an entry and the n views of its leaf t (validated: it
- * has the dim) into the slot at `off` of each piece: one pass over the pieces, the
- * key and the view's fields loaded once.
+ * cut_leaf() of a leaf with out-of-line dims: copies share its block; the
+ * n views of an unbind share one set of dims (they differ only in their
+ * offset: one block, or inline dims); each piece of a split gets a block
+ * of its own. Nothing is left on failure.
  */
-static inline __attribute__((always_inline)) void cut_leaf(td_dict *const *out, size_t off,
+static __attribute__((noinline)) int cut_leaf_ext(td_dict *const *out, size_t off,
 	const unsigned char *key, const td_tensor *t, const cut *c)
 {
+	int64_t stride = 0, start = 0;
+	td_tensor view;
+	size_t i;
+	int rc;
+
+	if (c->dim >= 0)
+		stride = td_tensor_strides(t)[c->dim];
+	if (c->dim < 0) {
+		td__tensor_copy_meta(&view, t);
+	} else if (!c->lengths) {
+		TD_TRY(td__view_select_dims(&view, t, c->dim, 0, c->fn));
+		td__dims_ref_n(&view, c->n - 1);
+	}
+	for (i = 0; i < c->n; i++) {
+		td__entry *pe = piece_slot(out[i], off);
+		td_tensor *v = &pe->value.tensor;
+
+		if (!c->lengths || c->dim < 0) {
+			td__tensor_copy_meta(v, &view);
+			v->offset += (int64_t)i * stride;
+		} else {
+			td__tensor_copy_meta(v, t);
+			rc = td__tensor_dims_own(v, c->fn);
+			if (rc < 0) {
+				while (i-- > 0)
+					td__dims_unref(&piece_slot(out[i], off)->value.tensor);
+				return rc;
+			}
+			if (c->lengths[i] > 0)
+				v->offset += start * stride;
+			td__shape_w(v)[c->dim] = c->lengths[i];
+			start += c->lengths[i];
+		}
+		memcpy(pe, key, KEY_BYTES);
+		pe->value.kind = TD_VALUE_TENSOR;
+	}
+	if (c->dim < 0)
+		td__dims_ref_n(t, c->n);
+	td__buffer_ref_n(t->buffer, c->n);
+	return TD_OK;
+}
+
+/*
+ * Write the key of an entry and the n views of its leaf t (validated: it
+ * has the dim) into the slot at `off` of each piece: one pass over the
+ * pieces, the key and the view's fields loaded once. A leaf with inline
+ * dims (the common case) is cut here without a test of ndim, one with
+ * out-of-line dims by cut_leaf_ext() (which may fail: TD_ENOMEM).
+ */
+static inline __attribute__((always_inline)) int cut_leaf(td_dict *const *out, size_t off,
+	const unsigned char *key, const td_tensor *t, const cut *c)
+{
+	/* Loaded once: the stores into the pieces could alias `c` for the compiler. */
+	const int dim = c->dim;
+	const int64_t *lengths = c->lengths;
+	const size_t n = c->n;
 	const td_tensor *src = t; /* what every piece's view starts as */
 	int64_t stride = 0, start = 0;
 	td_tensor view;
 	size_t i;
 	int k, j;
 
-	if (c->dim >= 0)
-		stride = td_tensor_strides(t)[c->dim];
-	if (c->dim >= 0 && !c->lengths) {
+	if (TD_UNLIKELY(td__dims_ext(t->ndim)))
+		return cut_leaf_ext(out, off, key, t, c);
+	if (dim >= 0)
+		stride = td__istrides(t)[dim];
+	if (dim >= 0 && !lengths) {
 		/* unbind: the dim dropped */
 		view.buffer = t->buffer;
 		view.offset = t->offset;
 		view.dtype = t->dtype;
 		view.ndim = t->ndim - 1;
 		for (k = 0, j = 0; k < t->ndim; k++) {
-			if (k == c->dim)
+			if (k == dim)
 				continue;
-			view.shape[j] = td_tensor_shape(t)[k];
-			view.strides[j++] = td_tensor_strides(t)[k];
+			td__ishape_w(&view)[j] = td__ishape(t)[k];
+			td__istrides_w(&view)[j++] = td__istrides(t)[k];
 		}
 		src = &view;
 	}
-	for (i = 0; i < c->n; i++) {
+	for (i = 0; i < n; i++) {
 		td__entry *pe = piece_slot(out[i], off);
 
 		memcpy(pe, key, KEY_BYTES);
 		pe->value.kind = TD_VALUE_TENSOR;
 		td__tensor_copy_meta(&pe->value.tensor, src);
-		if (c->dim < 0)
+		if (dim < 0)
 			continue;
-		if (!c->lengths) {
+		if (!lengths) {
 			pe->value.tensor.offset += (int64_t)i * stride;
 			continue;
 		}
 		/* As td__view_narrow(): an empty piece keeps the offset. */
-		if (c->lengths[i] > 0)
+		if (lengths[i] > 0)
 			pe->value.tensor.offset += start * stride;
-		pe->value.tensor.shape[c->dim] = c->lengths[i];
-		start += c->lengths[i];
+		td__ishape_w(&pe->value.tensor)[dim] = lengths[i];
+		start += lengths[i];
 	}
-	td__buffer_ref_n(t->buffer, c->n);
+	td__buffer_ref_n(t->buffer, n);
+	return TD_OK;
 }
 
 /* Which piece a td__leaf_fn cuts out (arrays of strings go through one). */
@@ -615,10 +678,8 @@ static int cut_piece_leaf(td_tensor *out, const td_tensor *in, void *ctx)
 	const cut_piece *p = ctx;
 
 	if (!p->c->lengths)
-		td__view_select(out, in, p->c->dim, (int64_t)p->i);
-	else
-		td__view_narrow(out, in, p->c->dim, p->start, p->c->lengths[p->i]);
-	return TD_OK;
+		return td__view_select(out, in, p->c->dim, (int64_t)p->i, p->c->fn);
+	return td__view_narrow(out, in, p->c->dim, p->start, p->c->lengths[p->i], p->c->fn);
 }
 
 /*
@@ -743,7 +804,9 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 		off = slot_offset(w);
 		memcpy(key, e, KEY_BYTES);
 		if (e->value.kind == TD_VALUE_TENSOR) {
-			cut_leaf(out, off, key, &e->value.tensor, c);
+			rc = cut_leaf(out, off, key, &e->value.tensor, c);
+			if (rc < 0)
+				goto out;
 		} else if (e->value.kind == TD_VALUE_DICT) {
 			/* A lazy stack cuts itself (td__lazy_cut(): it indexes itself). */
 			if (TD_UNLIKELY(td__dict_is_lazy(e->value.dict)))

@@ -290,18 +290,10 @@ char *td__kpath_format(char *buf, size_t len, const td__kref *parts, size_t n);
 
 /* ---- the map (dict.c) ---- */
 
-/** Copy a value without its unused bytes (a tensor's shape tail). No references taken. */
+/** Copy a value. No references taken. */
 static inline void td__value_assign(td_value *dst, const td_value *src)
 {
-	dst->kind = src->kind;
-	if (src->kind == TD_VALUE_TENSOR)
-		td__tensor_copy_meta(&dst->tensor, &src->tensor);
-	else if (src->kind == TD_VALUE_DICT)
-		dst->dict = src->dict;
-	else if (src->kind == TD_VALUE_STRINGS)
-		dst->strings = src->strings;
-	else
-		dst->blob = src->blob;
+	*dst = *src;
 }
 
 /** TD_EOVERFLOW (with a message) unless the product of the batch sizes fits in int64. */

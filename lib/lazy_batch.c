@@ -501,9 +501,11 @@ static bool mcut_same_headers(td_dict *const *src, size_t m)
 }
 
 /*
- * Whether slot j is dead in every dict src[0..m-1], or holds a tensor in
- * every one, or a dict in every one (whether these are dense is for the
- * level below to see).
+ * Whether slot j is dead in every dict src[0..m-1], or holds a tensor with
+ * inline dims in every one, or a dict in every one (whether these are
+ * dense is for the level below to see). A tensor of more than
+ * TD_TENSOR_INLINE_DIMS dims (out-of-line dims with references of their
+ * own, rare) makes the level differ: td__dict_cut() handles those.
  */
 static inline bool mcut_slot_same(td_dict *const *src, size_t m, uint32_t j)
 {
@@ -517,7 +519,16 @@ static inline bool mcut_slot_same(td_dict *const *src, size_t m, uint32_t j)
 				return false;
 		return true;
 	}
-	if (kind != TD_VALUE_TENSOR && kind != TD_VALUE_DICT)
+	if (kind == TD_VALUE_TENSOR) {
+		for (i = 0; i < m; i++) {
+			e = &src[i]->entries[j];
+			if (!td__entry_live(e) || e->value.kind != kind ||
+			    td__dims_ext(e->value.tensor.ndim))
+				return false;
+		}
+		return true;
+	}
+	if (kind != TD_VALUE_DICT)
 		return false;
 	for (i = 1; i < m; i++) {
 		e = &src[i]->entries[j];
@@ -619,10 +630,11 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 			for (i = 0, q = 0; i < m; i++) {
 				const td__entry *e = &src[i]->entries[j];
 				const td_tensor *t = &e->value.tensor;
-				int64_t stride = td_tensor_strides(t)[dim];
+				int64_t stride = td__istrides(t)[dim];
 				td_tensor view;
 
-				td__lz_select_borrowed(&view, t, dim, 0);
+				/* Inline dims (mcut_slot_same()): the view's are inline too, it cannot fail. */
+				(void)td__lz_select_borrowed(&view, t, dim, 0, fn);
 				for (k = 0; k < n; k++, q++) {
 					td__entry *pe = (td__entry *)(void *)((char *)out[q] + off);
 

@@ -192,8 +192,7 @@ static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
 	if (in->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(in), d->batch_shape, d->batch_ndim))
 		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
 			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
-	td__view_select(out, in, d->lazy->dim, p->i);
-	return TD_OK;
+	return td__view_select(out, in, d->lazy->dim, p->i, p->fn);
 }
 
 /*

@@ -162,7 +162,8 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 	t0 = &ent[0]->value.tensor;
 	nd = t0->ndim;
 	host = t0->buffer;
-	if (!td__buffer_host(host))
+	/* The stacked leaf has its dims inline (td__lz_stack()); more go the general way. */
+	if (!td__buffer_host(host) || td__dims_ext(nd + 1))
 		return td__lazy_get_tensor(out, d, parts, n, fn);
 	if (even)
 		step = ent[1]->value.tensor.offset - t0->offset;
@@ -174,12 +175,12 @@ int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
 		if (diff)
 			return td__lazy_get_tensor(out, d, parts, n, fn);
 		if (nd == 1) { /* the common leaf of a stack of chains: no loop */
-			diff |= td_tensor_shape(x)[0] ^ td_tensor_shape(t0)[0];
-			sdiff |= td_tensor_strides(x)[0] ^ td_tensor_strides(t0)[0];
+			diff |= td__ishape(x)[0] ^ td__ishape(t0)[0];
+			sdiff |= td__istrides(x)[0] ^ td__istrides(t0)[0];
 		} else {
 			for (j = 0; j < nd; j++) {
-				diff |= td_tensor_shape(x)[j] ^ td_tensor_shape(t0)[j];
-				sdiff |= td_tensor_strides(x)[j] ^ td_tensor_strides(t0)[j];
+				diff |= td__ishape(x)[j] ^ td__ishape(t0)[j];
+				sdiff |= td__istrides(x)[j] ^ td__istrides(t0)[j];
 			}
 		}
 		if (diff)
@@ -325,8 +326,12 @@ static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted,
 	}
 	for (i = 0; rc == TD_OK && i < L.n; i++) {
 		td_tensor view;
-		td__lz_select_borrowed(&view, dst, dim, (int64_t)i);
-		rc = td_tensor_copy(&view, &L.t[i]);
+
+		rc = td__lz_select_borrowed(&view, dst, dim, (int64_t)i, fn);
+		if (rc == TD_OK) {
+			rc = td_tensor_copy(&view, &L.t[i]);
+			td__dims_unref(&view);
+		}
 	}
 	leaves_release(&L);
 	return rc;
@@ -413,22 +418,26 @@ static td_dtype leaves_dtype(const leaves *L)
 	return dt;
 }
 
-static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left)
+static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left,
+	const char *fn)
 {
 	size_t i;
-	int k;
+	int k, rc;
 
 	for (i = 0; i < L->n; i++) {
 		const td_tensor *t = &L->t[i];
 		td_tensor view;
 
-		td__lz_select_borrowed(&view, out, dim, (int64_t)i);
+		TD_TRY(td__lz_select_borrowed(&view, out, dim, (int64_t)i, fn));
 		for (k = 0; k < t->ndim; k++) {
 			if (left && td_tensor_shape(t)[k] > 0)
-				view.offset += (td_tensor_shape(&view)[k] - td_tensor_shape(t)[k]) * td_tensor_strides(&view)[k];
-			view.shape[k] = td_tensor_shape(t)[k];
+				view.offset += (td_tensor_shape(&view)[k] - td_tensor_shape(t)[k]) *
+					       td_tensor_strides(&view)[k];
+			td__shape_w(&view)[k] = td_tensor_shape(t)[k];
 		}
-		TD_TRY(td_tensor_copy(&view, t));
+		rc = td_tensor_copy(&view, t);
+		td__dims_unref(&view);
+		TD_TRY(rc);
 	}
 	return TD_OK;
 }
@@ -475,7 +484,7 @@ static int get_padded(td_tensor *out, const td_dict *d, const char *dotted, cons
 		rc = td_tensor_full(&tmp, leaves_dtype(&L), nd + 1, shape, pad);
 	}
 	if (rc == TD_OK) {
-		rc = pad_into(&tmp, &L, dim, flags & TD_PAD_LEFT);
+		rc = pad_into(&tmp, &L, dim, flags & TD_PAD_LEFT, fn);
 		if (rc == TD_OK)
 			*out = tmp;
 		else

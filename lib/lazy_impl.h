@@ -129,10 +129,11 @@ static inline const td__lz_key *td__lz_node_find(const td__lz_node *node, const 
 /**
  * Stack the tensors of the n tensor entries `ent` (same dtype and shape, in
  * host memory: checked by the caller) along `dim` into a new contiguous
- * tensor. `step` non-NULL: the leaves are views of one buffer with the same
- * strides whose offsets advance by *step. `spare` non-NULL: *spare may hold
- * a heap buffer nobody else references, taken (and *spare set to NULL) when
- * its size is the result's.
+ * tensor, whose dims must fit inline (at most TD_TENSOR_INLINE_DIMS: the
+ * leaves' are read without a test of ndim). `step` non-NULL: the leaves are
+ * views of one buffer with the same strides whose offsets advance by *step.
+ * `spare` non-NULL: *spare may hold a heap buffer nobody else references,
+ * taken (and *spare set to NULL) when its size is the result's.
  */
 int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	const int64_t *step, td_buffer **spare, const char *fn);
@@ -179,22 +180,15 @@ void td__lazy_adopt(td_dict *stack, size_t i, td_dict *child);
 /** TD_ENOTFOUND naming the path and the child `i` of the lazy stack that lacks it. */
 int td__lz_not_found(const td__kref *parts, size_t n, size_t i, const char *fn);
 
-/* The view t[..., k, ...] at dim `dim`, borrowing t's buffer (no reference). */
-static inline void td__lz_select_borrowed(td_tensor *out, const td_tensor *t, int dim,
-	int64_t k)
+/*
+ * The view t[..., k, ...] at dim `dim`, borrowing t's buffer (no
+ * reference); its dims are its own: drop them with td__dims_unref().
+ * TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims left.
+ */
+static inline int td__lz_select_borrowed(td_tensor *out, const td_tensor *t, int dim,
+	int64_t k, const char *fn)
 {
-	int i, j = 0;
-
-	out->buffer = t->buffer;
-	out->offset = t->offset + k * td_tensor_strides(t)[dim];
-	out->dtype = t->dtype;
-	for (i = 0; i < t->ndim; i++) {
-		if (i == dim)
-			continue;
-		out->shape[j] = td_tensor_shape(t)[i];
-		out->strides[j++] = td_tensor_strides(t)[i];
-	}
-	out->ndim = t->ndim - 1;
+	return td__view_select_dims(out, t, dim, k, fn);
 }
 
 #endif /* TD_LAZY_IMPL_H */

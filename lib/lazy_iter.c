@@ -79,6 +79,7 @@ static void lazy_drop_current(lazy_iter *lz)
 	if (lz->cur_tensor) {
 		td_buffer *b = lz->cur.tensor.buffer;
 
+		td__dims_unref(&lz->cur.tensor);
 		/* acquire: a reference the caller took and dropped meanwhile is done with. */
 		if (!lz->spare && b->kind == TD_MEMORY_HEAP &&
 		    atomic_load_explicit(&b->refs, memory_order_acquire) == 1)

@@ -326,37 +326,39 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 	const int64_t *step, td_buffer **spare, const char *fn)
 {
 	const td_tensor *t0 = &ent[0]->value.tensor;
+	const int ond = t0->ndim + 1; /* at most TD_TENSOR_INLINE_DIMS (the caller's check) */
 	int64_t bs[TD_MAX_DIMS], ss[TD_MAX_DIMS], ds[TD_MAX_DIMS], es, stride;
 	size_t i, isz = td__itemsize(t0->dtype), nbytes;
 	const int64_t *strides = NULL;
+	int64_t *osh, *ost;
 	td_buffer *buf;
 	char *dst;
 	int k, j, nd = 0;
 
-	if (t0->ndim >= TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "%s: the result would exceed %d dims", fn, TD_MAX_DIMS);
 	/* t0 is valid, so its byte size is; n times it is checked. */
 	if (n > (size_t)INT64_MAX ||
-	    !td__mul_size((size_t)td__numel(t0->ndim, td_tensor_shape(t0)) * isz, n, &nbytes) ||
+	    !td__mul_size((size_t)td__numel(t0->ndim, td__ishape(t0)) * isz, n, &nbytes) ||
 	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
 		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
-			fn, n, (size_t)td__numel(t0->ndim, td_tensor_shape(t0)) * isz);
+			fn, n, (size_t)td__numel(t0->ndim, td__ishape(t0)) * isz);
 	if (spare && *spare && (*spare)->nbytes == nbytes) {
 		buf = *spare; /* the caller's, unshared: taken over */
 		*spare = NULL;
 	} else {
 		TD_TRY(td_buffer_new(&buf, nbytes, 0));
 	}
-	/* The result: t0's shape with n inserted at `dim`, contiguous. */
+	/* The result: t0's shape with n inserted at `dim`, contiguous (inline dims). */
 	out->buffer = buf;
 	out->offset = 0;
 	out->dtype = t0->dtype;
-	out->ndim = t0->ndim + 1;
-	for (k = 0, j = 0; k < out->ndim; k++)
-		out->shape[k] = k == dim ? (int64_t)n : td_tensor_shape(t0)[j++];
-	for (k = out->ndim - 1, es = 1; k >= 0; k--) {
-		out->strides[k] = es;
-		es *= td_tensor_shape(out)[k] > 1 ? td_tensor_shape(out)[k] : 1;
+	out->ndim = ond;
+	osh = td__ishape_w(out);
+	ost = td__istrides_w(out);
+	for (k = 0, j = 0; k < ond; k++)
+		osh[k] = k == dim ? (int64_t)n : td__ishape(t0)[j++];
+	for (k = ond - 1, es = 1; k >= 0; k--) {
+		ost[k] = es;
+		es *= osh[k] > 1 ? osh[k] : 1;
 	}
 	if (nbytes == 0)
 		return TD_OK;
@@ -367,36 +369,36 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 		 * when that view is laid out as the result is. */
 		bool dense = true;
 
-		for (k = 0, j = 0; k < out->ndim; k++) {
-			bs[k] = td_tensor_shape(out)[k];
-			ds[k] = td_tensor_strides(out)[k] * (int64_t)isz;
-			ss[k] = (k == dim ? *step : td_tensor_strides(t0)[j++]) * (int64_t)isz;
+		for (k = 0, j = 0; k < ond; k++) {
+			bs[k] = td__ishape(out)[k];
+			ds[k] = td__istrides(out)[k] * (int64_t)isz;
+			ss[k] = (k == dim ? *step : td__istrides(t0)[j++]) * (int64_t)isz;
 			dense = dense && (bs[k] == 1 || ss[k] == ds[k]);
 		}
 		if (dense) {
 			memcpy(dst, td__tensor_ptr(t0), nbytes);
 			return TD_OK;
 		}
-		nd = td__coalesce_dims(out->ndim, bs, ss, ds);
+		nd = td__coalesce_dims(ond, bs, ss, ds);
 		td__copy_block(dst, ds, td__tensor_ptr(t0), ss, bs, nd, isz);
 		return TD_OK;
 	}
 	/* One block per child; its layout is worked out again only when its
 	 * strides differ from the previous child's. */
-	stride = td_tensor_strides(out)[dim] * (int64_t)isz;
+	stride = td__istrides(out)[dim] * (int64_t)isz;
 	for (i = 0; i < n; i++) {
 		const td_tensor *x = &ent[i]->value.tensor;
 
-		if (!strides || !td__shape_eq(td_tensor_strides(x), strides, x->ndim)) {
-			for (k = 0, j = 0; k < out->ndim; k++)
+		if (!strides || !td__shape_eq(td__istrides(x), strides, x->ndim)) {
+			for (k = 0, j = 0; k < ond; k++)
 				if (k != dim)
-					ds[j++] = td_tensor_strides(out)[k] * (int64_t)isz;
+					ds[j++] = td__istrides(out)[k] * (int64_t)isz;
 			for (k = 0; k < x->ndim; k++) {
-				bs[k] = td_tensor_shape(x)[k];
-				ss[k] = td_tensor_strides(x)[k] * (int64_t)isz;
+				bs[k] = td__ishape(x)[k];
+				ss[k] = td__istrides(x)[k] * (int64_t)isz;
 			}
 			nd = td__coalesce_dims(x->ndim, bs, ss, ds);
-			strides = td_tensor_strides(x);
+			strides = td__istrides(x);
 		}
 		td__copy_block(dst + (int64_t)i * stride, ds, td__tensor_ptr(x), ss, bs, nd, isz);
 	}

@@ -76,14 +76,16 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		 * such levels), so one check of the slices' shape serves all, and
 		 * the n references to t's buffer are taken at once.
 		 */
-		if (t->ndim - 1 >= p0->batch_ndim && slice_fits(t, z->dim, p0)) {
+		if (t->ndim - 1 >= p0->batch_ndim && !td__dims_ext(t->ndim - 1) &&
+		    slice_fits(t, z->dim, p0)) {
+			/* Slices with inline dims: nothing below can fail. */
 			td__buffer_ref_n(t->buffer, z->n);
 			for (i = 0; i < z->n; i++) {
 				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.tensor;
-				td_buffer *old = leaf->buffer;
+				td_tensor old = *leaf;
 
-				td__lz_select_borrowed(leaf, t, z->dim, (int64_t)i);
-				td__buffer_unref(old);
+				(void)td__lz_select_borrowed(leaf, t, z->dim, (int64_t)i, fn);
+				td__tensor_drop(&old);
 			}
 			return TD_OK;
 		}
@@ -92,11 +94,14 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		/* Every child holds a tensor there: replace the entries directly. */
 		for (i = 0; i < z->n; i++) {
 			td_value v;
+			int rc;
 
 			v.kind = TD_VALUE_TENSOR;
-			td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i);
-			TD_TRY(td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i],
-				&parts[n - 1], &v, fn));
+			TD_TRY(td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i, fn));
+			rc = td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i],
+				&parts[n - 1], &v, fn);
+			td__dims_unref(&v.tensor);
+			TD_TRY(rc);
 		}
 		return TD_OK;
 	}
@@ -104,13 +109,16 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 	for (i = 0; i < z->n; i++) {
 		td_dict *c = z->child[i];
 		td_value v;
+		int rc;
 
 		v.kind = TD_VALUE_TENSOR;
-		td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i);
+		TD_TRY(td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i, fn));
 		if (c->lazy)
-			TD_TRY(td__lazy_set_tensor(c, parts, n, handle, &v.tensor, fn));
+			rc = td__lazy_set_tensor(c, parts, n, handle, &v.tensor, fn);
 		else
-			TD_TRY(td__dict_set_value(c, parts, n, &v, fn));
+			rc = td__dict_set_value(c, parts, n, &v, fn);
+		td__dims_unref(&v.tensor);
+		TD_TRY(rc);
 	}
 	return TD_OK;
 }
@@ -133,6 +141,43 @@ int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_valu
 	return TD_OK;
 }
 
+/* Copy `view` into the stored leaf `dst` (a leaf every child holds). */
+static int copy_into_leaf(td_tensor *dst, const td_tensor *view, bool src_host, const char *fn)
+{
+	/*
+	 * A stored leaf and a slice of the checked `t` are valid tensors: of
+	 * td_tensor_copy()'s checks only memory and write access are left
+	 * (~250 instructions a child through it).
+	 */
+	if (src_host && td__buffer_host(dst->buffer) &&
+	    !(dst->buffer->flags & TD_BUFFER_READONLY)) {
+		if (td__same_view(dst, view))
+			return TD_OK;
+		if (!td__tensor_overlap(dst, view))
+			return td__copy_unchecked(dst, view, fn);
+	}
+	return td_tensor_copy(dst, view);
+}
+
+/* set(..., inplace=True) of `view` (child i's slice) in child c. */
+static int set_inplace_child(td_dict *c, size_t i, const td__kref *parts, size_t n,
+	const td_key *handle, const td_tensor *view, const char *fn)
+{
+	char key[512];
+	td__entry *e;
+
+	if (c->lazy)
+		return td__lazy_set_inplace(c, parts, n, handle, view, fn);
+	e = td__dict_lookup_quiet(c, parts, n, NULL);
+	if (!e)
+		return td__lz_not_found(parts, n, i, fn);
+	if (e->value.kind != TD_VALUE_TENSOR) {
+		td__kpath_format(key, sizeof(key), parts, n);
+		return td__error(TD_ETYPE, "%s: '%s' is not a tensor in child %zu", fn, key, i);
+	}
+	return td_tensor_copy(&e->value.tensor, view);
+}
+
 int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
 	const td_tensor *t, const char *fn)
 {
@@ -152,46 +197,25 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 		bool src_host = td__buffer_host(t->buffer);
 
 		for (i = 0; i < z->n; i++) {
-			td_tensor *dst = (td_tensor *)&k->ent[i]->value.tensor;
 			td_tensor view;
+			int rc;
 
-			td__lz_select_borrowed(&view, t, z->dim, (int64_t)i);
-			/*
-			 * A stored leaf and a slice of the checked `t` are valid tensors:
-			 * of td_tensor_copy()'s checks only memory and write access are
-			 * left (~250 instructions a child through it).
-			 */
-			if (src_host && td__buffer_host(dst->buffer) &&
-			    !(dst->buffer->flags & TD_BUFFER_READONLY)) {
-				if (td__same_view(dst, &view))
-					continue;
-				if (!td__tensor_overlap(dst, &view)) {
-					TD_TRY(td__copy_unchecked(dst, &view, fn));
-					continue;
-				}
-			}
-			TD_TRY(td_tensor_copy(dst, &view));
+			TD_TRY(td__lz_select_borrowed(&view, t, z->dim, (int64_t)i, fn));
+			rc = copy_into_leaf((td_tensor *)&k->ent[i]->value.tensor, &view, src_host,
+				fn);
+			td__dims_unref(&view);
+			TD_TRY(rc);
 		}
 		return TD_OK;
 	}
 	for (i = 0; i < z->n; i++) {
-		td_dict *c = z->child[i];
 		td_tensor view;
-		td__entry *e;
+		int rc;
 
-		td__lz_select_borrowed(&view, t, z->dim, (int64_t)i);
-		if (c->lazy) {
-			TD_TRY(td__lazy_set_inplace(c, parts, n, handle, &view, fn));
-			continue;
-		}
-		e = td__dict_lookup_quiet(c, parts, n, NULL);
-		if (!e)
-			return td__lz_not_found(parts, n, i, fn);
-		if (e->value.kind != TD_VALUE_TENSOR) {
-			td__kpath_format(key, sizeof(key), parts, n);
-			return td__error(TD_ETYPE, "%s: '%s' is not a tensor in child %zu", fn, key, i);
-		}
-		TD_TRY(td_tensor_copy(&e->value.tensor, &view));
+		TD_TRY(td__lz_select_borrowed(&view, t, z->dim, (int64_t)i, fn));
+		rc = set_inplace_child(z->child[i], i, parts, n, handle, &view, fn);
+		td__dims_unref(&view);
+		TD_TRY(rc);
 	}
 	return TD_OK;
 }

@@ -66,6 +66,54 @@ void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides)
 	}
 }
 
+/* ------------------------------------------------------------------------ */
+/* Out-of-line dims                                                          */
+/* ------------------------------------------------------------------------ */
+
+static size_t dims_bytes(int ndim)
+{
+	return sizeof(td__dims) + 2 * (size_t)ndim * sizeof(int64_t);
+}
+
+static td__dims *dims_new(int ndim, const char *fn)
+{
+	td__dims *b = td__alloc_small(dims_bytes(ndim));
+
+	if (!b) {
+		td__error(TD_ENOMEM, "%s: no memory for the dims of a %d-dim tensor", fn, ndim);
+		return NULL;
+	}
+	atomic_init(&b->refs, 1);
+	b->ndim = ndim;
+	return b;
+}
+
+void td__dims_free(td__dims *b)
+{
+	td__free_small(b, dims_bytes(b->ndim));
+}
+
+int td__dims_alloc(td_tensor *t, int ndim, const char *fn)
+{
+	td__dims *b = dims_new(ndim, fn);
+
+	if (!b)
+		return TD_ENOMEM;
+	t->ndim = ndim;
+	t->dims_.ext = b->v;
+	return TD_OK;
+}
+
+int td__dims_copy(td_tensor *t, const char *fn)
+{
+	td__dims *b = dims_new(t->ndim, fn);
+
+	if (!b)
+		return TD_ENOMEM;
+	memcpy(b->v, t->dims_.ext, 2 * (size_t)t->ndim * sizeof(int64_t));
+	t->dims_.ext = b->v;
+	return TD_OK;
+}
 
 /* Why a tensor failed td__tensor_check(), kept off the fast path. */
 static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, const char *fn,
@@ -86,6 +134,7 @@ static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, co
 
 int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 {
+	const int64_t *sh, *st;
 	int64_t last, span;
 	bool empty = false;
 	size_t end;
@@ -96,6 +145,15 @@ int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 	if (TD_UNLIKELY((unsigned)t->dtype >= TD_DTYPE_COUNT || (unsigned)t->ndim > TD_MAX_DIMS ||
 			t->offset < 0))
 		return tensor_invalid(t, fn, what, TD_EINVAL);
+	if (TD_LIKELY(!td__dims_ext(t->ndim))) {
+		sh = td__ishape(t);
+		st = td__istrides(t);
+	} else {
+		if (TD_UNLIKELY(!t->dims_.ext))
+			return tensor_invalid(t, fn, what, TD_EINVAL);
+		sh = t->dims_.ext;
+		st = sh + t->ndim;
+	}
 	/*
 	 * The extent is checked even without elements: views of an empty
 	 * tensor (select, narrow, the iterator) do arithmetic with its
@@ -105,15 +163,15 @@ int td__tensor_check(const td_tensor *t, const char *fn, const char *what)
 	 */
 	last = t->offset;
 	for (i = 0; i < t->ndim; i++) {
-		int64_t n = td_tensor_shape(t)[i], st = td_tensor_strides(t)[i];
+		int64_t n = sh[i], s = st[i];
 
-		if (TD_UNLIKELY((n | st) < 0))
+		if (TD_UNLIKELY((n | s) < 0))
 			return tensor_invalid(t, fn, what, TD_EINVAL);
 		if (n == 0) {
 			empty = true;
 			continue;
 		}
-		if (TD_UNLIKELY(__builtin_mul_overflow(n - 1, st, &span) ||
+		if (TD_UNLIKELY(__builtin_mul_overflow(n - 1, s, &span) ||
 				__builtin_add_overflow(last, span, &last)))
 			return tensor_invalid(t, fn, what, TD_EOVERFLOW);
 	}
@@ -144,18 +202,23 @@ int td__tensor_check_write(const td_tensor *t, const char *fn, const char *what)
 bool td__tensor_overlap(const td_tensor *a, const td_tensor *b)
 {
 	size_t sa = td__itemsize(a->dtype), sb = td__itemsize(b->dtype);
+	const int64_t *ash, *ast, *bsh, *bst;
 	int64_t la = 0, lb = 0;
 	uintptr_t a0, a1, b0, b1;
 	int i;
 
 	if (a->buffer != b->buffer)
 		return false;
-	if (td__numel(a->ndim, td_tensor_shape(a)) == 0 || td__numel(b->ndim, td_tensor_shape(b)) == 0)
+	ash = td_tensor_shape(a);
+	ast = td_tensor_strides(a);
+	bsh = td_tensor_shape(b);
+	bst = td_tensor_strides(b);
+	if (td__numel(a->ndim, ash) == 0 || td__numel(b->ndim, bsh) == 0)
 		return false;
 	for (i = 0; i < a->ndim; i++)
-		la += (td_tensor_shape(a)[i] - 1) * td_tensor_strides(a)[i];
+		la += (ash[i] - 1) * ast[i];
 	for (i = 0; i < b->ndim; i++)
-		lb += (td_tensor_shape(b)[i] - 1) * td_tensor_strides(b)[i];
+		lb += (bsh[i] - 1) * bst[i];
 	a0 = (uintptr_t)a->offset * sa;
 	a1 = (uintptr_t)(a->offset + la + 1) * sa;
 	b0 = (uintptr_t)b->offset * sb;
@@ -191,6 +254,7 @@ int td__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int
 int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, int64_t *strides,
 	const char *fn)
 {
+	const int64_t *tsh = td_tensor_shape(t), *tst = td_tensor_strides(t);
 	int i;
 
 	if (t->ndim > ndim)
@@ -199,9 +263,9 @@ int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, in
 		int it = t->ndim - ndim + i;
 		if (it < 0)
 			strides[i] = 0;
-		else if (td_tensor_shape(t)[it] == shape[i])
-			strides[i] = shape[i] == 1 ? 0 : td_tensor_strides(t)[it];
-		else if (td_tensor_shape(t)[it] == 1)
+		else if (tsh[it] == shape[i])
+			strides[i] = shape[i] == 1 ? 0 : tst[it];
+		else if (tsh[it] == 1)
 			strides[i] = 0;
 		else
 			goto mismatch;
@@ -219,6 +283,21 @@ mismatch: {
 /* Creation                                                                  */
 /* ------------------------------------------------------------------------ */
 
+int td__tensor_contiguous_dims(td_tensor *t, int ndim, const int64_t *shape, const char *fn)
+{
+	TD_TRY(td__tensor_dims(t, ndim, fn));
+	if (ndim > 0)
+		memcpy(td__shape_w(t), shape, (size_t)ndim * sizeof(int64_t));
+	td__contiguous_strides(ndim, shape, td__strides_w(t));
+	return TD_OK;
+}
+
+void td__tensor_dims_drop(td_tensor *t)
+{
+	td__dims_unref(t);
+	t->ndim = 0;
+}
+
 int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape, bool zero,
 	const char *fn)
 {
@@ -227,39 +306,46 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 	int rc;
 
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, fn));
+	TD_TRY(td__tensor_dims(out, ndim, fn));
 	rc = td_buffer_new(&buf, nbytes, zero ? TD_BUFFER_ZEROED : 0);
-	if (rc < 0)
+	if (rc < 0) {
+		td__dims_unref(out);
 		return rc;
+	}
 	out->buffer = buf;
 	out->offset = 0;
 	out->dtype = dtype;
-	out->ndim = ndim;
 	if (ndim > 0)
-		memcpy(out->shape, shape, (size_t)ndim * sizeof(int64_t));
-	td__contiguous_strides(ndim, td_tensor_shape(out), out->strides);
+		memcpy(td__shape_w(out), shape, (size_t)ndim * sizeof(int64_t));
+	td__contiguous_strides(ndim, shape, td__strides_w(out));
 	return TD_OK;
 }
 
 int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn)
 {
+	const int64_t *tsh = td_tensor_shape(t);
 	size_t nbytes;
 	td_buffer *buf;
+	int64_t *sh;
 	int rc, i;
 
 	/* t is valid: its shape is checked, only the byte size for `dtype` is new. */
-	if (!td__mul_size((size_t)td__numel(t->ndim, td_tensor_shape(t)), td__itemsize(dtype), &nbytes))
+	if (!td__mul_size((size_t)td__numel(t->ndim, tsh), td__itemsize(dtype), &nbytes))
 		return td__error(TD_EOVERFLOW, "%s: the tensor is too large as %s", fn,
 			td_dtype_name(dtype));
+	TD_TRY(td__tensor_dims(out, t->ndim, fn));
 	rc = td_buffer_new(&buf, nbytes, 0);
-	if (rc < 0)
+	if (rc < 0) {
+		td__dims_unref(out);
 		return rc;
+	}
 	out->buffer = buf;
 	out->offset = 0;
 	out->dtype = dtype;
-	out->ndim = t->ndim;
+	sh = td__shape_w(out);
 	for (i = 0; i < t->ndim; i++)
-		out->shape[i] = td_tensor_shape(t)[i];
-	td__contiguous_strides(t->ndim, td_tensor_shape(out), out->strides);
+		sh[i] = tsh[i];
+	td__contiguous_strides(t->ndim, tsh, td__strides_w(out));
 	return TD_OK;
 }
 
@@ -326,29 +412,32 @@ int td_tensor_from_buffer(td_tensor *out, td_buffer *buf, td_dtype dtype, int nd
 {
 	static const char fn[] = "td_tensor_from_buffer";
 	td_tensor tmp;
-	int i;
+	int i, rc;
 
 	if (!out || !buf)
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, NULL, fn));
 	if (offset < 0)
 		return td__error(TD_EINVAL, "%s: negative offset %lld", fn, (long long)offset);
+	for (i = 0; strides && i < ndim; i++)
+		if (strides[i] < 0)
+			return td__error(TD_EINVAL, "%s: negative stride at dim %d", fn, i);
+	TD_TRY(td__tensor_dims(&tmp, ndim, fn));
 	tmp.buffer = buf;
 	tmp.offset = offset;
 	tmp.dtype = dtype;
-	tmp.ndim = ndim;
 	for (i = 0; i < ndim; i++)
-		tmp.shape[i] = shape[i];
-	if (strides) {
-		for (i = 0; i < ndim; i++) {
-			if (strides[i] < 0)
-				return td__error(TD_EINVAL, "%s: negative stride at dim %d", fn, i);
-			tmp.strides[i] = strides[i];
-		}
-	} else {
-		td__contiguous_strides(ndim, td_tensor_shape(&tmp), tmp.strides);
+		td__shape_w(&tmp)[i] = shape[i];
+	if (strides)
+		for (i = 0; i < ndim; i++)
+			td__strides_w(&tmp)[i] = strides[i];
+	else
+		td__contiguous_strides(ndim, shape, td__strides_w(&tmp));
+	rc = td__tensor_check(&tmp, fn, "the view");
+	if (rc < 0) {
+		td__dims_unref(&tmp);
+		return rc;
 	}
-	TD_TRY(td__tensor_check(&tmp, fn, "the view"));
 	td_buffer_ref(buf);
 	td__tensor_copy_meta(out, &tmp);
 	return TD_OK;
@@ -384,6 +473,7 @@ void td_tensor_ref(td_tensor *out, const td_tensor *t)
 		return;
 	td__tensor_copy_meta(out, t);
 	td_buffer_ref(out->buffer);
+	td__dims_ref_n(out, 1);
 }
 
 void td_tensor_release(td_tensor *t)
@@ -391,6 +481,8 @@ void td_tensor_release(td_tensor *t)
 	if (!t)
 		return;
 	td_buffer_unref(t->buffer);
+	if (t->buffer)
+		td__dims_unref(t);
 	/* What TD_TENSOR_INIT sets that matters: no buffer, no dims. */
 	t->buffer = NULL;
 	t->offset = 0;
@@ -405,7 +497,8 @@ void td_tensor_array_free(td_tensor *tensors, size_t count)
 	if (!tensors)
 		return;
 	for (i = 0; i < count; i++)
-		td_buffer_unref(tensors[i].buffer);
+		if (tensors[i].buffer)
+			td__tensor_drop(&tensors[i]);
 	td__free(tensors);
 }
 
@@ -413,9 +506,16 @@ void td_tensor_array_free(td_tensor *tensors, size_t count)
 /* Properties                                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Whether the dims of `t` can be read (a malformed value gives neutral answers). */
+static bool dims_readable(const td_tensor *t)
+{
+	return t && t->ndim >= 0 && t->ndim <= TD_MAX_DIMS &&
+	       (!td__dims_ext(t->ndim) || t->dims_.ext);
+}
+
 int64_t td_tensor_numel(const td_tensor *t)
 {
-	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
+	if (!dims_readable(t))
 		return 0;
 	return td__numel(t->ndim, td_tensor_shape(t));
 }
@@ -429,7 +529,7 @@ size_t td_tensor_nbytes(const td_tensor *t)
 
 bool td_tensor_is_contiguous(const td_tensor *t)
 {
-	if (!t || t->ndim < 0 || t->ndim > TD_MAX_DIMS)
+	if (!dims_readable(t))
 		return false;
 	return td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t));
 }
@@ -444,17 +544,18 @@ void *td_tensor_data(const td_tensor *t)
 /* Byte address of element `index` (already validated). */
 static int element_ptr(const td_tensor *t, const int64_t *index, char **out, const char *fn)
 {
+	const int64_t *sh = td_tensor_shape(t), *st = td_tensor_strides(t);
 	int64_t off = 0;
 	int i;
 
 	if (t->ndim > 0 && !index)
 		return td__error(TD_EINVAL, "%s: NULL index for a %d-d tensor", fn, (int)t->ndim);
 	for (i = 0; i < t->ndim; i++) {
-		int64_t k = index[i] < 0 ? index[i] + td_tensor_shape(t)[i] : index[i];
-		if (k < 0 || k >= td_tensor_shape(t)[i])
+		int64_t k = index[i] < 0 ? index[i] + sh[i] : index[i];
+		if (k < 0 || k >= sh[i])
 			return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
-				fn, (long long)index[i], i, (long long)td_tensor_shape(t)[i]);
-		off += k * td_tensor_strides(t)[i];
+				fn, (long long)index[i], i, (long long)sh[i]);
+		off += k * st[i];
 	}
 	*out = td__tensor_ptr(t) + (size_t)off * td__itemsize(t->dtype);
 	return TD_OK;

@@ -403,10 +403,11 @@ void td__copy_block(char *d, const int64_t *ds, const char *s, const int64_t *ss
 /* Whether a dim of size > 1 has stride 0 (expanded: its elements are written more than once). */
 static bool has_zero_stride(const td_tensor *t)
 {
+	const int64_t *sh = td_tensor_shape(t), *st = td_tensor_strides(t);
 	int i;
 
 	for (i = 0; i < t->ndim; i++)
-		if (td_tensor_strides(t)[i] == 0 && td_tensor_shape(t)[i] > 1)
+		if (st[i] == 0 && sh[i] > 1)
 			return true;
 	return false;
 }
@@ -415,15 +416,17 @@ static bool has_zero_stride(const td_tensor *t)
 static int copy_block_same(const td_tensor *dst, const td_tensor *src)
 {
 	int64_t shape[TD_MAX_DIMS], ds[TD_MAX_DIMS], ss[TD_MAX_DIMS];
+	const int64_t *dsh = td_tensor_shape(dst), *dst_st = td_tensor_strides(dst);
+	const int64_t *src_st = td_tensor_strides(src);
 	size_t isz = td__itemsize(dst->dtype);
 	int k, nd;
 
-	if (td__numel(dst->ndim, td_tensor_shape(dst)) == 0)
+	if (td__numel(dst->ndim, dsh) == 0)
 		return TD_OK;
 	for (k = 0; k < dst->ndim; k++) {
-		shape[k] = td_tensor_shape(dst)[k];
-		ds[k] = td_tensor_strides(dst)[k] * (int64_t)isz;
-		ss[k] = td_tensor_strides(src)[k] * (int64_t)isz;
+		shape[k] = dsh[k];
+		ds[k] = dst_st[k] * (int64_t)isz;
+		ss[k] = src_st[k] * (int64_t)isz;
 	}
 	nd = td__coalesce_dims(dst->ndim, shape, ss, ds);
 	td__copy_block(td__tensor_ptr(dst), ds, td__tensor_ptr(src), ss, shape, nd, isz);
@@ -432,6 +435,8 @@ static int copy_block_same(const td_tensor *dst, const td_tensor *src)
 
 int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn)
 {
+	const int64_t *dsh = td_tensor_shape(dst), *dst_st = td_tensor_strides(dst);
+	const int64_t *ssh = td_tensor_shape(src);
 	int64_t sstrides[TD_MAX_DIMS];
 	const int64_t *strides[2];
 	char *base[2];
@@ -441,27 +446,27 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 
 	/* Same dtype, same shape, both dense: one memcpy (most copies). */
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    memcmp(td_tensor_shape(dst), td_tensor_shape(src), (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
-	    td__is_contiguous(dst->ndim, td_tensor_shape(dst), td_tensor_strides(dst)) &&
-	    td__is_contiguous(src->ndim, td_tensor_shape(src), td_tensor_strides(src))) {
-		size_t bytes = (size_t)td__numel(dst->ndim, td_tensor_shape(dst)) * td__itemsize(dst->dtype);
+	    memcmp(dsh, ssh, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
+	    td__is_contiguous(dst->ndim, dsh, dst_st) &&
+	    td__is_contiguous(src->ndim, ssh, td_tensor_strides(src))) {
+		size_t bytes = (size_t)td__numel(dst->ndim, dsh) * td__itemsize(dst->dtype);
 		if (bytes)
 			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
 		return TD_OK;
 	}
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    td__shape_eq(td_tensor_shape(dst), td_tensor_shape(src), dst->ndim) && !has_zero_stride(dst))
+	    td__shape_eq(dsh, ssh, dst->ndim) && !has_zero_stride(dst))
 		return copy_block_same(dst, src);
-	TD_TRY(td__broadcast_strides(src, dst->ndim, td_tensor_shape(dst), sstrides, fn));
+	TD_TRY(td__broadcast_strides(src, dst->ndim, dsh, sstrides, fn));
 	base[0] = td__tensor_ptr(dst);
 	base[1] = td__tensor_ptr(src);
-	strides[0] = td_tensor_strides(dst);
+	strides[0] = dst_st;
 	strides[1] = sstrides;
 	sizes[0] = td__itemsize(dst->dtype);
 	sizes[1] = td__itemsize(src->dtype);
 	ctx.dt = dst->dtype;
 	ctx.st = src->dtype;
-	td__iter_init(&it, dst->ndim, td_tensor_shape(dst), 2, base, strides, sizes);
+	td__iter_init(&it, dst->ndim, dsh, 2, base, strides, sizes);
 	td__iter_run(&it, copy_loop, &ctx);
 	return TD_OK;
 }
@@ -571,11 +576,12 @@ int td_tensor_zero(td_tensor *t)
 
 static int copy_into_new(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn)
 {
+	const int64_t *sh = td_tensor_shape(t);
 	td_tensor tmp;
 
 	TD_TRY(td__tensor_alloc_like(&tmp, t, dtype, fn));
-	if (dtype == t->dtype && td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))
-		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, td_tensor_shape(t)) *
+	if (dtype == t->dtype && td__is_contiguous(t->ndim, sh, td_tensor_strides(t)))
+		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, sh) *
 			td__itemsize(dtype));
 	else
 		td__copy_unchecked(&tmp, t, fn);
@@ -593,6 +599,7 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 	 * is checked (its data is not touched here). */
 	if (TD_LIKELY(t && t->buffer && (unsigned)t->ndim <= TD_MAX_DIMS &&
 		      (unsigned)t->dtype < TD_DTYPE_COUNT && t->offset >= 0 &&
+		      (!td__dims_ext(t->ndim) || t->dims_.ext) &&
 		      td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))) {
 		if (out != t)
 			td_tensor_ref(out, t);
@@ -729,7 +736,7 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	td_dtype dtype;
 	bool fast;
 	size_t i;
-	int d, k;
+	int d, k, rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
@@ -749,15 +756,18 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 		shape[k] = k == d ? (int64_t)n : td_tensor_shape(&tensors[0])[i++];
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim + 1, shape, false, fn));
 	fast = join_contiguous(&tmp, tensors, n, d);
-	for (i = 0; !fast && i < n; i++) {
-		slot = tmp;
-		slot.offset = (int64_t)i * td_tensor_strides(&tmp)[d];
-		for (k = d; k < tmp.ndim - 1; k++) {
-			slot.shape[k] = td_tensor_shape(&tmp)[k + 1];
-			slot.strides[k] = td_tensor_strides(&tmp)[k + 1];
+	if (!fast) {
+		/* Tensor i goes to tmp[..., i, ...]: one view moved along dim d. */
+		rc = td__view_select(&slot, &tmp, d, 0, fn);
+		if (rc < 0) {
+			td_tensor_release(&tmp);
+			return rc;
 		}
-		slot.ndim = tmp.ndim - 1;
-		td__copy_unchecked(&slot, &tensors[i], fn);
+		for (i = 0; i < n; i++) {
+			slot.offset = (int64_t)i * td_tensor_strides(&tmp)[d];
+			td__copy_unchecked(&slot, &tensors[i], fn);
+		}
+		td_tensor_release(&slot);
 	}
 	join_assign(out, tensors, n, &tmp);
 	return TD_OK;
@@ -771,7 +781,7 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	td_dtype dtype;
 	bool fast;
 	size_t i;
-	int d, k;
+	int d, k, rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
@@ -793,13 +803,22 @@ int td_tensor_cat(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	shape[d] = total;
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim, shape, false, fn));
 	fast = join_contiguous(&tmp, tensors, n, d);
-	for (i = 0; !fast && i < n; i++) {
+	if (!fast) {
+		/* Tensor i goes to the rows of tmp along dim d after those of tensors 0..i-1. */
 		slot = tmp;
-		slot.shape[d] = td_tensor_shape(&tensors[i])[d];
-		slot.offset = pos * td_tensor_strides(&tmp)[d];
-		pos += td_tensor_shape(&tensors[i])[d];
-		if (td_tensor_shape(&slot)[d] > 0)
-			td__copy_unchecked(&slot, &tensors[i], fn);
+		rc = td__tensor_dims_own(&slot, fn);
+		if (rc < 0) {
+			td_tensor_release(&tmp);
+			return rc;
+		}
+		for (i = 0; i < n; i++) {
+			td__shape_w(&slot)[d] = td_tensor_shape(&tensors[i])[d];
+			slot.offset = pos * td_tensor_strides(&tmp)[d];
+			pos += td_tensor_shape(&tensors[i])[d];
+			if (td_tensor_shape(&slot)[d] > 0)
+				td__copy_unchecked(&slot, &tensors[i], fn);
+		}
+		td__dims_unref(&slot);
 	}
 	join_assign(out, tensors, n, &tmp);
 	return TD_OK;

@@ -24,28 +24,171 @@ static inline char *td__tensor_ptr(const td_tensor *t)
 	return (char *)t->buffer->data + (size_t)t->offset * td__itemsize(t->dtype);
 }
 
-/**
- * Copy a tensor value's fields and its ndim sizes and strides (not the
- * unused tail of the arrays). Takes no reference.
- */
-static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
-{
-	int i, n = src->ndim;
+/* ------------------------------------------------------------------------ */
+/* Dims                                                                      */
+/* ------------------------------------------------------------------------ */
 
-	dst->buffer = src->buffer;
-	dst->offset = src->offset;
-	dst->dtype = src->dtype;
-	dst->ndim = n;
-	/* Four dims per step with fixed-size copies (inlined as vector moves,
-	 * where a variable-length loop becomes two memcpy calls); the arrays
-	 * hold TD_MAX_DIMS, a multiple of 4, so the tail stays in bounds. */
-	for (i = 0; i < n; i += 4) {
-		memcpy(&dst->shape[i], &td_tensor_shape(src)[i], 4 * sizeof(int64_t));
-		memcpy(&dst->strides[i], &td_tensor_strides(src)[i], 4 * sizeof(int64_t));
+/*
+ * A tensor of more than TD_TENSOR_INLINE_DIMS dims keeps shape[ndim] and
+ * strides[ndim] in a block of its own, after this header (dims_.ext points
+ * at v). A block is immutable once a tensor holds it, and reference-counted
+ * like the buffer: a struct copy borrows it, each owned tensor value holds
+ * one reference. Code that changes dims makes them its own first
+ * (td__tensor_dims(), td__tensor_dims_own()).
+ */
+typedef struct td__dims {
+	_Atomic uint32_t refs;
+	int32_t ndim;
+	int64_t v[];
+} td__dims;
+
+/** Whether a tensor of `ndim` dims keeps them out of line. */
+static inline bool td__dims_ext(int ndim)
+{
+	return ndim > TD_TENSOR_INLINE_DIMS;
+}
+
+static inline td__dims *td__dims_block(const td_tensor *t)
+{
+	return (td__dims *)(void *)((char *)(uintptr_t)t->dims_.ext - offsetof(td__dims, v));
+}
+
+/** Free a block whose last reference went. */
+void td__dims_free(td__dims *b);
+
+/** Take `n` more references to t's dims (none for inline dims). */
+static inline void td__dims_ref_n(const td_tensor *t, size_t n)
+{
+	if (TD_UNLIKELY(td__dims_ext(t->ndim)))
+		atomic_fetch_add_explicit(&td__dims_block(t)->refs, (uint32_t)n,
+			memory_order_relaxed);
+}
+
+/** Drop the reference t holds to its dims (none for inline dims, or a malformed t). */
+static inline void td__dims_unref(const td_tensor *t)
+{
+	if (TD_UNLIKELY(td__dims_ext(t->ndim)) && t->dims_.ext) {
+		td__dims *b = td__dims_block(t);
+
+		if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) == 1)
+			td__dims_free(b);
 	}
 }
 
-_Static_assert(TD_MAX_DIMS % 4 == 0, "td__tensor_copy_meta copies dims by 4");
+/** Take the references a tensor value holds: its buffer's and its dims'. */
+static inline void td__tensor_hold(const td_tensor *t)
+{
+	td_buffer_ref(t->buffer);
+	td__dims_ref_n(t, 1);
+}
+
+/** Drop the references of a tensor value that holds a buffer. */
+static inline void td__tensor_drop(const td_tensor *t)
+{
+	td__buffer_unref(t->buffer);
+	td__dims_unref(t);
+}
+
+/*
+ * The dims of a tensor known to hold them inline (ndim <= TD_TENSOR_INLINE_DIMS),
+ * without the test of ndim that td_tensor_shape() makes: for hot loops
+ * that have checked it once. The _w forms are for writing.
+ */
+static inline const int64_t *td__ishape(const td_tensor *t)
+{
+	return t->dims_.inl.shape;
+}
+
+static inline const int64_t *td__istrides(const td_tensor *t)
+{
+	return t->dims_.inl.strides;
+}
+
+static inline int64_t *td__ishape_w(td_tensor *t)
+{
+	return t->dims_.inl.shape;
+}
+
+static inline int64_t *td__istrides_w(td_tensor *t)
+{
+	return t->dims_.inl.strides;
+}
+
+/** td__tensor_dims() of more than TD_TENSOR_INLINE_DIMS dims. */
+int td__dims_alloc(td_tensor *t, int ndim, const char *fn);
+
+/**
+ * Set t->ndim and give `t` dims of its own to write through td__shape_w()
+ * and td__strides_w(): the struct's storage, or above
+ * TD_TENSOR_INLINE_DIMS a new block that `t` then holds (one reference),
+ * contents unspecified. The dims t had are dropped without being released.
+ * TD_ENOMEM (only for a new block).
+ */
+static inline int td__tensor_dims(td_tensor *t, int ndim, const char *fn)
+{
+	if (TD_LIKELY(!td__dims_ext(ndim))) {
+		t->ndim = ndim;
+		return TD_OK;
+	}
+	return td__dims_alloc(t, ndim, fn);
+}
+
+/** td__tensor_dims_own() of out-of-line dims: a copy in a new block. */
+int td__dims_copy(td_tensor *t, const char *fn);
+
+/**
+ * Make the dims of `t`, a copy of another tensor's struct (its dims
+ * borrowed), its own so that they can be changed in place: nothing to do
+ * for inline dims; out-of-line ones are copied into a new block that `t`
+ * then holds. TD_ENOMEM (only for a new block).
+ */
+static inline int td__tensor_dims_own(td_tensor *t, const char *fn)
+{
+	if (TD_LIKELY(!td__dims_ext(t->ndim)))
+		return TD_OK;
+	return td__dims_copy(t, fn);
+}
+
+/** The shape of `t` for writing: its dims must be its own (td__tensor_dims()). */
+static inline int64_t *td__shape_w(td_tensor *t)
+{
+	return (int64_t *)(uintptr_t)td_tensor_shape(t);
+}
+
+/** The strides of `t` for writing, as td__shape_w(). */
+static inline int64_t *td__strides_w(td_tensor *t)
+{
+	return (int64_t *)(uintptr_t)td_tensor_strides(t);
+}
+
+/**
+ * td__tensor_dims() then the dims copied from shape[0..ndim) and
+ * strides[0..ndim) (which must not be t's own). TD_ENOMEM.
+ */
+static inline int td__tensor_set_dims(td_tensor *t, int ndim, const int64_t *shape,
+	const int64_t *strides, const char *fn)
+{
+	int64_t *sh, *st;
+	int i;
+
+	TD_TRY(td__tensor_dims(t, ndim, fn));
+	sh = td__shape_w(t);
+	st = td__strides_w(t);
+	for (i = 0; i < ndim; i++) {
+		sh[i] = shape[i];
+		st[i] = strides[i];
+	}
+	return TD_OK;
+}
+
+/**
+ * Copy a tensor value (fields and dims: inline ones, or the pointer to the
+ * out-of-line block, which is borrowed). Takes no reference.
+ */
+static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
+{
+	*dst = *src;
+}
 
 /** Whether two shapes of `n` dims are equal (a short loop: no memcmp call). */
 static inline bool td__shape_eq(const int64_t *a, const int64_t *b, int n)
@@ -60,34 +203,55 @@ static inline bool td__shape_eq(const int64_t *a, const int64_t *b, int n)
 
 /**
  * The view `t[..., k, ...]` at dim d (validated by the caller: t valid,
- * 0 <= d < ndim, 0 <= k < shape[d]); takes a buffer reference. `out` must
- * not alias `t`.
+ * 0 <= d < ndim, 0 <= k < shape[d]) without a buffer reference: its dims
+ * are its own (td__dims_unref() drops them). `out` must not alias `t`.
+ * TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims left.
  */
-static inline void td__view_select(td_tensor *out, const td_tensor *t, int d, int64_t k)
+static inline int td__view_select_dims(td_tensor *out, const td_tensor *t, int d, int64_t k,
+	const char *fn)
 {
+	const int64_t *sh = td_tensor_shape(t), *st = td_tensor_strides(t);
+	int64_t *osh, *ost;
 	int i, j = 0;
 
-	out->buffer = td_buffer_ref(t->buffer);
-	out->offset = t->offset + k * td_tensor_strides(t)[d];
+	TD_TRY(td__tensor_dims(out, t->ndim - 1, fn));
+	osh = td__shape_w(out);
+	ost = td__strides_w(out);
+	out->buffer = t->buffer;
+	out->offset = t->offset + k * st[d];
 	out->dtype = t->dtype;
 	for (i = 0; i < t->ndim; i++) {
 		if (i == d)
 			continue;
-		out->shape[j] = td_tensor_shape(t)[i];
-		out->strides[j++] = td_tensor_strides(t)[i];
+		osh[j] = sh[i];
+		ost[j++] = st[i];
 	}
-	out->ndim = t->ndim - 1;
+	return TD_OK;
 }
 
-/** The view of [start, start + len) along dim d (validated by the caller); no aliasing. */
-static inline void td__view_narrow(td_tensor *out, const td_tensor *t, int d, int64_t start,
-	int64_t len)
+/** td__view_select_dims() holding a buffer reference too: an owned view. */
+static inline int td__view_select(td_tensor *out, const td_tensor *t, int d, int64_t k,
+	const char *fn)
+{
+	TD_TRY(td__view_select_dims(out, t, d, k, fn));
+	td_buffer_ref(out->buffer);
+	return TD_OK;
+}
+
+/**
+ * The view of [start, start + len) along dim d (validated by the caller);
+ * no aliasing. TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims.
+ */
+static inline int td__view_narrow(td_tensor *out, const td_tensor *t, int d, int64_t start,
+	int64_t len, const char *fn)
 {
 	td__tensor_copy_meta(out, t);
+	TD_TRY(td__tensor_dims_own(out, fn));
 	if (len > 0)
 		out->offset += start * td_tensor_strides(t)[d];
-	out->shape[d] = len;
+	td__shape_w(out)[d] = len;
 	td_buffer_ref(out->buffer);
+	return TD_OK;
 }
 
 /** Complex element layouts. */
@@ -184,7 +348,7 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 static inline void td__tensor_assign(td_tensor *out, const td_tensor *in, td_tensor *tmp)
 {
 	if (out == in)
-		td_buffer_unref(out->buffer);
+		td__tensor_drop(out);
 	td__tensor_copy_meta(out, tmp);
 }
 
@@ -194,9 +358,14 @@ bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
 /** Whether two tensors are the same view: same buffer, dtype, offset, shape and strides. */
 static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
 {
-	return a->buffer == b->buffer && a->dtype == b->dtype && a->offset == b->offset &&
-	       a->ndim == b->ndim && td__shape_eq(td_tensor_shape(a), td_tensor_shape(b), a->ndim) &&
-	       td__shape_eq(td_tensor_strides(a), td_tensor_strides(b), a->ndim);
+	if (a->buffer != b->buffer || a->dtype != b->dtype || a->offset != b->offset ||
+	    a->ndim != b->ndim)
+		return false;
+	if (TD_LIKELY(!td__dims_ext(a->ndim)))
+		return td__shape_eq(td__ishape(a), td__ishape(b), a->ndim) &&
+		       td__shape_eq(td__istrides(a), td__istrides(b), a->ndim);
+	/* Out of line: shape and strides are one array of 2 ndim values. */
+	return td__shape_eq(a->dims_.ext, b->dims_.ext, 2 * a->ndim);
 }
 
 /* ------------------------------------------------------------------------ */

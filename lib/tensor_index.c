@@ -280,6 +280,25 @@ static int expr_check(const td_index *idx, size_t n, int ndim, int *consumed, co
 /* The walk: basic elements                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* What the walk reads of the tensor indexed: its offset and dims. */
+typedef struct wsrc {
+	int ndim;
+	int64_t offset;
+	const int64_t *shape;
+	const int64_t *strides;
+} wsrc;
+
+static wsrc wsrc_of(const td_tensor *t)
+{
+	wsrc r;
+
+	r.ndim = t->ndim;
+	r.offset = t->offset;
+	r.shape = td_tensor_shape(t);
+	r.strides = td_tensor_strides(t);
+	return r;
+}
+
 static int wpush(walk *w, int64_t size, int64_t stride, int src, const char *fn)
 {
 	if (w->ndim == W_MAX)
@@ -299,13 +318,13 @@ static int out_of_range(int64_t i, int dim, int64_t size, const char *fn)
 		(long long)i, dim, (long long)size);
 }
 
-static int walk_int(walk *w, const td_tensor *t, int d, int64_t i, const char *fn)
+static int walk_int(walk *w, const wsrc *t, int d, int64_t i, const char *fn)
 {
-	int64_t size = td_tensor_shape(t)[d], k = i < 0 ? i + size : i;
+	int64_t size = t->shape[d], k = i < 0 ? i + size : i;
 
 	if (k < 0 || k >= size)
 		return out_of_range(i, d, size, fn);
-	w->offset += k * td_tensor_strides(t)[d];
+	w->offset += k * t->strides[d];
 	return TD_OK;
 }
 
@@ -321,9 +340,9 @@ static int64_t slice_bound(int64_t b, int64_t size, int64_t dflt)
 	return b > size ? size : b;
 }
 
-static int walk_slice(walk *w, const td_tensor *t, int d, const td_index *x, const char *fn)
+static int walk_slice(walk *w, const wsrc *t, int d, const td_index *x, const char *fn)
 {
-	int64_t size = td_tensor_shape(t)[d], step = x->step == TD_SLICE_NONE ? 1 : x->step;
+	int64_t size = t->shape[d], step = x->step == TD_SLICE_NONE ? 1 : x->step;
 	int64_t start, stop, len;
 
 	if (step == 0)
@@ -336,13 +355,13 @@ static int walk_slice(walk *w, const td_tensor *t, int d, const td_index *x, con
 	stop = slice_bound(x->stop, size, size);
 	len = stop > start ? (stop - start - 1) / step + 1 : 0;
 	if (len > 0)
-		w->offset += start * td_tensor_strides(t)[d];
-	return wpush(w, len, len > 1 ? td_tensor_strides(t)[d] * step : td_tensor_strides(t)[d], d, fn);
+		w->offset += start * t->strides[d];
+	return wpush(w, len, len > 1 ? t->strides[d] * step : t->strides[d], d, fn);
 }
 
-static int walk_range(walk *w, const td_tensor *t, int d, const td_index *x, const char *fn)
+static int walk_range(walk *w, const wsrc *t, int d, const td_index *x, const char *fn)
 {
-	int64_t size = td_tensor_shape(t)[d], len = 0, span;
+	int64_t size = t->shape[d], len = 0, span;
 
 	if (x->step <= 0)
 		return td__error(TD_EINVAL, "%s: range step %lld is not positive (dim %d)", fn,
@@ -354,9 +373,9 @@ static int walk_range(walk *w, const td_tensor *t, int d, const td_index *x, con
 		len = (span - 1) / x->step + 1;
 		if (x->start + (len - 1) * x->step >= size)
 			goto out_of_range;
-		w->offset += x->start * td_tensor_strides(t)[d];
+		w->offset += x->start * t->strides[d];
 	}
-	return wpush(w, len, len > 1 ? td_tensor_strides(t)[d] * x->step : td_tensor_strides(t)[d], d, fn);
+	return wpush(w, len, len > 1 ? t->strides[d] * x->step : t->strides[d], d, fn);
 out_of_range:
 	return td__error(TD_EINDEX, "%s: range(%lld, %lld, %lld) reaches outside dim %d of size "
 		"%lld", fn, (long long)x->start, (long long)x->stop, (long long)x->step, d,
@@ -364,7 +383,7 @@ out_of_range:
 }
 
 /* Mark the W dims of an advanced element: k-d bool masks mark k, 0-d ones a new dim. */
-static int walk_advanced(walk *w, const td_tensor *t, int *d, const td_index *x, size_t i,
+static int walk_advanced(walk *w, const wsrc *t, int *d, const td_index *x, size_t i,
 	const char *fn)
 {
 	int k, nd = is_bool_tensor(x) ? x->tensor->ndim : 1;
@@ -376,7 +395,7 @@ static int walk_advanced(walk *w, const td_tensor *t, int *d, const td_index *x,
 		return TD_OK;
 	}
 	for (k = 0; k < nd; k++, (*d)++) {
-		TD_TRY(wpush(w, td_tensor_shape(t)[*d], td_tensor_strides(t)[*d], *d, fn));
+		TD_TRY(wpush(w, t->shape[*d], t->strides[*d], *d, fn));
 		w->elem[w->ndim - 1] = (int)i;
 		w->comp[w->ndim - 1] = (int8_t)k;
 		w->nadv++;
@@ -384,7 +403,7 @@ static int walk_advanced(walk *w, const td_tensor *t, int *d, const td_index *x,
 	return TD_OK;
 }
 
-static int walk_element(walk *w, const td_tensor *t, int *d, const td_index *x, size_t i,
+static int walk_element(walk *w, const wsrc *t, int *d, const td_index *x, size_t i,
 	int fill, const char *fn)
 {
 	int k;
@@ -400,18 +419,15 @@ static int walk_element(walk *w, const td_tensor *t, int *d, const td_index *x, 
 		return wpush(w, 1, 0, -1, fn);
 	case TD_INDEX_ELLIPSIS:
 		for (k = 0; k < fill; k++, (*d)++)
-			TD_TRY(wpush(w, td_tensor_shape(t)[*d], td_tensor_strides(t)[*d], *d, fn));
+			TD_TRY(wpush(w, t->shape[*d], t->strides[*d], *d, fn));
 		return TD_OK;
 	default:
 		return walk_advanced(w, t, d, x, i, fn);
 	}
 }
 
-/*
- * Check the expression and apply its basic elements to `t` (only its
- * offset, ndim, shape and strides are read).
- */
-static int walk_expr(walk *w, const td_tensor *t, const td_index *idx, size_t n,
+/* Check the expression and apply its basic elements to `t`. */
+static int walk_expr(walk *w, const wsrc *t, const td_index *idx, size_t n,
 	const char *fn)
 {
 	int consumed, d = 0;
@@ -424,7 +440,7 @@ static int walk_expr(walk *w, const td_tensor *t, const td_index *idx, size_t n,
 	for (i = 0; i < n; i++)
 		TD_TRY(walk_element(w, t, &d, &idx[i], i, t->ndim - consumed, fn));
 	for (; d < t->ndim; d++)
-		TD_TRY(wpush(w, td_tensor_shape(t)[d], td_tensor_strides(t)[d], d, fn));
+		TD_TRY(wpush(w, t->shape[d], t->strides[d], d, fn));
 	return TD_OK;
 }
 
@@ -434,17 +450,18 @@ static int too_many_dims(int ndim, const char *fn)
 		fn, ndim, TD_MAX_DIMS);
 }
 
-/* The view a basic expression gives (no reference taken). */
+/*
+ * The view a basic expression gives, without a buffer reference (its dims
+ * are its own: drop them with td__dims_unref()); `out` must not alias `t`.
+ */
 static int walk_view(td_tensor *out, const td_tensor *t, const walk *w, const char *fn)
 {
 	if (w->ndim > TD_MAX_DIMS)
 		return too_many_dims(w->ndim, fn);
+	TD_TRY(td__tensor_set_dims(out, w->ndim, w->shape, w->strides, fn));
 	out->buffer = t->buffer;
 	out->offset = w->offset;
 	out->dtype = t->dtype;
-	out->ndim = w->ndim;
-	memcpy(out->shape, w->shape, (size_t)w->ndim * sizeof(int64_t));
-	memcpy(out->strides, w->strides, (size_t)w->ndim * sizeof(int64_t));
 	return TD_OK;
 }
 
@@ -933,12 +950,14 @@ int td__tensor_index(td_tensor *out, const td_tensor *t, const td_index *idx, si
 	const char *fn)
 {
 	td_tensor tmp;
+	wsrc src;
 	walk w;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	TD_TRY(walk_expr(&w, t, idx, n, fn));
+	src = wsrc_of(t);
+	TD_TRY(walk_expr(&w, &src, idx, n, fn));
 	if (w.nadv > 0)
 		return index_gather(out, t, idx, n, &w, fn);
 	TD_TRY(walk_view(&tmp, t, &w, fn));
@@ -954,15 +973,19 @@ int td_tensor_index(td_tensor *out, const td_tensor *t, const td_index *idx, siz
 
 static int put_basic(const td_tensor *t, const walk *w, const td_tensor *value, const char *fn)
 {
-	td_tensor view, tmp;
+	td_tensor view, tmp = TD_TENSOR_INIT;
 	int rc;
 
 	TD_TRY(walk_view(&view, t, w, fn));
-	if (!td__tensor_overlap(&view, value))
-		return td__copy_unchecked(&view, value, fn);
-	TD_TRY(td_tensor_clone(&tmp, value));
-	rc = td__copy_unchecked(&view, &tmp, fn);
-	td_tensor_release(&tmp);
+	if (!td__tensor_overlap(&view, value)) {
+		rc = td__copy_unchecked(&view, value, fn);
+	} else {
+		rc = td_tensor_clone(&tmp, value);
+		if (rc == TD_OK)
+			rc = td__copy_unchecked(&view, &tmp, fn);
+		td_tensor_release(&tmp);
+	}
+	td__dims_unref(&view);
 	return rc;
 }
 
@@ -1000,11 +1023,13 @@ static int put_advanced(const td_tensor *t, const td_index *idx, const walk *w,
 int td__tensor_index_put(td_tensor *t, const td_index *idx, size_t n, const td_tensor *value,
 	const char *fn)
 {
+	wsrc src;
 	walk w;
 
 	TD_TRY(td__tensor_check_write(t, fn, "the tensor"));
 	TD_TRY(td__tensor_check_read(value, fn, "the value"));
-	TD_TRY(walk_expr(&w, t, idx, n, fn));
+	src = wsrc_of(t);
+	TD_TRY(walk_expr(&w, &src, idx, n, fn));
 	if (w.nadv == 0)
 		return put_basic(t, &w, value, fn);
 	return put_advanced(t, idx, &w, value, fn);
@@ -1040,15 +1065,20 @@ int td__tensor_index_fill(td_tensor *t, const td_index *idx, size_t n, td_scalar
 	const char *fn)
 {
 	td_tensor view;
+	wsrc src;
 	walk w;
+	int rc;
 
 	TD_TRY(td__tensor_check_write(t, fn, "the tensor"));
 	TD_TRY(td__scalar_check(value, fn));
-	TD_TRY(walk_expr(&w, t, idx, n, fn));
+	src = wsrc_of(t);
+	TD_TRY(walk_expr(&w, &src, idx, n, fn));
 	if (w.nadv > 0)
 		return fill_advanced(t, idx, &w, value, fn);
 	TD_TRY(walk_view(&view, t, &w, fn));
-	return td__fill_unchecked(&view, value);
+	rc = td__fill_unchecked(&view, value);
+	td__dims_unref(&view);
+	return rc;
 }
 
 int td_tensor_index_fill(td_tensor *t, const td_index *idx, size_t n, td_scalar value)
@@ -1064,19 +1094,21 @@ int td_tensor_index_fill(td_tensor *t, const td_index *idx, size_t n, td_scalar 
 static int shape_walk(walk *w, plan *p, int ndim, const int64_t *shape, const td_index *idx,
 	size_t n, const char *fn)
 {
-	td_tensor t = TD_TENSOR_INIT;
+	static const int64_t zeros[TD_MAX_DIMS];
+	wsrc t;
 	int d;
 
 	p->nadv = 0;
 	p->pos = NULL;
 	if (ndim < 0 || ndim > TD_MAX_DIMS || (ndim > 0 && !shape))
 		return td__error(TD_EINVAL, "%s: bad shape (%d dims)", fn, ndim);
-	t.ndim = ndim;
-	for (d = 0; d < ndim; d++) {
+	for (d = 0; d < ndim; d++)
 		if (shape[d] < 0)
 			return td__error(TD_EINVAL, "%s: negative size at dim %d", fn, d);
-		t.shape[d] = shape[d];
-	}
+	t.ndim = ndim;
+	t.offset = 0;
+	t.shape = shape;
+	t.strides = zeros;
 	TD_TRY(walk_expr(w, &t, idx, n, fn));
 	if (w->nadv > 0) {
 		TD_TRY(plan_shape(p, w, idx, fn));
@@ -1138,9 +1170,9 @@ static void expr_fill(td__index_expr *e, const plan *p, const td_index *idx, siz
 				pt->buffer = td_buffer_ref(buf);
 				pt->offset = pos - (int64_t *)td_buffer_data(buf) + k * a->shape[0];
 				pt->dtype = TD_DTYPE_I64;
-				pt->ndim = 1;
-				pt->shape[0] = a->shape[0];
-				pt->strides[0] = 1;
+				pt->ndim = 1; /* inline dims */
+				td__shape_w(pt)[0] = a->shape[0];
+				td__strides_w(pt)[0] = 1;
 				e->idx[o++] = td_index_tensor(pt);
 			}
 			pos += a->shape[0] * a->mask;

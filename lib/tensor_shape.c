@@ -22,7 +22,7 @@ int td_tensor_select(td_tensor *out, const td_tensor *t, int dim, int64_t index)
 	if (k < 0 || k >= td_tensor_shape(t)[d])
 		return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
 			fn, (long long)index, dim, (long long)td_tensor_shape(t)[d]);
-	td__view_select(&tmp, t, d, k);
+	TD_TRY(td__view_select(&tmp, t, d, k, fn));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -41,7 +41,26 @@ int td_tensor_narrow(td_tensor *out, const td_tensor *t, int dim, int64_t start,
 		return td__error(TD_EINDEX, "%s: [%lld, %lld + %lld) is outside dim %d of size %lld",
 			fn, (long long)start, (long long)start, (long long)length, dim,
 			(long long)td_tensor_shape(t)[d]);
-	td__view_narrow(&tmp, t, d, start, length);
+	TD_TRY(td__view_narrow(&tmp, t, d, start, length, fn));
+	td__tensor_assign(out, t, &tmp);
+	return TD_OK;
+}
+
+/*
+ * Store in `out` the view of t's buffer at t's offset with dims sh/st
+ * (ndim): it takes its references, and when `out` is `t` the references t
+ * held are dropped. TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims.
+ */
+static int make_view(td_tensor *out, const td_tensor *t, int ndim, const int64_t *sh,
+	const int64_t *st, const char *fn)
+{
+	td_tensor tmp;
+
+	tmp.buffer = t->buffer;
+	tmp.offset = t->offset;
+	tmp.dtype = t->dtype;
+	TD_TRY(td__tensor_set_dims(&tmp, ndim, sh, st, fn));
+	td_buffer_ref(tmp.buffer);
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -135,24 +154,16 @@ static int reshape_impl(td_tensor *out, const td_tensor *t, int ndim, const int6
 	bool allow_copy, const char *fn)
 {
 	int64_t nshape[TD_MAX_DIMS], nstrides[TD_MAX_DIMS];
-	td_tensor tmp;
-	int i;
+	td_tensor copy, tmp;
+	int rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(infer_shape(ndim, shape, td__numel(t->ndim, td_tensor_shape(t)), nshape, fn));
-	if (view_strides(t->ndim, td_tensor_shape(t), td_tensor_strides(t), ndim, nshape, nstrides)) {
-		tmp = *t;
-		tmp.ndim = ndim;
-		for (i = 0; i < ndim; i++) {
-			tmp.shape[i] = nshape[i];
-			tmp.strides[i] = nstrides[i];
-		}
-		td_buffer_ref(tmp.buffer);
-		td__tensor_assign(out, t, &tmp);
-		return TD_OK;
-	}
+	if (view_strides(t->ndim, td_tensor_shape(t), td_tensor_strides(t), ndim, nshape,
+		    nstrides))
+		return make_view(out, t, ndim, nshape, nstrides, fn);
 	if (!allow_copy) {
 		char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 		return td__error(TD_ETYPE,
@@ -161,11 +172,12 @@ static int reshape_impl(td_tensor *out, const td_tensor *t, int ndim, const int6
 			td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
 			td__format_shape(s2, sizeof(s2), ndim, nshape));
 	}
-	TD_TRY(td_tensor_clone(&tmp, t));
-	tmp.ndim = ndim;
-	for (i = 0; i < ndim; i++)
-		tmp.shape[i] = nshape[i];
-	td__contiguous_strides(ndim, td_tensor_shape(&tmp), tmp.strides);
+	TD_TRY(td_tensor_clone(&copy, t));
+	td__contiguous_strides(ndim, nshape, nstrides);
+	rc = make_view(&tmp, &copy, ndim, nshape, nstrides, fn);
+	td_tensor_release(&copy);
+	if (rc < 0)
+		return rc;
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -183,7 +195,8 @@ int td_tensor_view(td_tensor *out, const td_tensor *t, int ndim, const int64_t *
 int td_tensor_unsqueeze(td_tensor *out, const td_tensor *t, int dim)
 {
 	static const char fn[] = "td_tensor_unsqueeze";
-	td_tensor tmp;
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
+	const int64_t *tsh, *tst;
 	int64_t stride = 1;
 	int d, i;
 
@@ -193,128 +206,112 @@ int td_tensor_unsqueeze(td_tensor *out, const td_tensor *t, int dim)
 	if (t->ndim >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "%s: a tensor has at most %d dims", fn, TD_MAX_DIMS);
 	TD_TRY(td__wrap_dim(dim, t->ndim + 1, &d, fn));
+	tsh = td_tensor_shape(t);
+	tst = td_tensor_strides(t);
 	/*
 	 * torch gives the new dim the stride size * stride of the dim it is
 	 * inserted before. The stride of a size-1 dim never matters, so when
 	 * that product overflows (a huge stride in a huge device buffer) 1 is
 	 * used instead.
 	 */
-	if (d < t->ndim && !td__mul_i64(td_tensor_shape(t)[d], td_tensor_strides(t)[d], &stride))
+	if (d < t->ndim && !td__mul_i64(tsh[d], tst[d], &stride))
 		stride = 1;
-	tmp = *t;
-	for (i = t->ndim; i > d; i--) {
-		tmp.shape[i] = td_tensor_shape(t)[i - 1];
-		tmp.strides[i] = td_tensor_strides(t)[i - 1];
+	for (i = 0; i < t->ndim; i++) {
+		sh[i + (i >= d)] = tsh[i];
+		st[i + (i >= d)] = tst[i];
 	}
-	tmp.shape[d] = 1;
-	tmp.strides[d] = stride;
-	tmp.ndim = t->ndim + 1;
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	sh[d] = 1;
+	st[d] = stride;
+	return make_view(out, t, t->ndim + 1, sh, st, fn);
 }
 
 int td_tensor_squeeze(td_tensor *out, const td_tensor *t, int dim)
 {
 	static const char fn[] = "td_tensor_squeeze";
-	td_tensor tmp;
-	int d, i;
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
+	int d, i, n = 0;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	if (t->ndim == 0 && (dim == 0 || dim == -1)) {
-		td_tensor_ref(&tmp, t);
-		td__tensor_assign(out, t, &tmp);
-		return TD_OK;
-	}
+	if (t->ndim == 0 && (dim == 0 || dim == -1))
+		return make_view(out, t, 0, NULL, NULL, fn);
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
-	tmp = *t;
-	if (td_tensor_shape(t)[d] == 1) {
-		for (i = d; i < t->ndim - 1; i++) {
-			tmp.shape[i] = td_tensor_shape(t)[i + 1];
-			tmp.strides[i] = td_tensor_strides(t)[i + 1];
-		}
-		tmp.ndim = t->ndim - 1;
+	for (i = 0; i < t->ndim; i++) {
+		if (i == d && td_tensor_shape(t)[d] == 1)
+			continue;
+		sh[n] = td_tensor_shape(t)[i];
+		st[n++] = td_tensor_strides(t)[i];
 	}
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	return make_view(out, t, n, sh, st, fn);
 }
 
 int td_tensor_squeeze_all(td_tensor *out, const td_tensor *t)
 {
 	static const char fn[] = "td_tensor_squeeze_all";
-	td_tensor tmp;
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
 	int i, n = 0;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	tmp = *t;
 	for (i = 0; i < t->ndim; i++) {
 		if (td_tensor_shape(t)[i] == 1)
 			continue;
-		tmp.shape[n] = td_tensor_shape(t)[i];
-		tmp.strides[n] = td_tensor_strides(t)[i];
-		n++;
+		sh[n] = td_tensor_shape(t)[i];
+		st[n++] = td_tensor_strides(t)[i];
 	}
-	tmp.ndim = n;
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	return make_view(out, t, n, sh, st, fn);
 }
 
 int td_tensor_permute(td_tensor *out, const td_tensor *t, const int *dims)
 {
 	static const char fn[] = "td_tensor_permute";
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
 	bool seen[TD_MAX_DIMS] = { false };
-	td_tensor tmp;
 	int i;
 
 	if (!out || (!dims && t && t->ndim > 0))
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
-	tmp = *t;
 	for (i = 0; i < t->ndim; i++) {
 		int d;
 		TD_TRY(td__wrap_dim(dims[i], t->ndim, &d, fn));
 		if (seen[d])
 			return td__error(TD_EINVAL, "%s: dim %d appears twice", fn, dims[i]);
 		seen[d] = true;
-		tmp.shape[i] = td_tensor_shape(t)[d];
-		tmp.strides[i] = td_tensor_strides(t)[d];
+		sh[i] = td_tensor_shape(t)[d];
+		st[i] = td_tensor_strides(t)[d];
 	}
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	return make_view(out, t, t->ndim, sh, st, fn);
 }
 
 int td_tensor_transpose(td_tensor *out, const td_tensor *t, int dim0, int dim1)
 {
 	static const char fn[] = "td_tensor_transpose";
-	td_tensor tmp;
-	int d0, d1;
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
+	int d0, d1, n;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__wrap_dim(dim0, t->ndim, &d0, fn));
 	TD_TRY(td__wrap_dim(dim1, t->ndim, &d1, fn));
-	tmp = *t;
-	tmp.shape[d0] = td_tensor_shape(t)[d1];
-	tmp.strides[d0] = td_tensor_strides(t)[d1];
-	tmp.shape[d1] = td_tensor_shape(t)[d0];
-	tmp.strides[d1] = td_tensor_strides(t)[d0];
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	n = t->ndim;
+	memcpy(sh, td_tensor_shape(t), (size_t)n * sizeof(int64_t));
+	memcpy(st, td_tensor_strides(t), (size_t)n * sizeof(int64_t));
+	sh[d0] = td_tensor_shape(t)[d1];
+	st[d0] = td_tensor_strides(t)[d1];
+	sh[d1] = td_tensor_shape(t)[d0];
+	st[d1] = td_tensor_strides(t)[d0];
+	return make_view(out, t, n, sh, st, fn);
 }
 
 int td_tensor_expand(td_tensor *out, const td_tensor *t, int ndim, const int64_t *shape)
 {
 	static const char fn[] = "td_tensor_expand";
-	td_tensor tmp;
+	int64_t sh[TD_MAX_DIMS], st[TD_MAX_DIMS];
+	const int64_t *tsh, *tst;
 	int i, lead;
 
 	if (!out)
@@ -322,34 +319,32 @@ int td_tensor_expand(td_tensor *out, const td_tensor *t, int ndim, const int64_t
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	if (ndim < t->ndim || ndim > TD_MAX_DIMS || (ndim > 0 && !shape))
 		return td__error(TD_EINVAL, "%s: cannot expand %d dims to %d", fn, (int)t->ndim, ndim);
+	tsh = td_tensor_shape(t);
+	tst = td_tensor_strides(t);
 	lead = ndim - t->ndim;
-	tmp = *t;
-	tmp.ndim = ndim;
 	for (i = 0; i < ndim; i++) {
 		int it = i - lead;
 		if (it < 0) {
 			if (shape[i] < 0)
 				return td__error(TD_EINVAL, "%s: size %lld for new dim %d", fn,
 					(long long)shape[i], i);
-			tmp.shape[i] = shape[i];
-			tmp.strides[i] = 0;
-		} else if (shape[i] == -1 || shape[i] == td_tensor_shape(t)[it]) {
-			tmp.shape[i] = td_tensor_shape(t)[it];
-			tmp.strides[i] = td_tensor_strides(t)[it];
-		} else if (td_tensor_shape(t)[it] == 1 && shape[i] >= 0) {
-			tmp.shape[i] = shape[i];
-			tmp.strides[i] = 0;
+			sh[i] = shape[i];
+			st[i] = 0;
+		} else if (shape[i] == -1 || shape[i] == tsh[it]) {
+			sh[i] = tsh[it];
+			st[i] = tst[it];
+		} else if (tsh[it] == 1 && shape[i] >= 0) {
+			sh[i] = shape[i];
+			st[i] = 0;
 		} else {
 			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 			return td__error(TD_ETYPE, "%s: shape %s cannot expand to %s", fn,
-				td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
+				td__format_shape(s1, sizeof(s1), t->ndim, tsh),
 				td__format_shape(s2, sizeof(s2), ndim, shape));
 		}
 	}
-	TD_TRY(td__shape_check(ndim, td_tensor_shape(&tmp), tmp.dtype, NULL, NULL, fn));
-	td_buffer_ref(tmp.buffer);
-	td__tensor_assign(out, t, &tmp);
-	return TD_OK;
+	TD_TRY(td__shape_check(ndim, sh, t->dtype, NULL, NULL, fn));
+	return make_view(out, t, ndim, sh, st, fn);
 }
 
 int td_tensor_unbind(td_tensor **tensors_out, size_t *count_out, const td_tensor *t, int dim)
@@ -357,7 +352,7 @@ int td_tensor_unbind(td_tensor **tensors_out, size_t *count_out, const td_tensor
 	static const char fn[] = "td_tensor_unbind";
 	td_tensor *arr;
 	int64_t n, k;
-	int d, i;
+	int d;
 
 	if (!tensors_out || !count_out)
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
@@ -367,16 +362,20 @@ int td_tensor_unbind(td_tensor **tensors_out, size_t *count_out, const td_tensor
 	arr = td__calloc(n ? (size_t)n : 1, sizeof(*arr));
 	if (!arr)
 		return td__error_nomem((size_t)n * sizeof(*arr));
-	for (k = 0; k < n; k++) {
-		td_tensor *v = &arr[k];
-		*v = *t;
-		v->offset += k * td_tensor_strides(t)[d];
-		for (i = d; i < t->ndim - 1; i++) {
-			v->shape[i] = td_tensor_shape(t)[i + 1];
-			v->strides[i] = td_tensor_strides(t)[i + 1];
+	/* The views differ only in their offset: one set of dims (a block shared by all). */
+	if (n > 0) {
+		int rc = td__view_select(&arr[0], t, d, 0, fn);
+
+		if (rc < 0) {
+			td__free(arr);
+			return rc;
 		}
-		v->ndim = t->ndim - 1;
-		td_buffer_ref(v->buffer);
+		td__dims_ref_n(&arr[0], (size_t)n - 1);
+	}
+	for (k = 1; k < n; k++) {
+		td__tensor_copy_meta(&arr[k], &arr[0]);
+		arr[k].offset += k * td_tensor_strides(t)[d];
+		td_buffer_ref(arr[k].buffer);
 	}
 	*tensors_out = arr;
 	*count_out = (size_t)n;

@@ -184,19 +184,21 @@ static int make_begin(maker *m, td_tensor *t, const td_tensor *out, td_dtype dty
 {
 	td_mmap_opts o = TD_MMAP_OPTS_INIT;
 	size_t nbytes;
+	int rc;
 
 	if (!out)
 		return td__error(TD_EINVAL, "%s: NULL out", m->fn);
 	TD_TRY(get_opts(&o, m->opts, m->fn));
 	m->exist_ok = o.exist_ok;
 	TD_TRY(td__shape_check(ndim, shape, dtype, NULL, &nbytes, m->fn));
-	TD_TRY(make_buffer(m, nbytes, &t->buffer));
+	TD_TRY(td__tensor_contiguous_dims(t, ndim, shape, m->fn));
+	rc = make_buffer(m, nbytes, &t->buffer);
+	if (rc < 0) {
+		td__tensor_dims_drop(t); /* t holds no buffer: make_end() drops nothing */
+		return rc;
+	}
 	t->offset = 0;
 	t->dtype = dtype;
-	t->ndim = ndim;
-	if (ndim > 0)
-		memcpy(t->shape, shape, (size_t)ndim * sizeof(int64_t));
-	td__contiguous_strides(ndim, td_tensor_shape(t), t->strides);
 	return TD_OK;
 }
 

@@ -10,6 +10,13 @@
  * the shape operations return views sharing the buffer; advanced indexing
  * (index lists, index tensors, boolean masks) returns copies, as in torch.
  *
+ * The dims of a tensor of up to TD_TENSOR_INLINE_DIMS dims are kept in the
+ * struct itself. A tensor of more dims (up to TD_MAX_DIMS) keeps its shape
+ * and strides in one separate, immutable, reference-counted block, which a
+ * copy of the struct borrows as it borrows the buffer, td_tensor_ref()
+ * shares (it still cannot fail) and td_tensor_release() drops. Read the
+ * dims with td_tensor_shape() and td_tensor_strides() in either case.
+ *
  * Conventions for every function below:
  *  - A dim outside the tensor's dims is TD_EINVAL; a position outside a
  *    dim is TD_EINDEX.
@@ -23,6 +30,9 @@
  *    TD_BUFFER_READONLY return TD_EREADONLY.
  *  - All size arithmetic is overflow-checked: shapes whose byte size does
  *    not fit in size_t/int64 give TD_EOVERFLOW.
+ *  - A function that makes a tensor of more than TD_TENSOR_INLINE_DIMS
+ *    dims, a view included, allocates the block of its dims: it may fail
+ *    with TD_ENOMEM even where its errors below do not name it.
  */
 #ifndef TDSTORE_TENSOR_H
 #define TDSTORE_TENSOR_H
@@ -33,18 +43,34 @@
 
 TD_BEGIN_DECLS
 
-/** A view of a buffer. Fields may be read directly; change them only through the API. */
+/**
+ * Dims a td_tensor holds in the struct; a tensor of more dims holds its
+ * shape and strides in a block of their own (see above).
+ */
+#define TD_TENSOR_INLINE_DIMS 4
+
+/**
+ * A view of a buffer. `buffer`, `offset`, `dtype` and `ndim` may be read
+ * directly, the dims through td_tensor_shape() and td_tensor_strides();
+ * change a tensor only through the API.
+ */
 typedef struct td_tensor {
 	td_buffer *buffer;            /**< one reference, owned by this value; NULL when released */
 	int64_t offset;               /**< index of the first element in the buffer, in elements */
 	td_dtype dtype;               /**< element type */
 	int32_t ndim;                 /**< number of dimensions, 0..TD_MAX_DIMS */
-	int64_t shape[TD_MAX_DIMS];   /**< size of each dimension */
-	int64_t strides[TD_MAX_DIMS]; /**< step of each dimension, in elements (0 for expanded dims) */
+	/** Private: where the dims are; read them with td_tensor_shape() and td_tensor_strides(). */
+	union {
+		struct {
+			int64_t shape[TD_TENSOR_INLINE_DIMS];
+			int64_t strides[TD_TENSOR_INLINE_DIMS];
+		} inl;                /**< ndim <= TD_TENSOR_INLINE_DIMS */
+		const int64_t *ext;   /**< more dims: shape[ndim] then strides[ndim], shared */
+	} dims_;
 } td_tensor;
 
 /** Initializer for a released (empty) td_tensor value. */
-#define TD_TENSOR_INIT { NULL, 0, TD_DTYPE_F32, 0, { 0 }, { 0 } }
+#define TD_TENSOR_INIT { NULL, 0, TD_DTYPE_F32, 0, { { { 0 }, { 0 } } } }
 
 /**
  * @return the size of each of the tensor's `ndim` dims (borrowed: valid
@@ -52,7 +78,7 @@ typedef struct td_tensor {
  */
 static inline const int64_t *td_tensor_shape(const td_tensor *t)
 {
-	return t->shape;
+	return t->ndim <= TD_TENSOR_INLINE_DIMS ? t->dims_.inl.shape : t->dims_.ext;
 }
 
 /**
@@ -61,7 +87,7 @@ static inline const int64_t *td_tensor_shape(const td_tensor *t)
  */
 static inline const int64_t *td_tensor_strides(const td_tensor *t)
 {
-	return t->strides;
+	return t->ndim <= TD_TENSOR_INLINE_DIMS ? t->dims_.inl.strides : t->dims_.ext + t->ndim;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -154,6 +154,18 @@ int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *num
 void td__contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
 /**
+ * Set t->ndim and give `t`, a new tensor value, the dims of a C-contiguous
+ * tensor of `shape` (validated): in the struct, or above
+ * TD_TENSOR_INLINE_DIMS in a new block that `t` then holds, which
+ * td_tensor_release() drops once `t` holds a buffer and
+ * td__tensor_dims_drop() before. TD_ENOMEM (only for a new block). (tensor.c)
+ */
+int td__tensor_contiguous_dims(td_tensor *t, int ndim, const int64_t *shape, const char *fn);
+
+/** Drop the dims of a tensor value that holds no buffer; t->ndim becomes 0. (tensor.c) */
+void td__tensor_dims_drop(td_tensor *t);
+
+/**
  * Copy `src` into `dst` (same shape after broadcasting `src`), converting
  * dtypes. No argument checks and no overlap handling: internal callers use
  * it on validated, non-overlapping tensors. (tensor_copy.c)

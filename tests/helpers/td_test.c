@@ -174,6 +174,18 @@ td_key *td_test_key(const char *const *parts, size_t n)
 	return k;
 }
 
+int64_t *td_test_shape_w(td_tensor *t)
+{
+	cr_assert(t->ndim >= 0 && t->ndim <= TD_TENSOR_INLINE_DIMS);
+	return t->dims_.inl.shape;
+}
+
+int64_t *td_test_strides_w(td_tensor *t)
+{
+	cr_assert(t->ndim >= 0 && t->ndim <= TD_TENSOR_INLINE_DIMS);
+	return t->dims_.inl.strides;
+}
+
 void td_test_unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx)
 {
 	int i;

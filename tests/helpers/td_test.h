@@ -72,6 +72,13 @@ extern const td_dtype td_test_all_dtypes[TD_DTYPE_COUNT];
 void td_test_poison(td_tensor *t);
 /** Assert that a tensor value still holds td_test_poison()'s pattern. */
 void td_test_assert_poisoned(const td_tensor *t);
+/**
+ * The shape and the strides of a tensor value whose dims are held inline
+ * (at most TD_TENSOR_INLINE_DIMS), for writing: tests forge malformed
+ * values with them. Fails the test for a tensor of more dims.
+ */
+int64_t *td_test_shape_w(td_tensor *t);
+int64_t *td_test_strides_w(td_tensor *t);
 /** The multi-index `idx` of C-order position `flat` in `shape` (ndim dims). */
 void td_test_unravel(int ndim, const int64_t *shape, int64_t flat, int64_t *idx);
 /** Position, in elements from the buffer start, of element `idx` of `t`. */

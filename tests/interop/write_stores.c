@@ -453,7 +453,7 @@ static json_t *tensor_json(const td_item *it, const td_tensor *mapped, const td_
 	check(td_tensor_contiguous(&oc, orig), "td_tensor_contiguous");
 	td_tensor_release(&stacked);
 	if (mc.dtype != oc.dtype || mc.ndim != oc.ndim ||
-		memcmp(td_tensor_shape(&mc), td_tensor_shape(&oc), sizeof(mc.shape[0]) * (size_t)mc.ndim) != 0 ||
+		memcmp(td_tensor_shape(&mc), td_tensor_shape(&oc), sizeof(int64_t) * (size_t)mc.ndim) != 0 ||
 		td_tensor_nbytes(&oc) != nbytes ||
 		(nbytes && memcmp(td_tensor_data(&mc), td_tensor_data(&oc), nbytes) != 0)) {
 		fprintf(stderr, "write_stores: leaf '%s': the store does not hold what was written\n",

@@ -1510,3 +1510,139 @@ Test(dict_batch, reshape_with_minus_one_and_a_zero_size_is_ambiguous)
 	td_dict_free(r);
 	td_dict_free(d);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Leaves of more than TD_TENSOR_INLINE_DIMS dims                            */
+/* ------------------------------------------------------------------------ */
+
+static const char *const MANY_LEAVES[4] = { "x", "y", "w", "sub.z" };
+
+/* Batch [4, 2]: x i32 [4,2,1,3,1,2] (6 dims), y f32 [4,2,3], w i64 [4,2,1,1,2] (5
+ * dims: 4 once a batch dim is dropped), sub.z f64 [4,2,2,1,2] (sub: batch [4, 2, 2]). */
+static td_dict *many_dims_fixture(void)
+{
+	int64_t b[] = { 4, 2 }, sx[] = { 4, 2, 1, 3, 1, 2 }, sy[] = { 4, 2, 3 };
+	int64_t sw[] = { 4, 2, 1, 1, 2 }, sz[] = { 4, 2, 2, 1, 2 };
+	td_dict *d, *sub;
+	td_tensor t;
+
+	td_cr_assert_ok(td_dict_new(&d, 2, b));
+	td_test_arange(&t, TD_DTYPE_I32, 6, sx);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "x", &t));
+	td_test_arange(&t, TD_DTYPE_F32, 3, sy);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "y", &t));
+	td_test_arange(&t, TD_DTYPE_I64, 5, sw);
+	td_cr_assert_ok(td_dict_set_tensor_take(d, "w", &t));
+	td_cr_assert_ok(td_dict_new(&sub, 3, sz));
+	td_test_arange(&t, TD_DTYPE_F64, 5, sz);
+	td_cr_assert_ok(td_dict_set_tensor_take(sub, "z", &t));
+	td_cr_assert_ok(td_dict_set_dict_take(d, "sub", sub));
+	return d;
+}
+
+static void expect_same_view(const td_tensor *a, const td_tensor *b, const char *what)
+{
+	cr_assert(a->buffer == b->buffer && a->offset == b->offset && a->dtype == b->dtype &&
+		a->ndim == b->ndim, "%s: another view", what);
+	cr_assert_arr_eq(td_tensor_shape(a), td_tensor_shape(b), (size_t)a->ndim * sizeof(int64_t),
+		"%s: shape", what);
+	cr_assert_arr_eq(td_tensor_strides(a), td_tensor_strides(b),
+		(size_t)a->ndim * sizeof(int64_t), "%s: strides", what);
+}
+
+Test(dict_batch, leaves_of_many_dims_are_cut_indexed_and_copied_as_views)
+{
+	static const int64_t sizes[2] = { 3, 1 };
+	td_dict *d = many_dims_fixture(), **parts, *c, *r;
+	uint32_t refs[4];
+	td_tensor v;
+	td_index idx[2];
+	size_t n, i, k;
+	int dim;
+
+	for (k = 0; k < 4; k++)
+		refs[k] = td_buffer_refcount(leaf(d, MANY_LEAVES[k])->buffer);
+	for (dim = 0; dim < 2; dim++) {
+		td_cr_assert_ok(td_dict_unbind(&parts, &n, d, dim));
+		for (i = 0; i < n; i++)
+			for (k = 0; k < 4; k++) {
+				td_cr_assert_ok(td_tensor_select(&v, leaf(d, MANY_LEAVES[k]), dim,
+					(int64_t)i));
+				expect_same_view(leaf(parts[i], MANY_LEAVES[k]), &v, MANY_LEAVES[k]);
+				td_tensor_release(&v);
+			}
+		/* The views of one leaf differ only in their offset: they share their dims. */
+		cr_assert_eq(td_tensor_shape(leaf(parts[0], "x")), td_tensor_shape(leaf(parts[1], "x")));
+		td_dict_array_free(parts, n);
+	}
+	td_cr_assert_ok(td_dict_split_sizes(&parts, &n, d, sizes, 2, 0));
+	for (i = 0; i < n; i++)
+		for (k = 0; k < 4; k++) {
+			td_cr_assert_ok(td_tensor_narrow(&v, leaf(d, MANY_LEAVES[k]), 0,
+				i ? 3 : 0, sizes[i]));
+			expect_same_view(leaf(parts[i], MANY_LEAVES[k]), &v, MANY_LEAVES[k]);
+			td_tensor_release(&v);
+		}
+	td_dict_array_free(parts, n);
+	/* A copy shares the leaves, out-of-line dims included. */
+	td_cr_assert_ok(td_dict_copy(&c, d));
+	for (k = 0; k < 4; k++)
+		expect_same_view(leaf(c, MANY_LEAVES[k]), leaf(d, MANY_LEAVES[k]), MANY_LEAVES[k]);
+	cr_assert_eq(td_tensor_shape(leaf(c, "x")), td_tensor_shape(leaf(d, "x")));
+	td_dict_free(c);
+	/* Indexing: a view (a slice and a new axis) and a copy (a list). */
+	idx[0] = td_index_slice(1, 3, 1);
+	idx[1] = td_index_newaxis();
+	td_cr_assert_ok(td_dict_index(&r, d, idx, 2));
+	for (k = 0; k < 4; k++) {
+		const td_tensor *rv = leaf(r, MANY_LEAVES[k]);
+
+		/* The same view, but for the stride of the new axis (of size 1). */
+		td_cr_assert_ok(td_tensor_index(&v, leaf(d, MANY_LEAVES[k]), idx, 2));
+		cr_assert(rv->buffer == v.buffer && rv->offset == v.offset && rv->ndim == v.ndim);
+		cr_assert_arr_eq(td_tensor_shape(rv), td_tensor_shape(&v),
+			(size_t)v.ndim * sizeof(int64_t));
+		cr_assert_eq(td_tensor_equal(rv, &v), 1);
+		td_tensor_release(&v);
+	}
+	td_dict_free(r);
+	{
+		static const int64_t pos[3] = { 3, 0, 3 };
+
+		idx[0] = td_index_list(pos, 3);
+		td_cr_assert_ok(td_dict_index(&r, d, idx, 1));
+		for (k = 0; k < 4; k++) {
+			td_cr_assert_ok(td_tensor_index(&v, leaf(d, MANY_LEAVES[k]), idx, 1));
+			cr_assert_eq(td_tensor_equal(leaf(r, MANY_LEAVES[k]), &v), 1);
+			td_tensor_release(&v);
+		}
+		td_dict_free(r);
+	}
+	for (k = 0; k < 4; k++)
+		cr_assert_eq(td_buffer_refcount(leaf(d, MANY_LEAVES[k])->buffer), refs[k]);
+	td_dict_free(d);
+}
+
+static int many_dims_cut_body(void *arg)
+{
+	cut_ctx *c = arg;
+	int rc;
+
+	c->parts[0] = c->parts[1] = NULL;
+	c->n[0] = c->n[1] = 0;
+	rc = td_dict_unbind(&c->parts[0], &c->n[0], c->src, 1);
+	if (rc == 0)
+		rc = td_dict_split(&c->parts[1], &c->n[1], c->src, 3, 0);
+	if (rc < 0)
+		td_dict_array_free(c->parts[0], c->n[0]);
+	return rc;
+}
+
+Test(dict_batch, cutting_leaves_of_many_dims_fails_cleanly_without_memory)
+{
+	cut_ctx c;
+
+	c.src = many_dims_fixture();
+	td_test_enomem_sweep(many_dims_cut_body, cut_cleanup, &c);
+	td_dict_free(c.src);
+}

@@ -2377,6 +2377,7 @@ enum layout_variant {
 	MANY_KEYS,    /* a level with an index (more keys than a scan) */
 	KIND_LATE,    /* same slot counts; the last slot a leaf in one child, a dict in another */
 	DEAD_MIX,     /* same slot counts; a slot dead in one child, live in another */
+	MANY_DIMS,    /* leaves of 5 and 6 dims (out-of-line dims) in every child */
 	VARIANTS
 };
 
@@ -2494,6 +2495,18 @@ static void layout_children(td_dict **c, size_t n, int v)
 			td_cr_assert_ok(td_dict_del(c[i], i == 0 ? "a" : "z"));
 		}
 		break;
+	case MANY_DIMS:
+		for (size_t i = 0; i < n; i++) {
+			int64_t s5[5] = { 3, 2, 2, 1, 3 }, s6[6] = { 3, 2, 2, 1, 2, 3 };
+
+			td_test_arange(&t, TD_DTYPE_F32, 6, s6);
+			td_test_random_fill(&t, (uint64_t)i + 100);
+			td_cr_assert_ok(td_dict_set_tensor_take(c[i], "nested.six", &t));
+			td_test_arange(&t, TD_DTYPE_I32, 5, s5);
+			td_test_random_fill(&t, (uint64_t)i + 200);
+			td_cr_assert_ok(td_dict_set_tensor_take(c[i], "five", &t));
+		}
+		break;
 	default:
 		break;
 	}
@@ -2579,7 +2592,7 @@ static void beside_cleanup(void *arg)
 /* Memory failing anywhere in the cut of children of one layout, or of mixed ones. */
 Test(lazy, unbind_beside_the_stack_dim_leaks_nothing_without_memory)
 {
-	static const int variants[] = { SAME, HOLE_ONE, LAZY_SUB, KIND_LATE };
+	static const int variants[] = { SAME, HOLE_ONE, LAZY_SUB, KIND_LATE, MANY_DIMS };
 	td_dict *c[12];
 	beside_ctx x;
 
@@ -2592,4 +2605,130 @@ Test(lazy, unbind_beside_the_stack_dim_leaks_nothing_without_memory)
 			for (size_t i = 0; i < n; i++)
 				td_dict_free(c[i]);
 		}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Leaves of more than TD_TENSOR_INLINE_DIMS dims                            */
+/* ------------------------------------------------------------------------ */
+
+/* Three children of batch [2] with leaves a i32 [2,1,3,2] (4 dims: 5 stacked) and b f32
+ * [2,1,2,1,2] (5 dims), stacked lazily at dim 0; `ref` is their dense stack. */
+static void many_dims_children(td_dict *kids[3], td_dict **lazy, td_dict **ref)
+{
+	int64_t b[] = { 2 }, sa[] = { 2, 1, 3, 2 }, sb[] = { 2, 1, 2, 1, 2 };
+	td_tensor t;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		td_cr_assert_ok(td_dict_new(&kids[i], 1, b));
+		td_test_arange(&t, TD_DTYPE_I32, 4, sa);
+		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&t, td_scalar_int(100 * i),
+			TD_OP_ADD));
+		td_cr_assert_ok(td_dict_set_tensor_take(kids[i], "a", &t));
+		td_test_arange(&t, TD_DTYPE_F32, 5, sb);
+		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&t, td_scalar_int(-i), TD_OP_ADD));
+		td_cr_assert_ok(td_dict_set_tensor_take(kids[i], "b", &t));
+	}
+	td_cr_assert_ok(td_dict_stack(ref, (const td_dict *const *)kids, 3, 0));
+	td_cr_assert_ok(td_lazy_stack(lazy, kids, 3, 0, 0));
+}
+
+Test(lazy, leaves_of_many_dims_are_stacked_sliced_and_written)
+{
+	td_dict *kids[3], *lazy, *ref, **parts;
+	td_tensor s, v, w, dst;
+	const td_tensor *r;
+	size_t n, i;
+	int k;
+
+	many_dims_children(kids, &lazy, &ref);
+	/* Reads: stacked copies of 5 and 6 dims, and into a destination. */
+	for (k = 0; k < 2; k++) {
+		const char *key = k ? "b" : "a";
+
+		td_cr_assert_ok(td_lazy_get_tensor(&s, lazy, key));
+		td_cr_assert_ok(td_dict_get_tensor(&r, ref, key));
+		cr_assert_eq(s.ndim, r->ndim);
+		assert_tensor_eq(&s, r);
+		td_cr_assert_ok(td_tensor_zeros_like(&dst, r));
+		td_cr_assert_ok(td_lazy_get_tensor_into(&dst, lazy, key));
+		assert_tensor_eq(&dst, r);
+		td_tensor_release(&dst);
+		td_tensor_release(&s);
+	}
+	assert_same(ref, lazy);
+	/* An unbind beside the stack dim cuts every child. */
+	td_cr_assert_ok(td_dict_unbind(&parts, &n, lazy, 1));
+	cr_assert_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		td_dict *rp;
+		td_index idx[2] = { td_index_all(), td_index_int((int64_t)i) };
+
+		td_cr_assert_ok(td_dict_index(&rp, ref, idx, 2));
+		assert_same(rp, parts[i]);
+		td_dict_free(rp);
+	}
+	td_dict_array_free(parts, n);
+	/* Writes: slices of 5 dims (out of line) and 4 dims (inline) into every child. */
+	td_cr_assert_ok(td_dict_get_tensor(&r, ref, "b"));
+	td_cr_assert_ok(td_tensor_clone(&v, r));
+	td_cr_assert_ok(td_tensor_binary_scalar_inplace(&v, td_scalar_int(1000), TD_OP_ADD));
+	td_cr_assert_ok(td_dict_set_tensor(lazy, "b", &v));      /* existing key */
+	td_cr_assert_ok(td_dict_set_tensor(lazy, "new.b", &v));  /* new keys */
+	td_cr_assert_ok(td_dict_get_tensor(&r, ref, "a"));
+	td_cr_assert_ok(td_tensor_clone(&w, r));
+	td_cr_assert_ok(td_dict_set_tensor(lazy, "a", &w));
+	for (i = 0; i < 3; i++) {
+		td_tensor sl;
+		const td_tensor *c;
+
+		td_cr_assert_ok(td_tensor_select(&sl, &v, 0, (int64_t)i));
+		td_cr_assert_ok(td_dict_get_tensor(&c, kids[i], "b"));
+		assert_tensor_eq(c, &sl);
+		cr_assert_eq(c->buffer, v.buffer, "a view of the value");
+		td_cr_assert_ok(td_dict_get_tensor(&c, kids[i], "new.b"));
+		assert_tensor_eq(c, &sl);
+		td_tensor_release(&sl);
+		td_cr_assert_ok(td_tensor_select(&sl, &w, 0, (int64_t)i));
+		td_cr_assert_ok(td_dict_get_tensor(&c, kids[i], "a"));
+		assert_tensor_eq(c, &sl);
+		td_tensor_release(&sl);
+	}
+	/* In place: the values are copied into the children's leaves. */
+	td_cr_assert_ok(td_tensor_binary_scalar_inplace(&v, td_scalar_int(1), TD_OP_ADD));
+	td_cr_assert_ok(td_dict_set_tensor_inplace(lazy, "new.b", &v));
+	td_cr_assert_ok(td_lazy_get_tensor(&s, lazy, "new.b"));
+	assert_tensor_eq(&s, &v);
+	td_tensor_release(&s);
+	td_tensor_release(&v);
+	td_tensor_release(&w);
+	td_dict_free(lazy);
+	td_dict_free(ref);
+	for (i = 0; i < 3; i++)
+		td_dict_free(kids[i]);
+}
+
+Test(lazy, padded_leaves_of_many_dims)
+{
+	int64_t b[] = { 1 }, s0[] = { 1, 1, 2, 1, 3 }, s1[] = { 1, 1, 1, 1, 2 };
+	td_dict *kids[2], *lazy;
+	td_tensor t, p;
+	const int64_t at[6] = { 1, 0, 0, 0, 0, 1 };
+	td_scalar x;
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		td_cr_assert_ok(td_dict_new(&kids[i], 1, b));
+		td_test_arange(&t, TD_DTYPE_I64, 5, i ? s1 : s0);
+		td_cr_assert_ok(td_dict_set_tensor_take(kids[i], "r", &t));
+	}
+	td_cr_assert_ok(td_lazy_stack(&lazy, kids, 2, 0, TD_LAZY_TAKE));
+	td_cr_assert_ok(td_lazy_get_padded(&p, lazy, "r", td_scalar_int(-1), 0));
+	cr_assert_eq(p.ndim, 6);
+	cr_assert_eq(td_tensor_shape(&p)[3], 2);
+	cr_assert_eq(td_tensor_shape(&p)[5], 3);
+	td_cr_assert_ok(td_tensor_get(&x, &p, at));
+	cr_assert_eq(x.v.i, 1, "child 1 element (0, 0, 0, 0, 1)");
+	td_tensor_release(&p);
+	td_dict_free(lazy);
 }

@@ -730,20 +730,20 @@ Test(tensor, malformed_tensor_values_are_refused)
 	bad.offset = -1;
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
-	bad.shape[1] = -2;
+	td_test_shape_w(&bad)[1] = -2;
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
-	bad.strides[0] = -2;
+	td_test_strides_w(&bad)[0] = -2;
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINVAL);
 	bad = t;
 	bad.offset = 1; /* the last element now lies past the 24-byte buffer */
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINDEX);
 	td_cr_assert_err(td_tensor_set(&bad, idx, td_scalar_int(1)), TD_EINDEX);
 	bad = t;
-	bad.shape[0] = 4;
+	td_test_shape_w(&bad)[0] = 4;
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EINDEX);
 	bad = t;
-	bad.strides[0] = INT64_MAX;
+	td_test_strides_w(&bad)[0] = INT64_MAX;
 	td_cr_assert_err(td_tensor_get(&s, &bad, idx), TD_EOVERFLOW);
 	td_tensor_release(&t);
 }
@@ -833,5 +833,60 @@ Test(tensor, creation_reports_enomem_and_leaks_nothing)
 	td_cr_assert_ok(td_tensor_zeros(&c.in, TD_DTYPE_I8, 3, shape));
 	for (c.which = 0; c.which < 6; c.which++)
 		td_test_enomem_sweep(create_body, create_cleanup, &c);
+	td_tensor_release(&c.in);
+}
+
+/* Creation of a tensor of more than TD_TENSOR_INLINE_DIMS dims: two allocations. */
+static int create_many_body(void *p)
+{
+	static const int64_t shape[6] = { 1, 2, 1, 3, 1, 2 };
+	create_ctx *c = p;
+	int rc;
+
+	td_test_poison(&c->out);
+	switch (c->which) {
+	case 4:
+		rc = td_tensor_empty_like(&c->out, &c->in);
+		break;
+	case 5:
+		rc = td_tensor_zeros_like(&c->out, &c->in);
+		break;
+	case 6:
+		rc = td_tensor_clone(&c->out, &c->in);
+		break;
+	case 7:
+		rc = td_tensor_to_dtype(&c->out, &c->in, TD_DTYPE_F32);
+		break;
+	case 8:
+		rc = td_tensor_from_buffer(&c->out, c->in.buffer, TD_DTYPE_I8, 6, shape, NULL, 0);
+		break;
+	default:
+		rc = create(c->which, &c->out, TD_DTYPE_F64, 6, shape);
+		break;
+	}
+	if (rc < 0)
+		td_test_assert_poisoned(&c->out);
+	return rc;
+}
+
+static void create_many_cleanup(void *p)
+{
+	create_ctx *c = p;
+
+	cr_assert_eq(c->out.ndim, 6);
+	cr_assert_eq(td_tensor_numel(&c->out), 12);
+	cr_assert_eq(td_tensor_strides(&c->out)[3], 2);
+	td_tensor_release(&c->out);
+}
+
+Test(tensor, creation_of_many_dims_reports_enomem_and_leaks_nothing)
+{
+	static const int64_t shape[6] = { 1, 2, 1, 3, 1, 2 };
+	create_ctx c;
+
+	td_cr_assert_ok(td_tensor_zeros(&c.in, TD_DTYPE_I8, 6, shape));
+	for (c.which = 0; c.which < 9; c.which++)
+		td_test_enomem_sweep(create_many_body, create_many_cleanup, &c);
+	cr_assert_eq(td_buffer_refcount(c.in.buffer), 1);
 	td_tensor_release(&c.in);
 }

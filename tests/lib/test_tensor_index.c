@@ -1665,3 +1665,99 @@ Test(tensor_index, allocation_failures_with_an_overlapping_index_tensor)
 	td_tensor_release(&c.it);
 	td_tensor_release(&c.t);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tensors of more than TD_TENSOR_INLINE_DIMS dims                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct many_ctx {
+	td_tensor t;
+	td_tensor out;
+	int which;
+} many_ctx;
+
+/* Index, put and fill on a 6-d tensor, with views and copies of 5 and 7 dims. */
+static int many_body(void *p)
+{
+	static const int64_t pos[2] = { 1, 0 };
+	many_ctx *c = p;
+	td_index idx[3];
+	td_tensor v = TD_TENSOR_INIT;
+	int rc;
+
+	idx[0] = td_index_slice(TD_SLICE_NONE, TD_SLICE_NONE, 2);
+	idx[1] = td_index_newaxis();
+	idx[2] = td_index_list(pos, 2);
+	td_test_poison(&c->out);
+	switch (c->which) {
+	case 0: /* basic: 7 dims, a view */
+		rc = td_tensor_index(&c->out, &c->t, idx, 2);
+		break;
+	case 1: /* advanced: a copy of 7 dims */
+		rc = td_tensor_index(&c->out, &c->t, idx, 3);
+		break;
+	case 2: /* basic, int: 5 dims */
+		idx[0] = td_index_int(1);
+		rc = td_tensor_index(&c->out, &c->t, idx, 1);
+		break;
+	case 3: /* a write through a basic view of 7 dims */
+		rc = td_tensor_index_fill(&c->t, idx, 2, td_scalar_int(7));
+		if (rc == TD_OK)
+			rc = td_tensor_zeros(&c->out, TD_DTYPE_I32, 0, NULL);
+		break;
+	default: /* put a broadcast 0-d value, then the same through a 7-d value */
+		rc = td_tensor_zeros(&v, TD_DTYPE_I32, 0, NULL);
+		if (rc == TD_OK)
+			rc = td_tensor_index_put(&c->t, idx, 2, &v);
+		if (rc == TD_OK)
+			rc = td_tensor_index(&c->out, &c->t, idx, 2);
+		if (rc == TD_OK)
+			rc = td_tensor_index_put(&c->t, idx, 2, &c->out);
+		if (rc < 0 && c->out.ndim == 7)
+			td_tensor_release(&c->out);
+		td_tensor_release(&v);
+		break;
+	}
+	if (rc < 0 && c->which < 3)
+		td_test_assert_poisoned(&c->out);
+	return rc;
+}
+
+static void many_cleanup(void *p)
+{
+	many_ctx *c = p;
+
+	td_tensor_release(&c->out);
+}
+
+Test(tensor_index, tensors_of_many_dims_index_and_report_enomem)
+{
+	static const int64_t shape[6] = { 3, 2, 1, 2, 1, 2 };
+	static const int want[5] = { 7, 7, 5, 0, 7 };
+	many_ctx c;
+	int64_t f;
+
+	td_test_arange(&c.t, TD_DTYPE_I32, 6, shape);
+	for (c.which = 0; c.which < 5; c.which++) {
+		td_cr_assert_ok(many_body(&c));
+		cr_assert_eq(c.out.ndim, want[c.which], "case %d", c.which);
+		if (c.which == 0) {
+			/* t[::2, None]: element (i, 0, ...) is t[2 i, ...] */
+			for (f = 0; f < td_tensor_numel(&c.out); f++) {
+				int64_t idx[7], tidx[6];
+				td_scalar a, b;
+
+				td_test_unravel(7, td_tensor_shape(&c.out), f, idx);
+				tidx[0] = 2 * idx[0];
+				memcpy(tidx + 1, idx + 2, 5 * sizeof(int64_t));
+				td_cr_assert_ok(td_tensor_get(&a, &c.out, idx));
+				td_cr_assert_ok(td_tensor_get(&b, &c.t, tidx));
+				cr_assert_eq(a.v.i, b.v.i);
+			}
+		}
+		many_cleanup(&c);
+		td_test_enomem_sweep(many_body, many_cleanup, &c);
+	}
+	cr_assert_eq(td_buffer_refcount(c.t.buffer), 1);
+	td_tensor_release(&c.t);
+}

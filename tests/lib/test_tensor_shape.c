@@ -1185,3 +1185,246 @@ Test(shape, unbind_reports_enomem_and_leaks_nothing)
 	cr_assert_eq(td_buffer_refcount(c.in.buffer), 1);
 	td_tensor_release(&c.in);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Tensors of more than TD_TENSOR_INLINE_DIMS dims                           */
+/* ------------------------------------------------------------------------ */
+
+/* Whether the dims of `t` are held in the struct itself. */
+static bool dims_inline(const td_tensor *t)
+{
+	const char *p = (const char *)td_tensor_shape(t);
+
+	return p >= (const char *)t && p < (const char *)(t + 1);
+}
+
+/* The views of many_dims_op() on a tensor of shape {2, 3, 1, 2, 2}: they cross the boundary. */
+#define MANY_OPS 12
+
+static int many_dims_op(int op, td_tensor *out, const td_tensor *t)
+{
+	static const int64_t flat[1] = { -1 }, six[6] = { 2, 3, 1, 2, 1, 2 };
+	static const int64_t grow[7] = { 3, 1, 2, 3, 1, 2, 2 };
+	static const int rev[5] = { 4, 3, 2, 1, 0 };
+
+	switch (op) {
+	case 0:
+		return td_tensor_select(out, t, 0, 1);     /* 4 dims: inline again */
+	case 1:
+		return td_tensor_narrow(out, t, 1, 1, 2);  /* 5 dims, a block of its own */
+	case 2:
+		return td_tensor_reshape(out, t, 1, flat);
+	case 3:
+		return td_tensor_view(out, t, 6, six);
+	case 4:
+		return td_tensor_unsqueeze(out, t, 1);
+	case 5:
+		return td_tensor_squeeze(out, t, 2);       /* 4 dims */
+	case 6:
+		return td_tensor_squeeze_all(out, t);
+	case 7:
+		return td_tensor_permute(out, t, rev);
+	case 8:
+		return td_tensor_transpose(out, t, 0, 4);
+	case 9:
+		return td_tensor_expand(out, t, 7, grow);
+	case 10:
+		return td_tensor_squeeze(out, t, 0);       /* size 2: unchanged */
+	default:
+		return td_tensor_contiguous(out, t);       /* a new reference */
+	}
+}
+
+Test(shape, views_across_the_inline_dims_boundary_match_and_alias_their_input)
+{
+	static const int64_t shape[5] = { 2, 3, 1, 2, 2 };
+	int op;
+
+	cr_assert_eq(TD_TENSOR_INLINE_DIMS, 4, "the shapes below cross the boundary at 4 dims");
+	for (op = 0; op < MANY_OPS; op++) {
+		td_tensor base, t, expect;
+		int64_t f;
+
+		arange(&base, 5, shape);
+		cr_assert_not(dims_inline(&base));
+		td_tensor_ref(&t, &base);
+		td_cr_assert_ok(many_dims_op(op, &expect, &base));
+		cr_assert_eq(dims_inline(&expect), expect.ndim <= TD_TENSOR_INLINE_DIMS);
+		td_cr_assert_ok(many_dims_op(op, &t, &t));
+		cr_assert(same_view(&t, &expect), "op %d: in place differs", op);
+		cr_assert_eq(td_buffer_refcount(base.buffer), 3, "op %d", op);
+		/* The result reads the elements the dims say (a copy compares them). */
+		for (f = 0; f < td_tensor_numel(&t); f++) {
+			int64_t idx[TD_MAX_DIMS];
+			td_scalar a, b;
+
+			td_test_unravel(t.ndim, td_tensor_shape(&t), f, idx);
+			td_cr_assert_ok(td_tensor_get(&a, &t, idx));
+			td_cr_assert_ok(td_tensor_get(&b, &expect, idx));
+			cr_assert_eq(a.v.i, b.v.i);
+		}
+		td_tensor_release(&t);
+		td_tensor_release(&expect);
+		/* Released twice: nothing is dropped twice. */
+		td_tensor_release(&t);
+		cr_assert_eq(td_buffer_refcount(base.buffer), 1);
+		td_tensor_release(&base);
+	}
+}
+
+Test(shape, unsqueeze_in_place_moves_the_dims_out_of_the_struct_and_back)
+{
+	static const int64_t shape[4] = { 2, 1, 3, 2 };
+	td_tensor t, saved;
+	int k;
+
+	arange(&t, 4, shape);
+	saved = t;
+	cr_assert(dims_inline(&t));
+	for (k = 0; k < TD_MAX_DIMS - 4; k++) {
+		td_cr_assert_ok(td_tensor_unsqueeze(&t, &t, 0));
+		cr_assert_not(dims_inline(&t));
+		cr_assert_eq(td_tensor_shape(&t)[k + 1], 2);
+	}
+	td_cr_assert_err(td_tensor_unsqueeze(&t, &t, 0), TD_EINVAL);
+	td_cr_assert_ok(td_tensor_squeeze_all(&t, &t));
+	cr_assert(dims_inline(&t));
+	cr_assert_eq(t.ndim, 3);
+	td_cr_assert_ok(td_tensor_unsqueeze(&t, &t, 1));
+	cr_assert(same_view(&t, &saved));
+	cr_assert_eq(td_buffer_refcount(t.buffer), 1);
+	td_tensor_release(&t);
+}
+
+Test(shape, references_share_the_block_of_out_of_line_dims)
+{
+	static const int64_t shape[6] = { 1, 2, 1, 3, 1, 2 };
+	td_tensor t, r, copy, *arr;
+	size_t n, i;
+
+	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 6, shape));
+	td_tensor_ref(&r, &t);
+	cr_assert_eq(td_tensor_shape(&r), td_tensor_shape(&t), "one block, shared");
+	cr_assert_eq(td_tensor_strides(&r), td_tensor_shape(&t) + 6);
+	copy = t; /* a borrowed alias */
+	td_tensor_release(&t);
+	cr_assert_eq(td_tensor_shape(&r)[3], 3, "the reference keeps the block");
+	cr_assert_eq(td_tensor_shape(&copy), td_tensor_shape(&r));
+	/* The views of an unbind differ only in their offsets: one block for all. */
+	td_cr_assert_ok(td_tensor_unsqueeze(&r, &r, 0));
+	td_cr_assert_ok(td_tensor_unbind(&arr, &n, &r, 4));
+	cr_assert_eq(n, 3);
+	for (i = 0; i < n; i++) {
+		cr_assert_eq(arr[i].ndim, 6);
+		cr_assert_eq(td_tensor_shape(&arr[i]), td_tensor_shape(&arr[0]));
+		cr_assert_eq(arr[i].offset, (int64_t)i * 2);
+	}
+	td_tensor_release(&r);
+	td_tensor_array_free(arr, n);
+}
+
+Test(shape, stack_and_cat_of_many_dims)
+{
+	static const int64_t shape[5] = { 2, 1, 3, 1, 2 };
+	td_tensor parts[2], tp[2], s, c;
+	int64_t f;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		arange(&parts[k], 5, shape);
+		/* Not contiguous: the strided path (a view per input) is taken. */
+		td_cr_assert_ok(td_tensor_transpose(&tp[k], &parts[k], 0, 4));
+	}
+	td_cr_assert_ok(td_tensor_stack(&s, tp, 2, 2));
+	cr_assert_eq(s.ndim, 6);
+	td_cr_assert_ok(td_tensor_cat(&c, tp, 2, 4));
+	cr_assert_eq(c.ndim, 5);
+	cr_assert_eq(td_tensor_shape(&c)[4], 4);
+	for (f = 0; f < td_tensor_numel(&tp[0]); f++) {
+		int64_t idx[TD_MAX_DIMS], sidx[TD_MAX_DIMS];
+		td_scalar a, b, x;
+
+		td_test_unravel(5, td_tensor_shape(&tp[0]), f, idx);
+		td_cr_assert_ok(td_tensor_get(&a, &tp[0], idx));
+		memcpy(sidx, idx, 2 * sizeof(int64_t));
+		sidx[2] = 1;
+		memcpy(sidx + 3, idx + 2, 3 * sizeof(int64_t));
+		td_cr_assert_ok(td_tensor_get(&b, &s, sidx));
+		cr_assert_eq(a.v.i, b.v.i);
+		idx[4] += 2;
+		td_cr_assert_ok(td_tensor_get(&x, &c, idx));
+		cr_assert_eq(a.v.i, x.v.i);
+	}
+	td_tensor_release(&s);
+	td_tensor_release(&c);
+	for (k = 0; k < 2; k++) {
+		td_tensor_release(&tp[k]);
+		td_tensor_release(&parts[k]);
+	}
+}
+
+static int many_dims_body(void *p)
+{
+	sweep_ctx *c = p;
+	int op = (int)c->n, rc;
+
+	td_test_poison(&c->out);
+	rc = many_dims_op(op, &c->out, &c->in);
+	if (rc < 0) {
+		td_test_assert_poisoned(&c->out);
+		cr_assert_eq(td_buffer_refcount(c->in.buffer), 1);
+	}
+	return rc;
+}
+
+static void many_dims_cleanup(void *p)
+{
+	sweep_ctx *c = p;
+
+	td_tensor_release(&c->out);
+}
+
+Test(shape, views_of_many_dims_report_enomem_and_leak_nothing)
+{
+	static const int64_t shape[5] = { 2, 3, 1, 2, 2 };
+	sweep_ctx c;
+
+	arange(&c.in, 5, shape);
+	for (c.n = 0; c.n < MANY_OPS; c.n++)
+		td_test_enomem_sweep(many_dims_body, many_dims_cleanup, &c);
+	cr_assert_eq(td_buffer_refcount(c.in.buffer), 1);
+	td_tensor_release(&c.in);
+}
+
+static int many_unbind_body(void *p)
+{
+	sweep_ctx *c = p;
+	int rc;
+
+	c->arr = (td_tensor *)0x1;
+	rc = td_tensor_unbind(&c->arr, &c->n, &c->in, 1);
+	if (rc < 0) {
+		cr_assert_eq(c->arr, (td_tensor *)0x1);
+		cr_assert_eq(td_buffer_refcount(c->in.buffer), 1);
+	}
+	return rc;
+}
+
+static void many_unbind_cleanup(void *p)
+{
+	sweep_ctx *c = p;
+
+	cr_assert_eq(c->n, 3);
+	td_tensor_array_free(c->arr, c->n);
+}
+
+Test(shape, unbind_of_many_dims_reports_enomem_and_leaks_nothing)
+{
+	static const int64_t shape[6] = { 2, 3, 1, 2, 2, 1 };
+	sweep_ctx c;
+
+	arange(&c.in, 6, shape);
+	td_test_enomem_sweep(many_unbind_body, many_unbind_cleanup, &c);
+	cr_assert_eq(td_buffer_refcount(c.in.buffer), 1);
+	td_tensor_release(&c.in);
+}

@@ -131,6 +131,35 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 	}
 }
 
+Test(mmap, tensors_of_many_dims_map_files_and_memfds)
+{
+	static const int64_t shape[6] = { 2, 1, 3, 1, 2, 2 };
+	const int64_t last[6] = { 1, 0, 2, 0, 1, 1 };
+	td_tensor t, a, c;
+	td_scalar x;
+	int k;
+
+	td_cr_assert_ok(td_mmap_tensor_full(&t, td_test_path("six"), TD_DTYPE_I16, 6, shape,
+		td_scalar_int(5), 0));
+	td_cr_assert_ok(td_mmap_tensor_zeros(&a, NULL, TD_DTYPE_I16, 6, shape, 0));
+	for (k = 0; k < 2; k++) {
+		const td_tensor *m = k ? &a : &t;
+
+		cr_assert_eq(m->ndim, 6);
+		cr_assert_eq(td_tensor_numel(m), 24);
+		cr_assert_eq(td_tensor_strides(m)[0], 12);
+		cr_assert(td_tensor_is_contiguous(m));
+		td_cr_assert_ok(td_tensor_get(&x, m, last));
+		cr_assert_eq(x.v.i, k ? 0 : 5);
+	}
+	td_cr_assert_ok(td_mmap_tensor_from_tensor(&c, NULL, &t, 0));
+	cr_assert_eq(td_tensor_equal(&c, &t), 1);
+	td_tensor_release(&c);
+	td_tensor_release(&a);
+	td_tensor_release(&t);
+	cr_assert_eq(td_test_file_size(td_test_path("six")), 48);
+}
+
 Test(mmap, writes_through_a_file_tensor_reach_the_file)
 {
 	static const int64_t shape[] = { 4 };
