@@ -98,18 +98,16 @@ static void plan_basic(batch_index *bi, const td_dict *d)
 	}
 }
 
-/* Apply the basic plan to one leaf: a view, no checks (leaves are valid). */
-static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
+/* The fields and dims (from ish/ist into osh/ost) of leaf_view(). */
+static inline __attribute__((always_inline)) void leaf_view_fill(td_tensor *out,
+	const td_tensor *in, const batch_index *bi, const int64_t *ish, const int64_t *ist,
+	int64_t *osh, int64_t *ost)
 {
-	const int64_t *ish = td_tensor_shape(in), *ist = td_tensor_strides(in);
-	int64_t offset = in->offset, *osh, *ost;
+	int64_t offset = in->offset;
 	int j, k, n = bi->ndim;
 
 	for (k = 0; k < bi->nbatch; k++)
 		offset += bi->start[k] * ist[k];
-	TD_TRY(td__tensor_dims(out, n + in->ndim - bi->nbatch, "td_dict_index"));
-	osh = td__shape_w(out);
-	ost = td__strides_w(out);
 	out->buffer = td_buffer_ref(in->buffer);
 	out->offset = offset;
 	out->dtype = in->dtype;
@@ -122,6 +120,31 @@ static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
 		osh[j] = ish[k];
 		ost[j] = ist[k];
 	}
+}
+
+/* leaf_view() of a leaf or view with out-of-line dims. */
+static __attribute__((noinline)) int leaf_view_ext(td_tensor *out, const td_tensor *in,
+	const batch_index *bi, int nd)
+{
+	const int64_t *ish, *ist;
+	int64_t *osh, *ost;
+
+	td__dims_get(in, &ish, &ist);
+	TD_TRY(td__tensor_dims_w(out, nd, &osh, &ost, "td_dict_index"));
+	leaf_view_fill(out, in, bi, ish, ist, osh, ost);
+	return TD_OK;
+}
+
+/* Apply the basic plan to one leaf: a view, no checks (leaves are valid). */
+static int leaf_view(td_tensor *out, const td_tensor *in, const batch_index *bi)
+{
+	int nd = bi->ndim + in->ndim - bi->nbatch;
+
+	if (TD_UNLIKELY(td__dims_ext(in->ndim) || td__dims_ext(nd)))
+		return leaf_view_ext(out, in, bi, nd);
+	out->ndim = nd;
+	leaf_view_fill(out, in, bi, td__ishape(in), td__istrides(in), td__ishape_w(out),
+		td__istrides_w(out));
 	return TD_OK;
 }
 

@@ -77,9 +77,10 @@ int td__lazy_iter_new(td_dict_iter **out, const td_dict *d, unsigned flags)
 static void lazy_drop_current(lazy_iter *lz)
 {
 	if (lz->cur_tensor) {
-		td_buffer *b = lz->cur.tensor.buffer;
+		td_buffer *b;
 
 		td__dims_unref(&lz->cur.tensor);
+		b = lz->cur.tensor.buffer;
 		/* acquire: a reference the caller took and dropped meanwhile is done with. */
 		if (!lz->spare && b->kind == TD_MEMORY_HEAP &&
 		    atomic_load_explicit(&b->refs, memory_order_acquire) == 1)

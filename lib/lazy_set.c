@@ -82,10 +82,11 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 			td__buffer_ref_n(t->buffer, z->n);
 			for (i = 0; i < z->n; i++) {
 				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.tensor;
-				td_tensor old = *leaf;
+				td_buffer *old = leaf->buffer;
 
+				td__dims_unref(leaf); /* t holds its own dims: it keeps them */
 				(void)td__lz_select_borrowed(leaf, t, z->dim, (int64_t)i, fn);
-				td__tensor_drop(&old);
+				td__buffer_unref(old);
 			}
 			return TD_OK;
 		}
@@ -142,7 +143,8 @@ int td__lazy_set_blob(td_dict *d, const td__kref *parts, size_t n, const td_valu
 }
 
 /* Copy `view` into the stored leaf `dst` (a leaf every child holds). */
-static int copy_into_leaf(td_tensor *dst, const td_tensor *view, bool src_host, const char *fn)
+static inline __attribute__((always_inline)) int copy_into_leaf(td_tensor *dst,
+	const td_tensor *view, bool src_host, const char *fn)
 {
 	/*
 	 * A stored leaf and a slice of the checked `t` are valid tensors: of

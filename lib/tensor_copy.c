@@ -435,8 +435,7 @@ static int copy_block_same(const td_tensor *dst, const td_tensor *src)
 
 int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *fn)
 {
-	const int64_t *dsh = td_tensor_shape(dst), *dst_st = td_tensor_strides(dst);
-	const int64_t *ssh = td_tensor_shape(src);
+	const int64_t *dsh, *dst_st, *ssh, *src_st;
 	int64_t sstrides[TD_MAX_DIMS];
 	const int64_t *strides[2];
 	char *base[2];
@@ -444,11 +443,13 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 	copy_ctx ctx;
 	td__iter it;
 
+	td__dims_get(dst, &dsh, &dst_st);
+	td__dims_get(src, &ssh, &src_st);
 	/* Same dtype, same shape, both dense: one memcpy (most copies). */
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
 	    memcmp(dsh, ssh, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
 	    td__is_contiguous(dst->ndim, dsh, dst_st) &&
-	    td__is_contiguous(src->ndim, ssh, td_tensor_strides(src))) {
+	    td__is_contiguous(src->ndim, ssh, src_st)) {
 		size_t bytes = (size_t)td__numel(dst->ndim, dsh) * td__itemsize(dst->dtype);
 		if (bytes)
 			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
@@ -703,22 +704,27 @@ static void join_assign(td_tensor *out, const td_tensor *tensors, size_t n, td_t
 static bool join_contiguous(const td_tensor *res, const td_tensor *tensors, size_t n, int d)
 {
 	size_t size = td__itemsize(res->dtype), i;
+	const int64_t *sh, *st;
 	int64_t outer = 1, o;
 	char *dst = td__tensor_ptr(res);
 	int k;
 
-	for (i = 0; i < n; i++)
-		if (tensors[i].dtype != res->dtype ||
-		    !td__is_contiguous(tensors[i].ndim, td_tensor_shape(&tensors[i]), td_tensor_strides(&tensors[i])))
+	for (i = 0; i < n; i++) {
+		td__dims_get(&tensors[i], &sh, &st);
+		if (tensors[i].dtype != res->dtype || !td__is_contiguous(tensors[i].ndim, sh, st))
 			return false;
+	}
+	sh = td_tensor_shape(res);
 	for (k = 0; k < d; k++)
-		outer *= td_tensor_shape(res)[k];
+		outer *= sh[k];
 	for (o = 0; o < outer; o++) {
 		for (i = 0; i < n; i++) {
 			int64_t inner = 1;
 			size_t bytes;
+
+			sh = td_tensor_shape(&tensors[i]);
 			for (k = d; k < tensors[i].ndim; k++)
-				inner *= td_tensor_shape(&tensors[i])[k];
+				inner *= sh[k];
 			bytes = (size_t)inner * size;
 			if (bytes)
 				memcpy(dst, td__tensor_ptr(&tensors[i]) + (size_t)o * bytes, bytes);
@@ -732,6 +738,7 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 {
 	static const char fn[] = "td_tensor_stack";
 	int64_t shape[TD_MAX_DIMS];
+	const int64_t *sh0;
 	td_tensor tmp, slot;
 	td_dtype dtype;
 	bool fast;
@@ -746,14 +753,14 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	if (n > (size_t)INT64_MAX)
 		return td__error(TD_EOVERFLOW, "%s: too many tensors", fn);
 	TD_TRY(td__wrap_dim(dim, tensors[0].ndim + 1, &d, fn));
+	sh0 = td_tensor_shape(&tensors[0]);
 	for (i = 1; i < n; i++) {
 		if (tensors[i].ndim != tensors[0].ndim ||
-		    memcmp(td_tensor_shape(&tensors[i]), td_tensor_shape(&tensors[0]),
-			    (size_t)tensors[0].ndim * sizeof(int64_t)) != 0)
+		    !td__shape_eq(td_tensor_shape(&tensors[i]), sh0, tensors[0].ndim))
 			return shape_mismatch(&tensors[0], &tensors[i], i, fn);
 	}
 	for (k = 0, i = 0; k <= tensors[0].ndim; k++)
-		shape[k] = k == d ? (int64_t)n : td_tensor_shape(&tensors[0])[i++];
+		shape[k] = k == d ? (int64_t)n : sh0[i++];
 	TD_TRY(td__tensor_alloc(&tmp, dtype, tensors[0].ndim + 1, shape, false, fn));
 	fast = join_contiguous(&tmp, tensors, n, d);
 	if (!fast) {

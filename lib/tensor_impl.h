@@ -85,8 +85,8 @@ static inline void td__tensor_hold(const td_tensor *t)
 /** Drop the references of a tensor value that holds a buffer. */
 static inline void td__tensor_drop(const td_tensor *t)
 {
-	td__buffer_unref(t->buffer);
 	td__dims_unref(t);
+	td__buffer_unref(t->buffer);
 }
 
 /*
@@ -114,6 +114,22 @@ static inline int64_t *td__istrides_w(td_tensor *t)
 	return t->dims_.inl.strides;
 }
 
+/**
+ * The shape and strides of `t` (valid) with one test of ndim, where
+ * td_tensor_shape() and td_tensor_strides() make one each.
+ */
+static inline void td__dims_get(const td_tensor *t, const int64_t **shape,
+	const int64_t **strides)
+{
+	if (TD_LIKELY(!td__dims_ext(t->ndim))) {
+		*shape = t->dims_.inl.shape;
+		*strides = t->dims_.inl.strides;
+	} else {
+		*shape = t->dims_.ext;
+		*strides = t->dims_.ext + t->ndim;
+	}
+}
+
 /** td__tensor_dims() of more than TD_TENSOR_INLINE_DIMS dims. */
 int td__dims_alloc(td_tensor *t, int ndim, const char *fn);
 
@@ -131,6 +147,25 @@ static inline int td__tensor_dims(td_tensor *t, int ndim, const char *fn)
 		return TD_OK;
 	}
 	return td__dims_alloc(t, ndim, fn);
+}
+
+/**
+ * td__tensor_dims() that also gives where to write the shape and the
+ * strides (one test of ndim).
+ */
+static inline int td__tensor_dims_w(td_tensor *t, int ndim, int64_t **shape, int64_t **strides,
+	const char *fn)
+{
+	if (TD_LIKELY(!td__dims_ext(ndim))) {
+		t->ndim = ndim;
+		*shape = t->dims_.inl.shape;
+		*strides = t->dims_.inl.strides;
+		return TD_OK;
+	}
+	TD_TRY(td__dims_alloc(t, ndim, fn));
+	*shape = (int64_t *)(uintptr_t)t->dims_.ext;
+	*strides = *shape + ndim;
+	return TD_OK;
 }
 
 /** td__tensor_dims_own() of out-of-line dims: a copy in a new block. */
@@ -171,9 +206,7 @@ static inline int td__tensor_set_dims(td_tensor *t, int ndim, const int64_t *sha
 	int64_t *sh, *st;
 	int i;
 
-	TD_TRY(td__tensor_dims(t, ndim, fn));
-	sh = td__shape_w(t);
-	st = td__strides_w(t);
+	TD_TRY(td__tensor_dims_w(t, ndim, &sh, &st, fn));
 	for (i = 0; i < ndim; i++) {
 		sh[i] = shape[i];
 		st[i] = strides[i];
@@ -201,22 +234,12 @@ static inline bool td__shape_eq(const int64_t *a, const int64_t *b, int n)
 	return true;
 }
 
-/**
- * The view `t[..., k, ...]` at dim d (validated by the caller: t valid,
- * 0 <= d < ndim, 0 <= k < shape[d]) without a buffer reference: its dims
- * are its own (td__dims_unref() drops them). `out` must not alias `t`.
- * TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims left.
- */
-static inline int td__view_select_dims(td_tensor *out, const td_tensor *t, int d, int64_t k,
-	const char *fn)
+/* The fields and dims (from sh/st into osh/ost) of the view t[..., k, ...] at dim d. */
+static inline void td__select_fill(td_tensor *out, const td_tensor *t, const int64_t *sh,
+	const int64_t *st, int64_t *osh, int64_t *ost, int d, int64_t k)
 {
-	const int64_t *sh = td_tensor_shape(t), *st = td_tensor_strides(t);
-	int64_t *osh, *ost;
 	int i, j = 0;
 
-	TD_TRY(td__tensor_dims(out, t->ndim - 1, fn));
-	osh = td__shape_w(out);
-	ost = td__strides_w(out);
 	out->buffer = t->buffer;
 	out->offset = t->offset + k * st[d];
 	out->dtype = t->dtype;
@@ -226,7 +249,27 @@ static inline int td__view_select_dims(td_tensor *out, const td_tensor *t, int d
 		osh[j] = sh[i];
 		ost[j++] = st[i];
 	}
-	return TD_OK;
+}
+
+/** td__view_select_dims() of a tensor with out-of-line dims. */
+int td__view_select_ext(td_tensor *out, const td_tensor *t, int d, int64_t k, const char *fn);
+
+/**
+ * The view `t[..., k, ...]` at dim d (validated by the caller: t valid,
+ * 0 <= d < ndim, 0 <= k < shape[d]) without a buffer reference: its dims
+ * are its own (td__dims_unref() drops them). `out` must not alias `t`.
+ * TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims left.
+ */
+static inline int td__view_select_dims(td_tensor *out, const td_tensor *t, int d, int64_t k,
+	const char *fn)
+{
+	if (TD_LIKELY(!td__dims_ext(t->ndim))) {
+		out->ndim = t->ndim - 1;
+		td__select_fill(out, t, td__ishape(t), td__istrides(t), td__ishape_w(out),
+			td__istrides_w(out), d, k);
+		return TD_OK;
+	}
+	return td__view_select_ext(out, t, d, k, fn);
 }
 
 /** td__view_select_dims() holding a buffer reference too: an owned view. */

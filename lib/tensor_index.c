@@ -294,8 +294,7 @@ static wsrc wsrc_of(const td_tensor *t)
 
 	r.ndim = t->ndim;
 	r.offset = t->offset;
-	r.shape = td_tensor_shape(t);
-	r.strides = td_tensor_strides(t);
+	td__dims_get(t, &r.shape, &r.strides);
 	return r;
 }
 
@@ -458,7 +457,14 @@ static int walk_view(td_tensor *out, const td_tensor *t, const walk *w, const ch
 {
 	if (w->ndim > TD_MAX_DIMS)
 		return too_many_dims(w->ndim, fn);
-	TD_TRY(td__tensor_set_dims(out, w->ndim, w->shape, w->strides, fn));
+	if (TD_LIKELY(!td__dims_ext(w->ndim))) {
+		/* The walk's arrays hold W_MAX entries: the inline dims are copied whole. */
+		out->ndim = w->ndim;
+		memcpy(td__ishape_w(out), w->shape, TD_TENSOR_INLINE_DIMS * sizeof(int64_t));
+		memcpy(td__istrides_w(out), w->strides, TD_TENSOR_INLINE_DIMS * sizeof(int64_t));
+	} else {
+		TD_TRY(td__tensor_set_dims(out, w->ndim, w->shape, w->strides, fn));
+	}
 	out->buffer = t->buffer;
 	out->offset = w->offset;
 	out->dtype = t->dtype;
@@ -973,17 +979,20 @@ int td_tensor_index(td_tensor *out, const td_tensor *t, const td_index *idx, siz
 
 static int put_basic(const td_tensor *t, const walk *w, const td_tensor *value, const char *fn)
 {
-	td_tensor view, tmp = TD_TENSOR_INIT;
+	td_tensor view;
 	int rc;
 
 	TD_TRY(walk_view(&view, t, w, fn));
 	if (!td__tensor_overlap(&view, value)) {
 		rc = td__copy_unchecked(&view, value, fn);
 	} else {
+		td_tensor tmp;
+
 		rc = td_tensor_clone(&tmp, value);
-		if (rc == TD_OK)
+		if (rc == TD_OK) {
 			rc = td__copy_unchecked(&view, &tmp, fn);
-		td_tensor_release(&tmp);
+			td_tensor_release(&tmp);
+		}
 	}
 	td__dims_unref(&view);
 	return rc;
