@@ -748,7 +748,7 @@ static __attribute__((noinline)) int cut_lazy(td_dict **sub, const td_dict *z, c
 /*
  * Make the n pieces of level `d` into out[0..n-1]; on failure nothing is
  * left. Each entry of the level is written into all the pieces in one
- * pass, key and value together (the key's 40 bytes loaded once; a long
+ * pass, key and value together (the key's 32 bytes loaded once; a long
  * key takes its n references in one add).
  *
  * A level without an index (at most TD_DICT_SCAN_MAX live entries, the

@@ -59,12 +59,15 @@ typedef struct td__kstr {
 } td__kstr;
 
 /*
- * Keys of up to TD_KEY_INLINE bytes (nearly all of them) are stored in the
- * entry itself: building, copying and dropping them allocates nothing and
- * touches no shared reference count, and a probe compares them in the
- * cache line that holds the hash. Longer keys are shared td__kstr strings.
+ * Keys of up to TD_KEY_INLINE bytes (nearly all of them: "observation",
+ * "sample_log_prob") are stored in the entry itself: building, copying and
+ * dropping them allocates nothing and touches no shared reference count,
+ * and a probe compares them in the cache line that holds the hash. Longer
+ * keys are shared td__kstr strings. 15 (not 23) makes an entry 128 bytes
+ * with a td_value of 96: entries are indexed by a shift and each spans two
+ * whole cache lines.
  */
-#define TD_KEY_INLINE 23
+#define TD_KEY_INLINE 15
 #define TD_SLOT_DEAD UINT32_MAX /* klen of a deleted slot */
 
 typedef struct td__entry {
@@ -77,6 +80,8 @@ typedef struct td__entry {
 	} k;
 	td_value value;
 } td__entry;
+
+_Static_assert(sizeof(td__entry) == 128, "an entry is two cache lines: indexed by a shift");
 
 static inline bool td__entry_live(const td__entry *e)
 {
