@@ -78,14 +78,25 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		 */
 		if (t->ndim - 1 >= p0->batch_ndim && !td__dims_ext(t->ndim - 1) &&
 		    slice_fits(t, z->dim, p0)) {
-			/* Slices with inline dims: nothing below can fail. */
-			td__buffer_ref_n(t->buffer, z->n);
-			for (i = 0; i < z->n; i++) {
-				td_tensor *leaf = (td_tensor *)&k->ent[i]->value.tensor;
+			/*
+			 * Slices with inline dims: nothing below can fail. They
+			 * differ only in their offset: the first is made once and
+			 * copied into every leaf whole.
+			 */
+			const int64_t stride = td_tensor_strides(t)[z->dim];
+			const size_t m = z->n;
+			const td__entry *const *ent = k->ent;
+			td_tensor view;
+
+			(void)td__lz_select_borrowed(&view, t, z->dim, 0, fn);
+			td__buffer_ref_n(t->buffer, m);
+			for (i = 0; i < m; i++) {
+				td_tensor *leaf = (td_tensor *)&ent[i]->value.tensor;
 				td_buffer *old = leaf->buffer;
 
 				td__dims_unref(leaf); /* t holds its own dims: it keeps them */
-				(void)td__lz_select_borrowed(leaf, t, z->dim, (int64_t)i, fn);
+				td__tensor_copy_meta(leaf, &view);
+				leaf->offset = view.offset + (int64_t)i * stride;
 				td__buffer_unref(old);
 			}
 			return TD_OK;
@@ -196,19 +207,23 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 	schema = td__lz_get(d);
 	if (schema && (k = td__lz_find_key(schema, parts, n, handle, NULL)) != NULL &&
 	    k->all_tensor) {
-		bool src_host = td__buffer_host(t->buffer);
+		const bool src_host = td__buffer_host(t->buffer);
+		const int64_t stride = td_tensor_strides(t)[z->dim];
+		const size_t m = z->n;
+		const td__entry *const *ent = k->ent;
+		td_tensor view;
+		int64_t offset;
+		int rc = TD_OK;
 
-		for (i = 0; i < z->n; i++) {
-			td_tensor view;
-			int rc;
-
-			TD_TRY(td__lz_select_borrowed(&view, t, z->dim, (int64_t)i, fn));
-			rc = copy_into_leaf((td_tensor *)&k->ent[i]->value.tensor, &view, src_host,
-				fn);
-			td__dims_unref(&view);
-			TD_TRY(rc);
+		/* The slices differ only in their offset: one view, moved along. */
+		TD_TRY(td__lz_select_borrowed(&view, t, z->dim, 0, fn));
+		offset = view.offset;
+		for (i = 0; i < m && rc == TD_OK; i++) {
+			view.offset = offset + (int64_t)i * stride;
+			rc = copy_into_leaf((td_tensor *)&ent[i]->value.tensor, &view, src_host, fn);
 		}
-		return TD_OK;
+		td__dims_unref(&view);
+		return rc;
 	}
 	for (i = 0; i < z->n; i++) {
 		td_tensor view;
