@@ -640,7 +640,7 @@ static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_
 
 					memcpy(pe, e, offsetof(td__entry, value));
 					pe->value.kind = TD_VALUE_TENSOR;
-					td__tensor_copy_meta(&pe->value.tensor, &view);
+					td__tensor_copy_view(&pe->value.tensor, &view);
 					pe->value.tensor.offset += (int64_t)k * stride;
 				}
 				mcut_key_refs(e, n);

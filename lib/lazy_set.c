@@ -95,7 +95,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 				td_buffer *old = leaf->buffer;
 
 				td__dims_unref(leaf); /* t holds its own dims: it keeps them */
-				td__tensor_copy_meta(leaf, &view);
+				td__tensor_copy_view(leaf, &view);
 				leaf->offset = view.offset + (int64_t)i * stride;
 				td__buffer_unref(old);
 			}

@@ -223,6 +223,27 @@ static inline void td__tensor_copy_meta(td_tensor *dst, const td_tensor *src)
 	*dst = *src;
 }
 
+/*
+ * td__tensor_copy_meta() of a tensor with inline dims, field by field, for a
+ * view just built on the stack: a struct copy loads it by 16-byte moves,
+ * each spanning two of the 8-byte stores that built it, and such a load
+ * waits for those stores to leave the store buffer (no store-to-load
+ * forwarding): measured ~20 ns a call on a set through a lazy stack.
+ */
+static inline void td__tensor_copy_view(td_tensor *dst, const td_tensor *src)
+{
+	int q;
+
+	dst->buffer = src->buffer;
+	dst->offset = src->offset;
+	dst->dtype = src->dtype;
+	dst->ndim = src->ndim;
+	for (q = 0; q < src->ndim; q++) {
+		dst->dims_.inl.shape[q] = src->dims_.inl.shape[q];
+		dst->dims_.inl.strides[q] = src->dims_.inl.strides[q];
+	}
+}
+
 /** Whether two shapes of `n` dims are equal (a short loop: no memcmp call). */
 static inline bool td__shape_eq(const int64_t *a, const int64_t *b, int n)
 {
