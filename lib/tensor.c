@@ -343,17 +343,18 @@ int td__tensor_alloc(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sh
 
 int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, const char *fn)
 {
+	const int n = t->ndim;
 	const int64_t *tsh = td_tensor_shape(t);
-	int64_t *sh, *st;
+	int64_t *sh, *st, s;
 	size_t nbytes;
 	td_buffer *buf;
 	int rc, i;
 
 	/* t is valid: its shape is checked, only the byte size for `dtype` is new. */
-	if (!td__mul_size((size_t)td__numel(t->ndim, tsh), td__itemsize(dtype), &nbytes))
+	if (!td__mul_size((size_t)td__numel(n, tsh), td__itemsize(dtype), &nbytes))
 		return td__error(TD_EOVERFLOW, "%s: the tensor is too large as %s", fn,
 			td_dtype_name(dtype));
-	TD_TRY(td__tensor_dims_w(out, t->ndim, &sh, &st, fn));
+	TD_TRY(td__tensor_dims_w(out, n, &sh, &st, fn));
 	rc = td_buffer_new(&buf, nbytes, 0);
 	if (rc < 0) {
 		td__dims_unref(out);
@@ -362,9 +363,18 @@ int td__tensor_alloc_like(td_tensor *out, const td_tensor *t, td_dtype dtype, co
 	out->buffer = buf;
 	out->offset = 0;
 	out->dtype = dtype;
-	for (i = 0; i < t->ndim; i++)
-		sh[i] = tsh[i];
-	td__contiguous_strides(t->ndim, tsh, st);
+	/* Shape and contiguous strides in one pass, with ndim read once: a copy
+	 * loop bounded by t->ndim reloads it after each store (sh may alias t),
+	 * then td__contiguous_strides() is a call. Measured on the per-leaf
+	 * result of td_dict_clone() and td_dict_binary_scalar(): with the
+	 * compact dims this path had made test_clone / test_add_td ~5% slower. */
+	for (i = n - 1, s = 1; i >= 0; i--) {
+		int64_t d = tsh[i];
+
+		sh[i] = d;
+		st[i] = s;
+		s *= d > 1 ? d : 1;
+	}
 	return TD_OK;
 }
 
