@@ -46,10 +46,22 @@ static int contains_impl(const td_dict *d, const td__kref *kp, size_t kn, const 
 	return !(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT;
 }
 
-int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
+/*
+ * td_dict_contains() past its fast path. Out of line: its key path (some
+ * 1.5 KiB) would otherwise be part of every call's frame.
+ */
+static __attribute__((noinline)) int contains_dotted(const td_dict *d, const char *key,
+	unsigned flags)
 {
 	static const char fn[] = "td_dict_contains";
 	td__kpath p;
+
+	TD_TRY(td__kpath_dotted(&p, key, fn));
+	return contains_impl(d, p.part, p.n, NULL, flags, fn);
+}
+
+int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
+{
 	td__kref k;
 
 	/*
@@ -64,8 +76,7 @@ int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
 		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
 	}
-	TD_TRY(td__kpath_dotted(&p, key, fn));
-	return contains_impl(d, p.part, p.n, NULL, flags, fn);
+	return contains_dotted(d, key, flags);
 }
 
 int td_dict_contains_key(const td_dict *d, const td_key *key, unsigned flags)
