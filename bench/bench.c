@@ -78,8 +78,8 @@ static void record_error(bench_result *r, const char *stage, int rc)
 	if (rc == BENCH_EUNEXPECTED)
 		snprintf(r->error, sizeof(r->error), "%s: %s", stage, fail_message);
 	else if (td_error_last()->code == rc)
-		snprintf(r->error, sizeof(r->error), "%s: %s (%d): %s", stage, td_strerror(rc),
-			rc, td_error_last()->message);
+		snprintf(r->error, sizeof(r->error), "%s: %s (%d): %s", stage, td_strerror(rc), rc,
+			td_error_last()->message);
 	else
 		snprintf(r->error, sizeof(r->error), "%s: %s (%d)", stage, td_strerror(rc), rc);
 }
@@ -144,8 +144,8 @@ static int warm_up(const bench_row *row, void *state, uint64_t warmup_ns)
  * round lasts at least 3/4 of the minimum round time, jumping straight to
  * the estimated count once a round is long enough to measure.
  */
-static int calibrate(const bench_row *row, void *state, const bench_config *cfg,
-	size_t *k_out, round_time *rt)
+static int calibrate(const bench_row *row, void *state, const bench_config *cfg, size_t *k_out,
+	round_time *rt)
 {
 	double min_ns = cfg->min_time * 1e9;
 	size_t k = 1;
@@ -201,8 +201,8 @@ static void summarize(bench_result *r, double *per_call, size_t rounds, double t
 	qsort(per_call, rounds, sizeof(*per_call), cmp_double);
 	r->min_ns = per_call[0];
 	r->max_ns = per_call[rounds - 1];
-	r->median_ns = rounds % 2 ? per_call[rounds / 2]
-		: (per_call[rounds / 2 - 1] + per_call[rounds / 2]) / 2;
+	r->median_ns = rounds % 2 ? per_call[rounds / 2] :
+								(per_call[rounds / 2 - 1] + per_call[rounds / 2]) / 2;
 	for (i = 0; i < rounds; i++)
 		sq += (per_call[i] - r->mean_ns) * (per_call[i] - r->mean_ns);
 	r->stddev_ns = rounds > 1 ? sqrt(sq / (double)(rounds - 1)) : 0;
@@ -297,8 +297,7 @@ static double seed_lookup(const char *name)
 	else
 		cut = 0;
 	for (i = 0; i < bench_seed_cpu_count; i++)
-		if (strncmp(bench_seed_cpu[i].name, name, len) == 0 &&
-		    bench_seed_cpu[i].name[len] == '\0')
+		if (strncmp(bench_seed_cpu[i].name, name, len) == 0 && bench_seed_cpu[i].name[len] == '\0')
 			return bench_seed_cpu[i].ops_per_s;
 	return 0;
 }
@@ -316,8 +315,7 @@ static bool program_has_row(const bench_program *prog, const char *name)
 
 /* Results for the selected rows (measured or n/a), then for seed rows that
  * no suite names, so that no seed row is silently dropped. */
-static bench_result *select_rows(const bench_program *prog, const bench_config *cfg,
-	size_t *count)
+static bench_result *select_rows(const bench_program *prog, const bench_config *cfg, size_t *count)
 {
 	size_t cap = bench_seed_cpu_count, n = 0, s, i;
 	bench_result *res;
@@ -409,11 +407,21 @@ static bool parse_count(const char *s, size_t *out)
 	return true;
 }
 
-enum { OPT_JSON = 256, OPT_FILTER, OPT_MIN_TIME, OPT_MAX_TIME, OPT_ROUNDS, OPT_CALLS, OPT_WARMUP,
-	OPT_REPEAT, OPT_NO_MEMORY, OPT_LIST, OPT_HELP };
+enum {
+	OPT_JSON = 256,
+	OPT_FILTER,
+	OPT_MIN_TIME,
+	OPT_MAX_TIME,
+	OPT_ROUNDS,
+	OPT_CALLS,
+	OPT_WARMUP,
+	OPT_REPEAT,
+	OPT_NO_MEMORY,
+	OPT_LIST,
+	OPT_HELP
+};
 
-static const struct option long_options[] = {
-	{ "json", no_argument, NULL, OPT_JSON },
+static const struct option long_options[] = { { "json", no_argument, NULL, OPT_JSON },
 	{ "filter", required_argument, NULL, OPT_FILTER },
 	{ "min-time", required_argument, NULL, OPT_MIN_TIME },
 	{ "max-time", required_argument, NULL, OPT_MAX_TIME },
@@ -421,28 +429,41 @@ static const struct option long_options[] = {
 	{ "calls", required_argument, NULL, OPT_CALLS },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "repeat", required_argument, NULL, OPT_REPEAT },
-	{ "no-memory", no_argument, NULL, OPT_NO_MEMORY },
-	{ "list", no_argument, NULL, OPT_LIST },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 }
-};
+	{ "no-memory", no_argument, NULL, OPT_NO_MEMORY }, { "list", no_argument, NULL, OPT_LIST },
+	{ "help", no_argument, NULL, OPT_HELP }, { NULL, 0, NULL, 0 } };
 
 /* @return 0 to run, 1 after --help, -1 on a usage error. */
 static int apply_option(bench_config *cfg, int c, const char *arg)
 {
 	switch (c) {
-	case OPT_JSON: cfg->json = true; return 0;
-	case OPT_NO_MEMORY: cfg->no_memory = true; return 0;
-	case OPT_LIST: cfg->list = true; return 0;
-	case OPT_FILTER: cfg->filters[cfg->nfilters++] = arg; return 0;
-	case OPT_MIN_TIME: return parse_seconds(arg, &cfg->min_time) ? 0 : -1;
-	case OPT_MAX_TIME: return parse_seconds(arg, &cfg->max_time) ? 0 : -1;
-	case OPT_WARMUP: return parse_seconds(arg, &cfg->warmup) ? 0 : -1;
-	case OPT_ROUNDS: return parse_count(arg, &cfg->rounds) ? 0 : -1;
-	case OPT_CALLS: return parse_count(arg, &cfg->calls) ? 0 : -1;
-	case OPT_REPEAT: return parse_count(arg, &cfg->repeat) ? 0 : -1;
-	case OPT_HELP: return 1;
-	default: return -1;
+	case OPT_JSON:
+		cfg->json = true;
+		return 0;
+	case OPT_NO_MEMORY:
+		cfg->no_memory = true;
+		return 0;
+	case OPT_LIST:
+		cfg->list = true;
+		return 0;
+	case OPT_FILTER:
+		cfg->filters[cfg->nfilters++] = arg;
+		return 0;
+	case OPT_MIN_TIME:
+		return parse_seconds(arg, &cfg->min_time) ? 0 : -1;
+	case OPT_MAX_TIME:
+		return parse_seconds(arg, &cfg->max_time) ? 0 : -1;
+	case OPT_WARMUP:
+		return parse_seconds(arg, &cfg->warmup) ? 0 : -1;
+	case OPT_ROUNDS:
+		return parse_count(arg, &cfg->rounds) ? 0 : -1;
+	case OPT_CALLS:
+		return parse_count(arg, &cfg->calls) ? 0 : -1;
+	case OPT_REPEAT:
+		return parse_count(arg, &cfg->repeat) ? 0 : -1;
+	case OPT_HELP:
+		return 1;
+	default:
+		return -1;
 	}
 }
 

@@ -78,9 +78,8 @@ static void *count_realloc(void *ptr, size_t size, void *payload)
 	return p;
 }
 
-static const td_allocator counting = {
-	TD_ALLOCATOR_VERSION, count_malloc, count_realloc, count_aligned, count_free, NULL
-};
+static const td_allocator counting = { TD_ALLOCATOR_VERSION, count_malloc, count_realloc,
+	count_aligned, count_free, NULL };
 
 int bench_count_begin(void)
 {

@@ -18,13 +18,13 @@
 
 enum fixture {
 	FIX_NONE = 0,
-	FIX_TD,         /* {"a": a, "b": {"b1": b}} */
-	FIX_TD_FLAT,    /* {"a": a, "b": b} (test_update) */
-	FIX_BIG,        /* big_td */
-	FIX_NESTED,     /* big_nested_td */
-	FIX_STACKED,    /* big_nested_stacked_td */
-	FIX_LAZY,       /* the same, stacked lazily (LazyStackedTensorDict) */
-	FIX_NESTED_320  /* big_nested_td(size=(3, 20)) */
+	FIX_TD,        /* {"a": a, "b": {"b1": b}} */
+	FIX_TD_FLAT,   /* {"a": a, "b": b} (test_update) */
+	FIX_BIG,       /* big_td */
+	FIX_NESTED,    /* big_nested_td */
+	FIX_STACKED,   /* big_nested_stacked_td */
+	FIX_LAZY,      /* the same, stacked lazily (LazyStackedTensorDict) */
+	FIX_NESTED_320 /* big_nested_td(size=(3, 20)) */
 };
 
 enum { COLLECT_KEYS = 1, COLLECT_VALUES = 2, COLLECT_ITEMS = 3 };
@@ -39,40 +39,40 @@ typedef struct core core;
 /* What a row builds and does; the fields a row does not use stay 0. */
 typedef struct core_arg {
 	enum fixture fixture;
-	bool lock;                /* lock the fixture once built */
-	bool per_call;            /* no shared fixture: prepare() makes one per call */
-	unsigned flags;           /* TD_ITER_* / TD_LEAVES_ONLY */
-	int collect;              /* COLLECT_* */
-	const char *key;          /* a dotted key */
-	const char *const *path;  /* a key path ... */
-	size_t depth;             /* ... of this many components */
-	int expect;               /* expected answer or count */
-	const td_index *idx;      /* an index expression ... */
-	size_t nidx;              /* ... of this many elements */
+	bool lock;               /* lock the fixture once built */
+	bool per_call;           /* no shared fixture: prepare() makes one per call */
+	unsigned flags;          /* TD_ITER_* / TD_LEAVES_ONLY */
+	int collect;             /* COLLECT_* */
+	const char *key;         /* a dotted key */
+	const char *const *path; /* a key path ... */
+	size_t depth;            /* ... of this many components */
+	int expect;              /* expected answer or count */
+	const td_index *idx;     /* an index expression ... */
+	size_t nidx;             /* ... of this many elements */
 	int dim;
-	size_t count;             /* keys to create; sizes; pieces */
+	size_t count; /* keys to create; sizes; pieces */
 	bool recurse;
-	int (*extra)(core *s);    /* more untimed setup */
+	int (*extra)(core *s); /* more untimed setup */
 } core_arg;
 
 struct core {
 	const core_arg *arg;
-	td_dict *td;              /* the fixture */
-	td_dict *other;           /* a second dict: update source, setitem value */
-	td_tensor a, b, c, t;     /* loose tensors */
-	td_tensor many[100];      /* test_creation_many_keys */
-	const char *keys[128];    /* collected keys (flat) */
+	td_dict *td;           /* the fixture */
+	td_dict *other;        /* a second dict: update source, setitem value */
+	td_tensor a, b, c, t;  /* loose tensors */
+	td_tensor many[100];   /* test_creation_many_keys */
+	const char *keys[128]; /* collected keys (flat) */
 	const td_value *values[128];
-	const char *pool[KEY_POOL];   /* collected nested keys, back to back */
-	size_t ends[128];         /* where each nested key ends in `pool` */
-	td_dict **fresh;          /* a fresh fixture per call (lock / unlock) */
+	const char *pool[KEY_POOL]; /* collected nested keys, back to back */
+	size_t ends[128];           /* where each nested key ends in `pool` */
+	td_dict **fresh;            /* a fresh fixture per call (lock / unlock) */
 	size_t nfresh;
 	/*
 	 * Python's tuple keys hold strings whose hashes Python caches after the
 	 * first use; their C counterpart is a precompiled td_key, made once
 	 * untimed (the rows note it).
 	 */
-	td_key *k_arg;            /* arg->path */
+	td_key *k_arg; /* arg->path */
 	td_key *k_k20, *k_leaf, *k_node;
 };
 
@@ -550,7 +550,6 @@ static int run_chunk(void *state, size_t i)
 	return run_pieces(state, i, 2);
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* Creation                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -863,8 +862,8 @@ static int ops_clone_set(ops_ctx *x)
 
 	if ((rc = fresh_ab(x)) < 0 || (rc = nested_and_clone(x)) < 0)
 		return rc;
-	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 ||
-		(rc = nested_and_clone(x)) < 0 || (rc = td_dict_set_tensor(x->tdc, "c", &x->c)) < 0)
+	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 || (rc = nested_and_clone(x)) < 0 ||
+		(rc = td_dict_set_tensor(x->tdc, "c", &x->c)) < 0)
 		return rc;
 	if ((rc = fresh_zeros(&x->c)) < 0 || (rc = nested_and_clone(x)) < 0 ||
 		(rc = td_dict_set_tensor(x->tdc, "c", &x->c)) < 0)
@@ -909,12 +908,10 @@ static int ops_set_nested(ops_ctx *x)
 	if ((rc = fresh_ab(x)) < 0 || (rc = nested_and_clone(x)) < 0 ||
 		(rc = td_dict_set_tensor(x->tdc, key_b_b1, &x->b)) < 0)
 		return rc;
-	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 ||
-		(rc = nested_and_clone(x)) < 0 ||
+	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 || (rc = nested_and_clone(x)) < 0 ||
 		(rc = td_dict_set_tensor(x->tdc, key_c_c_c, &x->c)) < 0)
 		return rc;
-	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 ||
-		(rc = nested_and_clone(x)) < 0)
+	if ((rc = fresh_ab(x)) < 0 || (rc = fresh_zeros(&x->c)) < 0 || (rc = nested_and_clone(x)) < 0)
 		return rc;
 	return td_dict_set_tensor(x->tdc, key_c_c_c, &x->c);
 }
@@ -948,29 +945,47 @@ static int run_common_ops(void *state, size_t i)
 /* ------------------------------------------------------------------------ */
 
 #define ARG(...) (&(const core_arg){ __VA_ARGS__ })
-#define ROW(nm, fn, n, ...) { .name = nm, .setup = core_setup, .run = fn, \
-	.teardown = core_teardown, .entries = n, .arg = ARG(__VA_ARGS__) }
-#define ROW_NOTE(nm, fn, n, note_, ...) { .name = nm, .setup = core_setup, .run = fn, \
-	.teardown = core_teardown, .entries = n, .note = note_, .arg = ARG(__VA_ARGS__) }
-#define ROW_FRESH(nm, fn, ...) { .name = nm, .setup = core_setup, .run = fn, \
-	.teardown = core_teardown, .prepare = prepare_fresh, .unprepare = unprepare_fresh, \
-	.entries = 4 * NESTED_ENTRIES, .note = NOTE_FRESH, .arg = ARG(__VA_ARGS__) }
-#define ROW_NA(nm, why) { .name = nm, .note = why }
+#define ROW(nm, fn, n, ...) \
+	{ \
+		.name = nm, .setup = core_setup, .run = fn, .teardown = core_teardown, .entries = n, \
+		.arg = ARG(__VA_ARGS__) \
+	}
+#define ROW_NOTE(nm, fn, n, note_, ...) \
+	{ \
+		.name = nm, .setup = core_setup, .run = fn, .teardown = core_teardown, .entries = n, \
+		.note = note_, .arg = ARG(__VA_ARGS__) \
+	}
+#define ROW_FRESH(nm, fn, ...) \
+	{ \
+		.name = nm, .setup = core_setup, .run = fn, .teardown = core_teardown, \
+		.prepare = prepare_fresh, .unprepare = unprepare_fresh, .entries = 4 * NESTED_ENTRIES, \
+		.note = NOTE_FRESH, .arg = ARG(__VA_ARGS__) \
+	}
+#define ROW_NA(nm, why) \
+	{ \
+		.name = nm, .note = why \
+	}
 
 #define NESTED TD_ITER_NESTED
 #define LEAVES (TD_ITER_NESTED | TD_ITER_LEAVES_ONLY)
 
-#define NOTE_FRESH "a fresh fixture per call, built untimed (pedantic setup); " \
+#define NOTE_FRESH \
+	"a fresh fixture per call, built untimed (pedantic setup); " \
 	"list(td) is td_dict_unbind(dim 0), then the 3 views are freed"
-#define NOTE_KEY "the tuple key is a td_key made once, untimed: Python caches the hashes " \
+#define NOTE_KEY \
+	"the tuple key is a td_key made once, untimed: Python caches the hashes " \
 	"of the tuple's strings, a td_key holds them precomputed"
-#define NOTE_LAZY_SET "td_key made once, untimed; the tensor is sliced along the stack " \
+#define NOTE_LAZY_SET \
+	"td_key made once, untimed; the tensor is sliced along the stack " \
 	"dim into each of the 10 children"
-#define NOTE_LAZY_ITER "values are made by the iterator: a stacked copy per leaf, a lazy " \
+#define NOTE_LAZY_ITER \
+	"values are made by the iterator: a stacked copy per leaf, a lazy " \
 	"stack per sub-dict, freed at the next step"
-#define NOTE_LAZY_GET "td_key made once, untimed; a leaf is a new stacked copy " \
+#define NOTE_LAZY_GET \
+	"td_key made once, untimed; a leaf is a new stacked copy " \
 	"(td_lazy_get_tensor_key), a node a new lazy stack (td_lazy_get_dict_key), both freed"
-#define NOTE_SETITEM "the value td[index].clone().zero_() is made once, untimed: " \
+#define NOTE_SETITEM \
+	"the value td[index].clone().zero_() is made once, untimed: " \
 	"the assignment does not change it"
 
 static const char *const key_a[1] = { "a" };
@@ -985,10 +1000,8 @@ static const td_index idx_slice_int[2] = {
 static const td_index idx_range[1] = {
 	{ .kind = TD_INDEX_RANGE, .start = 0, .stop = 2, .step = 1 }
 };
-static const td_index idx_tuple[2] = {
-	{ .kind = TD_INDEX_INT, .start = 2, .step = 1 },
-	{ .kind = TD_INDEX_INT, .start = 1, .step = 1 }
-};
+static const td_index idx_tuple[2] = { { .kind = TD_INDEX_INT, .start = 2, .step = 1 },
+	{ .kind = TD_INDEX_INT, .start = 1, .step = 1 } };
 static const td_index idx_list[1] = {
 	{ .kind = TD_INDEX_LIST, .list = list_0_1, .count = 2, .step = 1 }
 };
@@ -996,8 +1009,8 @@ static const td_index idx_list[1] = {
 static const bench_row core_rows[] = {
 	ROW_NOTE("test_plain_set_nested", run_set_k20, 0, NOTE_KEY, .fixture = FIX_NESTED),
 	ROW_NOTE("test_plain_set_stack_nested", run_set_k20, 0, NOTE_KEY, .fixture = FIX_STACKED),
-	ROW_NOTE("test_plain_set_nested_inplace", run_set_k20_inplace, 0, NOTE_KEY, .fixture = FIX_NESTED,
-		.extra = extra_set_k20),
+	ROW_NOTE("test_plain_set_nested_inplace", run_set_k20_inplace, 0, NOTE_KEY,
+		.fixture = FIX_NESTED, .extra = extra_set_k20),
 	ROW_NOTE("test_plain_set_stack_nested_inplace", run_set_k20_inplace, 0, NOTE_KEY,
 		.fixture = FIX_STACKED, .extra = extra_set_k20),
 	ROW("test_items", run_items_flat, 100, .fixture = FIX_BIG, .collect = COLLECT_ITEMS,
@@ -1010,12 +1023,10 @@ static const bench_row core_rows[] = {
 		.flags = LEAVES, .collect = COLLECT_ITEMS, .expect = FIX_NESTED_LEAVES),
 	ROW("test_items_stack_nested", run_items_nested, NESTED_ENTRIES, .fixture = FIX_STACKED,
 		.flags = NESTED, .collect = COLLECT_ITEMS, .expect = NESTED_ENTRIES),
-	ROW("test_items_stack_nested_leaf", run_items_nested, FIX_NESTED_LEAVES,
-		.fixture = FIX_STACKED, .flags = LEAVES, .collect = COLLECT_ITEMS,
-		.expect = FIX_NESTED_LEAVES),
-	ROW("test_items_stack_nested_locked", run_items_nested, NESTED_ENTRIES,
-		.fixture = FIX_STACKED, .lock = true, .flags = NESTED, .collect = COLLECT_ITEMS,
-		.expect = NESTED_ENTRIES),
+	ROW("test_items_stack_nested_leaf", run_items_nested, FIX_NESTED_LEAVES, .fixture = FIX_STACKED,
+		.flags = LEAVES, .collect = COLLECT_ITEMS, .expect = FIX_NESTED_LEAVES),
+	ROW("test_items_stack_nested_locked", run_items_nested, NESTED_ENTRIES, .fixture = FIX_STACKED,
+		.lock = true, .flags = NESTED, .collect = COLLECT_ITEMS, .expect = NESTED_ENTRIES),
 	ROW("test_keys", run_items_flat, 100, .fixture = FIX_BIG, .collect = COLLECT_KEYS,
 		.expect = 100),
 	ROW("test_keys_nested", run_items_nested, NESTED_ENTRIES, .fixture = FIX_NESTED,
@@ -1026,12 +1037,10 @@ static const bench_row core_rows[] = {
 		.flags = LEAVES, .collect = COLLECT_KEYS, .expect = FIX_NESTED_LEAVES),
 	ROW("test_keys_stack_nested", run_items_nested, NESTED_ENTRIES, .fixture = FIX_STACKED,
 		.flags = NESTED, .collect = COLLECT_KEYS, .expect = NESTED_ENTRIES),
-	ROW("test_keys_stack_nested_leaf", run_items_nested, FIX_NESTED_LEAVES,
-		.fixture = FIX_STACKED, .flags = LEAVES, .collect = COLLECT_KEYS,
-		.expect = FIX_NESTED_LEAVES),
-	ROW("test_keys_stack_nested_locked", run_items_nested, NESTED_ENTRIES,
-		.fixture = FIX_STACKED, .lock = true, .flags = NESTED, .collect = COLLECT_KEYS,
-		.expect = NESTED_ENTRIES),
+	ROW("test_keys_stack_nested_leaf", run_items_nested, FIX_NESTED_LEAVES, .fixture = FIX_STACKED,
+		.flags = LEAVES, .collect = COLLECT_KEYS, .expect = FIX_NESTED_LEAVES),
+	ROW("test_keys_stack_nested_locked", run_items_nested, NESTED_ENTRIES, .fixture = FIX_STACKED,
+		.lock = true, .flags = NESTED, .collect = COLLECT_KEYS, .expect = NESTED_ENTRIES),
 	ROW("test_values", run_items_flat, 100, .fixture = FIX_BIG, .collect = COLLECT_VALUES,
 		.expect = 100),
 	ROW("test_values_nested", run_items_nested, NESTED_ENTRIES, .fixture = FIX_NESTED,
@@ -1045,29 +1054,29 @@ static const bench_row core_rows[] = {
 	ROW("test_values_stack_nested_leaf", run_items_nested, FIX_NESTED_LEAVES,
 		.fixture = FIX_STACKED, .flags = LEAVES, .collect = COLLECT_VALUES,
 		.expect = FIX_NESTED_LEAVES),
-	ROW("test_values_stack_nested_locked", run_items_nested, NESTED_ENTRIES,
-		.fixture = FIX_STACKED, .lock = true, .flags = NESTED, .collect = COLLECT_VALUES,
-		.expect = NESTED_ENTRIES),
+	ROW("test_values_stack_nested_locked", run_items_nested, NESTED_ENTRIES, .fixture = FIX_STACKED,
+		.lock = true, .flags = NESTED, .collect = COLLECT_VALUES, .expect = NESTED_ENTRIES),
 	ROW("test_membership", run_contains, 0, .fixture = FIX_BIG, .key = "a", .expect = 0),
-	ROW_NOTE("test_membership_nested", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = key_a,
-		.depth = 1, .expect = 0),
-	ROW_NOTE("test_membership_nested_leaf", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = key_a,
-		.depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
+	ROW_NOTE("test_membership_nested", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
+		.path = key_a, .depth = 1, .expect = 0),
+	ROW_NOTE("test_membership_nested_leaf", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
+		.path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
 	ROW_NOTE("test_membership_stacked_nested", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
 		.path = key_a, .depth = 1, .expect = 0),
-	ROW_NOTE("test_membership_stacked_nested_leaf", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
-		.path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
+	ROW_NOTE("test_membership_stacked_nested_leaf", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_STACKED, .path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
 	ROW_NOTE("test_membership_nested_last", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
 		.path = key_0_t, .depth = 2, .expect = 1),
 	ROW_NOTE("test_membership_nested_leaf_last", run_contains, 0, NOTE_KEY, .fixture = FIX_NESTED,
 		.path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
-	ROW_NOTE("test_membership_stacked_nested_last", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
-		.path = key_0_t, .depth = 2, .expect = 1),
-	ROW_NOTE("test_membership_stacked_nested_leaf_last", run_contains, 0, NOTE_KEY, .fixture = FIX_STACKED,
-		.path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
+	ROW_NOTE("test_membership_stacked_nested_last", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_STACKED, .path = key_0_t, .depth = 2, .expect = 1),
+	ROW_NOTE("test_membership_stacked_nested_leaf_last", run_contains, 0, NOTE_KEY,
+		.fixture = FIX_STACKED, .path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
 	ROW_NOTE("test_nested_getleaf", run_get, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = fix_leaf,
 		.depth = 20),
-	ROW_NOTE("test_nested_get", run_get, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = fix_leaf, .depth = 19),
+	ROW_NOTE("test_nested_get", run_get, 0, NOTE_KEY, .fixture = FIX_NESTED, .path = fix_leaf,
+		.depth = 19),
 	ROW_NOTE("test_stacked_getleaf", run_get, 0, NOTE_KEY, .fixture = FIX_STACKED, .path = fix_leaf,
 		.depth = 20),
 	ROW_NOTE("test_stacked_get", run_get, 0, NOTE_KEY, .fixture = FIX_STACKED, .path = fix_leaf,
@@ -1080,24 +1089,22 @@ static const bench_row core_rows[] = {
 	ROW_FRESH("test_lock_stack_nested", run_lock, .fixture = FIX_STACKED, .per_call = true),
 	ROW_FRESH("test_unlock_nested", run_unlock, .fixture = FIX_NESTED, .per_call = true,
 		.lock = true),
-	ROW_FRESH("test_unlock_stack_nested", run_unlock, .fixture = FIX_STACKED,
-		.per_call = true, .lock = true),
+	ROW_FRESH("test_unlock_stack_nested", run_unlock, .fixture = FIX_STACKED, .per_call = true,
+		.lock = true),
 	ROW("test_flatten_speed", run_flatten, NESTED_ENTRIES, .fixture = FIX_NESTED),
 	ROW("test_unflatten_speed", run_unflatten, NESTED_ENTRIES, .fixture = FIX_NESTED,
 		.extra = extra_flatten),
-	ROW_NOTE("test_common_ops", run_common_ops, 0, "the share_memory_() step of main() "
+	ROW_NOTE("test_common_ops", run_common_ops, 0,
+		"the share_memory_() step of main() "
 		"is left out (shared-memory buffers are the storage layer's); its clone is kept",
 		.fixture = FIX_NONE),
 	ROW("test_creation", run_creation, 0, .fixture = FIX_NONE),
 	ROW("test_creation_empty", run_creation_empty, 0, .fixture = FIX_NONE),
 	ROW("test_creation_nested_1", run_creation_nested_1, 0, .fixture = FIX_NONE),
 	ROW("test_creation_nested_2", run_creation_nested_2, 0, .fixture = FIX_NONE),
-	ROW("test_creation_many_keys[10]", run_creation_many, 10, .count = 10,
-		.extra = extra_many),
-	ROW("test_creation_many_keys[50]", run_creation_many, 50, .count = 50,
-		.extra = extra_many),
-	ROW("test_creation_many_keys[100]", run_creation_many, 100, .count = 100,
-		.extra = extra_many),
+	ROW("test_creation_many_keys[10]", run_creation_many, 10, .count = 10, .extra = extra_many),
+	ROW("test_creation_many_keys[50]", run_creation_many, 50, .count = 50, .extra = extra_many),
+	ROW("test_creation_many_keys[100]", run_creation_many, 100, .count = 100, .extra = extra_many),
 	ROW("test_creation_nested_many_keys[10]", run_creation_nested_many, 21, .count = 10,
 		.extra = extra_many),
 	ROW("test_creation_nested_many_keys[50]", run_creation_nested_many, 101, .count = 50,
@@ -1106,23 +1113,24 @@ static const bench_row core_rows[] = {
 	ROW("test_getitem[int]", run_getitem, 0, .fixture = FIX_TD, .idx = idx_int, .nidx = 1),
 	ROW("test_getitem[slice_int]", run_getitem, 0, .fixture = FIX_TD, .idx = idx_slice_int,
 		.nidx = 2),
-	ROW_NOTE("test_getitem[range]", run_getitem, 0, "range(2) is a basic index in tdstore "
-		"(views); torch turns it into an index tensor (copies)", .fixture = FIX_TD,
-		.idx = idx_range, .nidx = 1),
-	ROW("test_getitem[tuple]", run_getitem, 0, .fixture = FIX_TD, .idx = idx_tuple,
-		.nidx = 2),
+	ROW_NOTE("test_getitem[range]", run_getitem, 0,
+		"range(2) is a basic index in tdstore "
+		"(views); torch turns it into an index tensor (copies)",
+		.fixture = FIX_TD, .idx = idx_range, .nidx = 1),
+	ROW("test_getitem[tuple]", run_getitem, 0, .fixture = FIX_TD, .idx = idx_tuple, .nidx = 2),
 	ROW("test_getitem[list]", run_getitem, 0, .fixture = FIX_TD, .idx = idx_list, .nidx = 1),
 	ROW_NOTE("test_setitem_dim[int]", run_setitem_dim, 0, NOTE_SETITEM, .fixture = FIX_TD,
 		.idx = idx_int, .nidx = 1, .extra = extra_setitem_value),
-	ROW_NOTE("test_setitem_dim[slice_int]", run_setitem_dim, 0, NOTE_SETITEM,
-		.fixture = FIX_TD, .idx = idx_slice_int, .nidx = 2, .extra = extra_setitem_value),
+	ROW_NOTE("test_setitem_dim[slice_int]", run_setitem_dim, 0, NOTE_SETITEM, .fixture = FIX_TD,
+		.idx = idx_slice_int, .nidx = 2, .extra = extra_setitem_value),
 	ROW_NOTE("test_setitem_dim[range]", run_setitem_dim, 0, NOTE_SETITEM, .fixture = FIX_TD,
 		.idx = idx_range, .nidx = 1, .extra = extra_setitem_value),
 	ROW_NOTE("test_setitem_dim[tuple]", run_setitem_dim, 0, NOTE_SETITEM, .fixture = FIX_TD,
 		.idx = idx_tuple, .nidx = 2, .extra = extra_setitem_value),
 	ROW("test_setitem", run_clone_set_c, 0, .fixture = FIX_TD),
 	ROW("test_set", run_clone_set_c, 0, .fixture = FIX_TD),
-	ROW_NA("test_set_shared", "clone().share_memory_(): moving leaves to shared memory "
+	ROW_NA("test_set_shared",
+		"clone().share_memory_(): moving leaves to shared memory "
 		"needs the storage layer's shared-memory buffers (storage issue)"),
 	ROW("test_update", run_update, 0, .fixture = FIX_TD_FLAT, .extra = extra_clone_other),
 	ROW("test_update_nested", run_update, 0, .fixture = FIX_TD, .extra = extra_clone_other),
@@ -1136,10 +1144,11 @@ static const bench_row core_rows[] = {
 	ROW("test_empty[True]", run_empty, 0, .fixture = FIX_NESTED, .recurse = true),
 	ROW("test_empty[False]", run_empty, 0, .fixture = FIX_NESTED, .recurse = false),
 	ROW_NA("test_to", "td.to(\"cuda:0\"): GPU only (gpu/ transfer benchmarks)"),
-	ROW_NA("test_to_nonblocking", "td.to(\"cuda:0\", non_blocking=True): GPU only "
+	ROW_NA("test_to_nonblocking",
+		"td.to(\"cuda:0\", non_blocking=True): GPU only "
 		"(gpu/ transfer benchmarks)"),
-	ROW("test_unbind_speed", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_NESTED,
-		.dim = 0, .count = 3),
+	ROW("test_unbind_speed", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_NESTED, .dim = 0,
+		.count = 3),
 	ROW("test_unbind_speed_stack0", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_STACKED,
 		.dim = 0, .count = 3),
 	ROW("test_unbind_speed_stack1", run_unbind, 10 * NESTED_ENTRIES, .fixture = FIX_STACKED,
@@ -1147,11 +1156,10 @@ static const bench_row core_rows[] = {
 	/* The stacked rows again, on the lazily stacked fixture. */
 	ROW_NOTE("test_plain_set_stack_nested[lazy]", run_set_k20, 0, NOTE_LAZY_SET,
 		.fixture = FIX_LAZY),
-	ROW_NOTE("test_plain_set_stack_nested_inplace[lazy]", run_set_k20_inplace, 0,
-		NOTE_LAZY_SET, .fixture = FIX_LAZY, .extra = extra_set_k20),
+	ROW_NOTE("test_plain_set_stack_nested_inplace[lazy]", run_set_k20_inplace, 0, NOTE_LAZY_SET,
+		.fixture = FIX_LAZY, .extra = extra_set_k20),
 	ROW_NOTE("test_items_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES, NOTE_LAZY_ITER,
-		.fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_ITEMS,
-		.expect = NESTED_ENTRIES),
+		.fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_ITEMS, .expect = NESTED_ENTRIES),
 	ROW_NOTE("test_items_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
 		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = LEAVES, .collect = COLLECT_ITEMS,
 		.expect = FIX_NESTED_LEAVES),
@@ -1159,43 +1167,40 @@ static const bench_row core_rows[] = {
 		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .lock = true, .flags = NESTED,
 		.collect = COLLECT_ITEMS, .expect = NESTED_ENTRIES),
 	ROW("test_keys_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES, .fixture = FIX_LAZY,
-		.flags = NESTED | TD_ITER_KEYS_ONLY, .collect = COLLECT_KEYS,
-		.expect = NESTED_ENTRIES),
+		.flags = NESTED | TD_ITER_KEYS_ONLY, .collect = COLLECT_KEYS, .expect = NESTED_ENTRIES),
 	ROW("test_keys_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
 		.fixture = FIX_LAZY, .flags = LEAVES | TD_ITER_KEYS_ONLY, .collect = COLLECT_KEYS,
 		.expect = FIX_NESTED_LEAVES),
 	ROW("test_keys_stack_nested_locked[lazy]", run_items_nested, NESTED_ENTRIES,
 		.fixture = FIX_LAZY, .lock = true, .flags = NESTED | TD_ITER_KEYS_ONLY,
 		.collect = COLLECT_KEYS, .expect = NESTED_ENTRIES),
-	ROW_NOTE("test_values_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES,
-		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_VALUES,
-		.expect = NESTED_ENTRIES),
+	ROW_NOTE("test_values_stack_nested[lazy]", run_items_nested, NESTED_ENTRIES, NOTE_LAZY_ITER,
+		.fixture = FIX_LAZY, .flags = NESTED, .collect = COLLECT_VALUES, .expect = NESTED_ENTRIES),
 	ROW_NOTE("test_values_stack_nested_leaf[lazy]", run_items_nested, FIX_NESTED_LEAVES,
 		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .flags = LEAVES, .collect = COLLECT_VALUES,
 		.expect = FIX_NESTED_LEAVES),
 	ROW_NOTE("test_values_stack_nested_locked[lazy]", run_items_nested, NESTED_ENTRIES,
 		NOTE_LAZY_ITER, .fixture = FIX_LAZY, .lock = true, .flags = NESTED,
 		.collect = COLLECT_VALUES, .expect = NESTED_ENTRIES),
-	ROW_NOTE("test_membership_stacked_nested[lazy]", run_contains, 0, NOTE_KEY,
-		.fixture = FIX_LAZY, .path = key_a, .depth = 1, .expect = 0),
+	ROW_NOTE("test_membership_stacked_nested[lazy]", run_contains, 0, NOTE_KEY, .fixture = FIX_LAZY,
+		.path = key_a, .depth = 1, .expect = 0),
 	ROW_NOTE("test_membership_stacked_nested_leaf[lazy]", run_contains, 0, NOTE_KEY,
 		.fixture = FIX_LAZY, .path = key_a, .depth = 1, .flags = TD_LEAVES_ONLY, .expect = 0),
 	ROW_NOTE("test_membership_stacked_nested_last[lazy]", run_contains, 0, NOTE_KEY,
 		.fixture = FIX_LAZY, .path = key_0_t, .depth = 2, .expect = 1),
 	ROW_NOTE("test_membership_stacked_nested_leaf_last[lazy]", run_contains, 0, NOTE_KEY,
-		.fixture = FIX_LAZY, .path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY,
-		.expect = 1),
-	ROW_NOTE("test_stacked_getleaf[lazy]", run_lazy_get_leaf, 0, NOTE_LAZY_GET,
-		.fixture = FIX_LAZY, .path = fix_leaf, .depth = 20),
-	ROW_NOTE("test_stacked_get[lazy]", run_lazy_get_node, 0, NOTE_LAZY_GET,
-		.fixture = FIX_LAZY, .path = fix_leaf, .depth = 19),
+		.fixture = FIX_LAZY, .path = key_0_t, .depth = 2, .flags = TD_LEAVES_ONLY, .expect = 1),
+	ROW_NOTE("test_stacked_getleaf[lazy]", run_lazy_get_leaf, 0, NOTE_LAZY_GET, .fixture = FIX_LAZY,
+		.path = fix_leaf, .depth = 20),
+	ROW_NOTE("test_stacked_get[lazy]", run_lazy_get_node, 0, NOTE_LAZY_GET, .fixture = FIX_LAZY,
+		.path = fix_leaf, .depth = 19),
 	ROW_NOTE("test_stacked_getitemleaf[lazy]", run_lazy_get_leaf, 0, NOTE_LAZY_GET,
 		.fixture = FIX_LAZY),
 	ROW_NOTE("test_stacked_getitem[lazy]", run_lazy_get_node, 0, NOTE_LAZY_GET,
 		.fixture = FIX_LAZY),
 	ROW_FRESH("test_lock_stack_nested[lazy]", run_lock, .fixture = FIX_LAZY, .per_call = true),
-	ROW_FRESH("test_unlock_stack_nested[lazy]", run_unlock, .fixture = FIX_LAZY,
-		.per_call = true, .lock = true),
+	ROW_FRESH("test_unlock_stack_nested[lazy]", run_unlock, .fixture = FIX_LAZY, .per_call = true,
+		.lock = true),
 	ROW("test_unbind_speed_stack0[lazy]", run_unbind, 3 * NESTED_ENTRIES, .fixture = FIX_LAZY,
 		.dim = 0, .count = 3),
 	ROW("test_unbind_speed_stack1[lazy]", run_unbind, 10 * NESTED_ENTRIES, .fixture = FIX_LAZY,
@@ -1206,7 +1211,5 @@ static const bench_row core_rows[] = {
 		.count = 10),
 };
 
-const bench_suite bench_core_suite = {
-	"benchmarks/common/common_ops_test.py", core_rows,
-	sizeof(core_rows) / sizeof(core_rows[0])
-};
+const bench_suite bench_core_suite = { "benchmarks/common/common_ops_test.py", core_rows,
+	sizeof(core_rows) / sizeof(core_rows[0]) };

@@ -16,10 +16,10 @@
 /** Keys of big_td: "0".."99". */
 #define FIX_BIG_KEYS 100
 
-extern const int64_t fix_b34[2];   /* batch [3, 4] */
-extern const int64_t fix_b310[2];  /* batch [3, 10] (the stacked fixture) */
-extern const int64_t fix_b320[2];  /* batch [3, 20] (split / chunk) */
-extern const int64_t fix_s345[3];  /* a, b, c = zeros(3, 4, 5) */
+extern const int64_t fix_b34[2];  /* batch [3, 4] */
+extern const int64_t fix_b310[2]; /* batch [3, 10] (the stacked fixture) */
+extern const int64_t fix_b320[2]; /* batch [3, 20] (split / chunk) */
+extern const int64_t fix_s345[3]; /* a, b, c = zeros(3, 4, 5) */
 
 /** K20 = ("20", "19", ..., "1"). */
 extern const char *const fix_k20[20];

@@ -26,12 +26,12 @@ typedef struct bench_config {
 	bool json;
 	bool list;
 	bool no_memory;
-	double min_time;   /* seconds, shortest round */
-	double max_time;   /* seconds of rounds per row */
-	double warmup;     /* seconds per row */
-	size_t rounds;     /* 0: planned from max_time */
-	size_t calls;      /* calls per round; 0: calibrated from min_time */
-	size_t repeat;     /* passes over the rows; each row keeps its best pass */
+	double min_time; /* seconds, shortest round */
+	double max_time; /* seconds of rounds per row */
+	double warmup;   /* seconds per row */
+	size_t rounds;   /* 0: planned from max_time */
+	size_t calls;    /* calls per round; 0: calibrated from min_time */
+	size_t repeat;   /* passes over the rows; each row keeps its best pass */
 	const char **filters;
 	size_t nfilters;
 	uint64_t precision_ns;
@@ -40,23 +40,23 @@ typedef struct bench_config {
 typedef enum bench_status {
 	BENCH_PENDING = 0,
 	BENCH_OK,
-	BENCH_NA,       /* no C analogue: the row's note says why */
-	BENCH_ERROR,    /* setup or run failed: `error` says why */
-	BENCH_UNMAPPED  /* a seed row that no suite names */
+	BENCH_NA,      /* no C analogue: the row's note says why */
+	BENCH_ERROR,   /* setup or run failed: `error` says why */
+	BENCH_UNMAPPED /* a seed row that no suite names */
 } bench_status;
 
 typedef struct bench_result {
-	const bench_row *row;  /* NULL for unmapped seed rows */
+	const bench_row *row; /* NULL for unmapped seed rows */
 	const char *name;
 	const char *file;
 	const char *note;
 	bench_status status;
 	size_t entries;
 	size_t rounds;
-	size_t iterations;     /* calls per round */
-	double mean_ns;        /* total time / total calls */
-	double max_ns;         /* slowest round, per call */
-	double min_ns;         /* fastest round, per call */
+	size_t iterations; /* calls per round */
+	double mean_ns;    /* total time / total calls */
+	double max_ns;     /* slowest round, per call */
+	double min_ns;     /* fastest round, per call */
 	double median_ns;
 	double stddev_ns;
 	double ops_per_s;      /* 1 / mean */

@@ -24,10 +24,10 @@
 static const int64_t b340[2] = { 3, 40 };
 
 typedef struct mm {
-	td_tensor mmt;  /* memmap_tensor: MemoryMappedTensor.zeros((3, 4, 5)) */
-	td_tensor src;  /* torch.zeros((3, 4, 5)), for from_tensor */
+	td_tensor mmt;    /* memmap_tensor: MemoryMappedTensor.zeros((3, 4, 5)) */
+	td_tensor src;    /* torch.zeros((3, 4, 5)), for from_tensor */
 	td_tensor two[2]; /* [memmap_tensor] * 2: borrowed copies of mmt, no references */
-	td_dict *td;    /* td_memmap: 30 keys, zeros(3, 40) + i, batch [3, 40] */
+	td_dict *td;      /* td_memmap: 30 keys, zeros(3, 40) + i, batch [3, 40] */
 } mm;
 
 /* TensorDict({str(i): zeros(3, 40) + i for i in range(30)}, [3, 40]).memmap_() */
@@ -170,8 +170,7 @@ static int apply_same(td_tensor *out, const td_tensor *in, const td_item *item, 
 	return 0;
 }
 
-static int apply_add_one(td_tensor *out, const td_tensor *in, const td_item *item,
-	void *payload)
+static int apply_add_one(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
 {
 	(void)item;
 	(void)payload;
@@ -213,46 +212,61 @@ static int run_index_op(void *state, size_t i)
 
 static const int with_td = 1;
 
-#define ROW(nm, fn, n, arg_) { .name = nm, .setup = mm_setup, .run = fn, \
-	.teardown = mm_teardown, .entries = n, .arg = arg_ }
-#define ROW_NA(nm, why) { .name = nm, .note = why }
+#define ROW(nm, fn, n, arg_) \
+	{ \
+		.name = nm, .setup = mm_setup, .run = fn, .teardown = mm_teardown, .entries = n, \
+		.arg = arg_ \
+	}
+#define ROW_NA(nm, why) \
+	{ \
+		.name = nm, .note = why \
+	}
 
-#define NA_SAVE "saves nn.Transformer's weights (184 leaves, 176 MB) as a memmap " \
+#define NA_SAVE \
+	"saves nn.Transformer's weights (184 leaves, 176 MB) as a memmap " \
 	"directory: the storage layer's save (storage issue)"
-#define NA_PICKLE "torch.save of a state_dict (Python pickle): a Python-only reference " \
+#define NA_PICKLE \
+	"torch.save of a state_dict (Python pickle): a Python-only reference " \
 	"with no tdstore counterpart"
 
 static const bench_row memmap_rows[] = {
-	{ .name = "test_creation[device0]", .setup = mm_setup, .run = run_creation,
-		.teardown = mm_teardown, .note = "td_mmap_tensor_empty with no path: a block of "
-		"the shared-memory arena (one memfd per 256 KiB chunk, no system call per "
-		"tensor; TDSTORE_SHM_ARENA_MAX=0 gives one memfd per tensor, ~20 us)" },
-	{ .name = "test_creation_from_tensor", .setup = mm_setup,
-		.run = run_creation_from_tensor, .teardown = mm_teardown,
+	{ .name = "test_creation[device0]",
+		.setup = mm_setup,
+		.run = run_creation,
+		.teardown = mm_teardown,
+		.note = "td_mmap_tensor_empty with no path: a block of "
+				"the shared-memory arena (one memfd per 256 KiB chunk, no system call per "
+				"tensor; TDSTORE_SHM_ARENA_MAX=0 gives one memfd per tensor, ~20 us)" },
+	{ .name = "test_creation_from_tensor",
+		.setup = mm_setup,
+		.run = run_creation_from_tensor,
+		.teardown = mm_teardown,
 		.note = "as test_creation[device0], plus the 240-byte copy" },
 	ROW("test_add_one[memmap_tensor0]", run_add_one, 0, NULL),
 	ROW("test_contiguous[memmap_tensor0]", run_contiguous, 0, NULL),
 	ROW("test_stack[memmap_tensor0]", run_stack, 0, NULL),
 	ROW("test_memmaptd_index", run_index, MEMMAP_KEYS, &with_td),
-	{ .name = "test_memmaptd_index_astensor", .setup = mm_setup,
-		.run = run_index_astensor, .teardown = mm_teardown, .entries = MEMMAP_KEYS,
-		.arg = &with_td, .note = "as_tensor() rebuilds the dict with the same leaves: "
-		"td_dict_apply() with a callback returning a new reference" },
+	{ .name = "test_memmaptd_index_astensor",
+		.setup = mm_setup,
+		.run = run_index_astensor,
+		.teardown = mm_teardown,
+		.entries = MEMMAP_KEYS,
+		.arg = &with_td,
+		.note = "as_tensor() rebuilds the dict with the same leaves: "
+				"td_dict_apply() with a callback returning a new reference" },
 	ROW("test_memmaptd_index_op", run_index_op, MEMMAP_KEYS, &with_td),
-	ROW_NA("test_serialize_model", "from_module(nn.Transformer()) then memmap(dir): "
-		NA_SAVE),
+	ROW_NA("test_serialize_model", "from_module(nn.Transformer()) then memmap(dir): " NA_SAVE),
 	ROW_NA("test_serialize_model_pickle", NA_PICKLE),
 	ROW_NA("test_serialize_weights", "weights.memmap(dir, num_threads=32): " NA_SAVE),
-	ROW_NA("test_serialize_weights_returnearly", "memmap(..., return_early=True), "
+	ROW_NA("test_serialize_weights_returnearly",
+		"memmap(..., return_early=True), "
 		"asynchronous: " NA_SAVE),
 	ROW_NA("test_serialize_weights_pickle", NA_PICKLE),
-	ROW_NA("test_serialize_weights_filesystem", "memmap() into anonymous shared memory: "
-		NA_SAVE),
-	ROW_NA("test_serialize_model_filesystem", "from_module() then memmap() into "
+	ROW_NA("test_serialize_weights_filesystem", "memmap() into anonymous shared memory: " NA_SAVE),
+	ROW_NA("test_serialize_model_filesystem",
+		"from_module() then memmap() into "
 		"anonymous shared memory: " NA_SAVE),
 };
 
-const bench_suite bench_memmap_suite = {
-	"benchmarks/common/memmap_benchmarks_test.py", memmap_rows,
-	sizeof(memmap_rows) / sizeof(memmap_rows[0])
-};
+const bench_suite bench_memmap_suite = { "benchmarks/common/memmap_benchmarks_test.py", memmap_rows,
+	sizeof(memmap_rows) / sizeof(memmap_rows[0]) };

@@ -10,17 +10,25 @@
 #include "bench.h"
 #include "bench_suites.h"
 
-#define ROW_NA(nm, why) { .name = nm, .note = why }
+#define ROW_NA(nm, why) \
+	{ \
+		.name = nm, .note = why \
+	}
 
-#define NA_MODULE "runs a TensorDictModule (a torch.nn.Module reading and writing " \
+#define NA_MODULE \
+	"runs a TensorDictModule (a torch.nn.Module reading and writing " \
 	"keys): no nn modules in C"
-#define NA_FUNCTORCH "functorch / torch.func over a torch.nn.Sequential: no nn " \
+#define NA_FUNCTORCH \
+	"functorch / torch.func over a torch.nn.Sequential: no nn " \
 	"modules in C"
-#define NA_VMAP "torch.vmap of an MLP with TensorDict parameters: no vmap or nn " \
+#define NA_VMAP \
+	"torch.vmap of an MLP with TensorDict parameters: no vmap or nn " \
 	"modules in C"
-#define NA_TO_MODULE "TensorDict.to_module(nn.Transformer()): swaps nn.Module " \
+#define NA_TO_MODULE \
+	"TensorDict.to_module(nn.Transformer()): swaps nn.Module " \
 	"parameters, no nn modules in C"
-#define NA_TC "@tensorclass (a typed Python class over a TensorDict): Python " \
+#define NA_TC \
+	"@tensorclass (a typed Python class over a TensorDict): Python " \
 	"class machinery, no C counterpart"
 
 static const bench_row nn_rows[] = {
@@ -29,11 +37,13 @@ static const bench_row nn_rows[] = {
 	ROW_NA("test_tdseq", "runs a TensorDictSequential: no nn modules in C"),
 	ROW_NA("test_tdseq_dispatch", "runs a TensorDictSequential: no nn modules in C"),
 	ROW_NA("test_instantiation_functorch", NA_FUNCTORCH),
-	ROW_NA("test_instantiation_td", "TensorDict.from_module(nn.Sequential): no nn "
+	ROW_NA("test_instantiation_td",
+		"TensorDict.from_module(nn.Sequential): no nn "
 		"modules in C"),
 	ROW_NA("test_exec_functorch", NA_FUNCTORCH),
 	ROW_NA("test_exec_functional_call", NA_FUNCTORCH),
-	ROW_NA("test_exec_td", "runs an nn.Sequential with TensorDict parameters: no nn "
+	ROW_NA("test_exec_td",
+		"runs an nn.Sequential with TensorDict parameters: no nn "
 		"modules in C"),
 	ROW_NA("test_exec_td_decorator", NA_TO_MODULE),
 	ROW_NA("test_vmap_mlp_speed[True-True]", NA_VMAP),
@@ -58,21 +68,16 @@ static const bench_row tensorclass_rows[] = {
 };
 
 static const bench_row distributed_rows[] = {
-	ROW_NA("test_distributed", "torch.distributed between processes: tdstore's "
+	ROW_NA("test_distributed",
+		"torch.distributed between processes: tdstore's "
 		"scale-out (MPI) is not built yet"),
 };
 
-const bench_suite bench_nn_suite = {
-	"benchmarks/nn/functional_benchmarks_test.py", nn_rows,
-	sizeof(nn_rows) / sizeof(nn_rows[0])
-};
+const bench_suite bench_nn_suite = { "benchmarks/nn/functional_benchmarks_test.py", nn_rows,
+	sizeof(nn_rows) / sizeof(nn_rows[0]) };
 
-const bench_suite bench_tensorclass_suite = {
-	"benchmarks/tensorclass/test_tensorclass_speed.py", tensorclass_rows,
-	sizeof(tensorclass_rows) / sizeof(tensorclass_rows[0])
-};
+const bench_suite bench_tensorclass_suite = { "benchmarks/tensorclass/test_tensorclass_speed.py",
+	tensorclass_rows, sizeof(tensorclass_rows) / sizeof(tensorclass_rows[0]) };
 
-const bench_suite bench_distributed_suite = {
-	"benchmarks/distributed/distributed_benchmark_test.py", distributed_rows,
-	sizeof(distributed_rows) / sizeof(distributed_rows[0])
-};
+const bench_suite bench_distributed_suite = { "benchmarks/distributed/distributed_benchmark_test.py",
+	distributed_rows, sizeof(distributed_rows) / sizeof(distributed_rows[0]) };

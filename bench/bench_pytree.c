@@ -145,10 +145,16 @@ static int run_add(void *state, size_t i)
 	return run_op(state, OP_ADD);
 }
 
-#define ROW(nm, fn, n) { .name = nm, .setup = pytree_setup, .run = fn, \
-	.teardown = pytree_teardown, .entries = n }
-#define ROW_NA(nm, what) { .name = nm, .note = "torch.utils._pytree.tree_map(" what \
-	") over a plain Python dict: the Python baseline of the _td row, no tdstore call" }
+#define ROW(nm, fn, n) \
+	{ \
+		.name = nm, .setup = pytree_setup, .run = fn, .teardown = pytree_teardown, .entries = n \
+	}
+#define ROW_NA(nm, what) \
+	{ \
+		.name = nm, \
+		.note = "torch.utils._pytree.tree_map(" what \
+				") over a plain Python dict: the Python baseline of the _td row, no tdstore call" \
+	}
 
 static const bench_row pytree_rows[] = {
 	ROW_NA("test_reshape_pytree", "reshape"),
@@ -163,7 +169,5 @@ static const bench_row pytree_rows[] = {
 	ROW("test_add_td", run_add, 0),
 };
 
-const bench_suite bench_pytree_suite = {
-	"benchmarks/common/pytree_benchmarks_test.py", pytree_rows,
-	sizeof(pytree_rows) / sizeof(pytree_rows[0])
-};
+const bench_suite bench_pytree_suite = { "benchmarks/common/pytree_benchmarks_test.py", pytree_rows,
+	sizeof(pytree_rows) / sizeof(pytree_rows[0]) };

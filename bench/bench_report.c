@@ -108,7 +108,8 @@ static void print_header(const bench_config *cfg, bench_report *rep)
 		if ((int)strlen(rep->results[i].name) > rep->name_width)
 			rep->name_width = (int)strlen(rep->results[i].name);
 	printf("%s: tdstore %s benchmarks against tensordict's CI table "
-		"(bench/seed_cpu.tsv, CPU run)\n", rep->program, td_version(NULL, NULL, NULL));
+		   "(bench/seed_cpu.tsv, CPU run)\n",
+		rep->program, td_version(NULL, NULL, NULL));
 	printf("timing: CLOCK_MONOTONIC (precision %llu ns); warm-up %g s, rounds >= %g s, ",
 		(unsigned long long)cfg->precision_ns, cfg->warmup, cfg->min_time);
 	if (cfg->calls)
@@ -117,16 +118,15 @@ static void print_header(const bench_config *cfg, bench_report *rep)
 		printf("%zu rounds per row", cfg->rounds);
 	else
 		printf("%g s of rounds per row (at least 5)", cfg->max_time);
-	printf("; best of %zu passes over the table (the pass with the lowest Mean)\n",
-		cfg->repeat);
+	printf("; best of %zu passes over the table (the pass with the lowest Mean)\n", cfg->repeat);
 	printf("Max = slowest round per call, Mean = total / calls, Ops/s = 1 / Mean; "
-		"Ratio = Ops/s / Seed Ops/s\n");
+		   "Ratio = Ops/s / Seed Ops/s\n");
 	if (!BENCH_OPTIMIZED)
 		printf("WARNING: built without optimization; figures are not representative\n");
 	if (BENCH_SANITIZED)
 		printf("WARNING: built with sanitizers; figures are not representative\n");
-	printf("\n%-*s %12s %12s %12s %12s %9s %9s\n", rep->name_width, "Name", "Max", "Mean",
-		"Ops/s", "Seed Ops/s", "Ratio", "ns/entry");
+	printf("\n%-*s %12s %12s %12s %12s %9s %9s\n", rep->name_width, "Name", "Max", "Mean", "Ops/s",
+		"Seed Ops/s", "Ratio", "ns/entry");
 }
 
 static void print_row(const bench_report *rep, const bench_result *r)
@@ -154,8 +154,8 @@ static void print_row(const bench_report *rep, const bench_result *r)
 		snprintf(per, sizeof(per), "%.2f", r->mean_ns / (double)r->entries);
 	else
 		snprintf(per, sizeof(per), " ");
-	printf("%-*s %12s %12s %12s %12s %9s %9s\n", rep->name_width, r->name, max, mean, ops,
-		seed, ratio, per);
+	printf("%-*s %12s %12s %12s %12s %9s %9s\n", rep->name_width, r->name, max, mean, ops, seed,
+		ratio, per);
 }
 
 /* The names of the measured rows under `limit`, wrapped. */
@@ -195,8 +195,8 @@ static void print_summary(const bench_report *rep)
 		printf("no measured row has a seed figure\n");
 		return;
 	}
-	printf("geometric mean of the ratios (ours / seed CPU): %.1fx over %zu rows\n",
-		s.geomean, s.compared);
+	printf("geometric mean of the ratios (ours / seed CPU): %.1fx over %zu rows\n", s.geomean,
+		s.compared);
 	printf("minimum ratio: %.1fx (%s)\n", s.min->ratio, s.min->name);
 	print_rows_under(rep, BENCH_ROW_TARGET, s.below_row);
 	print_rows_under(rep, BENCH_MEAN_TARGET, s.below_mean);
@@ -231,20 +231,19 @@ static void print_memory(const bench_report *rep)
 		return;
 	printf("\nmemory per leaf (counting allocator installed with td_set_allocator):\n");
 	printf("%-16s %6s %6s %12s %12s %12s %12s %12s %8s\n", "fixture", "leaves", "dicts",
-		"dict B/leaf", "allocs/leaf", "peak B/leaf", "tensor B/leaf", "data B/leaf",
-		"leaked");
+		"dict B/leaf", "allocs/leaf", "peak B/leaf", "tensor B/leaf", "data B/leaf", "leaked");
 	for (i = 0; i < rep->nmemory; i++) {
 		const bench_memory *m = &rep->memory[i];
 		double n = m->leaves ? (double)m->leaves : 1;
 
-		printf("%-16s %6zu %6zu %12.1f %12.2f %12.1f %12.1f %12.1f %8lld\n", m->fixture,
-			m->leaves, m->dicts, (double)m->dict_bytes / n, (double)m->dict_allocs / n,
-			(double)m->dict_peak / n, (double)m->tensor_bytes / n,
-			(double)m->data_bytes / n, (long long)m->leaked_bytes);
+		printf("%-16s %6zu %6zu %12.1f %12.2f %12.1f %12.1f %12.1f %8lld\n", m->fixture, m->leaves,
+			m->dicts, (double)m->dict_bytes / n, (double)m->dict_allocs / n,
+			(double)m->dict_peak / n, (double)m->tensor_bytes / n, (double)m->data_bytes / n,
+			(long long)m->leaked_bytes);
 	}
 	printf("dict B/leaf: bytes the dict structure keeps (keys, entries, nested dicts) "
-		"divided by the leaves,\nthe tensors being made beforehand; tensor B/leaf: "
-		"buffer allocations (header + data).\n");
+		   "divided by the leaves,\nthe tensors being made beforehand; tensor B/leaf: "
+		   "buffer allocations (header + data).\n");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -278,11 +277,16 @@ static void json_num(double v, bool valid)
 static const char *status_name(bench_status s)
 {
 	switch (s) {
-	case BENCH_OK: return "ok";
-	case BENCH_NA: return "n/a";
-	case BENCH_ERROR: return "error";
-	case BENCH_UNMAPPED: return "unmapped";
-	default: return "pending";
+	case BENCH_OK:
+		return "ok";
+	case BENCH_NA:
+		return "n/a";
+	case BENCH_ERROR:
+		return "error";
+	case BENCH_UNMAPPED:
+		return "unmapped";
+	default:
+		return "pending";
 	}
 }
 
@@ -332,8 +336,8 @@ static void json_summary(const bench_report *rep)
 
 	summarize_ratios(rep, &s);
 	printf("  \"summary\": {\"measured\": %zu, \"na\": %zu, \"errors\": %zu, "
-		"\"unmapped\": %zu, \"compared\": %zu, \"geomean_ratio\": ", s.measured, s.na,
-		s.errors, s.unmapped, s.compared);
+		   "\"unmapped\": %zu, \"compared\": %zu, \"geomean_ratio\": ",
+		s.measured, s.na, s.errors, s.unmapped, s.compared);
 	json_num(s.geomean, s.compared > 0);
 	printf(", \"min_ratio\": ");
 	json_num(s.min ? s.min->ratio : 0, s.min != NULL);
@@ -342,8 +346,7 @@ static void json_summary(const bench_report *rep)
 		json_str(s.min->name);
 	else
 		printf("null");
-	printf(", \"rows_below_10x\": %zu, \"rows_below_100x\": %zu},\n", s.below_row,
-		s.below_mean);
+	printf(", \"rows_below_10x\": %zu, \"rows_below_100x\": %zu},\n", s.below_row, s.below_mean);
 }
 
 static void json_memory(const bench_report *rep)
@@ -358,9 +361,9 @@ static void json_memory(const bench_report *rep)
 		printf("%s\n    {\"fixture\": ", i ? "," : "");
 		json_str(m->fixture);
 		printf(", \"leaves\": %zu, \"dicts\": %zu, \"dict_bytes\": %llu, "
-			"\"dict_allocs\": %llu, \"dict_peak_bytes\": %llu, \"tensor_bytes\": %llu, "
-			"\"tensor_allocs\": %llu, \"data_bytes\": %llu, \"leaked_bytes\": %lld, "
-			"\"dict_bytes_per_leaf\": %.9g, \"tensor_bytes_per_leaf\": %.9g}",
+			   "\"dict_allocs\": %llu, \"dict_peak_bytes\": %llu, \"tensor_bytes\": %llu, "
+			   "\"tensor_allocs\": %llu, \"data_bytes\": %llu, \"leaked_bytes\": %lld, "
+			   "\"dict_bytes_per_leaf\": %.9g, \"tensor_bytes_per_leaf\": %.9g}",
 			m->leaves, m->dicts, (unsigned long long)m->dict_bytes,
 			(unsigned long long)m->dict_allocs, (unsigned long long)m->dict_peak,
 			(unsigned long long)m->tensor_bytes, (unsigned long long)m->tensor_allocs,
@@ -384,8 +387,8 @@ static void print_json(const bench_config *cfg, const bench_report *rep)
 	printf(",\n  \"version\": ");
 	json_str(td_version(NULL, NULL, NULL));
 	printf(",\n  \"seed\": \"bench/seed_cpu.tsv\",\n  \"config\": {\"min_time_s\": %.9g, "
-		"\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, \"calls\": %zu, \"repeat\": %zu, "
-		"\"timer_precision_ns\": %llu, \"optimized\": %s, \"sanitized\": %s},\n",
+		   "\"max_time_s\": %.9g, \"warmup_s\": %.9g, \"rounds\": %zu, \"calls\": %zu, \"repeat\": %zu, "
+		   "\"timer_precision_ns\": %llu, \"optimized\": %s, \"sanitized\": %s},\n",
 		cfg->min_time, cfg->max_time, cfg->warmup, cfg->rounds, cfg->calls, cfg->repeat,
 		(unsigned long long)cfg->precision_ns, BENCH_OPTIMIZED ? "true" : "false",
 		BENCH_SANITIZED ? "true" : "false");

@@ -47,8 +47,7 @@ static inline void bench_die(const char *what)
 			bench_die(#expr); \
 	} while (0)
 
-static inline int bench_rm_entry(const char *path, const struct stat *sb, int flag,
-	struct FTW *ftw)
+static inline int bench_rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
 	(void)sb;
 	(void)flag;

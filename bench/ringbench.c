@@ -113,8 +113,8 @@ static void row(const char *name, double calls_s, double rows_s, double gbs, con
 			strcpy(trl_ratio, "null");
 		}
 		printf("%s  {\"name\": \"%s\", \"calls_per_s\": %.1f, \"rows_per_s\": %.1f, "
-			"\"gb_per_s\": %.3f, \"baseline\": \"%s\", \"ratio\": %.3f, "
-			"\"torchrl_calls_per_s\": %s, \"torchrl_ratio\": %s, \"target\": \"%s\"}",
+			   "\"gb_per_s\": %.3f, \"baseline\": \"%s\", \"ratio\": %.3f, "
+			   "\"torchrl_calls_per_s\": %s, \"torchrl_ratio\": %s, \"target\": \"%s\"}",
 			nrows ? ",\n" : "", name, calls_s, rows_s, gbs, vs, ratio, trl_calls, trl_ratio,
 			target);
 	} else if (torchrl.path) {
@@ -122,8 +122,8 @@ static void row(const char *name, double calls_s, double rows_s, double gbs, con
 			snprintf(trl_calls, sizeof(trl_calls), "%.0f", trl);
 			snprintf(trl_ratio, sizeof(trl_ratio), "%.1fx", calls_s / trl);
 		}
-		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %11s %9s  %s\n", name, calls_s,
-			rows_s, gbs, vs, ratio, trl_calls, trl_ratio, target);
+		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %11s %9s  %s\n", name, calls_s, rows_s, gbs,
+			vs, ratio, trl_calls, trl_ratio, target);
 	} else {
 		printf("%-24s %12.0f %14.0f %9.2f  %-22s %7.2f  %s\n", name, calls_s, rows_s, gbs, vs,
 			ratio, target);
@@ -134,8 +134,10 @@ static void row(const char *name, double calls_s, double rows_s, double gbs, con
 
 static void bad_torchrl_file(int line, const char *why)
 {
-	fprintf(stderr, "ringbench: %s:%d: %s (a table written by bench/torchrl_ring.py "
-		"--output FILE expected)\n", torchrl.path, line, why);
+	fprintf(stderr,
+		"ringbench: %s:%d: %s (a table written by bench/torchrl_ring.py "
+		"--output FILE expected)\n",
+		torchrl.path, line, why);
 	exit(1);
 }
 
@@ -191,8 +193,7 @@ static void read_torchrl(void)
 		if (*end != '\t' || errno)
 			bad_torchrl_file(ln, "not name<TAB>calls_per_s<TAB>rows_per_s");
 		rows = strtod(end + 1, &end);
-		if (*end != '\0' || errno || !isfinite(calls) || !isfinite(rows) || calls <= 0 ||
-			rows <= 0)
+		if (*end != '\0' || errno || !isfinite(calls) || !isfinite(rows) || calls <= 0 || rows <= 0)
 			bad_torchrl_file(ln, "figures must be finite numbers > 0");
 		for (k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
 			char a[64], b[64];
@@ -249,8 +250,7 @@ static void fill_batch(td_dict *b)
 
 	BENCH_CHECK(td_dict_iter_new(&it, b, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(&item, it) == 1)
-		memset(td_tensor_data(&item.value->tensor), FILL,
-			td_tensor_nbytes(&item.value->tensor));
+		memset(td_tensor_data(&item.value->tensor), FILL, td_tensor_nbytes(&item.value->tensor));
 	td_dict_iter_free(it);
 }
 
@@ -299,8 +299,7 @@ static void memcpy_rows(const layout *l, int64_t capacity)
 	} while ((t = bench_now() - t0) < opt.seconds / 2);
 	snprintf(name, sizeof(name), "memcpy/seq/%s", l->name);
 	if (wanted(name))
-		row(name, (double)calls / t, seq_bytes / (double)rb / t, seq_bytes / t / 1e9, "-", 1,
-			"");
+		row(name, (double)calls / t, seq_bytes / (double)rb / t, seq_bytes / t / 1e9, "-", 1, "");
 	/* Random rows: what sampling copies. */
 	calls = 0;
 	t0 = bench_now();
@@ -363,8 +362,8 @@ static int writer(const char *dir, shared *sh, double seconds)
 /* `w` writer processes extend for the set time; @return rows/s. */
 static double run_writers(const char *dir, int w, double seconds)
 {
-	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE,
-		MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		0);
 	pid_t pids[8];
 	double t0, t;
 	int k, status, failed = 0;
@@ -391,8 +390,7 @@ static double run_writers(const char *dir, int w, double seconds)
 	t0 = bench_now();
 	atomic_store(&sh->go, 1);
 	for (k = 0; k < w; k++)
-		if (waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) ||
-			WEXITSTATUS(status))
+		if (waitpid(pids[k], &status, 0) != pids[k] || !WIFEXITED(status) || WEXITSTATUS(status))
 			failed = 1;
 	t = bench_now() - t0;
 	if (failed)
@@ -409,8 +407,8 @@ static double run_writers(const char *dir, int w, double seconds)
  */
 #define ROUNDS 8
 
-static double seq_copy_gbs(unsigned char *dst, const unsigned char *src, size_t total,
-	size_t chunk, double seconds)
+static double seq_copy_gbs(unsigned char *dst, const unsigned char *src, size_t total, size_t chunk,
+	double seconds)
 {
 	double t0 = bench_now(), t, bytes = 0;
 	size_t off = 0;
@@ -496,9 +494,10 @@ static void bench_layout(const layout *l)
 		if (!wanted(name))
 			continue;
 		rows_s = run_writers(dir, writers[i], opt.seconds);
-		snprintf(target, sizeof(target), "%s", l->bytes == 64 && writers[i] == 2 ?
-			(rows_s >= 5e6 ? "target >= 5M rows/s: met" : "target >= 5M rows/s: MISSED") :
-			"");
+		snprintf(target, sizeof(target), "%s",
+			l->bytes == 64 && writers[i] == 2 ?
+				(rows_s >= 5e6 ? "target >= 5M rows/s: met" : "target >= 5M rows/s: MISSED") :
+				"");
 		row(name, rows_s / BATCH, rows_s, rows_s * (double)l->bytes / 1e9, "-", 1, target);
 	}
 	snprintf(name, sizeof(name), "sample256/%s", l->name);
@@ -510,8 +509,10 @@ static void bench_layout(const layout *l)
 
 static void usage(const char *prog)
 {
-	fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] "
-		"[--torchrl FILE] [--quick]\n", prog);
+	fprintf(stderr,
+		"usage: %s [--json] [--filter SUBSTR] [--seconds S] [--dir DIR] "
+		"[--torchrl FILE] [--quick]\n",
+		prog);
 	exit(2);
 }
 
@@ -561,11 +562,13 @@ int main(int argc, char **argv)
 		int k;
 
 		printf("rows: %d; extend rows are batches of %d rows per call summed over the writer "
-			"processes; sample256 is one process, %d rows per call\n", nrows, BATCH, BATCH);
+			   "processes; sample256 is one process, %d rows per call\n",
+			nrows, BATCH, BATCH);
 		if (torchrl.path) {
 			printf("torchrl/s: calls/s of torchrl's ReplayBuffer(LazyMemmapStorage) on the same "
-				"rows (sample() / extend() of %d rows, one process), from %s; "
-				"x torchrl = calls/s / torchrl/s\n", BATCH, torchrl.path);
+				   "rows (sample() / extend() of %d rows, one process), from %s; "
+				   "x torchrl = calls/s / torchrl/s\n",
+				BATCH, torchrl.path);
 			for (k = 0; k < torchrl.nnotes; k++)
 				printf("torchrl: %s\n", torchrl.notes[k]);
 		}

@@ -19,9 +19,8 @@ static const bench_suite *const suites[] = {
 	&bench_tensorclass_suite,
 };
 
-static const bench_program tdbench = {
-	"tdbench", suites, sizeof(suites) / sizeof(suites[0]), true, fix_memory
-};
+static const bench_program tdbench = { "tdbench", suites, sizeof(suites) / sizeof(suites[0]), true,
+	fix_memory };
 
 int main(int argc, char **argv)
 {

@@ -65,20 +65,19 @@ static long rss_bytes(void)
 	return resident * sysconf(_SC_PAGESIZE);
 }
 
-static void row(const char *name, double ours, double raw, const char *raw_name,
-	const char *extra)
+static void row(const char *name, double ours, double raw, const char *raw_name, const char *extra)
 {
 	if (opt.json) {
 		printf("%s{\"name\": \"%s\", \"seconds\": %.6g, \"baseline\": \"%s\", "
-		       "\"baseline_seconds\": %.6g, \"ratio\": %.4g%s%s}",
+			   "\"baseline_seconds\": %.6g, \"ratio\": %.4g%s%s}",
 			nrows ? ",\n  " : "[\n  ", name, ours, raw_name, raw, raw > 0 ? ours / raw : 0,
 			extra[0] ? ", " : "", extra);
 	} else {
 		if (!nrows)
-			printf("%-34s %12s %12s %-16s %8s  %s\n", "Name", "Ours", "Baseline",
-				"(baseline)", "Ratio", "");
-		printf("%-34s %10.3fms %10.3fms %-16s %7.2fx  %s\n", name, ours * 1e3, raw * 1e3,
-			raw_name, raw > 0 ? ours / raw : 0, extra);
+			printf("%-34s %12s %12s %-16s %8s  %s\n", "Name", "Ours", "Baseline", "(baseline)",
+				"Ratio", "");
+		printf("%-34s %10.3fms %10.3fms %-16s %7.2fx  %s\n", name, ours * 1e3, raw * 1e3, raw_name,
+			raw > 0 ? ours / raw : 0, extra);
 	}
 	nrows++;
 	fflush(stdout);
@@ -174,8 +173,8 @@ static td_dict *weights(void)
 			parts[1] = "layers";
 			parts[2] = layer;
 			for (a = 0; a < nattn; a++) {
-				static const int64_t w[2] = { 1536, 512 }, b[1] = { 1536 },
-						     ow[2] = { 512, 512 }, ob[1] = { 512 };
+				static const int64_t w[2] = { 1536, 512 }, b[1] = { 1536 }, ow[2] = { 512, 512 },
+									 ob[1] = { 512 };
 
 				parts[3] = attn[a];
 				parts[4] = "in_proj_weight";
@@ -189,8 +188,8 @@ static td_dict *weights(void)
 				put(d, parts, 6, 1, ob, 0);
 			}
 			{
-				static const int64_t w1[2] = { 2048, 512 }, b1[1] = { 2048 },
-						     w2[2] = { 512, 2048 }, b2[1] = { 512 };
+				static const int64_t w1[2] = { 2048, 512 }, b1[1] = { 2048 }, w2[2] = { 512, 2048 },
+									 b2[1] = { 512 };
 
 				parts[3] = "linear1";
 				parts[4] = "weight";
@@ -258,8 +257,7 @@ static double raw_write(const td_dict *d, const char *path)
 	if (fd < 0)
 		bench_die(path);
 	while (td_dict_iter_next(&item, it) == 1)
-		write_all(fd, td_tensor_data(&item.value->tensor),
-			td_tensor_nbytes(&item.value->tensor));
+		write_all(fd, td_tensor_data(&item.value->tensor), td_tensor_nbytes(&item.value->tensor));
 	if (fsync(fd) < 0)
 		bench_die("fsync");
 	close(fd);
@@ -359,15 +357,13 @@ static void create_tree(int dirfd, const td_dict *d, bool data, size_t *files, s
 			create_tree(fd, vals[i]->dict, data, files, dirs);
 			close(fd);
 			(*dirs)++;
-		} else if (vals[i]->kind == TD_VALUE_TENSOR &&
-			   td_tensor_nbytes(&vals[i]->tensor) > 0) {
+		} else if (vals[i]->kind == TD_VALUE_TENSOR && td_tensor_nbytes(&vals[i]->tensor) > 0) {
 			strcat(name, ".memmap");
 			fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
 			if (fd < 0)
 				bench_die(name);
 			if (data)
-				write_all(fd, td_tensor_data(&vals[i]->tensor),
-					td_tensor_nbytes(&vals[i]->tensor));
+				write_all(fd, td_tensor_data(&vals[i]->tensor), td_tensor_nbytes(&vals[i]->tensor));
 			close(fd);
 			(*files)++;
 		}
@@ -425,8 +421,8 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	td_placement placement)
 {
 	char name[128], store[4200], raw[4200], extra[256], files[128], rawfiles[128], tree[4200];
-	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0,
-	       s2 = 0, best_files = 1e30, best_rawfiles = 1e30;
+	double best_save = 1e30, best_raw = 1e30, best_read = 1e30, best_rread = 1e30, s1 = 0, s2 = 0,
+		   best_files = 1e30, best_rawfiles = 1e30;
 	td_store_memmap_opts opts = TD_STORE_MEMMAP_OPTS_INIT;
 	bool floor;
 	size_t leaves, bytes = dict_bytes(d, &leaves), nfiles = 0, ndirs = 0;
@@ -460,8 +456,7 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 			t = files_floor(d, tree, false, &nfiles, &ndirs);
 			if (t < best_files)
 				best_files = t;
-			snprintf(tree, sizeof(tree), "%s/rawfiles.%s.%s.%d", opt.dir, layout, size_name,
-				r);
+			snprintf(tree, sizeof(tree), "%s/rawfiles.%s.%s.%d", opt.dir, layout, size_name, r);
 			sync();
 			t = files_floor(d, tree, true, &nfiles, &ndirs);
 			if (t < best_rawfiles)
@@ -481,19 +476,23 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 			best_save = t;
 	}
 	snprintf(name, sizeof(name), "%s/%s/%s", prefix("save", placement), layout, size_name);
-	snprintf(extra, sizeof(extra), opt.json ? "\"leaves\": %zu, \"bytes\": %zu" :
-		"%zu leaves, %zu bytes, %.0f MB/s", leaves, bytes, bytes / best_save / 1e6);
+	snprintf(extra, sizeof(extra),
+		opt.json ? "\"leaves\": %zu, \"bytes\": %zu" : "%zu leaves, %zu bytes, %.0f MB/s", leaves,
+		bytes, bytes / best_save / 1e6);
 	if (wanted(name))
 		row(name, best_save, best_raw, "write+fsync", extra);
 	if (floor && wanted(files)) {
-		snprintf(extra, sizeof(extra), opt.json ? "\"files\": %zu, \"dirs\": %zu, "
-			"\"us_per_file\": %.1f" : "%zu files + %zu dirs created empty, %.1f us each",
+		snprintf(extra, sizeof(extra),
+			opt.json ? "\"files\": %zu, \"dirs\": %zu, "
+					   "\"us_per_file\": %.1f" :
+					   "%zu files + %zu dirs created empty, %.1f us each",
 			nfiles, ndirs, best_files * 1e6 / (double)(nfiles + ndirs));
 		row(files, best_files, best_raw, "write+fsync", extra);
 	}
 	if (floor && wanted(rawfiles)) {
-		snprintf(extra, sizeof(extra), opt.json ? "\"save_over_rawfiles\": %.3f" :
-			"the same files, bytes written, one syncfs; save = %.2fx of this",
+		snprintf(extra, sizeof(extra),
+			opt.json ? "\"save_over_rawfiles\": %.3f" :
+					   "the same files, bytes written, one syncfs; save = %.2fx of this",
 			best_save / best_rawfiles);
 		row(rawfiles, best_rawfiles, best_raw, "write+fsync", extra);
 	}
@@ -520,8 +519,8 @@ static void bench_save_read(const char *layout, td_dict *d, const char *size_nam
 	}
 	snprintf(name, sizeof(name), "%s/%s/%s", prefix("read", placement), layout, size_name);
 	if (wanted(name))
-		row(name, best_read, best_rread, "read()+sum", opt.json ? "\"cache\": \"warm\"" :
-			"warm page cache");
+		row(name, best_read, best_rread, "read()+sum",
+			opt.json ? "\"cache\": \"warm\"" : "warm page cache");
 	bench_rm_rf(store);
 	unlink(raw);
 }
@@ -547,10 +546,11 @@ static void open_row(const char *name, int leaves, int64_t bytes, double t, doub
 {
 	char extra[256];
 
-	snprintf(extra, sizeof(extra), opt.json ? "\"leaves\": %d, \"bytes\": %lld, "
-		"\"rss_growth\": %ld, \"us_per_leaf\": %.3f" :
-		"%d leaves, %lld bytes: RSS +%ld KiB, %.2f us/leaf", leaves, (long long)bytes,
-		opt.json ? rss : rss / 1024, t * 1e6 / leaves);
+	snprintf(extra, sizeof(extra),
+		opt.json ? "\"leaves\": %d, \"bytes\": %lld, "
+				   "\"rss_growth\": %ld, \"us_per_leaf\": %.3f" :
+				   "%d leaves, %lld bytes: RSS +%ld KiB, %.2f us/leaf",
+		leaves, (long long)bytes, opt.json ? rss : rss / 1024, t * 1e6 / leaves);
 	row(name, t, base, base_name, extra);
 }
 
@@ -572,8 +572,7 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, td_plac
 	td_store *st;
 	int r;
 
-	snprintf(name, sizeof(name), "%s/%d_leaves/%s", prefix("open", placement), leaves,
-		size_name);
+	snprintf(name, sizeof(name), "%s/%d_leaves/%s", prefix("open", placement), leaves, size_name);
 	snprintf(jname, sizeof(jname), "open-json/%d_leaves/%s", leaves, size_name);
 	if (!wanted(name) && !(dir && wanted(jname)))
 		return;
@@ -601,8 +600,7 @@ static void bench_open(int leaves, int64_t bytes, const char *size_name, td_plac
 			best_json = t;
 	}
 	if (wanted(name))
-		open_row(name, leaves, bytes, best, dir ? best_json : 0, dir ? "open-json" : "-",
-			rss);
+		open_row(name, leaves, bytes, best, dir ? best_json : 0, dir ? "open-json" : "-", rss);
 	if (dir && wanted(jname))
 		open_row(jname, leaves, bytes, best_json, 0, "-", rss_json);
 	bench_rm_rf(store);
@@ -615,7 +613,7 @@ int main(int argc, char **argv)
 		int64_t bytes;
 		bool large;
 	} sizes[] = { { "10MB", 10 * MB, false }, { "100MB", 100 * MB, false },
-		      { "1GB", 1000 * MB, true } };
+		{ "1GB", 1000 * MB, true } };
 	static const td_placement placements[2] = { TD_PLACEMENT_DIRECTORY, TD_PLACEMENT_PACKED };
 	int i, p;
 
@@ -635,8 +633,10 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--dir") && i + 1 < argc)
 			snprintf(opt.dir, sizeof(opt.dir), "%s/tdstorebench.XXXXXX", argv[++i]);
 		else {
-			fprintf(stderr, "usage: %s [--json] [--filter SUBSTR] [--repeat N] [--dir DIR] "
-					"[--large] [--quick] [--floor]\n", argv[0]);
+			fprintf(stderr,
+				"usage: %s [--json] [--filter SUBSTR] [--repeat N] [--dir DIR] "
+				"[--large] [--quick] [--floor]\n",
+				argv[0]);
 			return 2;
 		}
 	}
@@ -649,9 +649,9 @@ int main(int argc, char **argv)
 		opt.repeat = 1;
 	if (!opt.json)
 		printf("tdstorebench: tdstore %s, stores in %s (directory rows, then -packed "
-		       "rows); best of %d; "
-		       "Ratio = ours / baseline (lower is better)\n\n", td_version(NULL, NULL, NULL), opt.dir,
-			opt.repeat);
+			   "rows); best of %d; "
+			   "Ratio = ours / baseline (lower is better)\n\n",
+			td_version(NULL, NULL, NULL), opt.dir, opt.repeat);
 
 	for (p = 0; p < 2; p++) {
 		td_dict *d = opt.quick ? flat(MB, 184) : weights();
@@ -659,32 +659,32 @@ int main(int argc, char **argv)
 		bench_save_read("weights", d, opt.quick ? "1MB" : "176MB", placements[p]);
 		td_dict_free(d);
 	}
-	for (i = 0; i < 3; i++) for (p = 0; p < 2; p++) {
-		int64_t bytes = opt.quick ? MB : sizes[i].bytes;
-		const char *sz = opt.quick ? "1MB" : sizes[i].name;
-		td_dict *d;
+	for (i = 0; i < 3; i++)
+		for (p = 0; p < 2; p++) {
+			int64_t bytes = opt.quick ? MB : sizes[i].bytes;
+			const char *sz = opt.quick ? "1MB" : sizes[i].name;
+			td_dict *d;
 
-		if ((sizes[i].large && !opt.large) || (opt.quick && i > 0))
-			continue;
-		d = flat(bytes, 8);
-		bench_save_read("flat", d, sz, placements[p]);
-		td_dict_free(d);
-		d = many_small(bytes);
-		bench_save_read("many_small", d, sz, placements[p]);
-		td_dict_free(d);
-		d = deep(bytes);
-		bench_save_read("deep", d, sz, placements[p]);
-		td_dict_free(d);
-	}
+			if ((sizes[i].large && !opt.large) || (opt.quick && i > 0))
+				continue;
+			d = flat(bytes, 8);
+			bench_save_read("flat", d, sz, placements[p]);
+			td_dict_free(d);
+			d = many_small(bytes);
+			bench_save_read("many_small", d, sz, placements[p]);
+			td_dict_free(d);
+			d = deep(bytes);
+			bench_save_read("deep", d, sz, placements[p]);
+			td_dict_free(d);
+		}
 	{
 		static const int leaves[] = { 10, 1000, 10000 }, quick_leaves[] = { 10, 100, 1000 };
 		int k;
 
 		for (p = 0; p < 2; p++)
 			for (k = 0; k < 3; k++) {
-				bench_open(opt.quick ? quick_leaves[k] : leaves[k],
-					opt.quick ? MB : 10 * MB, opt.quick ? "1MB" : "10MB",
-					placements[p]);
+				bench_open(opt.quick ? quick_leaves[k] : leaves[k], opt.quick ? MB : 10 * MB,
+					opt.quick ? "1MB" : "10MB", placements[p]);
 				if (!opt.quick)
 					bench_open(leaves[k], 1000 * MB, "1GB", placements[p]);
 			}

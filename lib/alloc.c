@@ -38,10 +38,8 @@ static void default_free(void *ptr, void *payload)
 	free(ptr);
 }
 
-static td_allocator allocator = {
-	TD_ALLOCATOR_VERSION, default_malloc, default_realloc, default_aligned_alloc,
-	default_free, NULL
-};
+static td_allocator allocator = { TD_ALLOCATOR_VERSION, default_malloc, default_realloc,
+	default_aligned_alloc, default_free, NULL };
 
 static bool using_default = true;
 
@@ -61,8 +59,8 @@ int td_set_allocator(const td_allocator *alloc)
 		return TD_OK;
 	}
 	if (alloc->version != TD_ALLOCATOR_VERSION)
-		return td__error(TD_EINVAL, "td_set_allocator: version %u, expected %u",
-			alloc->version, TD_ALLOCATOR_VERSION);
+		return td__error(TD_EINVAL, "td_set_allocator: version %u, expected %u", alloc->version,
+			TD_ALLOCATOR_VERSION);
 	if (!alloc->malloc || !alloc->realloc || !alloc->aligned_alloc || !alloc->free)
 		return td__error(TD_EINVAL, "td_set_allocator: every function must be set");
 	allocator = *alloc;

@@ -36,7 +36,7 @@ int td_buffer_new(td_buffer **out, size_t nbytes, unsigned flags)
 	b->flags = 0;
 	b->device = -1;
 	b->data = (void *)(((uintptr_t)(b + 1) + TD_BUFFER_ALIGNMENT - 1) &
-			   ~(uintptr_t)(TD_BUFFER_ALIGNMENT - 1));
+		~(uintptr_t)(TD_BUFFER_ALIGNMENT - 1));
 	b->nbytes = nbytes;
 	b->release = NULL;
 	b->payload = NULL;
@@ -66,10 +66,11 @@ int td_buffer_wrap(td_buffer **out, void *data, size_t nbytes, const td_buffer_w
 	if (opts->flags & ~(unsigned)TD_BUFFER_READONLY)
 		return td__error(TD_EINVAL, "td_buffer_wrap: unknown flags 0x%x", opts->flags);
 	if (opts->device < -1 || opts->device > INT16_MAX ||
-	    (opts->memory == TD_MEMORY_DEVICE) != (opts->device >= 0))
+		(opts->memory == TD_MEMORY_DEVICE) != (opts->device >= 0))
 		return td__error(TD_EINVAL,
 			"td_buffer_wrap: device %d does not fit memory kind %d (device memory needs an "
-			"ordinal >= 0, host memory -1)", opts->device, (int)opts->memory);
+			"ordinal >= 0, host memory -1)",
+			opts->device, (int)opts->memory);
 	b = td__malloc(sizeof(*b));
 	if (!b)
 		return td__error_nomem(sizeof(*b));

@@ -10,9 +10,9 @@
 
 struct td_buffer {
 	_Atomic uint32_t refs;
-	uint8_t kind;             /* td_memory */
-	uint8_t flags;            /* TD_BUFFER_READONLY */
-	int16_t device;           /* device ordinal, -1 for host memory */
+	uint8_t kind;   /* td_memory */
+	uint8_t flags;  /* TD_BUFFER_READONLY */
+	int16_t device; /* device ordinal, -1 for host memory */
 	void *data;
 	size_t nbytes;
 	td_buffer_release_fn release;

@@ -189,8 +189,7 @@ static inline __attribute__((always_inline)) void walk_levels(td_dict *const *fi
 }
 
 /* Destroy d (sub-dicts beyond the batch on their own); a lazy stack's children join next[]. */
-static inline __attribute__((always_inline)) void destroy_one(td_dict *d, td_dict **next,
-	size_t *m)
+static inline __attribute__((always_inline)) void destroy_one(td_dict *d, td_dict **next, size_t *m)
 {
 	if (TD_UNLIKELY(td__dict_is_lazy(d))) {
 		td__lazy_release(d, next, m, LEVEL_BATCH);
@@ -299,7 +298,7 @@ static void index_insert(td_dict *d, uint64_t hash, uint32_t slot)
 	uint32_t mask = d->index_mask, i;
 
 	for (i = (uint32_t)hash & mask; d->index[i] != 0 && d->index[i] != TD_DICT_TOMB;
-	     i = (i + 1) & mask)
+		 i = (i + 1) & mask)
 		;
 	if (d->index[i] == 0)
 		d->index_fill++;
@@ -394,8 +393,7 @@ int td__dict_append(td_dict *d, const td__kref *k, const td_value *value, const 
 	return TD_OK;
 }
 
-int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
-	const char *fn)
+int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value, const char *fn)
 {
 	uint32_t slot;
 
@@ -489,10 +487,12 @@ int td__dict_check_batch(const td_dict *d, int ndim, const int64_t *shape, const
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 
 	if (ndim >= d->batch_ndim &&
-	    memcmp(shape, d->batch_shape, (size_t)d->batch_ndim * sizeof(int64_t)) == 0)
+		memcmp(shape, d->batch_shape, (size_t)d->batch_ndim * sizeof(int64_t)) == 0)
 		return TD_OK;
-	return td__error(TD_ETYPE, "%s: '%s' has shape %s, which does not start with the batch "
-		"shape %s", fn, key, td__format_shape(s1, sizeof(s1), ndim, shape),
+	return td__error(TD_ETYPE,
+		"%s: '%s' has shape %s, which does not start with the batch "
+		"shape %s",
+		fn, key, td__format_shape(s1, sizeof(s1), ndim, shape),
 		td__format_shape(s2, sizeof(s2), d->batch_ndim, d->batch_shape));
 }
 
@@ -586,7 +586,8 @@ int td_dict_unlock(td_dict *d)
 		return td__error(TD_EINVAL, "td_dict_unlock: NULL dict");
 	for (p = d->parent; p; p = p->parent)
 		if (p->locked)
-			return td__error(TD_ELOCKED, "td_dict_unlock: a parent of this dict is locked; "
+			return td__error(TD_ELOCKED,
+				"td_dict_unlock: a parent of this dict is locked; "
 				"unlock the parent instead");
 	td__dict_set_locked(d, false);
 	return TD_OK;
@@ -713,14 +714,15 @@ static int lazy_on_path(const td__kref *parts, size_t n, size_t i, const char *f
 
 	td__kpath_format(path, sizeof(path), parts, n);
 	td__kpath_format(stack, sizeof(stack), parts, i + 1);
-	return td__error(TD_ENOTSUP, "%s: key '%s' lies inside the lazy stack '%s', whose values "
+	return td__error(TD_ENOTSUP,
+		"%s: key '%s' lies inside the lazy stack '%s', whose values "
 		"are made by stacking, not stored: %s does not reach into it (td_lazy_get_tensor() "
 		"and td_lazy_get_dict() read such a path; td_dict_set_*(), td_dict_del() and "
-		"td_dict_contains() reach through the stack)", fn, path, stack, fn);
+		"td_dict_contains() reach through the stack)",
+		fn, path, stack, fn);
 }
 
-const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, size_t n,
-	size_t *used)
+const td_dict *td__dict_lazy_prefix(const td_dict *d, const td__kref *parts, size_t n, size_t *used)
 {
 	size_t i;
 
@@ -759,8 +761,8 @@ int td__dict_lookup(const td_dict *d, const td__kref *parts, size_t n, td__entry
 			td__kpath_format(path, sizeof(path), parts, n);
 			if (n == 1)
 				return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, path);
-			return td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn,
-				path, (int)parts[i].len, parts[i].s);
+			return td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn, path,
+				(int)parts[i].len, parts[i].s);
 		}
 		if (e->value.kind != TD_VALUE_DICT) {
 			td__kpath_format(path, sizeof(path), parts, n);
@@ -802,8 +804,8 @@ static int add_child(td_dict *d, const td__kref *part, td_dict **child_out, cons
 	return TD_OK;
 }
 
-int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
-	td_dict **parent_out, const char *fn)
+int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo, td_dict **parent_out,
+	const char *fn)
 {
 	char path[512];
 	size_t i;
@@ -842,11 +844,10 @@ int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
 				rc = td__error(TD_ETYPE, "%s: key '%s': '%.*s' is not a dict", fn, path,
 					(int)parts[i].len, parts[i].s);
 			else if (!undo)
-				rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)",
-					fn, path, (int)parts[i].len, parts[i].s);
+				rc = td__error(TD_ENOTFOUND, "%s: key '%s' not found ('%.*s' is missing)", fn, path,
+					(int)parts[i].len, parts[i].s);
 			else
-				rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn,
-					path);
+				rc = td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn, path);
 		}
 		if (undo)
 			td__dict_undo(undo);
@@ -864,8 +865,7 @@ static int check_child(td_dict *parent, td_dict *child, const td__kref *last, co
 
 	if (child->parent) {
 		td__kpath_format(key, sizeof(key), last, 1);
-		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn,
-			key);
+		return td__error(TD_EINVAL, "%s: '%s': the dict already belongs to another dict", fn, key);
 	}
 	for (p = parent; p; p = p->parent) {
 		if (p == child) {
@@ -874,28 +874,27 @@ static int check_child(td_dict *parent, td_dict *child, const td__kref *last, co
 		}
 	}
 	if (child->batch_ndim < parent->batch_ndim ||
-	    memcmp(child->batch_shape, parent->batch_shape,
-		    (size_t)parent->batch_ndim * sizeof(int64_t)) != 0) {
+		memcmp(child->batch_shape, parent->batch_shape,
+			(size_t)parent->batch_ndim * sizeof(int64_t)) != 0) {
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__dict_check_batch(parent, child->batch_ndim, child->batch_shape, key, fn);
 	}
 	if (td__dict_depth(parent) + td__dict_height(child) >= TD_KEY_MAX_DEPTH) {
 		td__kpath_format(key, sizeof(key), last, 1);
-		return td__error(TD_EINVAL, "%s: '%s': dicts cannot nest deeper than %d levels", fn,
-			key, TD_KEY_MAX_DEPTH);
+		return td__error(TD_EINVAL, "%s: '%s': dicts cannot nest deeper than %d levels", fn, key,
+			TD_KEY_MAX_DEPTH);
 	}
 	return TD_OK;
 }
 
-static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
-	const char *fn)
+static int check_value(td_dict *parent, const td_value *v, const td__kref *last, const char *fn)
 {
 	char key[256];
 
 	if (v->kind == TD_VALUE_TENSOR) {
 		const td_tensor *t = &v->tensor;
 		if (TD_LIKELY(t->ndim >= parent->batch_ndim &&
-			      td__shape_eq(td_tensor_shape(t), parent->batch_shape, parent->batch_ndim)))
+				td__shape_eq(td_tensor_shape(t), parent->batch_shape, parent->batch_ndim)))
 			return TD_OK;
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__dict_check_batch(parent, t->ndim, td_tensor_shape(t), key, fn);
@@ -905,7 +904,7 @@ static int check_value(td_dict *parent, const td_value *v, const td__kref *last,
 	if (v->kind == TD_VALUE_STRINGS) {
 		const td_strings *s = v->strings;
 		if (s->ndim >= parent->batch_ndim &&
-		    td__shape_eq(s->shape, parent->batch_shape, parent->batch_ndim))
+			td__shape_eq(s->shape, parent->batch_shape, parent->batch_ndim))
 			return TD_OK;
 		td__kpath_format(key, sizeof(key), last, 1);
 		return td__dict_check_batch(parent, s->ndim, s->shape, key, fn);

@@ -70,9 +70,8 @@ int td_dict_contains(const td_dict *d, const char *key, unsigned flags)
 	 * parts would have to live across the probe: ~4 instructions a call);
 	 * a lazy stack takes the general path, which dispatches it.
 	 */
-	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY) &&
-		      !td__dict_is_lazy(d)) &&
-	    !*td__kref_scan(key, &k) && k.len > 0) {
+	if (TD_LIKELY(d && key && !(flags & ~(unsigned)TD_LEAVES_ONLY) && !td__dict_is_lazy(d)) &&
+		!*td__kref_scan(key, &k) && k.len > 0) {
 		const td__entry *e = td__dict_find(d, k.s, k.len, k.hash);
 		return e && (!(flags & TD_LEAVES_ONLY) || e->value.kind != TD_VALUE_DICT);
 	}
@@ -99,8 +98,10 @@ static int get_entry(td__entry **out, const td_dict *d, const td__kref *kp, size
 	if (!d)
 		return td__error(TD_EINVAL, "%s: NULL dict", fn);
 	if (TD_UNLIKELY(td__dict_is_lazy(d)))
-		return td__error(TD_ENOTSUP, "%s: a lazy stack lends no values (its leaves are made "
-			"by stacking): use td_lazy_get_tensor() or td_lazy_get_dict()", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: a lazy stack lends no values (its leaves are made "
+			"by stacking): use td_lazy_get_tensor() or td_lazy_get_dict()",
+			fn);
 	return td__dict_lookup(d, kp, kn, out, NULL, fn);
 }
 
@@ -186,8 +187,7 @@ int td_dict_get_tensor_key(const td_tensor **out, const td_dict *d, const td_key
 	return get_tensor(out, d, key->part, key->n, fn);
 }
 
-static int get_dict(td_dict **out, const td_dict *d, const td__kref *kp, size_t kn,
-	const char *fn)
+static int get_dict(td_dict **out, const td_dict *d, const td__kref *kp, size_t kn, const char *fn)
 {
 	td__entry *e;
 
@@ -214,8 +214,8 @@ int td_dict_get_dict_key(td_dict **out, const td_dict *d, const td_key *key)
 	return get_dict(out, d, key->part, key->n, fn);
 }
 
-static int get_blob(const char **data_out, size_t *length_out, const td_dict *d,
-	const td__kref *kp, size_t kn, const char *fn)
+static int get_blob(const char **data_out, size_t *length_out, const td_dict *d, const td__kref *kp,
+	size_t kn, const char *fn)
 {
 	td__entry *e;
 
@@ -230,8 +230,7 @@ static int get_blob(const char **data_out, size_t *length_out, const td_dict *d,
 	return TD_OK;
 }
 
-int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d,
-	const char *key)
+int td_dict_get_blob(const char **data_out, size_t *length_out, const td_dict *d, const char *key)
 {
 	static const char fn[] = "td_dict_get_blob";
 	td__kpath p;
@@ -433,8 +432,10 @@ static int set_dict_copy(td_dict *d, const td__kref *kp, size_t kn, const td_key
 	if (!child)
 		return td__error(TD_EINVAL, "%s: NULL child dict", fn);
 	if (d && td__dict_is_lazy(d))
-		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; store "
-			"its leaves", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: a dict cannot be stored in a lazy stack; store "
+			"its leaves",
+			fn);
 	for (p = d; p; p = p->parent)
 		if (p == child)
 			return td__error(TD_EINVAL, "%s: a dict cannot contain itself", fn);
@@ -554,8 +555,8 @@ int td_dict_set_bytes_key(td_dict *d, const td_key *key, const void *data, size_
 	return set_blob(d, key->part, key->n, key, data, length, false, fn);
 }
 
-static int set_strings(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle,
-	int ndim, const int64_t *shape, const char *const *utf8, const char *fn)
+static int set_strings(td_dict *d, const td__kref *kp, size_t kn, const td_key *handle, int ndim,
+	const int64_t *shape, const char *const *utf8, const char *fn)
 {
 	td_value v;
 	int rc;
@@ -689,8 +690,8 @@ static int rename_move(td_dict *from, const td__kref *old, td_dict *to, const td
 	return TD_OK;
 }
 
-static int rename_impl(td_dict *d, const td__kref *op, size_t on, const td__kref *np,
-	size_t nn, const char *fn)
+static int rename_impl(td_dict *d, const td__kref *op, size_t on, const td__kref *np, size_t nn,
+	const char *fn)
 {
 	const td__kref *last = &np[nn - 1];
 	const td__kref *old = &op[on - 1];
@@ -710,7 +711,7 @@ static int rename_impl(td_dict *d, const td__kref *op, size_t on, const td__kref
 	TD_TRY(td__dict_walk(d, np, nn, &undo, &to, fn));
 	td__kpath_format(key, sizeof(key), np, nn);
 	if (to == from && last->hash == old->hash && last->len == old->len &&
-	    memcmp(last->s, old->s, old->len) == 0) {
+		memcmp(last->s, old->s, old->len) == 0) {
 		rc = TD_OK; /* renamed to itself: nothing to do */
 	} else if (td__dict_find(to, last->s, last->len, last->hash)) {
 		rc = td__error(TD_EEXISTS, "%s: key '%s' already exists", fn, key);

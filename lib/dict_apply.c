@@ -15,9 +15,10 @@
 /* TD_ENOTSUP: `what` does not reach into the lazy stack nested under entry e. */
 static int lazy_refused(const td__entry *e, const char *fn, const char *what)
 {
-	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: %s do not reach into lazy stacks "
-		"nested in a dict (td_lazy_densify() makes a dense copy)", fn, td__entry_key(e),
-		what);
+	return td__error(TD_ENOTSUP,
+		"%s: '%s' is a lazy stack: %s do not reach into lazy stacks "
+		"nested in a dict (td_lazy_densify() makes a dense copy)",
+		fn, td__entry_key(e), what);
 }
 
 typedef struct apply_state {
@@ -28,8 +29,7 @@ typedef struct apply_state {
 } apply_state;
 
 /* Run the callback on one leaf; *keep is false when it asked to skip the leaf. */
-static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tensor *r,
-	bool *keep)
+static int call_leaf(apply_state *st, const td__entry *e, size_t depth, td_tensor *r, bool *keep)
 {
 	td_item item;
 	int rc;
@@ -114,8 +114,8 @@ static int apply_rec(td_dict **out, const td_dict *d, apply_state *st, size_t de
 			if (rc == 0 && keep) {
 				rc = td__tensor_check(r, st->name, "the callback's result");
 				if (rc == 0)
-					rc = td__dict_check_batch(nd, r->ndim, td_tensor_shape(r),
-						td__entry_key(e), st->name);
+					rc = td__dict_check_batch(nd, r->ndim, td_tensor_shape(r), td__entry_key(e),
+						st->name);
 				if (rc < 0) {
 					td_tensor_release(r);
 				} else {
@@ -241,16 +241,15 @@ static int same_structure(const td_dict *a, const td_dict *b, const char *fn)
 			continue;
 		eb = td__dict_find(b, td__entry_key(ea), ea->klen, ea->hash);
 		if (!eb)
-			return td__error(TD_ENOTFOUND, "%s: key '%s' is missing from the second dict",
-				fn, td__entry_key(ea));
+			return td__error(TD_ENOTFOUND, "%s: key '%s' is missing from the second dict", fn,
+				td__entry_key(ea));
 		if ((ea->value.kind == TD_VALUE_DICT) != (eb->value.kind == TD_VALUE_DICT) ||
-		    (ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
+			(ea->value.kind == TD_VALUE_TENSOR) != (eb->value.kind == TD_VALUE_TENSOR))
 			return td__error(TD_ETYPE, "%s: '%s' holds different kinds of values", fn,
 				td__entry_key(ea));
 		if (ea->value.kind == TD_VALUE_DICT) {
 			/* Two dicts (the kinds agree): a lazy stack on either side is refused. */
-			if (TD_UNLIKELY(td__dict_is_lazy(ea->value.dict) ||
-					td__dict_is_lazy(eb->value.dict)))
+			if (TD_UNLIKELY(td__dict_is_lazy(ea->value.dict) || td__dict_is_lazy(eb->value.dict)))
 				return lazy_refused(ea, fn, "operations on two dicts");
 			TD_TRY(same_structure(ea->value.dict, eb->value.dict, fn));
 		}
@@ -353,8 +352,8 @@ int td_dict_binary_scalar(td_dict **out, const td_dict *a, td_scalar s, td_binop
 	return td__dict_map_tensors(out, a, leaf_binary_scalar, &c, fn);
 }
 
-static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
-	bool write, const char *fn);
+static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op, bool write,
+	const char *fn);
 
 /* The arguments of `a <op>= s`, for each child of a lazy stack. */
 typedef struct scalar_inplace {
@@ -385,8 +384,8 @@ static int binary_inplace_any(td_dict *a, td_scalar s, td_binop op, bool write, 
 }
 
 /* Walk the leaves of `a` (and the matching ones of `b`); check, or with `write` apply. */
-static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op,
-	bool write, const char *fn)
+static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_binop op, bool write,
+	const char *fn)
 {
 	uint32_t i;
 
@@ -406,8 +405,7 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 			 * dispatch: a nested stack child by child.
 			 */
 			if (eb)
-				TD_TRY(binary_inplace_rec(ea->value.dict, eb->value.dict, s, op, write,
-					fn));
+				TD_TRY(binary_inplace_rec(ea->value.dict, eb->value.dict, s, op, write, fn));
 			else
 				TD_TRY(binary_inplace_any(ea->value.dict, s, op, write, fn));
 			continue;
@@ -420,8 +418,7 @@ static int binary_inplace_rec(td_dict *a, const td_dict *b, td_scalar s, td_bino
 		else if (write)
 			TD_TRY(td_tensor_binary_scalar_inplace(t, s, op));
 		else
-			TD_TRY(td__binary_inplace_check(t, eb ? &eb->value.tensor : NULL, &s, op,
-				fn));
+			TD_TRY(td__binary_inplace_check(t, eb ? &eb->value.tensor : NULL, &s, op, fn));
 	}
 	return TD_OK;
 }
@@ -558,7 +555,7 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 	uint32_t i;
 
 	if (a->batch_ndim != b->batch_ndim || a->count != b->count ||
-	    memcmp(a->batch_shape, b->batch_shape, (size_t)a->batch_ndim * sizeof(int64_t)) != 0)
+		memcmp(a->batch_shape, b->batch_shape, (size_t)a->batch_ndim * sizeof(int64_t)) != 0)
 		return 0;
 	for (i = 0; i < a->used; i++) {
 		const td__entry *ea = &a->entries[i], *eb;
@@ -579,12 +576,11 @@ static int equal_rec(const td_dict *a, const td_dict *b, const cmp_opts *o)
 		else if (!o->close)
 			r = td_tensor_equal(&va->tensor, &vb->tensor);
 		else if (va->tensor.ndim != vb->tensor.ndim ||
-			 memcmp(td_tensor_shape(&va->tensor), td_tensor_shape(&vb->tensor),
-				 (size_t)va->tensor.ndim * sizeof(int64_t)) != 0)
+			memcmp(td_tensor_shape(&va->tensor), td_tensor_shape(&vb->tensor),
+				(size_t)va->tensor.ndim * sizeof(int64_t)) != 0)
 			r = 0;
 		else
-			r = td_tensor_allclose(&va->tensor, &vb->tensor, o->rtol, o->atol,
-				o->equal_nan);
+			r = td_tensor_allclose(&va->tensor, &vb->tensor, o->rtol, o->atol, o->equal_nan);
 		if (r <= 0)
 			return r;
 	}
@@ -600,8 +596,7 @@ int td_dict_equal(const td_dict *a, const td_dict *b)
 	return equal_any(a, b, &o);
 }
 
-int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double atol,
-	bool equal_nan)
+int td_dict_allclose(const td_dict *a, const td_dict *b, double rtol, double atol, bool equal_nan)
 {
 	cmp_opts o = { true, rtol, atol, equal_nan };
 

@@ -16,12 +16,12 @@
 #define MAX_INDEX (TD_MAX_DIMS * 4)
 
 typedef struct batch_index {
-	const td_index *idx;      /* what every leaf is indexed with */
+	const td_index *idx; /* what every leaf is indexed with */
 	size_t n;
 	td_index expanded[MAX_INDEX]; /* storage: the ellipsis expanded over batch dims */
-	td__index_expr prepared;  /* masks turned into positions, when there are masks */
+	td__index_expr prepared;      /* masks turned into positions, when there are masks */
 	bool has_prepared;
-	int ndim;                 /* resulting batch ndim */
+	int ndim; /* resulting batch ndim */
 	int64_t shape[TD_MAX_DIMS];
 	/*
 	 * For a basic expression, the view every leaf gets, computed once:
@@ -38,8 +38,8 @@ typedef struct batch_index {
 static bool is_mask(const td_index *x)
 {
 	return x->kind == TD_INDEX_MASK ||
-	       (x->kind == TD_INDEX_TENSOR && x->tensor && x->tensor->dtype == TD_DTYPE_BOOL &&
-		x->tensor->ndim > 0);
+		(x->kind == TD_INDEX_TENSOR && x->tensor && x->tensor->dtype == TD_DTYPE_BOOL &&
+			x->tensor->ndim > 0);
 }
 
 /* Python's slice rules for a nonnegative step (validated before). */
@@ -164,16 +164,15 @@ static int prepare_index(batch_index *bi, const td_dict *d, const td_index *idx,
 	if (n && !idx)
 		return td__error(TD_EINVAL, "%s: NULL index", fn);
 	bi->has_prepared = false;
-	TD_TRY(td__index_shape(&bi->ndim, bi->shape, &bi->basic, d->batch_ndim, d->batch_shape,
-		idx, n, fn));
+	TD_TRY(td__index_shape(&bi->ndim, bi->shape, &bi->basic, d->batch_ndim, d->batch_shape, idx, n,
+		fn));
 	for (i = 0; i < n; i++) {
 		masks = masks || is_mask(&idx[i]);
 		if (idx[i].kind == TD_INDEX_ELLIPSIS)
 			ellipsis = i;
 	}
 	if (masks) {
-		TD_TRY(td__index_expr_prepare(&bi->prepared, idx, n, d->batch_ndim, d->batch_shape,
-			fn));
+		TD_TRY(td__index_expr_prepare(&bi->prepared, idx, n, d->batch_ndim, d->batch_shape, fn));
 		bi->has_prepared = true;
 		bi->idx = bi->prepared.idx;
 		bi->n = bi->prepared.n;
@@ -190,9 +189,9 @@ static int prepare_index(batch_index *bi, const td_dict *d, const td_index *idx,
 		return td__error(TD_EINVAL, "%s: %zu index elements is too many", fn, n);
 	for (i = 0; i < n; i++)
 		if (idx[i].kind != TD_INDEX_NEWAXIS && idx[i].kind != TD_INDEX_ELLIPSIS)
-			consumed += idx[i].kind == TD_INDEX_TENSOR &&
-					    idx[i].tensor->dtype == TD_DTYPE_BOOL ?
-					    idx[i].tensor->ndim : 1;
+			consumed += idx[i].kind == TD_INDEX_TENSOR && idx[i].tensor->dtype == TD_DTYPE_BOOL ?
+				idx[i].tensor->ndim :
+				1;
 	bi->n = 0;
 	for (i = 0; i < n; i++) {
 		if (i != ellipsis) {
@@ -329,9 +328,10 @@ static int put_text(td_dict *d, td__entry *e, const td_dict *v, const td__entry 
 	if (d->locked || !write) {
 		td__value_release(&nv);
 		if (d->locked)
-			return td__error(TD_ELOCKED, "%s: cannot write the strings of '%s': the dict "
-				"is locked (strings are replaced, not written in place)", fn,
-				td__entry_key(e));
+			return td__error(TD_ELOCKED,
+				"%s: cannot write the strings of '%s': the dict "
+				"is locked (strings are replaced, not written in place)",
+				fn, td__entry_key(e));
 		return TD_OK;
 	}
 	old = e->value;
@@ -360,11 +360,12 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			continue;
 		e = td__dict_find(d, td__entry_key(ev), ev->klen, ev->hash);
 		/* Refused in the checking pass, before anything is written. */
-		if (TD_UNLIKELY(td__value_is_stack(&ev->value) ||
-				(e && td__value_is_stack(&e->value))))
-			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: indexed writes do not "
+		if (TD_UNLIKELY(td__value_is_stack(&ev->value) || (e && td__value_is_stack(&e->value))))
+			return td__error(TD_ENOTSUP,
+				"%s: '%s' is a lazy stack: indexed writes do not "
 				"reach into lazy stacks nested in a dict (write through the stack: "
-				"td_dict_index_put() on it)", fn, td__entry_key(ev));
+				"td_dict_index_put() on it)",
+				fn, td__entry_key(ev));
 		if (!e && d->locked)
 			return td__error(TD_ELOCKED, "%s: cannot add '%s': the dict is locked", fn,
 				td__entry_key(ev));
@@ -394,14 +395,13 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 			}
 			extra = nd - root_v;
 			if (root_d + extra > TD_MAX_DIMS)
-				return td__error(TD_EINVAL, "%s: '%s' would exceed %d dims", fn,
-					td__entry_key(ev), TD_MAX_DIMS);
+				return td__error(TD_EINVAL, "%s: '%s' would exceed %d dims", fn, td__entry_key(ev),
+					TD_MAX_DIMS);
 			memcpy(shape, d->batch_shape, (size_t)root_d * sizeof(int64_t));
 			memcpy(shape + root_d, src + root_v, (size_t)extra * sizeof(int64_t));
 			nv.kind = ev->value.kind;
 			if (nv.kind == TD_VALUE_TENSOR)
-				rc = td_tensor_zeros(&nv.tensor, ev->value.tensor.dtype, root_d + extra,
-					shape);
+				rc = td_tensor_zeros(&nv.tensor, ev->value.tensor.dtype, root_d + extra, shape);
 			else if (nv.kind == TD_VALUE_STRINGS)
 				rc = empty_strings(&nv, root_d + extra, shape, fn);
 			else
@@ -424,18 +424,19 @@ static int put_rec(td_dict *d, const td_dict *v, const batch_index *bi, int root
 				return td__error(TD_ETYPE, "%s: '%s' is a tensor in the value only", fn,
 					td__entry_key(ev));
 			if (write)
-				TD_TRY(td__tensor_index_put(&e->value.tensor, bi->idx, bi->n,
-					&ev->value.tensor, fn));
+				TD_TRY(
+					td__tensor_index_put(&e->value.tensor, bi->idx, bi->n, &ev->value.tensor, fn));
 			else
-				TD_TRY(check_put(&e->value.tensor, &ev->value.tensor, bi,
-					td__entry_key(ev), fn));
+				TD_TRY(check_put(&e->value.tensor, &ev->value.tensor, bi, td__entry_key(ev), fn));
 		} else if (td__text_values_equal(&e->value, &ev->value)) {
 			continue; /* nothing changes */
 		} else if (td__is_text(&e->value) && td__is_text(&ev->value)) {
 			TD_TRY(put_text(d, e, v, ev, bi, write, fn));
 		} else {
-			return td__error(TD_ETYPE, "%s: '%s': a non-tensor value cannot be written at "
-				"an index", fn, td__entry_key(ev));
+			return td__error(TD_ETYPE,
+				"%s: '%s': a non-tensor value cannot be written at "
+				"an index",
+				fn, td__entry_key(ev));
 		}
 	}
 	return TD_OK;
@@ -454,12 +455,13 @@ int td_dict_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict *
 	TD_DENSE_ONLY(value, fn);
 	TD_TRY(prepare_index(&bi, d, idx, n, fn));
 	if (value->batch_ndim != bi.ndim ||
-	    memcmp(value->batch_shape, bi.shape, (size_t)bi.ndim * sizeof(int64_t)) != 0) {
+		memcmp(value->batch_shape, bi.shape, (size_t)bi.ndim * sizeof(int64_t)) != 0) {
 		char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 		release_index(&bi);
-		return td__error(TD_ETYPE, "%s: the value's batch shape %s is not the indexed "
-			"batch shape %s", fn,
-			td__format_shape(s1, sizeof(s1), value->batch_ndim, value->batch_shape),
+		return td__error(TD_ETYPE,
+			"%s: the value's batch shape %s is not the indexed "
+			"batch shape %s",
+			fn, td__format_shape(s1, sizeof(s1), value->batch_ndim, value->batch_shape),
 			td__format_shape(s2, sizeof(s2), bi.ndim, bi.shape));
 	}
 	rc = put_rec(d, value, &bi, d->batch_ndim, value->batch_ndim, false, fn);
@@ -479,9 +481,11 @@ static int fill_rec(td_dict *d, const batch_index *bi, td_scalar s, bool write, 
 		if (!td__entry_live(e))
 			continue;
 		if (TD_UNLIKELY(td__value_is_stack(&e->value)))
-			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: indexed writes do not "
+			return td__error(TD_ENOTSUP,
+				"%s: '%s' is a lazy stack: indexed writes do not "
 				"reach into lazy stacks nested in a dict (write through the stack: "
-				"td_dict_index_fill() on it)", fn, td__entry_key(e));
+				"td_dict_index_fill() on it)",
+				fn, td__entry_key(e));
 		if (e->value.kind == TD_VALUE_DICT)
 			TD_TRY(fill_rec(e->value.dict, bi, s, write, fn));
 		else if (e->value.kind == TD_VALUE_TENSOR && write)
@@ -532,10 +536,10 @@ static int batch_dim(const td_dict *d, int dim, int *out, const char *fn)
  * allocation included (callgrind).
  */
 typedef struct cut {
-	int dim;                 /* the batch dim cut (a root batch dim: every level has it); */
-	                         /* -1: no cut, the n pieces are shallow copies */
-	size_t n;                /* pieces */
-	const int64_t *lengths;  /* rows of each piece; NULL: piece i is index i, dim dropped */
+	int dim;                /* the batch dim cut (a root batch dim: every level has it); */
+							/* -1: no cut, the n pieces are shallow copies */
+	size_t n;               /* pieces */
+	const int64_t *lengths; /* rows of each piece; NULL: piece i is index i, dim dropped */
 	const char *fn;
 } cut;
 
@@ -574,8 +578,8 @@ static inline td__entry *piece_slot(td_dict *p, size_t off)
  */
 #define KEY_BYTES offsetof(td__entry, value)
 
-_Static_assert(offsetof(td__entry, hash) == 0 && offsetof(td__entry, k) +
-	sizeof(((td__entry *)0)->k) == KEY_BYTES,
+_Static_assert(offsetof(td__entry, hash) == 0 &&
+		offsetof(td__entry, k) + sizeof(((td__entry *)0)->k) == KEY_BYTES,
 	"an entry's key fields come first, together: cut_rec() copies them as one block");
 
 /*
@@ -720,8 +724,7 @@ static int cut_strings(td_dict *const *out, size_t off, const td_value *v, const
 	p.start = 0;
 	for (i = 0; i < c->n; i++) {
 		p.i = i;
-		rc = td__strings_transform(&piece_slot(out[i], off)->value, v, cut_piece_leaf, &p,
-			c->fn);
+		rc = td__strings_transform(&piece_slot(out[i], off)->value, v, cut_piece_leaf, &p, c->fn);
 		if (rc < 0) {
 			while (i-- > 0)
 				td__value_release(&piece_slot(out[i], off)->value);
@@ -861,8 +864,9 @@ static int cut_rec(td_dict **out, const td_dict *d, const cut *c)
 				memcpy(pe, key, KEY_BYTES);
 				pe->value = e->value;
 			}
-			td__buffer_ref_n(e->value.kind == TD_VALUE_STRINGS ?
-				e->value.strings->buffer : e->value.blob.buffer, n);
+			td__buffer_ref_n(e->value.kind == TD_VALUE_STRINGS ? e->value.strings->buffer :
+																 e->value.blob.buffer,
+				n);
 		}
 		if (TD_UNLIKELY(e->klen > TD_KEY_INLINE))
 			atomic_fetch_add_explicit(&e->k.heap->refs, (uint32_t)n, memory_order_relaxed);
@@ -969,8 +973,8 @@ int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td_dict *
 }
 
 /* Pieces of `size` along a dim of `n` (the last may be shorter; one empty piece if n == 0). */
-static int even_pieces(td_dict ***out, size_t *count_out, const td_dict *d, int dd,
-	int64_t size, const char *fn)
+static int even_pieces(td_dict ***out, size_t *count_out, const td_dict *d, int dd, int64_t size,
+	const char *fn)
 {
 	int64_t n = d->batch_shape[dd], k, count = n == 0 ? 1 : (n - 1) / size + 1;
 	int64_t *lengths;
@@ -1005,8 +1009,7 @@ int td_dict_split(td_dict ***dicts_out, size_t *count_out, const td_dict *d, int
 	return even_pieces(dicts_out, count_out, d, dd, split_size, fn);
 }
 
-int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, size_t chunks,
-	int dim)
+int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, size_t chunks, int dim)
 {
 	static const char fn[] = "td_dict_chunk";
 	int64_t n, size;
@@ -1031,11 +1034,11 @@ int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, siz
 /* ------------------------------------------------------------------------ */
 
 typedef struct shape_ctx {
-	int old_ndim;              /* batch ndim of the root being reshaped */
-	int ndim;                  /* new batch ndim */
-	const int64_t *shape;      /* new batch shape */
-	int dim;                   /* unsqueeze / squeeze */
-	int perm[TD_MAX_DIMS];     /* permute */
+	int old_ndim;          /* batch ndim of the root being reshaped */
+	int ndim;              /* new batch ndim */
+	const int64_t *shape;  /* new batch shape */
+	int dim;               /* unsqueeze / squeeze */
+	int perm[TD_MAX_DIMS]; /* permute */
 	bool view_only;
 } shape_ctx;
 
@@ -1046,8 +1049,7 @@ static int leaf_reshape(td_tensor *out, const td_tensor *in, void *ctx)
 	int rest = in->ndim - c->old_ndim;
 
 	if (c->ndim + rest > TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "td_dict_reshape: a leaf would exceed %d dims",
-			TD_MAX_DIMS);
+		return td__error(TD_EINVAL, "td_dict_reshape: a leaf would exceed %d dims", TD_MAX_DIMS);
 	memcpy(shape, c->shape, (size_t)c->ndim * sizeof(int64_t));
 	memcpy(shape + c->ndim, td_tensor_shape(in) + c->old_ndim, (size_t)rest * sizeof(int64_t));
 	if (c->view_only)
@@ -1077,15 +1079,17 @@ static int reshape_impl(td_dict **out, const td_dict *d, int ndim, const int64_t
 			continue;
 		}
 		if (shape[i] < 0 || !td__mul_i64(known, shape[i], &known))
-			return td__error(TD_EINVAL, "%s: invalid size %lld at dim %d", fn,
-				(long long)shape[i], i);
+			return td__error(TD_EINVAL, "%s: invalid size %lld at dim %d", fn, (long long)shape[i],
+				i);
 		resolved[i] = shape[i];
 	}
 	if (infer >= 0 && known == 0) {
 		char s[TD_SHAPE_STR_LEN];
 		/* As torch: with a zero size the -1 could be anything. */
-		return td__error(TD_ETYPE, "%s: batch shape %s is ambiguous: with a size 0, -1 "
-			"can be any size", fn, td__format_shape(s, sizeof(s), ndim, shape));
+		return td__error(TD_ETYPE,
+			"%s: batch shape %s is ambiguous: with a size 0, -1 "
+			"can be any size",
+			fn, td__format_shape(s, sizeof(s), ndim, shape));
 	}
 	if (infer >= 0)
 		resolved[infer] = numel / known;

@@ -9,8 +9,10 @@
 /* TD_ENOTSUP: the lazy stack under `key`, nested in the dict, has no stored leaves to move. */
 static int lazy_refused(const char *key, const char *fn)
 {
-	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: its leaves are made by stacking, "
-		"not stored, and cannot be re-keyed (td_lazy_densify() makes a dense copy)", fn, key);
+	return td__error(TD_ENOTSUP,
+		"%s: '%s' is a lazy stack: its leaves are made by stacking, "
+		"not stored, and cannot be re-keyed (td_lazy_densify() makes a dense copy)",
+		fn, key);
 }
 
 /* Append leaf `v` of `out` under `prefix<sep>key` (prefix may be empty). */
@@ -223,8 +225,7 @@ static int unflatten_entry(td_dict *nd, const td__entry *e, const char *sep, siz
 		return td__error(TD_EEXISTS, "%s: '%s' needs a dict where a leaf already is", fn,
 			td__entry_key(e));
 	TD_TRY(rc);
-	existing = td__dict_find(parent, p.part[p.n - 1].s, p.part[p.n - 1].len,
-		p.part[p.n - 1].hash);
+	existing = td__dict_find(parent, p.part[p.n - 1].s, p.part[p.n - 1].len, p.part[p.n - 1].hash);
 	if (e->value.kind == TD_VALUE_DICT) {
 		v.kind = TD_VALUE_DICT;
 		rc = unflatten_rec(&v.dict, e->value.dict, sep, seplen, fn);

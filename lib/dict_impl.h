@@ -71,12 +71,12 @@ typedef struct td__kstr {
 #define TD_SLOT_DEAD UINT32_MAX /* klen of a deleted slot */
 
 typedef struct td__entry {
-	uint64_t hash;   /* the key's hash */
-	uint32_t klen;   /* the key's length; TD_SLOT_DEAD for a deleted slot */
+	uint64_t hash; /* the key's hash */
+	uint32_t klen; /* the key's length; TD_SLOT_DEAD for a deleted slot */
 	uint32_t pad_;
 	union {
 		char inl[TD_KEY_INLINE + 1]; /* klen <= TD_KEY_INLINE: the key, NUL-terminated */
-		td__kstr *heap;               /* longer keys */
+		td__kstr *heap;              /* longer keys */
 	} k;
 	td_value value;
 } td__entry;
@@ -92,17 +92,17 @@ static inline bool td__entry_live(const td__entry *e)
 #define TD_DICT_SCAN_MAX 8
 
 struct td_dict {
-	td__entry *entries;   /* `used` slots in insertion order, holes included */
-	uint32_t *index;      /* 0: empty, TD_DICT_TOMB: deleted, else slot + 1; NULL if small */
-	uint32_t used;        /* slots used in entries[] */
-	uint32_t count;       /* live entries */
-	uint32_t cap;         /* capacity of entries[] */
-	uint32_t index_mask;  /* index size - 1 (index size is a power of two) */
-	uint32_t index_fill;  /* index cells that are not empty (live + tombstones) */
+	td__entry *entries;  /* `used` slots in insertion order, holes included */
+	uint32_t *index;     /* 0: empty, TD_DICT_TOMB: deleted, else slot + 1; NULL if small */
+	uint32_t used;       /* slots used in entries[] */
+	uint32_t count;      /* live entries */
+	uint32_t cap;        /* capacity of entries[] */
+	uint32_t index_mask; /* index size - 1 (index size is a power of two) */
+	uint32_t index_fill; /* index cells that are not empty (live + tombstones) */
 	bool locked;
-	bool entries_inline;  /* entries[] lives in the same allocation as the dict */
-	int16_t batch_ndim;   /* 0..TD_MAX_DIMS; 16 bits leave room for `gen` in 192 bytes */
-	uint32_t block_cap;   /* entries allocated with the dict (its block's size) */
+	bool entries_inline; /* entries[] lives in the same allocation as the dict */
+	int16_t batch_ndim;  /* 0..TD_MAX_DIMS; 16 bits leave room for `gen` in 192 bytes */
+	uint32_t block_cap;  /* entries allocated with the dict (its block's size) */
 	/*
 	 * Structure generation: bumped (td__dict_touch()) on this dict and every
 	 * ancestor when a key is added, deleted or renamed, the entry array
@@ -406,8 +406,7 @@ void td__dict_push(td_dict *d, const td__entry *src);
 /** td__dict_push() of an entry written whole, key included, at d->entries[d->used]. */
 void td__dict_commit(td_dict *d);
 /** td__dict_append() under the key of live entry `src` (copied whole, or shared). */
-int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value,
-	const char *fn);
+int td__dict_append_entry(td_dict *d, const td__entry *src, const td_value *value, const char *fn);
 /**
  * Destroy the n dicts (roots: no parent; dense or lazy) and all they hold,
  * one level of their trees at a time (their memory fetched together).
@@ -448,8 +447,8 @@ typedef struct td__undo {
  * locked) and the first creation is recorded in *undo. On success
  * *parent_out is the dict that holds (or will hold) the last component.
  */
-int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo,
-	td_dict **parent_out, const char *fn);
+int td__dict_walk(td_dict *d, const td__kref *parts, size_t n, td__undo *undo, td_dict **parent_out,
+	const char *fn);
 /**
  * If the path parts[0..n-1] from the dense dict d reaches a lazy stack with
  * components left (a nested lazy stack, not d itself), return that stack
@@ -528,7 +527,7 @@ struct td_dict_iter {
 	unsigned flags;
 	/* The walk, chosen by td_dict_iter_new() from the dict's kind: dense or lazy_iter.c's. */
 	int (*next)(td_dict_iter *it, td_item *item);
-	struct td__lazy_iter *lz;               /* a lazy stack's walk; NULL for a dense dict */
+	struct td__lazy_iter *lz; /* a lazy stack's walk; NULL for a dense dict */
 	/*
 	 * A nested walk of a dense dict that meets a lazy stack nested in it
 	 * walks the stack with an iterator of its own (made then, freed when
@@ -536,10 +535,10 @@ struct td_dict_iter {
 	 * entry itself comes after them (post-order), as a dict's does.
 	 */
 	td_dict_iter *sub;
-	int sub_depth;                          /* the level of the stack's entry */
-	int depth;                              /* index of the current level */
-	const td_dict *dict[TD_KEY_MAX_DEPTH];  /* the dict iterated at each level */
-	uint32_t pos[TD_KEY_MAX_DEPTH];         /* next slot at each level */
+	int sub_depth;                         /* the level of the stack's entry */
+	int depth;                             /* index of the current level */
+	const td_dict *dict[TD_KEY_MAX_DEPTH]; /* the dict iterated at each level */
+	uint32_t pos[TD_KEY_MAX_DEPTH];        /* next slot at each level */
 	const char *path[TD_KEY_MAX_DEPTH];
 };
 

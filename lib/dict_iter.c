@@ -114,8 +114,10 @@ static int sub_next(td_dict_iter *it, td_item *item)
 	if (rc == 1) {
 		/* Nesting is bounded by TD_KEY_MAX_DEPTH (the stack's height counts). */
 		if ((size_t)d + item->depth > TD_KEY_MAX_DEPTH)
-			return td__error(TD_ERROR, "td_dict_iter_next: a key nested in a lazy stack "
-				"is deeper than %d levels", TD_KEY_MAX_DEPTH);
+			return td__error(TD_ERROR,
+				"td_dict_iter_next: a key nested in a lazy stack "
+				"is deeper than %d levels",
+				TD_KEY_MAX_DEPTH);
 		for (i = 0; i < item->depth; i++)
 			it->path[(size_t)d + i] = item->path[i];
 		item->path = it->path;
@@ -170,8 +172,7 @@ static int dense_next(td_dict_iter *it, td_item *item)
 			continue;
 		}
 		if (e->value.kind == TD_VALUE_DICT && nested &&
-		    TD_UNLIKELY(td__dict_is_lazy(e->value.dict)) &&
-		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
+			TD_UNLIKELY(td__dict_is_lazy(e->value.dict)) && it->depth + 1 < TD_KEY_MAX_DEPTH) {
 			/* A nested lazy stack: walked by an iterator of its own. */
 			int rc = td_dict_iter_new(&it->sub, e->value.dict, it->flags);
 
@@ -181,8 +182,7 @@ static int dense_next(td_dict_iter *it, td_item *item)
 			it->sub_depth = it->depth + 1;
 			return td_dict_iter_next(item, it);
 		}
-		if (e->value.kind == TD_VALUE_DICT && nested &&
-		    it->depth + 1 < TD_KEY_MAX_DEPTH) {
+		if (e->value.kind == TD_VALUE_DICT && nested && it->depth + 1 < TD_KEY_MAX_DEPTH) {
 			it->path[it->depth] = td__entry_key(e);
 			it->depth++;
 			it->dict[it->depth] = e->value.dict;

@@ -9,8 +9,8 @@
 typedef struct join {
 	size_t n;
 	int dim;
-	bool stack;            /* stack (new dim) or cat (existing dim) */
-	td_tensor *tensors;    /* scratch, n values */
+	bool stack;         /* stack (new dim) or cat (existing dim) */
+	td_tensor *tensors; /* scratch, n values */
 	const char *fn;
 } join;
 
@@ -28,16 +28,14 @@ static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int6
 				same = false;
 		if (!same) {
 			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
-			return td__error(TD_ETYPE, "%s: dict %zu has batch shape %s, dict 0 has %s",
-				j->fn, i,
+			return td__error(TD_ETYPE, "%s: dict %zu has batch shape %s, dict 0 has %s", j->fn, i,
 				td__format_shape(s1, sizeof(s1), ds[i]->batch_ndim, ds[i]->batch_shape),
 				td__format_shape(s2, sizeof(s2), d0->batch_ndim, d0->batch_shape));
 		}
 	}
 	if (j->stack) {
 		if (d0->batch_ndim >= TD_MAX_DIMS)
-			return td__error(TD_EINVAL, "%s: the batch would exceed %d dims", j->fn,
-				TD_MAX_DIMS);
+			return td__error(TD_EINVAL, "%s: the batch would exceed %d dims", j->fn, TD_MAX_DIMS);
 		for (k = 0, i = 0; k <= d0->batch_ndim; k++)
 			shape[k] = k == j->dim ? (int64_t)j->n : d0->batch_shape[i++];
 		*ndim = d0->batch_ndim + 1;
@@ -53,16 +51,14 @@ static int joined_shape(const join *j, const td_dict *const *ds, int *ndim, int6
 }
 
 /* Join one entry (key of ds[0] entry e0) across all dicts into *v. */
-static int join_entry(const join *j, const td_dict *const *ds, const td__entry *e0,
-	td_value *v);
+static int join_entry(const join *j, const td_dict *const *ds, const td__entry *e0, td_value *v);
 
 /*
  * Join strings and arrays of strings, as tensordict stacks NonTensorData:
  * equal strings stay one string; otherwise the result is an array in which
  * each dict's single string stands for every element of its batch.
  */
-static int join_text(const join *j, const td_dict *const *ds, const td__entry *e0,
-	td_value *v)
+static int join_text(const join *j, const td_dict *const *ds, const td__entry *e0, td_value *v)
 {
 	const td_value **vals = td__calloc(j->n, sizeof(*vals));
 	td_tensor *nums = td__calloc(j->n, sizeof(*nums));
@@ -80,8 +76,8 @@ static int join_text(const join *j, const td_dict *const *ds, const td__entry *e
 		const td__entry *e = td__dict_find(ds[k], td__entry_key(e0), e0->klen, e0->hash);
 
 		if (!e || !td__is_text(&e->value)) {
-			rc = td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn,
-				td__entry_key(e0), e ? "not a string" : "missing", k);
+			rc = td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
+				e ? "not a string" : "missing", k);
 			goto out;
 		}
 		vals[k] = &e->value;
@@ -93,13 +89,13 @@ static int join_text(const join *j, const td_dict *const *ds, const td__entry *e
 		goto out;
 	}
 	for (k = 0; k < j->n && rc == TD_OK; k++) {
-		rc = td__strings_numbers(&nums[k], vals[k], ds[k]->batch_ndim, ds[k]->batch_shape,
-			base, j->fn);
+		rc = td__strings_numbers(&nums[k], vals[k], ds[k]->batch_ndim, ds[k]->batch_shape, base,
+			j->fn);
 		base += vals[k]->kind == TD_VALUE_STRINGS ? vals[k]->strings->numel : 1;
 	}
 	if (rc == TD_OK)
 		rc = j->stack ? td_tensor_stack(&res, nums, j->n, j->dim) :
-				td_tensor_cat(&res, nums, j->n, j->dim);
+						td_tensor_cat(&res, nums, j->n, j->dim);
 	if (rc == TD_OK)
 		rc = td__strings_gather(v, vals, j->n, &res, j->fn);
 out:
@@ -165,8 +161,7 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 			return td__error_nomem(j->n * sizeof(*children));
 	}
 	for (k = 0; k < j->n; k++) {
-		const td__entry *e = td__dict_find(ds[k], td__entry_key(e0), e0->klen,
-			e0->hash);
+		const td__entry *e = td__dict_find(ds[k], td__entry_key(e0), e0->klen, e0->hash);
 		if (!e || e->value.kind != e0->value.kind) {
 			td__free(children);
 			return td__error(TD_ETYPE, "%s: '%s' is %s in dict %zu", j->fn, td__entry_key(e0),
@@ -174,7 +169,8 @@ static int join_entry(const join *j, const td_dict *const *ds, const td__entry *
 		}
 		if (children && TD_UNLIKELY(td__dict_is_lazy(e->value.dict))) {
 			td__free(children);
-			return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack in dict %zu: stacking and "
+			return td__error(TD_ENOTSUP,
+				"%s: '%s' is a lazy stack in dict %zu: stacking and "
 				"concatenating do not reach into lazy stacks nested in a dict "
 				"(td_lazy_densify() makes a dense copy; td_lazy_stack() stacks lazily)",
 				j->fn, td__entry_key(e0), k);
@@ -219,13 +215,14 @@ static int join_impl(td_dict **out, const td_dict *const *dicts, size_t n, int d
 			return td__error(TD_EINVAL, "%s: dict %zu is NULL", fn, i);
 	for (i = 0; i < n; i++)
 		if (td__dict_is_lazy(dicts[i]))
-			return td__error(TD_ENOTSUP, "%s: dict %zu is a lazy stack (td_lazy_densify() "
-				"makes a dense dict; td_lazy_stack() stacks lazily)", fn, i);
+			return td__error(TD_ENOTSUP,
+				"%s: dict %zu is a lazy stack (td_lazy_densify() "
+				"makes a dense dict; td_lazy_stack() stacks lazily)",
+				fn, i);
 	if (stack)
 		TD_TRY(td__wrap_dim(dim, dicts[0]->batch_ndim + 1, &j.dim, fn));
 	else if (dicts[0]->batch_ndim == 0)
-		return td__error(TD_EINVAL, "%s: dicts without batch dims cannot be concatenated",
-			fn);
+		return td__error(TD_EINVAL, "%s: dicts without batch dims cannot be concatenated", fn);
 	else
 		TD_TRY(td__wrap_dim(dim, dicts[0]->batch_ndim, &j.dim, fn));
 	j.n = n;

@@ -10,9 +10,10 @@
 /* TD_ENOTSUP: the operation does not reach into the lazy stack nested under entry e. */
 static int lazy_refused(const td__entry *e, const char *fn)
 {
-	return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: %s does not reach into lazy "
-		"stacks nested in a dict (td_lazy_densify() makes a dense copy)", fn,
-		td__entry_key(e), fn);
+	return td__error(TD_ENOTSUP,
+		"%s: '%s' is a lazy stack: %s does not reach into lazy "
+		"stacks nested in a dict (td_lazy_densify() makes a dense copy)",
+		fn, td__entry_key(e), fn);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -34,8 +35,7 @@ static int append_shared_key(td_dict *nd, const td__entry *src, td_value *v, con
 }
 
 static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
-	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
-	const char *name);
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz, const char *name);
 
 /* An operation on the elements (td__dict_map_tensors()), for each child of a lazy stack. */
 typedef struct map_args {
@@ -59,32 +59,34 @@ static int map_child(td_dict **out, const td_dict *child, void *ctx)
  * (indexing: td__lazy_index()); without one it is refused.
  */
 static int transform_lazy(td_dict **out, const td_dict *z, const char *key, int ndim,
-	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
-	const char *name)
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz, const char *name)
 {
 	map_args m = { fn, ctx, name };
 
 	if (!batch)
 		return td__lazy_map_children(out, z, map_child, &m, name);
 	if (!lz)
-		return td__error(TD_ENOTSUP, "%s: '%s' is a lazy stack: this batch operation "
+		return td__error(TD_ENOTSUP,
+			"%s: '%s' is a lazy stack: this batch operation "
 			"does not apply to lazy stacks nested in a dict (td_lazy_densify() makes a "
-			"dense copy)", name, key);
+			"dense copy)",
+			name, key);
 	TD_TRY(lz(out, z, ctx));
 	/* The stack's result must fit under the new batch: never silently wrong. */
 	if ((*out)->batch_ndim < ndim ||
-	    memcmp((*out)->batch_shape, shape, (size_t)ndim * sizeof(int64_t)) != 0) {
+		memcmp((*out)->batch_shape, shape, (size_t)ndim * sizeof(int64_t)) != 0) {
 		td_dict_free(*out);
 		*out = NULL;
-		return td__error(TD_ERROR, "%s: the lazy stack '%s' gave a result of another "
-			"batch shape", name, key);
+		return td__error(TD_ERROR,
+			"%s: the lazy stack '%s' gave a result of another "
+			"batch shape",
+			name, key);
 	}
 	return TD_OK;
 }
 
 static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim,
-	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz,
-	const char *name)
+	const int64_t *shape, td__leaf_fn fn, void *ctx, bool batch, td__lazy_fn lz, const char *name)
 {
 	int extra = d->batch_ndim - old_root;
 	int64_t nb[TD_MAX_DIMS];
@@ -93,8 +95,7 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 	int rc;
 
 	if (ndim + extra > TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "%s: a nested batch would exceed %d dims", name,
-			TD_MAX_DIMS);
+		return td__error(TD_EINVAL, "%s: a nested batch would exceed %d dims", name, TD_MAX_DIMS);
 	memcpy(nb, shape, (size_t)ndim * sizeof(int64_t));
 	memcpy(nb + ndim, d->batch_shape + old_root, (size_t)extra * sizeof(int64_t));
 	TD_TRY(td__dict_alloc(&nd, ndim + extra, nb, d->count, name));
@@ -109,11 +110,11 @@ static int transform_rec(td_dict **out, const td_dict *d, int old_root, int ndim
 		if (e->value.kind == TD_VALUE_TENSOR)
 			rc = fn(&v->tensor, &e->value.tensor, ctx);
 		else if (TD_UNLIKELY(td__value_is_stack(&e->value)))
-			rc = transform_lazy(&v->dict, e->value.dict, td__entry_key(e), ndim, shape,
-				fn, ctx, batch, lz, name);
-		else if (e->value.kind == TD_VALUE_DICT)
-			rc = transform_rec(&v->dict, e->value.dict, old_root, ndim, shape, fn, ctx,
+			rc = transform_lazy(&v->dict, e->value.dict, td__entry_key(e), ndim, shape, fn, ctx,
 				batch, lz, name);
+		else if (e->value.kind == TD_VALUE_DICT)
+			rc = transform_rec(&v->dict, e->value.dict, old_root, ndim, shape, fn, ctx, batch, lz,
+				name);
 		else if (batch && e->value.kind == TD_VALUE_STRINGS)
 			rc = td__strings_transform(v, &e->value, fn, ctx, name);
 		else
@@ -145,8 +146,8 @@ int td__dict_map_tensors(td_dict **out, const td_dict *d, td__leaf_fn fn, void *
 
 		return td__lazy_map_children(out, d, map_child, &m, fn_name);
 	}
-	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false,
-		NULL, fn_name);
+	return transform_rec(out, d, d->batch_ndim, d->batch_ndim, d->batch_shape, fn, ctx, false, NULL,
+		fn_name);
 }
 
 static int leaf_clone(td_tensor *out, const td_tensor *in, void *ctx)
@@ -338,23 +339,27 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 			return td__error(TD_ENOTFOUND, "%s: key '%s' not found", fn, td__entry_key(eo));
 		if (eo->value.kind == TD_VALUE_DICT) {
 			if (e->value.kind != TD_VALUE_DICT)
-				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other",
-					fn, td__entry_key(eo));
+				return td__error(TD_ETYPE, "%s: '%s' is a dict in one and not the other", fn,
+					td__entry_key(eo));
 			TD_TRY(td__dict_update_any(e->value.dict, eo->value.dict, true, write, fn));
 		} else if (eo->value.kind != TD_VALUE_TENSOR) {
 			/* Non-tensor values are immutable: updating one replaces it. */
 			if (e->value.kind != eo->value.kind)
-				return td__error(TD_ETYPE, "%s: '%s' holds %s in one dict and not the "
-					"other", fn, td__entry_key(eo),
-					eo->value.kind == TD_VALUE_STRING ? "a string" :
-					eo->value.kind == TD_VALUE_STRINGS ? "an array of strings" :
-					"a bytes value");
+				return td__error(TD_ETYPE,
+					"%s: '%s' holds %s in one dict and not the "
+					"other",
+					fn, td__entry_key(eo),
+					eo->value.kind == TD_VALUE_STRING      ? "a string" :
+						eo->value.kind == TD_VALUE_STRINGS ? "an array of strings" :
+															 "a bytes value");
 			if (eo->value.kind == TD_VALUE_STRINGS &&
-			    (e->value.strings->ndim != eo->value.strings->ndim ||
-				    !td__shape_eq(e->value.strings->shape, eo->value.strings->shape,
-					    e->value.strings->ndim)))
-				return td__error(TD_ETYPE, "%s: '%s': the arrays of strings differ in "
-					"shape", fn, td__entry_key(eo));
+				(e->value.strings->ndim != eo->value.strings->ndim ||
+					!td__shape_eq(e->value.strings->shape, eo->value.strings->shape,
+						e->value.strings->ndim)))
+				return td__error(TD_ETYPE,
+					"%s: '%s': the arrays of strings differ in "
+					"shape",
+					fn, td__entry_key(eo));
 			if (write) {
 				td_value old = e->value;
 
@@ -370,8 +375,8 @@ static int update_inplace_rec(td_dict *d, const td_dict *o, bool write, const ch
 				TD_TRY(td_tensor_copy(&e->value.tensor, &eo->value.tensor));
 			else {
 				TD_TRY(td__tensor_check_write(t, fn, td__entry_key(eo)));
-				TD_TRY(td__broadcast_strides(&eo->value.tensor, t->ndim, td_tensor_shape(t), strides,
-					fn));
+				TD_TRY(td__broadcast_strides(&eo->value.tensor, t->ndim, td_tensor_shape(t),
+					strides, fn));
 			}
 		}
 	}
@@ -407,8 +412,7 @@ typedef struct sel_path {
 static bool part_is(const sel_path *p, size_t level, const td__entry *e)
 {
 	const td__kref *r = &p->part[level];
-	return r->hash == e->hash && r->len == e->klen &&
-	       memcmp(r->s, td__entry_key(e), e->klen) == 0;
+	return r->hash == e->hash && r->len == e->klen && memcmp(r->s, td__entry_key(e), e->klen) == 0;
 }
 
 /* Which paths name this entry exactly, and which pass through it, at `level`. */
@@ -446,7 +450,7 @@ static void mark_inside(sel_path *paths, size_t np, size_t level, const td__entr
 		if (paths[j].n <= level + 1 || paths[j].found || !part_is(&paths[j], level, e))
 			continue;
 		if (td__dict_is_lazy(sub) ? td__lazy_contains(sub, rest, nrest, NULL, 0) :
-				td__dict_lookup_quiet(sub, rest, nrest, NULL) != NULL)
+									td__dict_lookup_quiet(sub, rest, nrest, NULL) != NULL)
 			paths[j].found = true;
 	}
 }
@@ -574,8 +578,7 @@ static int filter_impl(td_dict **out, const td_dict *d, const char *const *keys,
 	return rc;
 }
 
-int td_dict_select(td_dict **out, const td_dict *d, const char *const *keys, size_t n,
-	bool strict)
+int td_dict_select(td_dict **out, const td_dict *d, const char *const *keys, size_t n, bool strict)
 {
 	return filter_impl(out, d, keys, NULL, n, true, strict, "td_dict_select");
 }

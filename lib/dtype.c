@@ -30,11 +30,14 @@ static const dtype_info dtypes[TD_DTYPE_COUNT] = {
 	[TD_DTYPE_U16] = { "uint16", "torch.uint16", "<u2", "U16", 2, TD_CATEGORY_UINT, DL_UINT, 16 },
 	[TD_DTYPE_U32] = { "uint32", "torch.uint32", "<u4", "U32", 4, TD_CATEGORY_UINT, DL_UINT, 32 },
 	[TD_DTYPE_U64] = { "uint64", "torch.uint64", "<u8", "U64", 8, TD_CATEGORY_UINT, DL_UINT, 64 },
-	[TD_DTYPE_F16] = { "float16", "torch.float16", "<f2", "F16", 2, TD_CATEGORY_FLOAT, DL_FLOAT, 16 },
-	[TD_DTYPE_BF16] = { "bfloat16", "torch.bfloat16", NULL, "BF16", 2, TD_CATEGORY_FLOAT,
-		DL_BFLOAT, 16 },
-	[TD_DTYPE_F32] = { "float32", "torch.float32", "<f4", "F32", 4, TD_CATEGORY_FLOAT, DL_FLOAT, 32 },
-	[TD_DTYPE_F64] = { "float64", "torch.float64", "<f8", "F64", 8, TD_CATEGORY_FLOAT, DL_FLOAT, 64 },
+	[TD_DTYPE_F16] = { "float16", "torch.float16", "<f2", "F16", 2, TD_CATEGORY_FLOAT, DL_FLOAT,
+		16 },
+	[TD_DTYPE_BF16] = { "bfloat16", "torch.bfloat16", NULL, "BF16", 2, TD_CATEGORY_FLOAT, DL_BFLOAT,
+		16 },
+	[TD_DTYPE_F32] = { "float32", "torch.float32", "<f4", "F32", 4, TD_CATEGORY_FLOAT, DL_FLOAT,
+		32 },
+	[TD_DTYPE_F64] = { "float64", "torch.float64", "<f8", "F64", 8, TD_CATEGORY_FLOAT, DL_FLOAT,
+		64 },
 	[TD_DTYPE_C64] = { "complex64", "torch.complex64", "<c8", "C64", 8, TD_CATEGORY_COMPLEX,
 		DL_COMPLEX, 64 },
 	[TD_DTYPE_C128] = { "complex128", "torch.complex128", "<c16", NULL, 16, TD_CATEGORY_COMPLEX,
@@ -46,16 +49,36 @@ static const struct {
 	const char *name;
 	td_dtype dtype;
 } aliases[] = {
-	{ "float", TD_DTYPE_F32 }, { "double", TD_DTYPE_F64 }, { "half", TD_DTYPE_F16 },
-	{ "long", TD_DTYPE_I64 }, { "int", TD_DTYPE_I32 }, { "short", TD_DTYPE_I16 },
-	{ "cfloat", TD_DTYPE_C64 }, { "cdouble", TD_DTYPE_C128 },
+	{ "float", TD_DTYPE_F32 },
+	{ "double", TD_DTYPE_F64 },
+	{ "half", TD_DTYPE_F16 },
+	{ "long", TD_DTYPE_I64 },
+	{ "int", TD_DTYPE_I32 },
+	{ "short", TD_DTYPE_I16 },
+	{ "cfloat", TD_DTYPE_C64 },
+	{ "cdouble", TD_DTYPE_C128 },
 };
 
 /* Known types tdstore deliberately does not support. */
 static const char *const unsupported[] = {
-	"complex32", "chalf", "qint8", "quint8", "qint32", "quint4x2", "quint2x4",
-	"float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu",
-	"F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2",
+	"complex32",
+	"chalf",
+	"qint8",
+	"quint8",
+	"qint32",
+	"quint4x2",
+	"quint2x4",
+	"float8_e4m3fn",
+	"float8_e5m2",
+	"float8_e4m3fnuz",
+	"float8_e5m2fnuz",
+	"float8_e8m0fnu",
+	"F8_E4M3",
+	"F8_E5M2",
+	"F8_E8M0",
+	"F4",
+	"F6_E2M3",
+	"F6_E3M2",
 };
 
 bool td_dtype_is_valid(int dtype)
@@ -70,8 +93,7 @@ size_t td_dtype_size(td_dtype dtype)
 
 td_category td_dtype_category(td_dtype dtype)
 {
-	return td_dtype_is_valid((int)dtype) ? (td_category)dtypes[dtype].category
-					     : TD_CATEGORY_BOOL;
+	return td_dtype_is_valid((int)dtype) ? (td_category)dtypes[dtype].category : TD_CATEGORY_BOOL;
 }
 
 const char *td_dtype_name(td_dtype dtype)
@@ -121,8 +143,7 @@ int td_dtype_from_name(td_dtype *out, const char *name)
 	bare = strncmp(name, "torch.", 6) == 0 ? name + 6 : name;
 	for (i = 0; i < TD_DTYPE_COUNT; i++) {
 		if (strcmp(bare, dtypes[i].name) == 0 ||
-		    (bare == name && dtypes[i].safetensors &&
-		     strcmp(name, dtypes[i].safetensors) == 0)) {
+			(bare == name && dtypes[i].safetensors && strcmp(name, dtypes[i].safetensors) == 0)) {
 			*out = (td_dtype)i;
 			return TD_OK;
 		}
@@ -167,8 +188,7 @@ int td_dtype_from_dlpack(td_dtype *out, uint8_t code, uint8_t bits, uint16_t lan
 		}
 	}
 	/* Older producers describe bool as an 8-bit unsigned integer. */
-	return td__error(TD_ENOTSUP, "DLPack type code %u with %u bits is not supported", code,
-		bits);
+	return td__error(TD_ENOTSUP, "DLPack type code %u with %u bits is not supported", code, bits);
 }
 
 static td_dtype int_of_size(size_t size)
@@ -210,8 +230,7 @@ td_dtype td_dtype_promote(td_dtype a, td_dtype b)
 			return TD_DTYPE_C128;
 		return a;
 	case TD_CATEGORY_FLOAT:
-		if ((a == TD_DTYPE_F16 && b == TD_DTYPE_BF16) ||
-		    (a == TD_DTYPE_BF16 && b == TD_DTYPE_F16))
+		if ((a == TD_DTYPE_F16 && b == TD_DTYPE_BF16) || (a == TD_DTYPE_BF16 && b == TD_DTYPE_F16))
 			return TD_DTYPE_F32;
 		return a;
 	case TD_CATEGORY_INT:
@@ -315,8 +334,19 @@ uint16_t td_float_to_bf16(float f)
 }
 
 const uint8_t td__dtype_sizes[TD_DTYPE_COUNT] = {
-	[TD_DTYPE_BOOL] = 1, [TD_DTYPE_U8] = 1, [TD_DTYPE_I8] = 1, [TD_DTYPE_I16] = 2,
-	[TD_DTYPE_I32] = 4, [TD_DTYPE_I64] = 8, [TD_DTYPE_U16] = 2, [TD_DTYPE_U32] = 4,
-	[TD_DTYPE_U64] = 8, [TD_DTYPE_F16] = 2, [TD_DTYPE_BF16] = 2, [TD_DTYPE_F32] = 4,
-	[TD_DTYPE_F64] = 8, [TD_DTYPE_C64] = 8, [TD_DTYPE_C128] = 16,
+	[TD_DTYPE_BOOL] = 1,
+	[TD_DTYPE_U8] = 1,
+	[TD_DTYPE_I8] = 1,
+	[TD_DTYPE_I16] = 2,
+	[TD_DTYPE_I32] = 4,
+	[TD_DTYPE_I64] = 8,
+	[TD_DTYPE_U16] = 2,
+	[TD_DTYPE_U32] = 4,
+	[TD_DTYPE_U64] = 8,
+	[TD_DTYPE_F16] = 2,
+	[TD_DTYPE_BF16] = 2,
+	[TD_DTYPE_F32] = 4,
+	[TD_DTYPE_F64] = 8,
+	[TD_DTYPE_C64] = 8,
+	[TD_DTYPE_C128] = 16,
 };

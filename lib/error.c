@@ -16,15 +16,15 @@ typedef struct td_error_state {
 	char message[TD_ERROR_MESSAGE_MAX];
 } td_error_state;
 
-static _Thread_local td_error_state tls_error = {
-	{ TD_OK, 0, "no error" }, { 0 }
-};
+static _Thread_local td_error_state tls_error = { { TD_OK, 0, "no error" }, { 0 } };
 
 const char *td_strerror(int code)
 {
 	switch (code) {
-#define TD__ERROR_CASE(name, value, text) case value: return text;
-	TD_ERROR_LIST(TD__ERROR_CASE)
+#define TD__ERROR_CASE(name, value, text) \
+	case value: \
+		return text;
+		TD_ERROR_LIST(TD__ERROR_CASE)
 #undef TD__ERROR_CASE
 	default:
 		return "unknown error";
@@ -131,8 +131,7 @@ char *td__format_shape(char *buf, size_t len, int ndim, const int64_t *shape)
 	buf[0] = '\0';
 	pos += (size_t)snprintf(buf, len, "[");
 	for (i = 0; i < ndim && pos < len; i++)
-		pos += (size_t)snprintf(buf + pos, len - pos, "%s%lld", i ? ", " : "",
-			(long long)shape[i]);
+		pos += (size_t)snprintf(buf + pos, len - pos, "%s%lld", i ? ", " : "", (long long)shape[i]);
 	if (pos < len)
 		snprintf(buf + pos, len - pos, "]");
 	return buf;

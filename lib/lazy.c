@@ -16,8 +16,10 @@
 
 int td__lazy_notsup(const char *fn)
 {
-	return td__error(TD_ENOTSUP, "%s: not supported on a lazy stack (td_lazy_densify() "
-		"makes a dense dict)", fn);
+	return td__error(TD_ENOTSUP,
+		"%s: not supported on a lazy stack (td_lazy_densify() "
+		"makes a dense dict)",
+		fn);
 }
 
 int td__lz_not_found(const td__kref *parts, size_t n, size_t i, const char *fn)
@@ -25,8 +27,8 @@ int td__lz_not_found(const td__kref *parts, size_t n, size_t i, const char *fn)
 	char key[512];
 
 	td__kpath_format(key, sizeof(key), parts, n);
-	return td__error(TD_ENOTFOUND, "%s: key '%s' not found in child %zu of the lazy stack", fn,
-		key, i);
+	return td__error(TD_ENOTFOUND, "%s: key '%s' not found in child %zu of the lazy stack", fn, key,
+		i);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -48,10 +50,12 @@ int td__lazy_alloc(td_dict **out, size_t n, int dim, int cndim, const int64_t *c
 	int i, k, rc;
 
 	if (cndim + 1 > TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "%s: stacking dicts of %d batch dims would exceed %d "
-			"dims", fn, cndim, TD_MAX_DIMS);
+		return td__error(TD_EINVAL,
+			"%s: stacking dicts of %d batch dims would exceed %d "
+			"dims",
+			fn, cndim, TD_MAX_DIMS);
 	if (n > (size_t)INT64_MAX || !td__mul_size(n, sizeof(td_dict *), &ptrs) ||
-	    !td__add_size(sizeof(*d) + sizeof(*z), ptrs, &size) || !td__add_size(size, n, &size))
+		!td__add_size(sizeof(*d) + sizeof(*z), ptrs, &size) || !td__add_size(size, n, &size))
 		return td__error(TD_EOVERFLOW, "%s: too many children (%zu)", fn, n);
 	/* A small block (the stacks made by gets, indexing and unbind are many). */
 	d = td__alloc_small(size);
@@ -142,7 +146,7 @@ size_t td__lazy_height(const td_dict *d)
 
 static int cmp_ptr(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)*(td_dict *const *)a, y = (uintptr_t)*(td_dict *const *)b;
+	uintptr_t x = (uintptr_t) * (td_dict *const *)a, y = (uintptr_t) * (td_dict *const *)b;
 
 	return x < y ? -1 : x > y;
 }
@@ -156,8 +160,10 @@ static int check_take(td_dict *const *dicts, size_t n, const char *fn)
 
 	for (i = 0; i < n; i++)
 		if (dicts[i]->parent)
-			return td__error(TD_EINVAL, "%s: dict %zu belongs to another dict: only root "
-				"dicts can be taken", fn, i);
+			return td__error(TD_EINVAL,
+				"%s: dict %zu belongs to another dict: only root "
+				"dicts can be taken",
+				fn, i);
 	if (!td__mul_size(n, sizeof(*sorted), &bytes))
 		return td__error(TD_EOVERFLOW, "%s: too many children", fn);
 	sorted = td__malloc(bytes);
@@ -167,8 +173,7 @@ static int check_take(td_dict *const *dicts, size_t n, const char *fn)
 	qsort(sorted, n, sizeof(*sorted), cmp_ptr);
 	for (i = 1; i < n && rc == TD_OK; i++)
 		if (sorted[i] == sorted[i - 1])
-			rc = td__error(TD_EINVAL, "%s: a dict appears twice: it cannot be taken twice",
-				fn);
+			rc = td__error(TD_EINVAL, "%s: a dict appears twice: it cannot be taken twice", fn);
 	td__free(sorted);
 	return rc;
 }
@@ -197,15 +202,18 @@ int td_lazy_stack(td_dict **out, td_dict *const *dicts, size_t n, int dim, unsig
 	for (i = 1; i < n; i++) {
 		const td_dict *c = dicts[i];
 		if (c->batch_ndim != c0->batch_ndim ||
-		    !td__shape_eq(c->batch_shape, c0->batch_shape, c0->batch_ndim))
-			return td__error(TD_ETYPE, "%s: dict %zu has batch shape %s and dict 0 %s: the "
-				"children of a lazy stack share one batch shape", fn, i,
-				td__format_shape(s1, sizeof(s1), c->batch_ndim, c->batch_shape),
+			!td__shape_eq(c->batch_shape, c0->batch_shape, c0->batch_ndim))
+			return td__error(TD_ETYPE,
+				"%s: dict %zu has batch shape %s and dict 0 %s: the "
+				"children of a lazy stack share one batch shape",
+				fn, i, td__format_shape(s1, sizeof(s1), c->batch_ndim, c->batch_shape),
 				td__format_shape(s2, sizeof(s2), c0->batch_ndim, c0->batch_shape));
 	}
 	if (c0->batch_ndim >= TD_MAX_DIMS)
-		return td__error(TD_EINVAL, "%s: stacking dicts of %d batch dims would exceed %d "
-			"dims", fn, c0->batch_ndim, TD_MAX_DIMS);
+		return td__error(TD_EINVAL,
+			"%s: stacking dicts of %d batch dims would exceed %d "
+			"dims",
+			fn, c0->batch_ndim, TD_MAX_DIMS);
 	TD_TRY(td__wrap_dim(dim, c0->batch_ndim + 1, &dd, fn));
 	if (flags & TD_LAZY_TAKE)
 		TD_TRY(check_take(dicts, n, fn));
@@ -374,11 +382,11 @@ int td__lazy_map_children(td_dict **out, const td_dict *stack, td__child_fn fn, 
 		c = NULL;
 		rc = fn(&c, z->child[i], ctx);
 		/* The result must be a root of the child's batch shape: never silently wrong. */
-		if (rc >= 0 && (c->parent || c->batch_ndim != z->child[i]->batch_ndim ||
-		    !td__shape_eq(c->batch_shape, z->child[i]->batch_shape, c->batch_ndim))) {
+		if (rc >= 0 &&
+			(c->parent || c->batch_ndim != z->child[i]->batch_ndim ||
+				!td__shape_eq(c->batch_shape, z->child[i]->batch_shape, c->batch_ndim))) {
 			td_dict_free(c);
-			rc = td__error(TD_ERROR, "%s: child %zu gave a result of another batch shape",
-				name, i);
+			rc = td__error(TD_ERROR, "%s: child %zu gave a result of another batch shape", name, i);
 		}
 		if (rc < 0) {
 			td__lazy_destroy(s);

@@ -25,16 +25,16 @@
 typedef struct lazy_index {
 	td_index canon[MAX_INDEX]; /* the canonical expression */
 	size_t n;
-	size_t e;                  /* the element naming the stack dim */
-	td_index rest[MAX_INDEX];  /* the expression for the children (E left out) */
+	size_t e;                 /* the element naming the stack dim */
+	td_index rest[MAX_INDEX]; /* the expression for the children (E left out) */
 	size_t nrest;
-	int ndim;                  /* the indexed batch shape */
+	int ndim; /* the indexed batch shape */
 	int64_t shape[TD_MAX_DIMS];
-	bool drop;                 /* E is an integer: one child, the dim goes */
-	int new_dim;               /* else: the stack dim of the result */
-	int64_t *pos;              /* else: the selected children, `m` of them */
+	bool drop;    /* E is an integer: one child, the dim goes */
+	int new_dim;  /* else: the stack dim of the result */
+	int64_t *pos; /* else: the selected children, `m` of them */
 	int64_t m;
-	int64_t one;               /* storage of pos for an integer */
+	int64_t one; /* storage of pos for an integer */
 } lazy_index;
 
 static bool is_advanced(const td_index *x)
@@ -92,8 +92,10 @@ static int canonicalize(lazy_index *li, const td_dict *d, const td_index *idx, s
 
 static int notsup(const char *fn, const char *what)
 {
-	return td__error(TD_ENOTSUP, "%s: on a lazy stack, %s (td_lazy_densify() makes a dense "
-		"dict that takes any index)", fn, what);
+	return td__error(TD_ENOTSUP,
+		"%s: on a lazy stack, %s (td_lazy_densify() makes a dense "
+		"dict that takes any index)",
+		fn, what);
 }
 
 /* Read position k of an index tensor, list or mask at the stack dim of size `size`. */
@@ -215,8 +217,7 @@ static int plan(lazy_index *li, const td_dict *d, const td_index *idx, size_t n,
 	li->drop = false;
 	if (n && !idx)
 		return td__error(TD_EINVAL, "%s: NULL index", fn);
-	TD_TRY(td__index_shape(&li->ndim, li->shape, NULL, d->batch_ndim, d->batch_shape, idx, n,
-		fn));
+	TD_TRY(td__index_shape(&li->ndim, li->shape, NULL, d->batch_ndim, d->batch_shape, idx, n, fn));
 	TD_TRY(canonicalize(li, d, idx, n, fn));
 	li->e = SIZE_MAX;
 	li->nrest = 0;
@@ -238,8 +239,8 @@ static int plan(lazy_index *li, const td_dict *d, const td_index *idx, size_t n,
 	if (x->kind == TD_INDEX_TENSOR && x->tensor->dtype == TD_DTYPE_BOOL && x->tensor->ndim > 1)
 		return notsup(fn, "a mask over the stack dim and other dims is not supported");
 	if (x->kind == TD_INDEX_INT ||
-	    (x->kind == TD_INDEX_TENSOR && x->tensor->ndim == 0 && x->tensor->dtype != TD_DTYPE_BOOL &&
-		    others == 0)) {
+		(x->kind == TD_INDEX_TENSOR && x->tensor->ndim == 0 && x->tensor->dtype != TD_DTYPE_BOOL &&
+			others == 0)) {
 		td_scalar s;
 		li->drop = true;
 		li->one = x->start;
@@ -258,7 +259,8 @@ static int plan(lazy_index *li, const td_dict *d, const td_index *idx, size_t n,
 		return slice_positions(li, x, d->batch_shape[sd]);
 	}
 	if (others > 0)
-		return notsup(fn, "an index list, tensor or mask at the stack dim cannot be "
+		return notsup(fn,
+			"an index list, tensor or mask at the stack dim cannot be "
 			"combined with other advanced indices");
 	if (x->kind == TD_INDEX_TENSOR && x->tensor->ndim == 0)
 		return notsup(fn, "a 0-d mask at the stack dim is not supported");
@@ -278,8 +280,10 @@ static int check_result(const td_dict *got, int ndim, const int64_t *shape, cons
 {
 	if (got->batch_ndim == ndim && td__shape_eq(got->batch_shape, shape, ndim))
 		return TD_OK;
-	return td__error(TD_ERROR, "%s: internal error: a child's indexed batch shape does not "
-		"match the stack's", fn);
+	return td__error(TD_ERROR,
+		"%s: internal error: a child's indexed batch shape does not "
+		"match the stack's",
+		fn);
 }
 
 /*
@@ -287,8 +291,7 @@ static int check_result(const td_dict *got, int ndim, const int64_t *shape, cons
  * child's keys (a stack without children would have none), made from
  * child 0 indexed, given the stack dim back, and emptied along it.
  */
-static int empty_selection(td_dict **out, const td_dict *d, const lazy_index *li,
-	const char *fn)
+static int empty_selection(td_dict **out, const td_dict *d, const lazy_index *li, const char *fn)
 {
 	td_index x[TD_MAX_DIMS];
 	td_dict *c, *u;
@@ -376,11 +379,12 @@ int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict 
 	int rc;
 
 	rc = plan(&li, d, idx, n, fn);
-	if (rc == TD_OK && value && (value->batch_ndim != li.ndim ||
-				       !td__shape_eq(value->batch_shape, li.shape, li.ndim)))
-		rc = td__error(TD_ETYPE, "%s: the value's batch shape %s is not the indexed batch "
-			"shape %s", fn,
-			td__format_shape(s1, sizeof(s1), value->batch_ndim, value->batch_shape),
+	if (rc == TD_OK && value &&
+		(value->batch_ndim != li.ndim || !td__shape_eq(value->batch_shape, li.shape, li.ndim)))
+		rc = td__error(TD_ETYPE,
+			"%s: the value's batch shape %s is not the indexed batch "
+			"shape %s",
+			fn, td__format_shape(s1, sizeof(s1), value->batch_ndim, value->batch_shape),
 			td__format_shape(s2, sizeof(s2), li.ndim, li.shape));
 	if (rc == TD_OK && value && !li.drop)
 		rc = td_dict_unbind(&pieces, &npieces, value, li.new_dim);
@@ -398,8 +402,7 @@ int td__lazy_index_put(td_dict *d, const td_index *idx, size_t n, const td_dict 
 }
 
 /* Piece i's batch shape after a cut of `d` along `dim` (as td__dict_cut()). */
-static int cut_shape(int64_t *shape, const td_dict *d, int dim, const int64_t *lengths,
-	size_t i)
+static int cut_shape(int64_t *shape, const td_dict *d, int dim, const int64_t *lengths, size_t i)
 {
 	int k, nd = 0;
 
@@ -443,8 +446,10 @@ int td__lazy_cut(td_dict **out, const td_dict *z, int dim, const int64_t *length
 
 			if (out[i]->batch_ndim != nd || !td__shape_eq(out[i]->batch_shape, shape, nd)) {
 				td_dict_free(out[i]);
-				rc = td__error(TD_ERROR, "%s: a piece of a nested lazy stack has another "
-					"batch shape", fn);
+				rc = td__error(TD_ERROR,
+					"%s: a piece of a nested lazy stack has another "
+					"batch shape",
+					fn);
 				break;
 			}
 		}
@@ -493,8 +498,8 @@ static bool mcut_same_headers(td_dict *const *src, size_t m)
 	for (i = 1; i < m; i++) {
 		b = src[i];
 		if (td__dict_is_lazy(b) || b->used != a->used || b->count != a->count ||
-		    b->batch_ndim != a->batch_ndim ||
-		    !td__shape_eq(b->batch_shape, a->batch_shape, a->batch_ndim))
+			b->batch_ndim != a->batch_ndim ||
+			!td__shape_eq(b->batch_shape, a->batch_shape, a->batch_ndim))
 			return false;
 	}
 	return true;
@@ -522,8 +527,7 @@ static inline bool mcut_slot_same(td_dict *const *src, size_t m, uint32_t j)
 	if (kind == TD_VALUE_TENSOR) {
 		for (i = 0; i < m; i++) {
 			e = &src[i]->entries[j];
-			if (!td__entry_live(e) || e->value.kind != kind ||
-			    td__dims_ext(e->value.tensor.ndim))
+			if (!td__entry_live(e) || e->value.kind != kind || td__dims_ext(e->value.tensor.ndim))
 				return false;
 		}
 		return true;
@@ -568,15 +572,14 @@ static inline void mcut_key_refs(const td__entry *e, size_t n)
  * n pieces each: piece k of src[i] goes to out[i * n + k]. On failure
  * nothing is left.
  */
-static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_t n,
-	const char *fn)
+static int mcut_rec(td_dict **out, td_dict *const *src, size_t m, int dim, size_t n, const char *fn)
 {
 	const td_dict *a = src[0];
 	const uint32_t count = a->count;
 	const size_t total = m * n, bytes = sizeof(td_dict) + (size_t)count * sizeof(td__entry);
 	int64_t shape[TD_MAX_DIMS];
 	td_dict tmpl, *local_sub[MCUT_LOCAL], **sub = local_sub, *local_ssrc[MCUT_LOCAL],
-		**ssrc = local_ssrc;
+										  **ssrc = local_ssrc;
 	void *local_blk[MCUT_LOCAL], **blk = local_blk, **scratch = NULL;
 	size_t i, k, q, off;
 	uint32_t j, w = 0;

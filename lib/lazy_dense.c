@@ -11,8 +11,7 @@
 #include "lazy_impl.h"
 
 /* A non-tensor leaf that every child holds with the same bytes. */
-static int common_blob(const td_value **out, const td_dict *d, const td__kref *k,
-	const char *fn)
+static int common_blob(const td_value **out, const td_dict *d, const td__kref *k, const char *fn)
 {
 	const td__lazy *z = d->lazy;
 	const td_value *first = NULL;
@@ -21,8 +20,8 @@ static int common_blob(const td_value **out, const td_dict *d, const td__kref *k
 	if (!z) {
 		const td__entry *e = td__dict_find(d, k->s, k->len, k->hash);
 		if (!e || (e->value.kind != TD_VALUE_STRING && e->value.kind != TD_VALUE_BYTES))
-			return td__error(TD_ETYPE, "%s: '%.*s' is not a string or bytes in every child",
-				fn, (int)k->len, k->s);
+			return td__error(TD_ETYPE, "%s: '%.*s' is not a string or bytes in every child", fn,
+				(int)k->len, k->s);
 		*out = &e->value;
 		return TD_OK;
 	}
@@ -30,16 +29,19 @@ static int common_blob(const td_value **out, const td_dict *d, const td__kref *k
 		const td_value *v;
 
 		TD_TRY(common_blob(&v, z->child[i], k, fn));
-		if (first && (v->kind != first->kind || v->blob.length != first->blob.length ||
-				     memcmp(v->blob.data, first->blob.data, v->blob.length) != 0))
-			return td__error(TD_ETYPE, "%s: '%.*s' differs between the children: a dense "
-				"dict holds one non-tensor value per key", fn, (int)k->len, k->s);
+		if (first &&
+			(v->kind != first->kind || v->blob.length != first->blob.length ||
+				memcmp(v->blob.data, first->blob.data, v->blob.length) != 0))
+			return td__error(TD_ETYPE,
+				"%s: '%.*s' differs between the children: a dense "
+				"dict holds one non-tensor value per key",
+				fn, (int)k->len, k->s);
 		if (!first)
 			first = v;
 	}
 	if (!first)
-		return td__error(TD_ENOTFOUND, "%s: '%.*s': the stack has no children", fn,
-			(int)k->len, k->s);
+		return td__error(TD_ENOTFOUND, "%s: '%.*s': the stack has no children", fn, (int)k->len,
+			k->s);
 	*out = first;
 	return TD_OK;
 }
@@ -84,8 +86,7 @@ static int densify(td_dict **out, const td_dict *d, const char *fn)
 }
 
 /* The dense value of the stack key `k` (one component) with its own references. */
-static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int kind,
-	const char *fn)
+static int densify_value(td_value *v, const td_dict *d, const td__kref *k, int kind, const char *fn)
 {
 	const td_value *blob;
 	td_dict *sub;
@@ -189,9 +190,12 @@ static int select_piece(td_tensor *out, const td_tensor *in, void *ctx)
 	const piece_ctx *p = ctx;
 	const td_dict *d = p->stack;
 
-	if (in->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(in), d->batch_shape, d->batch_ndim))
-		return td__error(TD_ETYPE, "%s: a value of %d dims does not start with the lazy "
-			"stack's batch shape (%d dims)", p->fn, in->ndim, d->batch_ndim);
+	if (in->ndim < d->batch_ndim ||
+		!td__shape_eq(td_tensor_shape(in), d->batch_shape, d->batch_ndim))
+		return td__error(TD_ETYPE,
+			"%s: a value of %d dims does not start with the lazy "
+			"stack's batch shape (%d dims)",
+			p->fn, in->ndim, d->batch_ndim);
 	return td__view_select(out, in, d->lazy->dim, p->i, p->fn);
 }
 

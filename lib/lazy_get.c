@@ -130,17 +130,18 @@ static int leaves_check_same(const leaves *L, const td__kref *parts, size_t n, c
 		if (t->ndim == t0->ndim && td__shape_eq(td_tensor_shape(t), td_tensor_shape(t0), t0->ndim))
 			continue;
 		td__kpath_format(key, sizeof(key), parts, n);
-		return td__error(TD_ETYPE, "%s: '%s' is ragged (child 0 has shape %s, child %zu "
+		return td__error(TD_ETYPE,
+			"%s: '%s' is ragged (child 0 has shape %s, child %zu "
 			"%s) and cannot be stacked: ask for a list (td_lazy_get_list), a padded "
-			"tensor (td_lazy_get_padded) or the nested form (td_lazy_get_nested)", fn, key,
-			td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)), i,
+			"tensor (td_lazy_get_padded) or the nested form (td_lazy_get_nested)",
+			fn, key, td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)), i,
 			td__format_shape(s2, sizeof(s2), t->ndim, td_tensor_shape(t)));
 	}
 	return TD_OK;
 }
 
-int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, td_buffer **spare, const char *fn)
+int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k, const td__kref *parts,
+	size_t n, td_buffer **spare, const char *fn)
 {
 	const td__entry *const *ent = k->ent;
 	const td_tensor *t0;
@@ -239,8 +240,10 @@ static int lazy_args(td__kpath *p, const td_dict **dp, const char *dotted, const
 		return TD_OK;
 	z = td__dict_lazy_prefix(d, p->part, p->n, &used);
 	if (!z)
-		return td__error(TD_EINVAL, "%s: the dict is not a lazy stack, nor does the key lead "
-			"into one nested in it", fn);
+		return td__error(TD_EINVAL,
+			"%s: the dict is not a lazy stack, nor does the key lead "
+			"into one nested in it",
+			fn);
 	p->n -= used;
 	memmove(p->part, p->part + used, p->n * sizeof(p->part[0]));
 	*dp = z;
@@ -297,8 +300,8 @@ int td_lazy_get_tensor_key(td_tensor *out, const td_dict *d, const td_key *key)
 	return get_tensor(out, d, NULL, key, fn);
 }
 
-static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted,
-	const td_key *key, const char *fn)
+static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted, const td_key *key,
+	const char *fn)
 {
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	int64_t shape[TD_MAX_DIMS];
@@ -314,14 +317,15 @@ static int get_tensor_into(td_tensor *dst, const td_dict *d, const char *dotted,
 	dim = d->lazy->dim;
 	rc = leaves_check_same(&L, p.part, p.n, fn);
 	if (rc == TD_OK && L.t[0].ndim >= TD_MAX_DIMS)
-		rc = td__error(TD_EINVAL, "%s: the stacked leaf would exceed %d dims", fn,
-			TD_MAX_DIMS);
+		rc = td__error(TD_EINVAL, "%s: the stacked leaf would exceed %d dims", fn, TD_MAX_DIMS);
 	if (rc == TD_OK) {
 		for (k = 0, j = 0; k <= L.t[0].ndim; k++)
 			shape[k] = k == dim ? (int64_t)L.n : td_tensor_shape(&L.t[0])[j++];
 		if (dst->ndim != L.t[0].ndim + 1 || !td__shape_eq(td_tensor_shape(dst), shape, dst->ndim))
-			rc = td__error(TD_ETYPE, "%s: the destination has shape %s, the stacked leaf "
-				"%s", fn, td__format_shape(s1, sizeof(s1), dst->ndim, td_tensor_shape(dst)),
+			rc = td__error(TD_ETYPE,
+				"%s: the destination has shape %s, the stacked leaf "
+				"%s",
+				fn, td__format_shape(s1, sizeof(s1), dst->ndim, td_tensor_shape(dst)),
 				td__format_shape(s2, sizeof(s2), L.t[0].ndim + 1, shape));
 	}
 	for (i = 0; rc == TD_OK && i < L.n; i++) {
@@ -387,8 +391,7 @@ static int get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d
 	return TD_OK;
 }
 
-int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d,
-	const char *key)
+int td_lazy_get_list(td_tensor **tensors_out, size_t *count_out, const td_dict *d, const char *key)
 {
 	return get_list(tensors_out, count_out, d, key, NULL, "td_lazy_get_list");
 }
@@ -418,8 +421,7 @@ static td_dtype leaves_dtype(const leaves *L)
 	return dt;
 }
 
-static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left,
-	const char *fn)
+static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left, const char *fn)
 {
 	size_t i;
 	int k, rc;
@@ -432,7 +434,7 @@ static int pad_into(const td_tensor *out, const leaves *L, int dim, bool left,
 		for (k = 0; k < t->ndim; k++) {
 			if (left && td_tensor_shape(t)[k] > 0)
 				view.offset += (td_tensor_shape(&view)[k] - td_tensor_shape(t)[k]) *
-					       td_tensor_strides(&view)[k];
+					td_tensor_strides(&view)[k];
 			td__shape_w(&view)[k] = td_tensor_shape(t)[k];
 		}
 		rc = td_tensor_copy(&view, t);
@@ -465,9 +467,10 @@ static int get_padded(td_tensor *out, const td_dict *d, const char *dotted, cons
 	for (i = 1; rc == TD_OK && i < L.n; i++) {
 		if (L.t[i].ndim != nd) {
 			td__kpath_format(name, sizeof(name), p.part, p.n);
-			rc = td__error(TD_ETYPE, "%s: '%s' has shape %s in child 0 and %s in child %zu: "
-				"padding needs leaves of one ndim", fn, name,
-				td__format_shape(s1, sizeof(s1), nd, td_tensor_shape(&L.t[0])),
+			rc = td__error(TD_ETYPE,
+				"%s: '%s' has shape %s in child 0 and %s in child %zu: "
+				"padding needs leaves of one ndim",
+				fn, name, td__format_shape(s1, sizeof(s1), nd, td_tensor_shape(&L.t[0])),
 				td__format_shape(s2, sizeof(s2), L.t[i].ndim, td_tensor_shape(&L.t[i])), i);
 			break;
 		}
@@ -476,8 +479,7 @@ static int get_padded(td_tensor *out, const td_dict *d, const char *dotted, cons
 				maxs[k] = td_tensor_shape(&L.t[i])[k];
 	}
 	if (rc == TD_OK && nd >= TD_MAX_DIMS)
-		rc = td__error(TD_EINVAL, "%s: the padded leaf would exceed %d dims", fn,
-			TD_MAX_DIMS);
+		rc = td__error(TD_EINVAL, "%s: the padded leaf would exceed %d dims", fn, TD_MAX_DIMS);
 	if (rc == TD_OK) {
 		for (k = 0, j = 0; k <= nd; k++)
 			shape[k] = k == dim ? (int64_t)L.n : maxs[j++];
@@ -521,14 +523,18 @@ static int check_jagged(const leaves *L, const td__kref *parts, size_t n, const 
 		const td_tensor *t = &L->t[i];
 		if (t->ndim == 0) {
 			td__kpath_format(key, sizeof(key), parts, n);
-			return td__error(TD_ETYPE, "%s: '%s' is 0-d in child %zu: the nested form "
-				"needs a first dim", fn, key, i);
+			return td__error(TD_ETYPE,
+				"%s: '%s' is 0-d in child %zu: the nested form "
+				"needs a first dim",
+				fn, key, i);
 		}
-		if (t->ndim != t0->ndim || !td__shape_eq(td_tensor_shape(t) + 1, td_tensor_shape(t0) + 1, t0->ndim - 1)) {
+		if (t->ndim != t0->ndim ||
+			!td__shape_eq(td_tensor_shape(t) + 1, td_tensor_shape(t0) + 1, t0->ndim - 1)) {
 			td__kpath_format(key, sizeof(key), parts, n);
-			return td__error(TD_ETYPE, "%s: '%s' has shape %s in child 0 and %s in child "
-				"%zu: the nested form allows the first dim only to differ", fn, key,
-				td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)),
+			return td__error(TD_ETYPE,
+				"%s: '%s' has shape %s in child 0 and %s in child "
+				"%zu: the nested form allows the first dim only to differ",
+				fn, key, td__format_shape(s1, sizeof(s1), t0->ndim, td_tensor_shape(t0)),
 				td__format_shape(s2, sizeof(s2), t->ndim, td_tensor_shape(t)), i);
 		}
 	}
@@ -550,8 +556,10 @@ static int get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_di
 		return td__error(TD_EINVAL, "%s: NULL argument", fn);
 	TD_TRY(lazy_args(&p, &d, dotted, key, values_out, &rerouted, fn));
 	if (d->lazy->dim != 0)
-		return td__error(TD_ENOTSUP, "%s: the nested form needs stack dim 0 (this stack's "
-			"is %d), as tensordict's get_nestedtensor()", fn, d->lazy->dim);
+		return td__error(TD_ENOTSUP,
+			"%s: the nested form needs stack dim 0 (this stack's "
+			"is %d), as tensordict's get_nestedtensor()",
+			fn, d->lazy->dim);
 	TD_TRY(leaves_collect(&L, d, p.part, p.n, fn));
 	rc = check_jagged(&L, p.part, p.n, fn);
 	count = (int64_t)L.n + 1;
@@ -595,8 +603,8 @@ int td_lazy_get_nested_key(td_tensor *values_out, td_tensor *offsets_out, const 
 /* ------------------------------------------------------------------------ */
 
 /* Child i's sub-dict at the path: borrowed from a dense child, a new stack for a lazy one. */
-static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i,
-	const td__kref *parts, size_t n, const char *fn)
+static int child_sub(td_dict **out, bool *owned, const td_dict *c, size_t i, const td__kref *parts,
+	size_t n, const char *fn)
 {
 	const td__entry *e;
 	char key[512];
@@ -668,11 +676,13 @@ int td__lazy_get_dict(td_dict **out, const td_dict *d, const td__kref *parts, si
 		if (rc < 0)
 			goto fail;
 		if (sub->batch_ndim == s->lazy->child[0]->batch_ndim &&
-		    td__shape_eq(sub->batch_shape, s->lazy->child[0]->batch_shape, sub->batch_ndim))
+			td__shape_eq(sub->batch_shape, s->lazy->child[0]->batch_shape, sub->batch_ndim))
 			continue;
 		td__kpath_format(key, sizeof(key), parts, n);
-		rc = td__error(TD_ETYPE, "%s: '%s' has batch shape %s in child 0 and %s in child "
-			"%zu: the sub-dicts cannot be stacked", fn, key,
+		rc = td__error(TD_ETYPE,
+			"%s: '%s' has batch shape %s in child 0 and %s in child "
+			"%zu: the sub-dicts cannot be stacked",
+			fn, key,
 			td__format_shape(s1, sizeof(s1), s->lazy->child[0]->batch_ndim,
 				s->lazy->child[0]->batch_shape),
 			td__format_shape(s2, sizeof(s2), sub->batch_ndim, sub->batch_shape), i);

@@ -27,8 +27,8 @@ struct td__lz_schema;
 typedef struct td__lazy {
 	size_t n;
 	int dim;
-	td_dict **child;  /* n children */
-	bool *own;        /* n flags */
+	td_dict **child; /* n children */
+	bool *own;       /* n flags */
 	/*
 	 * The cached schema (lazy_schema.c): valid while `stamp` equals the sum
 	 * of the children's generations (or, for a stack that owns all its
@@ -53,18 +53,18 @@ typedef struct td__lazy {
 typedef struct td__lz_node td__lz_node;
 
 typedef struct td__lz_key {
-	const td__entry *src;       /* child 0's entry: the key and its hash */
-	const td__entry **ent;      /* the n children's entries */
-	td__lz_node *sub;           /* a dict in every child: the level below */
-	int kind;                   /* child 0's value kind */
-	bool all_tensor;            /* a tensor in every child */
+	const td__entry *src;  /* child 0's entry: the key and its hash */
+	const td__entry **ent; /* the n children's entries */
+	td__lz_node *sub;      /* a dict in every child: the level below */
+	int kind;              /* child 0's value kind */
+	bool all_tensor;       /* a tensor in every child */
 } td__lz_key;
 
 struct td__lz_node {
 	size_t nkeys;
 	td__lz_key *keys;
-	td_dict *const *dicts;      /* the n dicts of this level (children at the root) */
-	td_dict *stack;             /* a lazy stack of dicts[] (NULL at the root) */
+	td_dict *const *dicts; /* the n dicts of this level (children at the root) */
+	td_dict *stack;        /* a lazy stack of dicts[] (NULL at the root) */
 };
 
 /*
@@ -74,10 +74,10 @@ struct td__lz_node {
  * ready (acquire) read key and node without a lock.
  */
 typedef struct td__lz_memo {
-	_Atomic uint64_t id;         /* 0: free */
+	_Atomic uint64_t id; /* 0: free */
 	_Atomic bool ready;
-	const td__lz_key *key;       /* NULL: the handle names no key of the stack */
-	const td__lz_node *node;     /* the level holding key */
+	const td__lz_key *key;   /* NULL: the handle names no key of the stack */
+	const td__lz_node *node; /* the level holding key */
 } td__lz_memo;
 
 #define TD_LZ_MEMO 8
@@ -143,8 +143,8 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
  * and shape, else by td__lazy_get_tensor() (promotion, errors). `spare` as
  * for td__lz_stack() (NULL: none).
  */
-int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k,
-	const td__kref *parts, size_t n, td_buffer **spare, const char *fn);
+int td__lz_get_tensor(td_tensor *out, const td_dict *d, const td__lz_key *k, const td__kref *parts,
+	size_t n, td_buffer **spare, const char *fn);
 /* ---- reading (lazy.c, lazy_get.c), writing (lazy_set.c), building (lazy.c) ---- */
 
 /**
@@ -185,8 +185,8 @@ int td__lz_not_found(const td__kref *parts, size_t n, size_t i, const char *fn);
  * reference); its dims are its own: drop them with td__dims_unref().
  * TD_ENOMEM only for more than TD_TENSOR_INLINE_DIMS dims left.
  */
-static inline int td__lz_select_borrowed(td_tensor *out, const td_tensor *t, int dim,
-	int64_t k, const char *fn)
+static inline int td__lz_select_borrowed(td_tensor *out, const td_tensor *t, int dim, int64_t k,
+	const char *fn)
 {
 	return td__view_select_dims(out, t, dim, k, fn);
 }

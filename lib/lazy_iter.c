@@ -83,7 +83,7 @@ static void lazy_drop_current(lazy_iter *lz)
 		b = lz->cur.tensor.buffer;
 		/* acquire: a reference the caller took and dropped meanwhile is done with. */
 		if (!lz->spare && b->kind == TD_MEMORY_HEAP &&
-		    atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
+			atomic_load_explicit(&b->refs, memory_order_acquire) == 1)
 			lz->spare = b;
 		else
 			td__buffer_unref(b);
@@ -118,8 +118,8 @@ void td__lazy_iter_free(td_dict_iter *it)
 }
 
 /* Yield the entry `e` of a lazy level: its key, and the value made for it. */
-static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int kind,
-	td_dict *sub, const td_dict *d)
+static int lazy_emit(td_dict_iter *it, td_item *item, const td__entry *e, int kind, td_dict *sub,
+	const td_dict *d)
 {
 	static const char fn[] = "td_dict_iter_next";
 	lazy_iter *lz = it->lz;
@@ -166,8 +166,8 @@ static int schema_emit(td_dict_iter *it, td_item *item, const td__lz_node *node,
 		item->value = &lz->cur;
 	} else if (k->kind == TD_VALUE_TENSOR) {
 		td__kref kr = td__entry_kref(k->src);
-		TD_TRY(td__lz_get_tensor(&lz->cur.tensor, node->stack ? node->stack : it->root,
-			k, &kr, 1, &lz->spare, fn));
+		TD_TRY(td__lz_get_tensor(&lz->cur.tensor, node->stack ? node->stack : it->root, k, &kr, 1,
+			&lz->spare, fn));
 		lz->cur.kind = TD_VALUE_TENSOR;
 		lz->cur_tensor = true;
 		item->value = &lz->cur;

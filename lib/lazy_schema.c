@@ -152,15 +152,14 @@ static bool build_node(td__lz_schema *s, td__lz_node *node, td_dict *const *dict
 				if (subs[i]->lazy)
 					return false;
 				if (subs[i]->batch_ndim != s0->batch_ndim ||
-				    !td__shape_eq(subs[i]->batch_shape, s0->batch_shape, s0->batch_ndim))
+					!td__shape_eq(subs[i]->batch_shape, s0->batch_shape, s0->batch_ndim))
 					return false; /* td__lazy_get_dict() reports it */
 			}
 			k->sub = arena(s, sizeof(*k->sub));
 			if (!k->sub)
 				return false;
 			memset(k->sub, 0, sizeof(*k->sub));
-			if (td__lazy_alloc(&stack, n, dim, s0->batch_ndim, s0->batch_shape,
-				    "td_lazy") < 0)
+			if (td__lazy_alloc(&stack, n, dim, s0->batch_ndim, s0->batch_shape, "td_lazy") < 0)
 				return false;
 			memcpy(stack->lazy->child, subs, n * sizeof(*subs));
 			k->sub->stack = stack;
@@ -306,7 +305,7 @@ const td__lz_key *td__lz_find_key(const td__lz_schema *s, const td__kref *parts,
 			continue;
 		none = 0;
 		if (!atomic_compare_exchange_strong_explicit(&memo[i].id, &none, key->id,
-			    memory_order_acq_rel, memory_order_acquire)) {
+				memory_order_acq_rel, memory_order_acquire)) {
 			if (none == key->id)
 				break; /* claimed for this handle meanwhile */
 			continue;
@@ -337,10 +336,10 @@ int td__lz_stack(td_tensor *out, const td__entry *const *ent, size_t n, int dim,
 
 	/* t0 is valid, so its byte size is; n times it is checked. */
 	if (n > (size_t)INT64_MAX ||
-	    !td__mul_size((size_t)td__numel(t0->ndim, td__ishape(t0)) * isz, n, &nbytes) ||
-	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
-		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large",
-			fn, n, (size_t)td__numel(t0->ndim, td__ishape(t0)) * isz);
+		!td__mul_size((size_t)td__numel(t0->ndim, td__ishape(t0)) * isz, n, &nbytes) ||
+		nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
+		return td__error(TD_EOVERFLOW, "%s: %zu stacked leaves of %zu bytes are too large", fn, n,
+			(size_t)td__numel(t0->ndim, td__ishape(t0)) * isz);
 	if (spare && *spare && (*spare)->nbytes == nbytes) {
 		buf = *spare; /* the caller's, unshared: taken over */
 		*spare = NULL;

@@ -14,8 +14,8 @@
 /* Writes through the stack                                                  */
 /* ------------------------------------------------------------------------ */
 
-static int check_new_key(const td_dict *d, const td__kref *parts, size_t n,
-	const td_key *handle, const char *fn)
+static int check_new_key(const td_dict *d, const td__kref *parts, size_t n, const td_key *handle,
+	const char *fn)
 {
 	char key[512];
 
@@ -60,7 +60,8 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 	char key[512];
 	size_t i;
 
-	if (t->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
+	if (t->ndim < d->batch_ndim ||
+		!td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__dict_check_batch(d, t->ndim, td_tensor_shape(t), key, fn);
 	}
@@ -77,7 +78,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 		 * the n references to t's buffer are taken at once.
 		 */
 		if (t->ndim - 1 >= p0->batch_ndim && !td__dims_ext(t->ndim - 1) &&
-		    slice_fits(t, z->dim, p0)) {
+			slice_fits(t, z->dim, p0)) {
 			/*
 			 * Slices with inline dims: nothing below can fail. They
 			 * differ only in their offset: the first is made once and
@@ -110,8 +111,7 @@ int td__lazy_set_tensor(td_dict *d, const td__kref *parts, size_t n, const td_ke
 
 			v.kind = TD_VALUE_TENSOR;
 			TD_TRY(td__lz_select_borrowed(&v.tensor, t, z->dim, (int64_t)i, fn));
-			rc = td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i],
-				&parts[n - 1], &v, fn);
+			rc = td__dict_set_entry(node->dicts[i], (td__entry *)k->ent[i], &parts[n - 1], &v, fn);
 			td__dims_unref(&v.tensor);
 			TD_TRY(rc);
 		}
@@ -162,8 +162,7 @@ static inline __attribute__((always_inline)) int copy_into_leaf(td_tensor *dst,
 	 * td_tensor_copy()'s checks only memory and write access are left
 	 * (~250 instructions a child through it).
 	 */
-	if (src_host && td__buffer_host(dst->buffer) &&
-	    !(dst->buffer->flags & TD_BUFFER_READONLY)) {
+	if (src_host && td__buffer_host(dst->buffer) && !(dst->buffer->flags & TD_BUFFER_READONLY)) {
 		if (td__same_view(dst, view))
 			return TD_OK;
 		if (!td__tensor_overlap(dst, view))
@@ -200,13 +199,13 @@ int td__lazy_set_inplace(td_dict *d, const td__kref *parts, size_t n, const td_k
 	char key[512];
 	size_t i;
 
-	if (t->ndim < d->batch_ndim || !td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
+	if (t->ndim < d->batch_ndim ||
+		!td__shape_eq(td_tensor_shape(t), d->batch_shape, d->batch_ndim)) {
 		td__kpath_format(key, sizeof(key), parts, n);
 		return td__dict_check_batch(d, t->ndim, td_tensor_shape(t), key, fn);
 	}
 	schema = td__lz_get(d);
-	if (schema && (k = td__lz_find_key(schema, parts, n, handle, NULL)) != NULL &&
-	    k->all_tensor) {
+	if (schema && (k = td__lz_find_key(schema, parts, n, handle, NULL)) != NULL && k->all_tensor) {
 		const bool src_host = td__buffer_host(t->buffer);
 		const int64_t stride = td_tensor_strides(t)[z->dim];
 		const size_t m = z->n;
@@ -246,8 +245,7 @@ static int del_rec(td_dict *d, const td__kref *parts, size_t n, bool do_it, cons
 
 	if (!do_it && d->locked) {
 		td__kpath_format(key, sizeof(key), parts, n);
-		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the lazy stack is locked", fn,
-			key);
+		return td__error(TD_ELOCKED, "%s: cannot delete '%s': the lazy stack is locked", fn, key);
 	}
 	for (i = 0; i < z->n; i++) {
 		td_dict *c = z->child[i], *parent;
@@ -266,8 +264,7 @@ static int del_rec(td_dict *d, const td__kref *parts, size_t n, bool do_it, cons
 			td__dict_remove_slot(parent, (uint32_t)(e - parent->entries));
 		} else if (parent->locked) {
 			td__kpath_format(key, sizeof(key), parts, n);
-			return td__error(TD_ELOCKED, "%s: cannot delete '%s': child %zu is locked", fn,
-				key, i);
+			return td__error(TD_ELOCKED, "%s: cannot delete '%s': child %zu is locked", fn, key, i);
 		}
 	}
 	return TD_OK;
@@ -310,8 +307,7 @@ static int lazy_set_strings(td_dict *d, const td__kref *parts, size_t n, const t
 	}
 	if (d->locked && !td__lazy_kind(d, parts, n, NULL)) {
 		td__kpath_format(key, sizeof(key), parts, n);
-		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn,
-			key);
+		return td__error(TD_ELOCKED, "%s: cannot add '%s': the lazy stack is locked", fn, key);
 	}
 	at[0] = z->dim;
 	for (i = 0; i < z->n; i++) {
@@ -339,8 +335,10 @@ int td__lazy_set_value(td_dict *d, const td__kref *parts, size_t n, const td_key
 	if (v->kind == TD_VALUE_TENSOR)
 		return td__lazy_set_tensor(d, parts, n, handle, &v->tensor, fn);
 	if (v->kind == TD_VALUE_DICT)
-		return td__error(TD_ENOTSUP, "%s: a dict cannot be stored in a lazy stack; "
-			"store its leaves", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: a dict cannot be stored in a lazy stack; "
+			"store its leaves",
+			fn);
 	if (v->kind == TD_VALUE_STRINGS)
 		return lazy_set_strings(d, parts, n, v, fn);
 	return td__lazy_set_blob(d, parts, n, v, fn);

@@ -50,7 +50,7 @@ bool td__utf8_valid(const unsigned char *s, size_t len)
 			cp = (cp << 6) | (s[i + k] & 0x3f);
 		}
 		if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
+			(cp >= 0xd800 && cp <= 0xdfff))
 			return false;
 		i += n + 1;
 	}
@@ -98,8 +98,8 @@ static int check_shape(int ndim, const int64_t *shape, int64_t *numel, const cha
 			TD_MAX_DIMS, ndim);
 	for (i = 0; i < ndim; i++) {
 		if (shape[i] < 0)
-			return td__error(TD_EINVAL, "%s: negative size %lld at dim %d", fn,
-				(long long)shape[i], i);
+			return td__error(TD_EINVAL, "%s: negative size %lld at dim %d", fn, (long long)shape[i],
+				i);
 		if (!td__mul_i64(n, shape[i], &n))
 			return td__error(TD_EOVERFLOW, "%s: the shape has too many elements", fn);
 	}
@@ -126,10 +126,10 @@ static int alloc_array(td_value *out, int ndim, const int64_t *shape, int64_t nu
 		"the offsets after the header are aligned");
 	/* header; offsets: numel + 1 words; numbers: numel words */
 	if ((uint64_t)numel >= SIZE_MAX / (2 * sizeof(uint64_t)) ||
-	    !td__mul_size(2 * (size_t)numel + 1, sizeof(uint64_t), &head) ||
-	    !td__add_size(head, sizeof(td_strings) + text_bytes, &total))
-		return td__error(TD_EOVERFLOW, "%s: %lld strings of %zu bytes do not fit in memory",
-			fn, (long long)numel, text_bytes);
+		!td__mul_size(2 * (size_t)numel + 1, sizeof(uint64_t), &head) ||
+		!td__add_size(head, sizeof(td_strings) + text_bytes, &total))
+		return td__error(TD_EOVERFLOW, "%s: %lld strings of %zu bytes do not fit in memory", fn,
+			(long long)numel, text_bytes);
 	TD_TRY(td_buffer_new(&b, total, 0));
 	base = td_buffer_data(b);
 	s = (td_strings *)(void *)base;
@@ -164,11 +164,9 @@ int td__strings_new(td_value *out, int ndim, const int64_t *shape, const char *c
 			return td__error(TD_EINVAL, "%s: string %lld is NULL", fn, (long long)i);
 		len = lengths ? lengths[i] : strlen(texts[i]);
 		if (lengths && memchr(texts[i], '\0', len))
-			return td__error(TD_EINVAL, "%s: string %lld holds a NUL byte", fn,
-				(long long)i);
+			return td__error(TD_EINVAL, "%s: string %lld holds a NUL byte", fn, (long long)i);
 		if (!td__utf8_valid((const unsigned char *)texts[i], len))
-			return td__error(TD_EINVAL, "%s: string %lld is not valid UTF-8", fn,
-				(long long)i);
+			return td__error(TD_EINVAL, "%s: string %lld is not valid UTF-8", fn, (long long)i);
 		if (!td__add_size(bytes, len, &bytes) || !td__add_size(bytes, 1, &bytes))
 			return td__error(TD_EOVERFLOW, "%s: the strings do not fit in memory", fn);
 	}
@@ -211,8 +209,8 @@ int td__strings_numbers(td_tensor *out, const td_value *v, int ndim, const int64
 		const td_strings *s = v->strings;
 
 		if (base == 0) /* a view of the numbers kept in the array's buffer */
-			return td_tensor_from_buffer(out, s->buffer, TD_DTYPE_I64, s->ndim, s->shape,
-				NULL, (int64_t)(sizeof(td_strings) / sizeof(int64_t)) + s->numel + 1);
+			return td_tensor_from_buffer(out, s->buffer, TD_DTYPE_I64, s->ndim, s->shape, NULL,
+				(int64_t)(sizeof(td_strings) / sizeof(int64_t)) + s->numel + 1);
 		TD_TRY(td_tensor_empty(out, TD_DTYPE_I64, s->ndim, s->shape));
 		p = td_tensor_data(out);
 		for (i = 0; i < s->numel; i++)
@@ -272,8 +270,7 @@ int td__strings_gather(td_value *out, const td_value *const *srcs, size_t nsrc,
 	numel = td_tensor_numel(&flat);
 	for (i = 0; i < numel; i++) {
 		if (num[i] < 0 || num[i] >= total) {
-			rc = td__error(TD_EINVAL, "%s: string number %lld out of range", fn,
-				(long long)num[i]);
+			rc = td__error(TD_EINVAL, "%s: string number %lld out of range", fn, (long long)num[i]);
 			goto out;
 		}
 	}
@@ -349,18 +346,16 @@ bool td__text_values_equal(const td_value *a, const td_value *b)
 
 	if (a->kind != TD_VALUE_STRINGS && b->kind != TD_VALUE_STRINGS)
 		return a->kind == b->kind && a->blob.length == b->blob.length &&
-		       memcmp(a->blob.data, b->blob.data, a->blob.length) == 0;
+			memcmp(a->blob.data, b->blob.data, a->blob.length) == 0;
 	if (a->kind != TD_VALUE_STRINGS)
-		return a->kind == TD_VALUE_STRING &&
-		       all_equal_to(b->strings, a->blob.data, a->blob.length);
+		return a->kind == TD_VALUE_STRING && all_equal_to(b->strings, a->blob.data, a->blob.length);
 	if (b->kind != TD_VALUE_STRINGS)
-		return b->kind == TD_VALUE_STRING &&
-		       all_equal_to(a->strings, b->blob.data, b->blob.length);
+		return b->kind == TD_VALUE_STRING && all_equal_to(a->strings, b->blob.data, b->blob.length);
 	x = a->strings;
 	y = b->strings;
 	if (x->ndim != y->ndim || !td__shape_eq(x->shape, y->shape, x->ndim))
 		return false;
 	/* Equal offsets and equal bytes: the texts are laid out the same way. */
 	return memcmp(x->offsets, y->offsets, ((size_t)x->numel + 1) * sizeof(uint64_t)) == 0 &&
-	       memcmp(x->bytes, y->bytes, (size_t)x->offsets[x->numel]) == 0;
+		memcmp(x->bytes, y->bytes, (size_t)x->offsets[x->numel]) == 0;
 }

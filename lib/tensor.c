@@ -25,20 +25,20 @@ int td__shape_check(int ndim, const int64_t *shape, td_dtype dtype, int64_t *num
 		return td__error(TD_EINVAL, "%s: NULL shape with ndim %d", fn, ndim);
 	for (i = 0; i < ndim; i++) {
 		if (shape[i] < 0)
-			return td__error(TD_EINVAL, "%s: negative size %lld at dim %d", fn,
-				(long long)shape[i], i);
+			return td__error(TD_EINVAL, "%s: negative size %lld at dim %d", fn, (long long)shape[i],
+				i);
 		if (!td__mul_i64(numel, shape[i], &numel))
 			goto overflow;
 	}
 	if (!td__mul_size((size_t)numel, td__itemsize(dtype), &nbytes) ||
-	    nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
+		nbytes > (size_t)PTRDIFF_MAX - TD_BUFFER_HEADER_SIZE)
 		goto overflow;
 	if (numel_out)
 		*numel_out = numel;
 	if (nbytes_out)
 		*nbytes_out = nbytes;
 	return TD_OK;
-overflow: {
+overflow : {
 	char s[TD_SHAPE_STR_LEN];
 	return td__error(TD_EOVERFLOW, "%s: shape %s of %s is too large", fn,
 		td__format_shape(s, sizeof(s), ndim, shape), td_dtype_name(dtype));
@@ -133,12 +133,14 @@ static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, co
 	if (!t->buffer)
 		return td__error(TD_EINVAL, "%s: %s is a released tensor", fn, what);
 	if (reason == TD_EINVAL)
-		return td__error(TD_EINVAL, "%s: %s is malformed (dtype %d, ndim %d, a negative "
-			"offset, size or stride)", fn, what, (int)t->dtype, (int)t->ndim);
+		return td__error(TD_EINVAL,
+			"%s: %s is malformed (dtype %d, ndim %d, a negative "
+			"offset, size or stride)",
+			fn, what, (int)t->dtype, (int)t->ndim);
 	if (reason == TD_EOVERFLOW)
 		return td__error(TD_EOVERFLOW, "%s: %s spans too many elements", fn, what);
-	return td__error(TD_EINDEX, "%s: %s (offset %lld) reaches beyond its %zu-byte buffer", fn,
-		what, (long long)t->offset, t->buffer->nbytes);
+	return td__error(TD_EINDEX, "%s: %s (offset %lld) reaches beyond its %zu-byte buffer", fn, what,
+		(long long)t->offset, t->buffer->nbytes);
 }
 
 /*
@@ -148,8 +150,8 @@ static __attribute__((noinline, cold)) int tensor_invalid(const td_tensor *t, co
  * were compacted (callgrind: 6 instructions a check fewer than one loop
  * over pointers).
  */
-static inline __attribute__((always_inline)) int check_extent(const td_tensor *t,
-	const int64_t *sh, const int64_t *st, const char *fn, const char *what)
+static inline __attribute__((always_inline)) int check_extent(const td_tensor *t, const int64_t *sh,
+	const int64_t *st, const char *fn, const char *what)
 {
 	int64_t last, span;
 	bool empty = false;
@@ -202,8 +204,8 @@ int td__tensor_check_read(const td_tensor *t, const char *fn, const char *what)
 {
 	TD_TRY(td__tensor_check(t, fn, what));
 	if (TD_UNLIKELY(!td__buffer_host(t->buffer)))
-		return td__error(TD_ENOTSUP, "%s: %s is in device memory; the CPU cannot access it",
-			fn, what);
+		return td__error(TD_ENOTSUP, "%s: %s is in device memory; the CPU cannot access it", fn,
+			what);
 	return TD_OK;
 }
 
@@ -259,8 +261,7 @@ int td__broadcast_shapes(int na, const int64_t *a, int nb, const int64_t *b, int
 		else {
 			char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 			return td__error(TD_ETYPE, "%s: shapes %s and %s do not broadcast", fn,
-				td__format_shape(s1, sizeof(s1), na, a),
-				td__format_shape(s2, sizeof(s2), nb, b));
+				td__format_shape(s1, sizeof(s1), na, a), td__format_shape(s2, sizeof(s2), nb, b));
 		}
 	}
 	*nout = n;
@@ -288,7 +289,7 @@ int td__broadcast_strides(const td_tensor *t, int ndim, const int64_t *shape, in
 			goto mismatch;
 	}
 	return TD_OK;
-mismatch: {
+mismatch : {
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 	return td__error(TD_ETYPE, "%s: shape %s does not broadcast to %s", fn,
 		td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
@@ -400,8 +401,7 @@ int td_tensor_zeros(td_tensor *out, td_dtype dtype, int ndim, const int64_t *sha
 	return TD_OK;
 }
 
-int td_tensor_full(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape,
-	td_scalar value)
+int td_tensor_full(td_tensor *out, td_dtype dtype, int ndim, const int64_t *shape, td_scalar value)
 {
 	td_tensor tmp;
 	int rc;
@@ -479,7 +479,8 @@ int td_tensor_empty_like(td_tensor *out, const td_tensor *t)
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_empty_like: NULL out");
 	TD_TRY(td__tensor_check(t, "td_tensor_empty_like", "the tensor"));
-	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), false, "td_tensor_empty_like"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), false,
+		"td_tensor_empty_like"));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -491,7 +492,8 @@ int td_tensor_zeros_like(td_tensor *out, const td_tensor *t)
 	if (!out)
 		return td__error(TD_EINVAL, "td_tensor_zeros_like: NULL out");
 	TD_TRY(td__tensor_check(t, "td_tensor_zeros_like", "the tensor"));
-	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), true, "td_tensor_zeros_like"));
+	TD_TRY(td__tensor_alloc(&tmp, t->dtype, t->ndim, td_tensor_shape(t), true,
+		"td_tensor_zeros_like"));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
 }
@@ -538,8 +540,7 @@ void td_tensor_array_free(td_tensor *tensors, size_t count)
 /* Whether the dims of `t` can be read (a malformed value gives neutral answers). */
 static bool dims_readable(const td_tensor *t)
 {
-	return t && t->ndim >= 0 && t->ndim <= TD_MAX_DIMS &&
-	       (!td__dims_ext(t->ndim) || t->dims_.ext);
+	return t && t->ndim >= 0 && t->ndim <= TD_MAX_DIMS && (!td__dims_ext(t->ndim) || t->dims_.ext);
 }
 
 int64_t td_tensor_numel(const td_tensor *t)

@@ -111,8 +111,8 @@ static inline td__cf64 mk_C128(double re, double im)
 #define CV_F_B(DN, DT, v) (DT)((v) != 0)
 #define CV_F_U(DN, DT, v) (DT)(v)
 #define CV_F_I(DN, DT, v) (DT)(v)
-#define CV_F_H(DN, DT, v) (DT)td_f16_to_float(v)
-#define CV_F_G(DN, DT, v) (DT)td_bf16_to_float(v)
+#define CV_F_H(DN, DT, v) (DT) td_f16_to_float(v)
+#define CV_F_G(DN, DT, v) (DT) td_bf16_to_float(v)
 #define CV_F_F(DN, DT, v) (DT)(v)
 #define CV_F_C(DN, DT, v) (DT)(v).re
 
@@ -158,11 +158,11 @@ static inline td__cf64 mk_C128(double re, double im)
 
 /* The kernel converting any source dtype into destination DN. */
 #define DST_KERNEL(DN, DT, DC) \
-	static void convert_to_##DN(char *dst, int64_t ds, const char *src, int64_t ss, \
-		td_dtype st, int64_t n) \
+	static void convert_to_##DN(char *dst, int64_t ds, const char *src, int64_t ss, td_dtype st, \
+		int64_t n) \
 	{ \
 		switch (st) { \
-		TD_SOURCES(SRC_CASE, DN, DT, DC) \
+			TD_SOURCES(SRC_CASE, DN, DT, DC) \
 		default: \
 			break; \
 		} \
@@ -170,17 +170,24 @@ static inline td__cf64 mk_C128(double re, double im)
 
 TD_DTYPES(DST_KERNEL)
 
-typedef void (*convert_fn)(char *dst, int64_t ds, const char *src, int64_t ss, td_dtype st,
-	int64_t n);
+typedef void (
+	*convert_fn)(char *dst, int64_t ds, const char *src, int64_t ss, td_dtype st, int64_t n);
 
 static const convert_fn convert_kernels[TD_DTYPE_COUNT] = {
-	[TD_DTYPE_BOOL] = convert_to_BOOL, [TD_DTYPE_U8] = convert_to_U8,
-	[TD_DTYPE_I8] = convert_to_I8, [TD_DTYPE_I16] = convert_to_I16,
-	[TD_DTYPE_I32] = convert_to_I32, [TD_DTYPE_I64] = convert_to_I64,
-	[TD_DTYPE_U16] = convert_to_U16, [TD_DTYPE_U32] = convert_to_U32,
-	[TD_DTYPE_U64] = convert_to_U64, [TD_DTYPE_F16] = convert_to_F16,
-	[TD_DTYPE_BF16] = convert_to_BF16, [TD_DTYPE_F32] = convert_to_F32,
-	[TD_DTYPE_F64] = convert_to_F64, [TD_DTYPE_C64] = convert_to_C64,
+	[TD_DTYPE_BOOL] = convert_to_BOOL,
+	[TD_DTYPE_U8] = convert_to_U8,
+	[TD_DTYPE_I8] = convert_to_I8,
+	[TD_DTYPE_I16] = convert_to_I16,
+	[TD_DTYPE_I32] = convert_to_I32,
+	[TD_DTYPE_I64] = convert_to_I64,
+	[TD_DTYPE_U16] = convert_to_U16,
+	[TD_DTYPE_U32] = convert_to_U32,
+	[TD_DTYPE_U64] = convert_to_U64,
+	[TD_DTYPE_F16] = convert_to_F16,
+	[TD_DTYPE_BF16] = convert_to_BF16,
+	[TD_DTYPE_F32] = convert_to_F32,
+	[TD_DTYPE_F64] = convert_to_F64,
+	[TD_DTYPE_C64] = convert_to_C64,
 	[TD_DTYPE_C128] = convert_to_C128,
 };
 
@@ -195,8 +202,7 @@ static const convert_fn convert_kernels[TD_DTYPE_COUNT] = {
 		} \
 	} while (0)
 
-static void copy_same(char *dst, int64_t ds, const char *src, int64_t ss, size_t size,
-	int64_t n)
+static void copy_same(char *dst, int64_t ds, const char *src, int64_t ss, size_t size, int64_t n)
 {
 	if (ds == (int64_t)size && ss == (int64_t)size) {
 		memmove(dst, src, (size_t)n * size);
@@ -447,16 +453,15 @@ int td__copy_unchecked(const td_tensor *dst, const td_tensor *src, const char *f
 	td__dims_get(src, &ssh, &src_st);
 	/* Same dtype, same shape, both dense: one memcpy (most copies). */
 	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    memcmp(dsh, ssh, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
-	    td__is_contiguous(dst->ndim, dsh, dst_st) &&
-	    td__is_contiguous(src->ndim, ssh, src_st)) {
+		memcmp(dsh, ssh, (size_t)dst->ndim * sizeof(int64_t)) == 0 &&
+		td__is_contiguous(dst->ndim, dsh, dst_st) && td__is_contiguous(src->ndim, ssh, src_st)) {
 		size_t bytes = (size_t)td__numel(dst->ndim, dsh) * td__itemsize(dst->dtype);
 		if (bytes)
 			memmove(td__tensor_ptr(dst), td__tensor_ptr(src), bytes);
 		return TD_OK;
 	}
-	if (dst->dtype == src->dtype && dst->ndim == src->ndim &&
-	    td__shape_eq(dsh, ssh, dst->ndim) && !has_zero_stride(dst))
+	if (dst->dtype == src->dtype && dst->ndim == src->ndim && td__shape_eq(dsh, ssh, dst->ndim) &&
+		!has_zero_stride(dst))
 		return copy_block_same(dst, src);
 	TD_TRY(td__broadcast_strides(src, dst->ndim, dsh, sstrides, fn));
 	base[0] = td__tensor_ptr(dst);
@@ -582,8 +587,8 @@ static int copy_into_new(td_tensor *out, const td_tensor *t, td_dtype dtype, con
 
 	TD_TRY(td__tensor_alloc_like(&tmp, t, dtype, fn));
 	if (dtype == t->dtype && td__is_contiguous(t->ndim, sh, td_tensor_strides(t)))
-		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t), td__numel(t->ndim, sh) *
-			td__itemsize(dtype));
+		memcpy(td__tensor_ptr(&tmp), td__tensor_ptr(t),
+			td__numel(t->ndim, sh) * td__itemsize(dtype));
 	else
 		td__copy_unchecked(&tmp, t, fn);
 	td__tensor_assign(out, t, &tmp);
@@ -599,9 +604,9 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 	/* A contiguous tensor is returned as is: only what the reference needs
 	 * is checked (its data is not touched here). */
 	if (TD_LIKELY(t && t->buffer && (unsigned)t->ndim <= TD_MAX_DIMS &&
-		      (unsigned)t->dtype < TD_DTYPE_COUNT && t->offset >= 0 &&
-		      (!td__dims_ext(t->ndim) || t->dims_.ext) &&
-		      td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))) {
+			(unsigned)t->dtype < TD_DTYPE_COUNT && t->offset >= 0 &&
+			(!td__dims_ext(t->ndim) || t->dims_.ext) &&
+			td__is_contiguous(t->ndim, td_tensor_shape(t), td_tensor_strides(t)))) {
 		if (out != t)
 			td_tensor_ref(out, t);
 		return TD_OK;
@@ -614,8 +619,10 @@ int td_tensor_contiguous(td_tensor *out, const td_tensor *t)
 int td__tensor_clone_valid(td_tensor *out, const td_tensor *t, const char *fn)
 {
 	if (TD_UNLIKELY(!td__buffer_host(t->buffer)))
-		return td__error(TD_ENOTSUP, "%s: a tensor is in device memory; the CPU cannot copy "
-			"it", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: a tensor is in device memory; the CPU cannot copy "
+			"it",
+			fn);
 	return copy_into_new(out, t, t->dtype, fn);
 }
 
@@ -756,7 +763,7 @@ int td_tensor_stack(td_tensor *out, const td_tensor *tensors, size_t n, int dim)
 	sh0 = td_tensor_shape(&tensors[0]);
 	for (i = 1; i < n; i++) {
 		if (tensors[i].ndim != tensors[0].ndim ||
-		    !td__shape_eq(td_tensor_shape(&tensors[i]), sh0, tensors[0].ndim))
+			!td__shape_eq(td_tensor_shape(&tensors[i]), sh0, tensors[0].ndim))
 			return shape_mismatch(&tensors[0], &tensors[i], i, fn);
 	}
 	for (k = 0, i = 0; k <= tensors[0].ndim; k++)

@@ -60,8 +60,7 @@ void td__dims_free(td__dims *b);
 static inline void td__dims_ref_n(const td_tensor *t, size_t n)
 {
 	if (TD_UNLIKELY(td__dims_ext(t->ndim)))
-		atomic_fetch_add_explicit(&td__dims_block(t)->refs, (uint32_t)n,
-			memory_order_relaxed);
+		atomic_fetch_add_explicit(&td__dims_block(t)->refs, (uint32_t)n, memory_order_relaxed);
 }
 
 /** Drop the reference t holds to its dims (none for inline dims, or a malformed t). */
@@ -118,8 +117,7 @@ static inline int64_t *td__istrides_w(td_tensor *t)
  * The shape and strides of `t` (valid) with one test of ndim, where
  * td_tensor_shape() and td_tensor_strides() make one each.
  */
-static inline void td__dims_get(const td_tensor *t, const int64_t **shape,
-	const int64_t **strides)
+static inline void td__dims_get(const td_tensor *t, const int64_t **shape, const int64_t **strides)
 {
 	if (TD_LIKELY(!td__dims_ext(t->ndim))) {
 		*shape = t->dims_.inl.shape;
@@ -376,7 +374,6 @@ static inline bool td__is_contiguous(int ndim, const int64_t *shape, const int64
 	return true;
 }
 
-
 /**
  * Broadcast two shapes (numpy rules) into `out`/`nout`.
  * TD_ETYPE with a message when they do not broadcast.
@@ -423,11 +420,11 @@ bool td__tensor_overlap(const td_tensor *a, const td_tensor *b);
 static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
 {
 	if (a->buffer != b->buffer || a->dtype != b->dtype || a->offset != b->offset ||
-	    a->ndim != b->ndim)
+		a->ndim != b->ndim)
 		return false;
 	if (TD_LIKELY(!td__dims_ext(a->ndim)))
 		return td__shape_eq(td__ishape(a), td__ishape(b), a->ndim) &&
-		       td__shape_eq(td__istrides(a), td__istrides(b), a->ndim);
+			td__shape_eq(td__istrides(a), td__istrides(b), a->ndim);
 	/* Out of line: shape and strides are one array of 2 ndim values. */
 	return td__shape_eq(a->dims_.ext, b->dims_.ext, 2 * a->ndim);
 }
@@ -444,7 +441,7 @@ static inline bool td__same_view(const td_tensor *a, const td_tensor *b)
  * loop is as long as possible. Strides are in bytes.
  */
 typedef struct td__iter {
-	int ndim;                                 /* >= 1 after setup */
+	int ndim; /* >= 1 after setup */
 	int nops;
 	int64_t shape[TD_MAX_DIMS];
 	int64_t strides[TD_ITER_MAX_OPS][TD_MAX_DIMS];
@@ -550,12 +547,12 @@ int td__index_shape(int *ndim_out, int64_t *shape_out, bool *view_out, int ndim,
  * tensor's further dims kept whole.
  */
 typedef struct td__index_expr {
-	td_index *idx;            /* `n` elements; owned array */
+	td_index *idx; /* `n` elements; owned array */
 	size_t n;
-	td_tensor *positions;     /* owned int64 position tensors the mask elements point to */
+	td_tensor *positions; /* owned int64 position tensors the mask elements point to */
 	size_t npositions;
-	bool basic;               /* no advanced element: every result is a view */
-	int ndim;                 /* the indexed shape of the prepared shape */
+	bool basic; /* no advanced element: every result is a view */
+	int ndim;   /* the indexed shape of the prepared shape */
 	int64_t shape[TD_MAX_DIMS];
 } td__index_expr;
 

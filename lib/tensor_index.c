@@ -23,38 +23,38 @@
 
 /* The working view after the basic elements, with its indexed dims marked. */
 typedef struct walk {
-	int64_t offset;            /* first element, in elements */
+	int64_t offset; /* first element, in elements */
 	int ndim;
-	int nadv;                  /* dims indexed by advanced elements */
+	int nadv; /* dims indexed by advanced elements */
 	int64_t shape[W_MAX];
-	int64_t strides[W_MAX];    /* elements */
-	int elem[W_MAX];           /* advanced element indexing the dim, or -1 */
-	int8_t comp[W_MAX];        /* which dim of a bool tensor mask it is */
-	int8_t src[W_MAX];         /* input dim, -1 for an inserted dim */
+	int64_t strides[W_MAX]; /* elements */
+	int elem[W_MAX];        /* advanced element indexing the dim, or -1 */
+	int8_t comp[W_MAX];     /* which dim of a bool tensor mask it is */
+	int8_t src[W_MAX];      /* input dim, -1 for an inserted dim */
 } walk;
 
 /* One index array: positions along one W dim. */
 typedef struct adv {
-	const char *data;              /* first position */
-	td_dtype dtype;                /* an integer dtype */
+	const char *data; /* first position */
+	td_dtype dtype;   /* an integer dtype */
 	int ndim;
-	int wdim;                      /* the W dim it indexes */
-	int elem;                      /* its expression element */
-	int mask;                      /* first dim of a mask: the mask's ndim (MASK: 1); else 0 */
-	bool trusted;                  /* positions known to be in range (made from a mask) */
+	int wdim;     /* the W dim it indexes */
+	int elem;     /* its expression element */
+	int mask;     /* first dim of a mask: the mask's ndim (MASK: 1); else 0 */
+	bool trusted; /* positions known to be in range (made from a mask) */
 	int64_t shape[TD_MAX_DIMS];
-	int64_t strides[TD_MAX_DIMS];  /* elements */
+	int64_t strides[TD_MAX_DIMS]; /* elements */
 } adv;
 
 /* Everything an advanced expression needs, resolved against one tensor. */
 typedef struct plan {
 	const walk *w;
 	int nadv;
-	int na, nb, nc;               /* the result's dims: [A, B, C] */
-	int64_t shape[TD_MAX_DIMS];   /* the result's shape */
-	int64_t astr[TD_MAX_DIMS];    /* W strides (elements) of the A dims */
-	int64_t cstr[TD_MAX_DIMS];    /* W strides (elements) of the C dims */
-	int64_t *pos;                 /* owned: positions made from masks or copied indices */
+	int na, nb, nc;             /* the result's dims: [A, B, C] */
+	int64_t shape[TD_MAX_DIMS]; /* the result's shape */
+	int64_t astr[TD_MAX_DIMS];  /* W strides (elements) of the A dims */
+	int64_t cstr[TD_MAX_DIMS];  /* W strides (elements) of the C dims */
+	int64_t *pos;               /* owned: positions made from masks or copied indices */
 	adv a[W_MAX];
 } plan;
 
@@ -221,15 +221,16 @@ static int tensor_element_check(const td_index *x, size_t i, int *consumed, cons
 		return TD_OK;
 	}
 	if (c != TD_CATEGORY_INT && c != TD_CATEGORY_UINT)
-		return td__error(TD_EINVAL, "%s: index tensor (element %zu) has dtype %s; positions "
-			"need an integer dtype, masks bool", fn, i, td_dtype_name(x->tensor->dtype));
+		return td__error(TD_EINVAL,
+			"%s: index tensor (element %zu) has dtype %s; positions "
+			"need an integer dtype, masks bool",
+			fn, i, td_dtype_name(x->tensor->dtype));
 	(*consumed)++;
 	return TD_OK;
 }
 
 /* Check element `i` on its own; count the input dims it names. */
-static int element_check(const td_index *x, size_t i, int *consumed, int *ellipses,
-	const char *fn)
+static int element_check(const td_index *x, size_t i, int *consumed, int *ellipses, const char *fn)
 {
 	switch (x->kind) {
 	case TD_INDEX_INT:
@@ -241,15 +242,16 @@ static int element_check(const td_index *x, size_t i, int *consumed, int *ellips
 		return TD_OK;
 	case TD_INDEX_ELLIPSIS:
 		if (++*ellipses > 1)
-			return td__error(TD_EINVAL, "%s: element %zu is a second ellipsis; at most one "
-				"is allowed", fn, i);
+			return td__error(TD_EINVAL,
+				"%s: element %zu is a second ellipsis; at most one "
+				"is allowed",
+				fn, i);
 		return TD_OK;
 	case TD_INDEX_LIST:
 	case TD_INDEX_MASK:
-		if (x->count < 0 ||
-		    (x->count > 0 && (x->kind == TD_INDEX_LIST ? !x->list : !x->mask)))
-			return td__error(TD_EINVAL, "%s: element %zu: %s of %lld entries without data",
-				fn, i, x->kind == TD_INDEX_LIST ? "list" : "mask", (long long)x->count);
+		if (x->count < 0 || (x->count > 0 && (x->kind == TD_INDEX_LIST ? !x->list : !x->mask)))
+			return td__error(TD_EINVAL, "%s: element %zu: %s of %lld entries without data", fn, i,
+				x->kind == TD_INDEX_LIST ? "list" : "mask", (long long)x->count);
 		(*consumed)++;
 		return TD_OK;
 	case TD_INDEX_TENSOR:
@@ -270,8 +272,10 @@ static int expr_check(const td_index *idx, size_t n, int ndim, int *consumed, co
 	for (i = 0; i < n; i++) {
 		TD_TRY(element_check(&idx[i], i, consumed, &ellipses, fn));
 		if (*consumed > ndim)
-			return td__error(TD_EINDEX, "%s: too many indices: element %zu names dim %d of "
-				"a %d-d tensor", fn, i, *consumed - 1, ndim);
+			return td__error(TD_EINDEX,
+				"%s: too many indices: element %zu names dim %d of "
+				"a %d-d tensor",
+				fn, i, *consumed - 1, ndim);
 	}
 	return TD_OK;
 }
@@ -347,9 +351,10 @@ static int walk_slice(walk *w, const wsrc *t, int d, const td_index *x, const ch
 	if (step == 0)
 		return td__error(TD_EINVAL, "%s: slice step is zero (dim %d)", fn, d);
 	if (step < 0)
-		return td__error(TD_EINVAL, "%s: slice step %lld is negative (dim %d); views cannot "
-			"have negative strides, index with a reversed position list instead", fn,
-			(long long)step, d);
+		return td__error(TD_EINVAL,
+			"%s: slice step %lld is negative (dim %d); views cannot "
+			"have negative strides, index with a reversed position list instead",
+			fn, (long long)step, d);
 	start = slice_bound(x->start, size, 0);
 	stop = slice_bound(x->stop, size, size);
 	len = stop > start ? (stop - start - 1) / step + 1 : 0;
@@ -366,8 +371,7 @@ static int walk_range(walk *w, const wsrc *t, int d, const td_index *x, const ch
 		return td__error(TD_EINVAL, "%s: range step %lld is not positive (dim %d)", fn,
 			(long long)x->step, d);
 	if (x->stop > x->start) {
-		if (__builtin_sub_overflow(x->stop, x->start, &span) || x->start < 0 ||
-		    x->start >= size)
+		if (__builtin_sub_overflow(x->stop, x->start, &span) || x->start < 0 || x->start >= size)
 			goto out_of_range;
 		len = (span - 1) / x->step + 1;
 		if (x->start + (len - 1) * x->step >= size)
@@ -376,9 +380,10 @@ static int walk_range(walk *w, const wsrc *t, int d, const td_index *x, const ch
 	}
 	return wpush(w, len, len > 1 ? t->strides[d] * x->step : t->strides[d], d, fn);
 out_of_range:
-	return td__error(TD_EINDEX, "%s: range(%lld, %lld, %lld) reaches outside dim %d of size "
-		"%lld", fn, (long long)x->start, (long long)x->stop, (long long)x->step, d,
-		(long long)size);
+	return td__error(TD_EINDEX,
+		"%s: range(%lld, %lld, %lld) reaches outside dim %d of size "
+		"%lld",
+		fn, (long long)x->start, (long long)x->stop, (long long)x->step, d, (long long)size);
 }
 
 /* Mark the W dims of an advanced element: k-d bool masks mark k, 0-d ones a new dim. */
@@ -402,8 +407,8 @@ static int walk_advanced(walk *w, const wsrc *t, int *d, const td_index *x, size
 	return TD_OK;
 }
 
-static int walk_element(walk *w, const wsrc *t, int *d, const td_index *x, size_t i,
-	int fill, const char *fn)
+static int walk_element(walk *w, const wsrc *t, int *d, const td_index *x, size_t i, int fill,
+	const char *fn)
 {
 	int k;
 
@@ -426,8 +431,7 @@ static int walk_element(walk *w, const wsrc *t, int *d, const td_index *x, size_
 }
 
 /* Check the expression and apply its basic elements to `t`. */
-static int walk_expr(walk *w, const wsrc *t, const td_index *idx, size_t n,
-	const char *fn)
+static int walk_expr(walk *w, const wsrc *t, const td_index *idx, size_t n, const char *fn)
 {
 	int consumed, d = 0;
 	size_t i;
@@ -445,8 +449,8 @@ static int walk_expr(walk *w, const wsrc *t, const td_index *idx, size_t n,
 
 static int too_many_dims(int ndim, const char *fn)
 {
-	return td__error(TD_EINVAL, "%s: the result would have %d dims; at most %d are allowed",
-		fn, ndim, TD_MAX_DIMS);
+	return td__error(TD_EINVAL, "%s: the result would have %d dims; at most %d are allowed", fn,
+		ndim, TD_MAX_DIMS);
 }
 
 /*
@@ -479,8 +483,10 @@ static int mask_mismatch(const plan *p, const td_tensor *m, int k, const char *f
 {
 	char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 
-	return td__error(TD_EINDEX, "%s: bool mask of shape %s does not match the shape %s of "
-		"dims %d..%d", fn, td__format_shape(s1, sizeof(s1), m->ndim, td_tensor_shape(m)),
+	return td__error(TD_EINDEX,
+		"%s: bool mask of shape %s does not match the shape %s of "
+		"dims %d..%d",
+		fn, td__format_shape(s1, sizeof(s1), m->ndim, td_tensor_shape(m)),
 		td__format_shape(s2, sizeof(s2), m->ndim, p->w->shape + k), p->w->src[k],
 		p->w->src[k] + m->ndim - 1);
 }
@@ -536,8 +542,8 @@ static int describe(const plan *p, adv *a, const td_index *x, int k, const char 
 		return TD_OK;
 	case TD_INDEX_MASK:
 		if (x->count != p->w->shape[k])
-			return td__error(TD_EINDEX, "%s: mask of %lld entries for dim %d of size %lld",
-				fn, (long long)x->count, p->w->src[k], (long long)p->w->shape[k]);
+			return td__error(TD_EINDEX, "%s: mask of %lld entries for dim %d of size %lld", fn,
+				(long long)x->count, p->w->src[k], (long long)p->w->shape[k]);
 		a->mask = 1;
 		a->shape[0] = count_true(x);
 		return TD_OK;
@@ -641,7 +647,7 @@ static int64_t scratch_need(const adv *a, const td_index *x, const td_tensor *ds
 	if (a->mask)
 		return a->shape[0] * a->mask;
 	if (dst && x->kind == TD_INDEX_TENSOR && x->tensor->dtype != TD_DTYPE_BOOL &&
-	    td__tensor_overlap(dst, x->tensor))
+		td__tensor_overlap(dst, x->tensor))
 		return td__numel(a->ndim, a->shape);
 	return 0;
 }
@@ -735,19 +741,19 @@ static int plan_make(plan *p, const walk *w, const td_index *idx, const td_tenso
  * both sides are contiguous there, else with the strided iterator.
  */
 typedef struct kernel {
-	char *tbase, *obase;              /* first element of W / of the other side */
-	size_t isz;                       /* t's element size */
+	char *tbase, *obase; /* first element of W / of the other side */
+	size_t isz;          /* t's element size */
 	int na, nb, nadv;
 	bool scatter, memcpy_block;
 	size_t block_bytes;
-	td_dtype dt, st;                  /* block copy dtypes (dst, src) */
+	td_dtype dt, st; /* block copy dtypes (dst, src) */
 	int64_t ashape[TD_MAX_DIMS], at[TD_MAX_DIMS], ao[TD_MAX_DIMS]; /* byte strides */
 	int64_t bshape[TD_MAX_DIMS], bo[TD_MAX_DIMS];
-	const char *ip[W_MAX];            /* per index array: first position */
+	const char *ip[W_MAX]; /* per index array: first position */
 	td_dtype idt[W_MAX];
 	int64_t isize[W_MAX], istr[W_MAX]; /* size and byte stride of the indexed W dim */
-	int64_t ib[W_MAX][TD_MAX_DIMS];   /* byte strides of each index array over B */
-	td__iter c;                       /* the C block: op 0 destination, op 1 source */
+	int64_t ib[W_MAX][TD_MAX_DIMS];    /* byte strides of each index array over B */
+	td__iter c;                        /* the C block: op 0 destination, op 1 source */
 } kernel;
 
 static void kernel_adv(kernel *k, int j, const adv *a, const plan *p)
@@ -800,8 +806,8 @@ static void kernel_init(kernel *k, const plan *p, const td_tensor *t, char *obas
 	k->dt = scatter ? t->dtype : odt;
 	k->st = scatter ? odt : t->dtype;
 	td__iter_init(&k->c, p->nc, p->shape + p->na + p->nb, 2, base, cs, sizes);
-	k->memcpy_block = k->dt == k->st && k->c.ndim == 1 &&
-		k->c.strides[0][0] == (int64_t)k->isz && k->c.strides[1][0] == (int64_t)k->isz;
+	k->memcpy_block = k->dt == k->st && k->c.ndim == 1 && k->c.strides[0][0] == (int64_t)k->isz &&
+		k->c.strides[1][0] == (int64_t)k->isz;
 	k->block_bytes = (size_t)k->c.shape[0] * k->isz;
 }
 
@@ -1049,8 +1055,8 @@ int td_tensor_index_put(td_tensor *t, const td_index *idx, size_t n, const td_te
 	return td__tensor_index_put(t, idx, n, value, "td_tensor_index_put");
 }
 
-static int fill_advanced(const td_tensor *t, const td_index *idx, const walk *w,
-	td_scalar value, const char *fn)
+static int fill_advanced(const td_tensor *t, const td_index *idx, const walk *w, td_scalar value,
+	const char *fn)
 {
 	static const int64_t zeros[TD_MAX_DIMS];
 	td__cf64 cell; /* the value in t's dtype; every stride 0 */
@@ -1157,8 +1163,8 @@ static const adv *mask_adv(const plan *p, size_t i)
 }
 
 /* Fill the prepared expression (arrays allocated, positions buffer in `buf`). */
-static void expr_fill(td__index_expr *e, const plan *p, const td_index *idx, size_t n,
-	int fill, td_buffer *buf)
+static void expr_fill(td__index_expr *e, const plan *p, const td_index *idx, size_t n, int fill,
+	td_buffer *buf)
 {
 	int64_t *pos = buf ? td_buffer_data(buf) : NULL;
 	size_t i, o = 0, nt = 0;

@@ -117,7 +117,7 @@ INT_KERNELS(U64, uint64_t, uint64_t)
 #define REAL_KERNELS(N, T) \
 	DEF_KERNEL(add_##N, N, T, N, T, x + y) \
 	DEF_KERNEL(sub_##N, N, T, N, T, x - y) \
-	DEF_KERNEL(mul_##N, N, T, N, T, x * y) \
+	DEF_KERNEL(mul_##N, N, T, N, T, x *y) \
 	DEF_KERNEL(div_##N, N, T, N, T, x / y) \
 	DEF_KERNEL(eq_##N, N, T, BOOL, uint8_t, (uint8_t)(x == y)) \
 	DEF_KERNEL(ne_##N, N, T, BOOL, uint8_t, (uint8_t)(x != y))
@@ -316,8 +316,7 @@ static void run_binary(const td_tensor *dst, const operand *a, const operand *b,
 {
 	char *base[3] = { td__tensor_ptr(dst), a->base, b->base };
 	const int64_t *strides[3] = { td_tensor_strides(dst), a->strides, b->strides };
-	size_t sizes[3] = { td__itemsize(dst->dtype), td__itemsize(a->dtype),
-		td__itemsize(b->dtype) };
+	size_t sizes[3] = { td__itemsize(dst->dtype), td__itemsize(a->dtype), td__itemsize(b->dtype) };
 	int64_t flat[3], n = td__numel(dst->ndim, td_tensor_shape(dst));
 	td__iter it;
 	plan pl;
@@ -382,8 +381,10 @@ static int op_dtypes(td_dtype pd, td_binop op, bool has_bool, td_dtype *rt, td_d
 	const char *fn)
 {
 	if (op == TD_OP_SUB && has_bool)
-		return td__error(TD_ETYPE, "%s: subtraction with a bool operand is not supported "
-			"(as in torch)", fn);
+		return td__error(TD_ETYPE,
+			"%s: subtraction with a bool operand is not supported "
+			"(as in torch)",
+			fn);
 	if (op == TD_OP_DIV && torch_category(pd) <= 1)
 		pd = TD_DTYPE_F32;
 	*ct = compute_dtype(pd);
@@ -399,8 +400,10 @@ static int op_dtypes(td_dtype pd, td_binop op, bool has_bool, td_dtype *rt, td_d
 static td_dtype scalar_promote(td_dtype t, const td_scalar *s)
 {
 	static const td_dtype defaults[] = {
-		[TD_SCALAR_BOOL] = TD_DTYPE_BOOL, [TD_SCALAR_INT] = TD_DTYPE_I64,
-		[TD_SCALAR_UINT] = TD_DTYPE_U64, [TD_SCALAR_FLOAT] = TD_DTYPE_F32,
+		[TD_SCALAR_BOOL] = TD_DTYPE_BOOL,
+		[TD_SCALAR_INT] = TD_DTYPE_I64,
+		[TD_SCALAR_UINT] = TD_DTYPE_U64,
+		[TD_SCALAR_FLOAT] = TD_DTYPE_F32,
 		[TD_SCALAR_COMPLEX] = TD_DTYPE_C64,
 	};
 	td_dtype sd = defaults[s->kind];
@@ -430,7 +433,8 @@ int td_tensor_binary(td_tensor *out, const td_tensor *a, const td_tensor *b, td_
 	TD_TRY(op_check(op, fn));
 	TD_TRY(op_dtypes(td_dtype_promote(a->dtype, b->dtype), op,
 		a->dtype == TD_DTYPE_BOOL || b->dtype == TD_DTYPE_BOOL, &rt, &ct, fn));
-	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd, shape, fn));
+	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd,
+		shape, fn));
 	TD_TRY(td__broadcast_strides(a, nd, shape, as, fn));
 	TD_TRY(td__broadcast_strides(b, nd, shape, bs, fn));
 	TD_TRY(td__tensor_alloc(&tmp, rt, nd, shape, false, fn));
@@ -499,12 +503,16 @@ static int inplace_check(const td_tensor *a, td_dtype rt, const char *fn)
 	int i;
 
 	if (torch_category(rt) > torch_category(a->dtype))
-		return td__error(TD_ETYPE, "%s: the %s result cannot be stored in place into a %s "
-			"tensor", fn, td_dtype_name(rt), td_dtype_name(a->dtype));
+		return td__error(TD_ETYPE,
+			"%s: the %s result cannot be stored in place into a %s "
+			"tensor",
+			fn, td_dtype_name(rt), td_dtype_name(a->dtype));
 	for (i = 0; i < a->ndim; i++)
 		if (td_tensor_shape(a)[i] > 1 && td_tensor_strides(a)[i] == 0)
-			return td__error(TD_EINVAL, "%s: a is expanded along dim %d (stride 0): several "
-				"elements share one memory location", fn, i);
+			return td__error(TD_EINVAL,
+				"%s: a is expanded along dim %d (stride 0): several "
+				"elements share one memory location",
+				fn, i);
 	return TD_OK;
 }
 
@@ -666,8 +674,8 @@ static void run_reduce(reduce_ctx *c, const td_tensor *a, const td_tensor *b, in
 	td__iter_run(&it, reduce_loop, c);
 }
 
-static bool test_equal(const reduce_ctx *c, const char *a, int64_t sa, const char *b,
-	int64_t sb, int64_t m)
+static bool test_equal(const reduce_ctx *c, const char *a, int64_t sa, const char *b, int64_t sb,
+	int64_t m)
 {
 	uint8_t ne[CHUNK];
 	char *p[3] = { (char *)ne, (char *)a, (char *)b };
@@ -688,7 +696,7 @@ int td_tensor_equal(const td_tensor *a, const td_tensor *b)
 	TD_TRY(td__tensor_check_read(a, fn, "a"));
 	TD_TRY(td__tensor_check_read(b, fn, "b"));
 	if (a->ndim != b->ndim ||
-	    memcmp(td_tensor_shape(a), td_tensor_shape(b), (size_t)a->ndim * sizeof(int64_t)) != 0)
+		memcmp(td_tensor_shape(a), td_tensor_shape(b), (size_t)a->ndim * sizeof(int64_t)) != 0)
 		return 0;
 	memset(&c, 0, sizeof(c));
 	c.test = test_equal;
@@ -754,7 +762,8 @@ int td_tensor_allclose(const td_tensor *a, const td_tensor *b, double rtol, doub
 	TD_TRY(td__tensor_check_read(b, fn, "b"));
 	if (!(rtol >= 0) || !(atol >= 0))
 		return td__error(TD_EINVAL, "%s: rtol %g and atol %g must be >= 0", fn, rtol, atol);
-	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd, shape, fn));
+	TD_TRY(td__broadcast_shapes(a->ndim, td_tensor_shape(a), b->ndim, td_tensor_shape(b), &nd,
+		shape, fn));
 	memset(&c, 0, sizeof(c));
 	if (td_dtype_category(td_dtype_promote(a->dtype, b->dtype)) == TD_CATEGORY_COMPLEX) {
 		c.test = test_close_complex;

@@ -20,8 +20,8 @@ int td_tensor_select(td_tensor *out, const td_tensor *t, int dim, int64_t index)
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
 	k = index < 0 ? index + td_tensor_shape(t)[d] : index;
 	if (k < 0 || k >= td_tensor_shape(t)[d])
-		return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld",
-			fn, (long long)index, dim, (long long)td_tensor_shape(t)[d]);
+		return td__error(TD_EINDEX, "%s: index %lld is out of range for dim %d of size %lld", fn,
+			(long long)index, dim, (long long)td_tensor_shape(t)[d]);
 	TD_TRY(td__view_select(&tmp, t, d, k, fn));
 	td__tensor_assign(out, t, &tmp);
 	return TD_OK;
@@ -37,9 +37,10 @@ int td_tensor_narrow(td_tensor *out, const td_tensor *t, int dim, int64_t start,
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(td__wrap_dim(dim, t->ndim, &d, fn));
-	if (start < 0 || length < 0 || start > td_tensor_shape(t)[d] || length > td_tensor_shape(t)[d] - start)
-		return td__error(TD_EINDEX, "%s: [%lld, %lld + %lld) is outside dim %d of size %lld",
-			fn, (long long)start, (long long)start, (long long)length, dim,
+	if (start < 0 || length < 0 || start > td_tensor_shape(t)[d] ||
+		length > td_tensor_shape(t)[d] - start)
+		return td__error(TD_EINDEX, "%s: [%lld, %lld + %lld) is outside dim %d of size %lld", fn,
+			(long long)start, (long long)start, (long long)length, dim,
 			(long long)td_tensor_shape(t)[d]);
 	TD_TRY(td__view_narrow(&tmp, t, d, start, length, fn));
 	td__tensor_assign(out, t, &tmp);
@@ -66,8 +67,7 @@ static int make_view(td_tensor *out, const td_tensor *t, int ndim, const int64_t
 }
 
 /* Resolve a requested shape (one -1 allowed) against `numel` elements. */
-static int infer_shape(int ndim, const int64_t *shape, int64_t numel, int64_t *out,
-	const char *fn)
+static int infer_shape(int ndim, const int64_t *shape, int64_t numel, int64_t *out, const char *fn)
 {
 	int64_t known = 1;
 	int infer = -1, i;
@@ -84,8 +84,8 @@ static int infer_shape(int ndim, const int64_t *shape, int64_t numel, int64_t *o
 			continue;
 		}
 		if (shape[i] < 0)
-			return td__error(TD_EINVAL, "%s: invalid size %lld at dim %d", fn,
-				(long long)shape[i], i);
+			return td__error(TD_EINVAL, "%s: invalid size %lld at dim %d", fn, (long long)shape[i],
+				i);
 		if (!td__mul_i64(known, shape[i], &known))
 			return td__error(TD_EOVERFLOW, "%s: shape is too large", fn);
 		out[i] = shape[i];
@@ -131,8 +131,7 @@ static bool view_strides(int ondim, const int64_t *oshape, const int64_t *ostrid
 	chunk_base = ostrides[ondim - 1];
 	for (td_ = ondim - 1; td_ >= 0; td_--) {
 		tensor_numel *= oshape[td_];
-		if (td_ == 0 || (oshape[td_ - 1] != 1 &&
-				 ostrides[td_ - 1] != tensor_numel * chunk_base)) {
+		if (td_ == 0 || (oshape[td_ - 1] != 1 && ostrides[td_ - 1] != tensor_numel * chunk_base)) {
 			while (vd >= 0 && (view_numel < tensor_numel || nshape[vd] == 1)) {
 				nstrides[vd] = view_numel * chunk_base;
 				view_numel *= nshape[vd];
@@ -161,15 +160,14 @@ static int reshape_impl(td_tensor *out, const td_tensor *t, int ndim, const int6
 		return td__error(TD_EINVAL, "%s: NULL out", fn);
 	TD_TRY(td__tensor_check(t, fn, "the tensor"));
 	TD_TRY(infer_shape(ndim, shape, td__numel(t->ndim, td_tensor_shape(t)), nshape, fn));
-	if (view_strides(t->ndim, td_tensor_shape(t), td_tensor_strides(t), ndim, nshape,
-		    nstrides))
+	if (view_strides(t->ndim, td_tensor_shape(t), td_tensor_strides(t), ndim, nshape, nstrides))
 		return make_view(out, t, ndim, nshape, nstrides, fn);
 	if (!allow_copy) {
 		char s1[TD_SHAPE_STR_LEN], s2[TD_SHAPE_STR_LEN];
 		return td__error(TD_ETYPE,
 			"%s: a tensor of shape %s with these strides cannot be viewed as %s; "
-			"use td_tensor_reshape()", fn,
-			td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
+			"use td_tensor_reshape()",
+			fn, td__format_shape(s1, sizeof(s1), t->ndim, td_tensor_shape(t)),
 			td__format_shape(s2, sizeof(s2), ndim, nshape));
 	}
 	TD_TRY(td_tensor_clone(&copy, t));
@@ -326,8 +324,8 @@ int td_tensor_expand(td_tensor *out, const td_tensor *t, int ndim, const int64_t
 		int it = i - lead;
 		if (it < 0) {
 			if (shape[i] < 0)
-				return td__error(TD_EINVAL, "%s: size %lld for new dim %d", fn,
-					(long long)shape[i], i);
+				return td__error(TD_EINVAL, "%s: size %lld for new dim %d", fn, (long long)shape[i],
+					i);
 			sh[i] = shape[i];
 			st[i] = 0;
 		} else if (shape[i] == -1 || shape[i] == tsh[it]) {

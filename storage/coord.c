@@ -78,8 +78,8 @@ static int init_file(int fd, const char *what)
 	h->header_size = TD_COORD_HEADER_SIZE;
 	n = pwrite(fd, page, sizeof(page), 0);
 	if (n != (ssize_t)sizeof(page))
-		return td__error_os(td__status_from_errno(n < 0 ? errno : ENOSPC),
-			n < 0 ? errno : ENOSPC, "%s: write", what);
+		return td__error_os(td__status_from_errno(n < 0 ? errno : ENOSPC), n < 0 ? errno : ENOSPC,
+			"%s: write", what);
 	return TD_OK;
 }
 
@@ -131,12 +131,12 @@ int td__coord_open(td__coord *c, int dirfd, const char *root, bool create)
 		}
 	}
 	if (!S_ISREG(sb.st_mode) || sb.st_size < TD_COORD_FILE_SIZE) {
-		rc = td__error(TD_ECORRUPT, "%s: %s", what, S_ISREG(sb.st_mode) ?
-			"shorter than a coordination file" : "not a regular file");
+		rc = td__error(TD_ECORRUPT, "%s: %s", what,
+			S_ISREG(sb.st_mode) ? "shorter than a coordination file" : "not a regular file");
 		goto fail;
 	}
-	p = mmap(NULL, TD_COORD_FILE_SIZE, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED,
-		fd, 0);
+	p = mmap(NULL, TD_COORD_FILE_SIZE, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+		0);
 	if (p == MAP_FAILED) {
 		rc = td__error_os(td__status_from_errno(errno), errno, "%s: mmap", what);
 		goto fail;

@@ -71,7 +71,8 @@ static int check_dirs(const td__dirindex *dx, uint32_t i, uint32_t *next, const 
 	const td__keyrec *r = &dx->ix.recs[i];
 	uint32_t first = *next, k = first, shells = 0;
 	uint8_t want = r->kind == TD_KEYINDEX_KIND_STRING ? TD_DIRINDEX_STRING :
-		r->kind == TD_KEYINDEX_KIND_STRINGS ? TD_DIRINDEX_STRINGS : TD_DIRINDEX_HOME;
+		r->kind == TD_KEYINDEX_KIND_STRINGS           ? TD_DIRINDEX_STRINGS :
+														TD_DIRINDEX_HOME;
 
 	if (k < dx->ndirs && dx->dirs[k].record < i)
 		return corrupt(what, "directory entries out of record order", dx->dirs[k].record);
@@ -81,13 +82,12 @@ static int check_dirs(const td__dirindex *dx, uint32_t i, uint32_t *next, const 
 		if (e->flags & ~TD_DIRINDEX_DIR_RAW)
 			return corrupt(what, "unknown directory entry flags", i);
 		if ((e->flags & TD_DIRINDEX_DIR_RAW) &&
-		    (k != first || i == 0 || !td__key_legacy_safe(r->key, true) ||
-		     encodes_to_itself(r)))
+			(k != first || i == 0 || !td__key_legacy_safe(r->key, true) || encodes_to_itself(r)))
 			return corrupt(what, "a raw directory name where a loader opens enc(key)", i);
 		if (e->meta_length == 0 || e->meta_length > TD_META_MAX_BYTES)
 			return corrupt(what, "a meta.json length out of range", i);
 		if (e->role == TD_DIRINDEX_SHELL && r->kind == TD_KEYINDEX_KIND_DICT &&
-		    shells < TD_DIRINDEX_MAX_SHELLS) {
+			shells < TD_DIRINDEX_MAX_SHELLS) {
 			shells++;
 			continue;
 		}
@@ -133,7 +133,7 @@ static int check_tables(const td__dirindex *dx, const char *what)
 			if (depth == 0)
 				return corrupt(what, "records not in depth-first order", i);
 			if (!td__utf8_valid((const unsigned char *)r->key, r->key_len) ||
-			    td__key_reserved(r->key))
+				td__key_reserved(r->key))
 				return corrupt(what, "a key that no meta.json can hold", i);
 		}
 		if (r->kind == TD_KEYINDEX_KIND_DICT) {
@@ -148,11 +148,10 @@ static int check_tables(const td__dirindex *dx, const char *what)
 		}
 	}
 	if (next_dir != dx->ndirs)
-		return td__error(TD_ECORRUPT, "%s: %u directory entries, %u of them for no record",
-			what, (unsigned)dx->ndirs, (unsigned)(dx->ndirs - next_dir));
+		return td__error(TD_ECORRUPT, "%s: %u directory entries, %u of them for no record", what,
+			(unsigned)dx->ndirs, (unsigned)(dx->ndirs - next_dir));
 	if (next_raw != dx->nraw)
-		return td__error(TD_ECORRUPT, "%s: raw file names not ascending or for no record",
-			what);
+		return td__error(TD_ECORRUPT, "%s: raw file names not ascending or for no record", what);
 	return TD_OK;
 }
 
@@ -176,8 +175,10 @@ static int decode_tables(td__dirindex *dx, const uint8_t *p, const char *what)
 		e->meta_length = td__le32(p + 8);
 		e->meta_hash = td__le64(p + 16);
 		if (p[6] || p[7] || td__le32(p + 12))
-			return td__error(TD_ECORRUPT, "%s: directory entry %u: reserved bytes are not "
-				"zero", what, (unsigned)k);
+			return td__error(TD_ECORRUPT,
+				"%s: directory entry %u: reserved bytes are not "
+				"zero",
+				what, (unsigned)k);
 	}
 	for (k = 0; k < dx->nraw; k++, p += 4)
 		dx->raw[k] = td__le32(p);
@@ -214,14 +215,16 @@ static int check_header(const uint8_t *b, size_t len, const char *what)
 	nraw = td__le32(b + 24);
 	ilen = td__le64(b + 32);
 	if (ndirs == 0 || ndirs > TD_DIRINDEX_MAX_DIRS || nraw > TD_DIRINDEX_MAX_DIRS)
-		return td__error(TD_ECORRUPT, "%s: %u directories and %u raw names", what,
-			(unsigned)ndirs, (unsigned)nraw);
+		return td__error(TD_ECORRUPT, "%s: %u directories and %u raw names", what, (unsigned)ndirs,
+			(unsigned)nraw);
 	/* Each term is below 2^31, and len below 2^30: no overflow. */
 	need = TD_DIRINDEX_HEADER_SIZE + (ilen > len ? (uint64_t)len + 1 : ilen) +
 		(uint64_t)ndirs * TD_DIRINDEX_DIR_SIZE + raw_table_size(nraw);
 	if (ilen % 8 || ilen < TD_KEYINDEX_HEADER_SIZE || need != (uint64_t)len)
-		return td__error(TD_ECORRUPT, "%s: %zu bytes, not the %llu its header and index "
-			"length say", what, len, (unsigned long long)need);
+		return td__error(TD_ECORRUPT,
+			"%s: %zu bytes, not the %llu its header and index "
+			"length say",
+			what, len, (unsigned long long)need);
 	return TD_OK;
 }
 
@@ -293,8 +296,8 @@ int td__dirindex_size(const td__dirindex *dx, size_t *out)
 	uint64_t total;
 
 	TD_TRY(td__keyindex_size(&dx->ix, &ilen));
-	total = TD_DIRINDEX_HEADER_SIZE + (uint64_t)ilen +
-		(uint64_t)dx->ndirs * TD_DIRINDEX_DIR_SIZE + raw_table_size(dx->nraw);
+	total = TD_DIRINDEX_HEADER_SIZE + (uint64_t)ilen + (uint64_t)dx->ndirs * TD_DIRINDEX_DIR_SIZE +
+		raw_table_size(dx->nraw);
 	if (total > TD_DIRINDEX_MAX_BYTES)
 		return td__error(TD_EOVERFLOW, "store index: more than %llu bytes",
 			(unsigned long long)TD_DIRINDEX_MAX_BYTES);
@@ -381,8 +384,7 @@ td__dirmodel_ent *td__dirmodel_find(const td__dirmodel *m, uint8_t kind, const c
 
 		if (!e->h)
 			return NULL;
-		if (e->h == h && e->kind == kind && e->path_len == len &&
-		    memcmp(e->path, path, len) == 0)
+		if (e->h == h && e->kind == kind && e->path_len == len && memcmp(e->path, path, len) == 0)
 			return e;
 	}
 }
@@ -491,9 +493,9 @@ void td__dirmodel_note_meta(td__dirmodel *m, const char *rel, const char *text, 
 	/* Read twice (a dict's type, then its keys): both reads must have seen one file. */
 	if (e && (e->meta_hash != h || e->meta_length != len))
 		m->poisoned = true;
-	else if (!e && (len > TD_META_MAX_BYTES ||
-			td__dirmodel_set(m, TD_DIRMODEL_DIR, rel, strlen(rel), (uint32_t)len, h,
-				false) < 0))
+	else if (!e &&
+		(len > TD_META_MAX_BYTES ||
+			td__dirmodel_set(m, TD_DIRMODEL_DIR, rel, strlen(rel), (uint32_t)len, h, false) < 0))
 		m->poisoned = true;
 }
 
@@ -510,8 +512,7 @@ void td__dirmodel_note_shell(td__dirmodel *m, const char *rel)
 		m->poisoned = true;
 }
 
-void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key,
-	const char *fname)
+void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key, const char *fname)
 {
 	size_t klen = strlen(key), rlen = strlen(rel), flen = strlen(fname);
 	char *path;
@@ -545,6 +546,6 @@ void td__dirmodel_note_commit(td__dirmodel *m, const td__commit *c)
 	/* A directory we wrote holds a TensorDict (or a string's) meta.json: no shell. */
 	for (i = 0; i < c->n; i++)
 		if (td__dirmodel_set(m, TD_DIRMODEL_DIR, c->e[i].path, strlen(c->e[i].path),
-			    c->e[i].meta_length, c->e[i].meta_hash, false) < 0)
+				c->e[i].meta_length, c->e[i].meta_hash, false) < 0)
 			m->poisoned = true;
 }

@@ -17,21 +17,21 @@
 
 /** One directory entry (doc/format.md 7.3), decoded. */
 typedef struct td__dirent {
-	uint32_t record;       /* the key index record it belongs to */
-	uint8_t role;          /* TD_DIRINDEX_HOME ... */
-	uint8_t flags;         /* TD_DIRINDEX_DIR_RAW */
-	uint32_t meta_length;  /* bytes of its meta.json */
-	uint64_t meta_hash;    /* XXH3-64 of them */
+	uint32_t record;      /* the key index record it belongs to */
+	uint8_t role;         /* TD_DIRINDEX_HOME ... */
+	uint8_t flags;        /* TD_DIRINDEX_DIR_RAW */
+	uint32_t meta_length; /* bytes of its meta.json */
+	uint64_t meta_hash;   /* XXH3-64 of them */
 } td__dirent;
 
 /** A whole `.tdstore-index`, parsed (or being built by a writer). */
 typedef struct td__dirindex {
-	td__keyindex ix;       /* the key index, TD_KEYINDEX_F_DIRECTORY */
-	uint64_t generation;   /* informative: the generation it was written at */
+	td__keyindex ix;     /* the key index, TD_KEYINDEX_F_DIRECTORY */
+	uint64_t generation; /* informative: the generation it was written at */
 	uint32_t ndirs, cap_dirs;
-	td__dirent *dirs;      /* ordered by record; a record's shells before its home */
+	td__dirent *dirs; /* ordered by record; a record's shells before its home */
 	uint32_t nraw, cap_raw;
-	uint32_t *raw;         /* ascending: tensor records whose file has the raw key name */
+	uint32_t *raw; /* ascending: tensor records whose file has the raw key name */
 } td__dirindex;
 
 /** Release what `dx` holds (the struct is the caller's); safe on a zeroed one. */
@@ -67,18 +67,18 @@ bool td__dirindex_name(const char *key, const char *suffix, char *buf, size_t le
 
 /** What a model knows of one path. */
 enum {
-	TD_DIRMODEL_DIR = 1,   /* a directory whose meta.json was read or written */
-	TD_DIRMODEL_RAW = 2    /* a leaf file opened under its raw key name */
+	TD_DIRMODEL_DIR = 1, /* a directory whose meta.json was read or written */
+	TD_DIRMODEL_RAW = 2  /* a leaf file opened under its raw key name */
 };
 
 /** One path of a model (borrowed from it; valid until its next change). */
 typedef struct td__dirmodel_ent {
-	char *path;            /* relative to the root ("" for the root), owned */
+	char *path; /* relative to the root ("" for the root), owned */
 	size_t path_len;
-	uint64_t h;            /* hash of kind and path; 0: a free slot */
-	uint8_t kind;          /* TD_DIRMODEL_* */
-	bool shell;            /* a directory: a tensorclass, its fields in _tensordict/ */
-	bool used;             /* named by the index being written */
+	uint64_t h;   /* hash of kind and path; 0: a free slot */
+	uint8_t kind; /* TD_DIRMODEL_* */
+	bool shell;   /* a directory: a tensorclass, its fields in _tensordict/ */
+	bool used;    /* named by the index being written */
 	uint32_t meta_length;
 	uint64_t meta_hash;
 } td__dirmodel_ent;
@@ -86,9 +86,9 @@ typedef struct td__dirmodel_ent {
 /** The paths a writer will name in the next index: a hash table keyed by (kind, path). */
 struct td__dirmodel {
 	td__dirmodel_ent *slots;
-	size_t cap, n;         /* cap: a power of two, or 0 */
-	size_t nraw;           /* entries of kind TD_DIRMODEL_RAW */
-	bool poisoned;         /* it may not match the store: write no index */
+	size_t cap, n; /* cap: a power of two, or 0 */
+	size_t nraw;   /* entries of kind TD_DIRMODEL_RAW */
+	bool poisoned; /* it may not match the store: write no index */
 };
 
 /**

@@ -34,8 +34,8 @@ int td__map_fd_as(td_buffer **out, int fd, size_t nbytes, bool writable,
 		return td__error(TD_EINVAL, "%s: cannot map zero bytes", what);
 	p = mmap(NULL, nbytes, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
-		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap of %zu bytes",
-			what, nbytes);
+		return td__error_os(td__status_from_errno(errno), errno, "%s: mmap of %zu bytes", what,
+			nbytes);
 	o.flags = writable ? 0u : TD_BUFFER_READONLY;
 	rc = td_buffer_wrap(out, p, nbytes, &o);
 	if (rc < 0)
@@ -76,8 +76,8 @@ int td__file_error(int err, const char *what, const char *op)
 	return td__error_os(td__status_from_errno(err), err, "%s: %s", what, op);
 }
 
-int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
-	const char *fn, const char *what, int *fd_out, bool *created_out)
+int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok, const char *fn,
+	const char *what, int *fd_out, bool *created_out)
 {
 	bool created = true;
 	int fd, rc;
@@ -100,8 +100,7 @@ int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
 	/* Reserve the blocks: a full disk fails here, not later with SIGBUS. Never truncates. */
 	rc = nbytes ? posix_fallocate(fd, 0, (off_t)nbytes) : 0;
 	if (rc != 0) {
-		rc = td__error_os(td__status_from_errno(rc), rc, "%s: reserving %zu bytes", what,
-			nbytes);
+		rc = td__error_os(td__status_from_errno(rc), rc, "%s: reserving %zu bytes", what, nbytes);
 		goto fail;
 	}
 	*fd_out = fd;
@@ -237,12 +236,12 @@ int td__write_new(int dirfd, const char *name, const void *data, size_t len, con
 
 	if (fd < 0)
 		return errno == EEXIST ? td__error(TD_EEXISTS, "%s: already exists", what) :
-					 td__file_error(errno, what, "create");
+								 td__file_error(errno, what, "create");
 	return fill_new(dirfd, name, fd, data, len, false, what);
 }
 
-int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
-	bool nosync, const char *what)
+int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len, bool nosync,
+	const char *what)
 {
 	char tmp[64];
 
@@ -288,7 +287,7 @@ bool td__key_legacy_safe(const char *key, bool is_dir)
 bool td__key_reserved(const char *key)
 {
 	return !strcmp(key, "shape") || !strcmp(key, "device") || !strcmp(key, "_type") ||
-	       !strcmp(key, "_format_version") || !strcmp(key, "_class");
+		!strcmp(key, "_format_version") || !strcmp(key, "_class");
 }
 
 int td_store_encode_key(char *out, size_t cap, const char *name)

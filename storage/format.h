@@ -40,11 +40,11 @@ _Static_assert(sizeof(_Atomic uint64_t) == 8, "64-bit atomics in shared files");
 
 /** The header at offset 0 (doc/format.md 2.1), mapped shared and used in place. */
 typedef struct td__coord_header {
-	char magic[8];                 /* "TDSCOORD" */
-	uint32_t version;              /* TD_COORD_VERSION */
-	uint32_t header_size;          /* bytes: TD_COORD_HEADER_SIZE */
-	_Atomic uint64_t generation;   /* schema generation, bumped after every committed change */
-	uint8_t reserved[40];          /* 0 */
+	char magic[8];               /* "TDSCOORD" */
+	uint32_t version;            /* TD_COORD_VERSION */
+	uint32_t header_size;        /* bytes: TD_COORD_HEADER_SIZE */
+	_Atomic uint64_t generation; /* schema generation, bumped after every committed change */
+	uint8_t reserved[40];        /* 0 */
 } td__coord_header;
 
 _Static_assert(sizeof(td__coord_header) == TD_COORD_HEADER_SIZE, "coord header size");
@@ -96,25 +96,26 @@ enum {
 #define TD_KEYINDEX_MAX_LAZY_CHILDREN ((uint64_t)1 << 20)
 
 _Static_assert(TD_KEYINDEX_F_STRINGS == 1u << 0 && TD_KEYINDEX_F_DIRECTORY == 1u << 1 &&
-	TD_KEYINDEX_F_LAZY == 1u << 2, "index flag bits of doc/format.md 3.1");
+		TD_KEYINDEX_F_LAZY == 1u << 2,
+	"index flag bits of doc/format.md 3.1");
 _Static_assert(TD_KEYINDEX_KIND_DICT == 1 && TD_KEYINDEX_KIND_TENSOR == 2 &&
-	TD_KEYINDEX_KIND_STRING == 3 && TD_KEYINDEX_KIND_STRINGS == 4 &&
-	TD_KEYINDEX_KIND_LAZY == 5, "record kinds of doc/format.md 3.2");
+		TD_KEYINDEX_KIND_STRING == 3 && TD_KEYINDEX_KIND_STRINGS == 4 && TD_KEYINDEX_KIND_LAZY == 5,
+	"record kinds of doc/format.md 3.2");
 
 /** Record flag: `checksum` holds the XXH64 of the tensor's bytes (3.2). */
 #define TD_KEYINDEX_REC_CHECKSUM 0x01u
 
 /** The header of a key index (doc/format.md 3.1), little-endian. */
 typedef struct td__keyindex_header {
-	char magic[8];          /* "TDSINDEX" */
-	uint32_t version;       /* TD_KEYINDEX_VERSION */
-	uint32_t header_size;   /* bytes: TD_KEYINDEX_HEADER_SIZE */
-	uint32_t record_count;  /* records, 1..TD_KEYINDEX_MAX_RECORDS */
-	uint32_t flags;         /* TD_KEYINDEX_F_* */
-	uint64_t body_length;   /* bytes of records after the header, a multiple of 8 */
-	uint64_t generation;    /* the schema generation the index was written for */
-	uint8_t reserved[16];   /* 0 */
-	uint64_t checksum;      /* XXH64(body, seed XXH64(header bytes 0..55, seed 0)) */
+	char magic[8];         /* "TDSINDEX" */
+	uint32_t version;      /* TD_KEYINDEX_VERSION */
+	uint32_t header_size;  /* bytes: TD_KEYINDEX_HEADER_SIZE */
+	uint32_t record_count; /* records, 1..TD_KEYINDEX_MAX_RECORDS */
+	uint32_t flags;        /* TD_KEYINDEX_F_* */
+	uint64_t body_length;  /* bytes of records after the header, a multiple of 8 */
+	uint64_t generation;   /* the schema generation the index was written for */
+	uint8_t reserved[16];  /* 0 */
+	uint64_t checksum;     /* XXH64(body, seed XXH64(header bytes 0..55, seed 0)) */
 } td__keyindex_header;
 
 _Static_assert(sizeof(td__keyindex_header) == TD_KEYINDEX_HEADER_SIZE, "index header size");
@@ -140,10 +141,10 @@ typedef struct td__keyindex_record {
 	uint32_t parent;        /* the parent's record number; TD_KEYINDEX_NO_PARENT: the root */
 	uint32_t key_length;    /* bytes of the key (UTF-8, no NUL) */
 	uint32_t inline_length; /* bytes of inline text after the key */
-	uint64_t offset;        /* a tensor's first byte in the data file; a lazy stack: its stack dim */
-	uint64_t length;        /* a tensor's bytes; a lazy stack: its number of children */
-	uint64_t capacity;      /* bytes reserved at `offset`, a multiple of 4096, >= length */
-	uint64_t checksum;      /* with TD_KEYINDEX_REC_CHECKSUM: XXH64 of the tensor's bytes */
+	uint64_t offset;   /* a tensor's first byte in the data file; a lazy stack: its stack dim */
+	uint64_t length;   /* a tensor's bytes; a lazy stack: its number of children */
+	uint64_t capacity; /* bytes reserved at `offset`, a multiple of 4096, >= length */
+	uint64_t checksum; /* with TD_KEYINDEX_REC_CHECKSUM: XXH64 of the tensor's bytes */
 } td__keyindex_record;
 
 #define TD_KEYINDEX_RECORD_FIXED 48u
@@ -175,13 +176,13 @@ _Static_assert(offsetof(td__keyindex_record, checksum) == 40, "record checksum")
 
 /** The header at offset 0 of a packed file (doc/format.md 4.1), little-endian. */
 typedef struct td__pack_header {
-	char magic[8];          /* "TDSPACKD" */
-	uint32_t version;       /* TD_PACK_VERSION */
-	uint32_t header_size;   /* bytes: TD_PACK_HEADER_SIZE */
-	uint32_t page_size;     /* bytes: TD_PACK_PAGE */
-	uint32_t flags;         /* 0: no bit defined (features: the key index's flags) */
-	uint8_t reserved[32];   /* 0 */
-	uint64_t checksum;      /* XXH64 (seed 0) of bytes 0..55 */
+	char magic[8];        /* "TDSPACKD" */
+	uint32_t version;     /* TD_PACK_VERSION */
+	uint32_t header_size; /* bytes: TD_PACK_HEADER_SIZE */
+	uint32_t page_size;   /* bytes: TD_PACK_PAGE */
+	uint32_t flags;       /* 0: no bit defined (features: the key index's flags) */
+	uint8_t reserved[32]; /* 0 */
+	uint64_t checksum;    /* XXH64 (seed 0) of bytes 0..55 */
 } td__pack_header;
 
 _Static_assert(sizeof(td__pack_header) == 64, "pack header size");
@@ -315,8 +316,7 @@ typedef struct td__ring_live {
 _Static_assert(sizeof(td__ring_live) == 128, "ring live part size");
 _Static_assert(TD_RING_HEADER_SIZE + offsetof(td__ring_live, cursor) == 128, "ring cursor");
 _Static_assert(TD_RING_HEADER_SIZE + offsetof(td__ring_live, cleared) == 192, "ring cleared");
-_Static_assert(TD_RING_HEADER_SIZE + offsetof(td__ring_live, reclaimed) == 200,
-	"ring reclaimed");
+_Static_assert(TD_RING_HEADER_SIZE + offsetof(td__ring_live, reclaimed) == 200, "ring reclaimed");
 _Static_assert(TD_RING_HEADER_SIZE + offsetof(td__ring_live, dropped) == 208, "ring dropped");
 
 /** One writer slot (doc/format.md 5.3), at TD_RING_WRITERS_OFFSET + 64 * i. */
@@ -324,7 +324,7 @@ typedef struct td__ring_writer {
 	_Atomic uint64_t owner; /* 0: free; else pid (bits 0-31) | nonce << 32 */
 	_Atomic uint64_t lo;    /* tickets [lo, hi) the writer may hold */
 	_Atomic uint64_t hi;
-	uint8_t reserved[40];   /* 0 */
+	uint8_t reserved[40]; /* 0 */
 } td__ring_writer;
 
 _Static_assert(sizeof(td__ring_writer) == TD_RING_WRITER_SIZE, "ring writer slot size");
@@ -386,8 +386,8 @@ _Static_assert(offsetof(td__journal_header, body_size) == 24, "journal body_size
  * bytes) follow, then the next entry.
  */
 typedef struct td__journal_entry {
-	uint16_t path_len;    /* bytes of the directory's path, relative to the root */
-	uint16_t name_len;    /* bytes of the temporary file's name in it */
+	uint16_t path_len; /* bytes of the directory's path, relative to the root */
+	uint16_t name_len; /* bytes of the temporary file's name in it */
 } td__journal_entry;
 
 _Static_assert(sizeof(td__journal_entry) == TD_JOURNAL_ENTRY_SIZE, "journal entry size");
@@ -412,10 +412,10 @@ _Static_assert(offsetof(td__journal_entry, name_len) == 2, "journal entry name_l
 
 /** Roles of a directory entry (doc/format.md 7.3). */
 enum {
-	TD_DIRINDEX_HOME = 1,     /* a dict's keys: a TensorDict meta.json */
-	TD_DIRINDEX_SHELL = 2,    /* a tensorclass: its fields are in _tensordict/ */
-	TD_DIRINDEX_STRING = 3,   /* a NonTensorData (string leaf) */
-	TD_DIRINDEX_STRINGS = 4   /* a NonTensorStack (array of strings) */
+	TD_DIRINDEX_HOME = 1,   /* a dict's keys: a TensorDict meta.json */
+	TD_DIRINDEX_SHELL = 2,  /* a tensorclass: its fields are in _tensordict/ */
+	TD_DIRINDEX_STRING = 3, /* a NonTensorData (string leaf) */
+	TD_DIRINDEX_STRINGS = 4 /* a NonTensorStack (array of strings) */
 };
 
 /** Directory entry flag: named by the raw key (tensordict's legacy name), not enc(key). */
@@ -427,17 +427,17 @@ enum {
  * follow.
  */
 typedef struct td__dirindex_header {
-	char magic[8];          /* "TDSDIRIX" */
-	uint32_t version;       /* TD_DIRINDEX_VERSION */
-	uint32_t header_size;   /* bytes: TD_DIRINDEX_HEADER_SIZE */
-	uint32_t flags;         /* 0 (reserved) */
-	uint32_t dir_count;     /* directory entries, 1..2^24 */
-	uint32_t raw_count;     /* raw-name entries, 0..2^24 */
-	uint32_t reserved0;     /* 0 */
-	uint64_t index_length;  /* bytes of the key index after the header */
-	uint64_t generation;    /* the schema generation it was written at (informative) */
-	uint64_t reserved1;     /* 0 */
-	uint64_t checksum;      /* XXH64(bytes 64.., seed XXH64(bytes 0..55, seed 0)) */
+	char magic[8];         /* "TDSDIRIX" */
+	uint32_t version;      /* TD_DIRINDEX_VERSION */
+	uint32_t header_size;  /* bytes: TD_DIRINDEX_HEADER_SIZE */
+	uint32_t flags;        /* 0 (reserved) */
+	uint32_t dir_count;    /* directory entries, 1..2^24 */
+	uint32_t raw_count;    /* raw-name entries, 0..2^24 */
+	uint32_t reserved0;    /* 0 */
+	uint64_t index_length; /* bytes of the key index after the header */
+	uint64_t generation;   /* the schema generation it was written at (informative) */
+	uint64_t reserved1;    /* 0 */
+	uint64_t checksum;     /* XXH64(bytes 64.., seed XXH64(bytes 0..55, seed 0)) */
 } td__dirindex_header;
 
 _Static_assert(sizeof(td__dirindex_header) == TD_DIRINDEX_HEADER_SIZE, "dirindex header size");
@@ -457,13 +457,13 @@ _Static_assert(offsetof(td__dirindex_header, checksum) == 56, "dirindex checksum
  * (doc/format.md 7.3), little-endian.
  */
 typedef struct td__dirindex_dir {
-	uint32_t record;        /* the key index record the directory belongs to */
-	uint8_t role;           /* TD_DIRINDEX_HOME ... */
-	uint8_t flags;          /* TD_DIRINDEX_DIR_RAW */
-	uint16_t reserved0;     /* 0 */
-	uint32_t meta_length;   /* bytes of its meta.json, 1..64 MiB */
-	uint32_t reserved1;     /* 0 */
-	uint64_t meta_hash;     /* XXH3-64 (seed 0) of those bytes */
+	uint32_t record;      /* the key index record the directory belongs to */
+	uint8_t role;         /* TD_DIRINDEX_HOME ... */
+	uint8_t flags;        /* TD_DIRINDEX_DIR_RAW */
+	uint16_t reserved0;   /* 0 */
+	uint32_t meta_length; /* bytes of its meta.json, 1..64 MiB */
+	uint32_t reserved1;   /* 0 */
+	uint64_t meta_hash;   /* XXH3-64 (seed 0) of those bytes */
 } td__dirindex_dir;
 
 _Static_assert(sizeof(td__dirindex_dir) == TD_DIRINDEX_DIR_SIZE, "dirindex entry size");
@@ -489,8 +489,7 @@ static inline uint32_t td__le32(const void *p)
 {
 	const uint8_t *b = p;
 
-	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-	       (uint32_t)b[3] << 24;
+	return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
 }
 
 static inline uint64_t td__le64(const void *p)

@@ -94,7 +94,7 @@ int td__writer_put(td__writer *w, const void *data, size_t len)
 		return td__error(TD_EOVERFLOW, "%s: the file would pass 2^64 bytes", w->what);
 	/* Memory that continues the previous piece extends it. */
 	if (last && (const char *)last->iov_base + last->iov_len == (const char *)data &&
-	    last->iov_len <= SIZE_MAX - len) {
+		last->iov_len <= SIZE_MAX - len) {
 		last->iov_len += len;
 	} else {
 		if (w->n == TD_IO_IOV_MAX)

@@ -27,14 +27,14 @@
 /** A sequential writer into one file. Caller-owned; td__writer_free() releases it. */
 typedef struct td__writer {
 	int fd;
-	const char *what;      /* names the file in messages (borrowed) */
-	uint64_t start;        /* file offset of the first queued byte */
-	uint64_t pos;          /* file offset after the last queued byte */
-	int n;                 /* iovecs queued */
-	struct iovec *iov;     /* TD_IO_IOV_MAX entries (heap) */
-	td_buffer *stage;      /* TD_IO_STAGE_BYTES, allocated on first use */
-	size_t staged;         /* bytes of `stage` queued since the last write */
-	uint64_t calls;        /* pwritev calls issued (for tests and benchmarks) */
+	const char *what;  /* names the file in messages (borrowed) */
+	uint64_t start;    /* file offset of the first queued byte */
+	uint64_t pos;      /* file offset after the last queued byte */
+	int n;             /* iovecs queued */
+	struct iovec *iov; /* TD_IO_IOV_MAX entries (heap) */
+	td_buffer *stage;  /* TD_IO_STAGE_BYTES, allocated on first use */
+	size_t staged;     /* bytes of `stage` queued since the last write */
+	uint64_t calls;    /* pwritev calls issued (for tests and benchmarks) */
 } td__writer;
 
 /**

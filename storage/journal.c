@@ -93,8 +93,7 @@ static bool valid_path(const char *s, size_t len)
 		clen = i - start;
 		if (clen == 0 || clen > 255)
 			return false;
-		if ((clen == 1 && s[start] == '.') ||
-		    (clen == 2 && s[start] == '.' && s[start + 1] == '.'))
+		if ((clen == 1 && s[start] == '.') || (clen == 2 && s[start] == '.' && s[start + 1] == '.'))
 			return false;
 		start = i + 1;
 	}
@@ -140,17 +139,15 @@ int td__journal_parse(const void *data, size_t len, td__journal *j, const char *
 			(unsigned)version, TD_JOURNAL_VERSION);
 	body = td__le64(p + 24);
 	if (td__le32(p + 12) != TD_JOURNAL_HEADER_SIZE || body != (uint64_t)(len - fixed) ||
-	    XXH64(p, TD_JOURNAL_HEADER_SIZE + (size_t)body, 0) !=
-		    td__le64(p + TD_JOURNAL_HEADER_SIZE + (size_t)body))
+		XXH64(p, TD_JOURNAL_HEADER_SIZE + (size_t)body, 0) !=
+			td__le64(p + TD_JOURNAL_HEADER_SIZE + (size_t)body))
 		return TD_OK; /* torn or truncated: the commit never happened */
 	j->sealed = true;
 	count = td__le32(p + 16);
 	flags = td__le32(p + 20);
 	if (flags != 0)
-		return td__error(TD_ECORRUPT, "%s: reserved flags 0x%x are set", what,
-			(unsigned)flags);
-	if (count == 0 || count > TD_JOURNAL_MAX_ENTRIES ||
-	    count > body / TD_JOURNAL_ENTRY_SIZE)
+		return td__error(TD_ECORRUPT, "%s: reserved flags 0x%x are set", what, (unsigned)flags);
+	if (count == 0 || count > TD_JOURNAL_MAX_ENTRIES || count > body / TD_JOURNAL_ENTRY_SIZE)
 		return td__error(TD_ECORRUPT, "%s: %u entries in %llu bytes", what, (unsigned)count,
 			(unsigned long long)body);
 	j->e = td__calloc(count, sizeof(*j->e));
@@ -174,8 +171,7 @@ int td__journal_parse(const void *data, size_t len, td__journal *j, const char *
 		if (!valid_path(e->path, e->path_len))
 			return td__error(TD_ECORRUPT, "%s: entry %zu: invalid directory path", what, i);
 		if (!valid_tmp_name(e->name, e->name_len))
-			return td__error(TD_ECORRUPT, "%s: entry %zu: invalid temporary file name", what,
-				i);
+			return td__error(TD_ECORRUPT, "%s: entry %zu: invalid temporary file name", what, i);
 	}
 	if (off != TD_JOURNAL_HEADER_SIZE + body)
 		return td__error(TD_ECORRUPT, "%s: %llu bytes after the last entry", what,
@@ -234,8 +230,7 @@ out:
 }
 
 /* Read and parse the journal of the store at rootfd. */
-static int journal_load(int rootfd, const char *root, td__journal *j, bool *present,
-	char **buf)
+static int journal_load(int rootfd, const char *root, td__journal *j, bool *present, char **buf)
 {
 	char what[512];
 	size_t len;
@@ -279,8 +274,8 @@ static int open_entry_dir(int rootfd, const td__journal_ent *e, const char *root
 		if (next < 0) {
 			if (err == ENOENT || err == ELOOP || err == ENOTDIR)
 				return td__error(TD_ECORRUPT,
-					"%s/" TD_JOURNAL_NAME ": \"%.*s\" is not a directory of the store",
-					root, (int)e->path_len, e->path);
+					"%s/" TD_JOURNAL_NAME ": \"%.*s\" is not a directory of the store", root,
+					(int)e->path_len, e->path);
 			return td__error_os(td__status_from_errno(err), err, "%s/%.*s: open", root,
 				(int)e->path_len, e->path);
 		}
@@ -309,8 +304,8 @@ static int tmp_present(int dirfd, const td__journal_ent *e, const char *root, ch
 			(int)e->path_len, e->path, name);
 	}
 	if (!S_ISREG(sb.st_mode))
-		return td__error(TD_ECORRUPT, "%s/%.*s/%s: not a regular file", root,
-			(int)e->path_len, e->path, name);
+		return td__error(TD_ECORRUPT, "%s/%.*s/%s: not a regular file", root, (int)e->path_len,
+			e->path, name);
 	*present = true;
 	return TD_OK;
 }
@@ -337,8 +332,7 @@ static void sweep_temps(int dirfd, int depth)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		if (!strncmp(de->d_name, TD_TMP_PREFIX, plen)) {
-			if (fstatat(dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-			    S_ISREG(sb.st_mode))
+			if (fstatat(dirfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode))
 				unlinkat(dirfd, de->d_name, 0);
 			continue;
 		}
@@ -356,8 +350,8 @@ static void sweep_temps(int dirfd, int depth)
 static int remove_journal(int rootfd, const char *root)
 {
 	if (unlinkat(rootfd, TD_JOURNAL_NAME, 0) < 0 && errno != ENOENT)
-		return td__error_os(td__status_from_errno(errno), errno,
-			"%s/" TD_JOURNAL_NAME ": unlink", root);
+		return td__error_os(td__status_from_errno(errno), errno, "%s/" TD_JOURNAL_NAME ": unlink",
+			root);
 	if (fsync(rootfd) < 0)
 		return td__error_os(TD_EIO, errno, "%s: fsync", root);
 	return TD_OK;
@@ -553,8 +547,8 @@ int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *tex
 	return stage(c, dirfd, path, text, len, false, what);
 }
 
-int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text,
-	size_t len, const char *what)
+int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
+	const char *what)
 {
 	return stage(c, dirfd, path, text, len, true, what);
 }
@@ -675,7 +669,7 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 	/* Sealed (or a single file): from here on the commit happens. */
 	for (i = 0; rc == TD_OK && i < c->n; i++)
 		if (!c->e[i].in_place &&
-		    renameat(c->e[i].dirfd, c->e[i].tmp, c->e[i].dirfd, "meta.json") < 0)
+			renameat(c->e[i].dirfd, c->e[i].tmp, c->e[i].dirfd, "meta.json") < 0)
 			rc = td__error_os(td__status_from_errno(errno), errno, "%s/%s: rename of meta.json",
 				what, c->e[i].path);
 	if (rc < 0 && !journal) {
@@ -695,8 +689,8 @@ int td__commit_run(td__commit *c, int rootfd, bool sync, const char *what)
 	 * it) before it stages files of its own.
 	 */
 	if (rc == TD_OK && journal && unlinkat(rootfd, TD_JOURNAL_NAME, 0) < 0)
-		rc = td__error_os(td__status_from_errno(errno), errno,
-			"%s/" TD_JOURNAL_NAME ": unlink", what);
+		rc = td__error_os(td__status_from_errno(errno), errno, "%s/" TD_JOURNAL_NAME ": unlink",
+			what);
 	if (rc == TD_OK)
 		td__dirmodel_note_commit(c->model, c);
 	commit_clear(c, false);

@@ -12,11 +12,11 @@
 #include <xxhash.h>
 
 /* The on-disk dtype codes are the td_dtype values (doc/format.md 3.3). */
-_Static_assert(TD_DTYPE_BOOL == 0 && TD_DTYPE_U8 == 1 && TD_DTYPE_I8 == 2 &&
-	TD_DTYPE_I16 == 3 && TD_DTYPE_I32 == 4 && TD_DTYPE_I64 == 5 && TD_DTYPE_U16 == 6 &&
-	TD_DTYPE_U32 == 7 && TD_DTYPE_U64 == 8 && TD_DTYPE_F16 == 9 && TD_DTYPE_BF16 == 10 &&
-	TD_DTYPE_F32 == 11 && TD_DTYPE_F64 == 12 && TD_DTYPE_C64 == 13 && TD_DTYPE_C128 == 14 &&
-	TD_DTYPE_COUNT == 15, "dtype codes of doc/format.md 3.3");
+_Static_assert(TD_DTYPE_BOOL == 0 && TD_DTYPE_U8 == 1 && TD_DTYPE_I8 == 2 && TD_DTYPE_I16 == 3 &&
+		TD_DTYPE_I32 == 4 && TD_DTYPE_I64 == 5 && TD_DTYPE_U16 == 6 && TD_DTYPE_U32 == 7 &&
+		TD_DTYPE_U64 == 8 && TD_DTYPE_F16 == 9 && TD_DTYPE_BF16 == 10 && TD_DTYPE_F32 == 11 &&
+		TD_DTYPE_F64 == 12 && TD_DTYPE_C64 == 13 && TD_DTYPE_C128 == 14 && TD_DTYPE_COUNT == 15,
+	"dtype codes of doc/format.md 3.3");
 _Static_assert(TD_MAX_DIMS == 16, "the index stores at most 16 dims");
 
 #define PAGE ((uint64_t)TD_PACK_PAGE)
@@ -91,7 +91,7 @@ int td__keyindex_push(td__keyindex *ix, const td__keyrec *r, uint32_t *at)
 
 /* A set of (parent, key) pairs, to refuse duplicate keys in one dict. */
 typedef struct keyset {
-	uint32_t *slots;   /* record index + 1; 0 = empty */
+	uint32_t *slots; /* record index + 1; 0 = empty */
 	size_t mask;
 } keyset;
 
@@ -126,7 +126,7 @@ static bool keyset_add(keyset *ks, const td__keyindex *ix, uint32_t i)
 		}
 		o = &ix->recs[ks->slots[h] - 1];
 		if (o->parent == r->parent && o->key_len == r->key_len &&
-		    memcmp(o->key, r->key, r->key_len) == 0)
+			memcmp(o->key, r->key, r->key_len) == 0)
 			return false;
 	}
 }
@@ -156,12 +156,15 @@ static int check_strings(const td__keyrec *r, uint32_t i, const char *what)
 
 	for (uint8_t d = 0; d < r->ndim; d++)
 		if (!td__mul_i64(numel, r->shape[d], &numel))
-			return td__error(TD_EOVERFLOW, "%s: index record %u: the number of strings "
-				"overflows", what, (unsigned)i);
+			return td__error(TD_EOVERFLOW,
+				"%s: index record %u: the number of strings "
+				"overflows",
+				what, (unsigned)i);
 	for (k = 0; k < r->text_len; k++)
 		nuls += r->text[k] == '\0';
 	if ((uint64_t)numel != nuls || (r->text_len && r->text[r->text_len - 1] != '\0'))
-		return corrupt(what, i, "the inline bytes are not one NUL-terminated text per "
+		return corrupt(what, i,
+			"the inline bytes are not one NUL-terminated text per "
 			"element");
 	return TD_OK;
 }
@@ -194,8 +197,7 @@ static int check_lazy(const td__keyrec *r, uint32_t i, uint32_t flags, const cha
  * A record whose parent is the lazy stack `p`: a dict or a lazy stack with
  * an empty key and the stack's batch shape without the stack dim.
  */
-static int check_lazy_child(const td__keyrec *r, const td__keyrec *p, uint32_t i,
-	const char *what)
+static int check_lazy_child(const td__keyrec *r, const td__keyrec *p, uint32_t i, const char *what)
 {
 	uint8_t dim = (uint8_t)p->offset;
 
@@ -203,19 +205,18 @@ static int check_lazy_child(const td__keyrec *r, const td__keyrec *p, uint32_t i
 		return corrupt(what, i, "a child of a lazy stack is not a dict");
 	if (r->key_len)
 		return corrupt(what, i, "a child of a lazy stack has a key");
-	if (r->ndim + 1 != p->ndim ||
-	    memcmp(r->shape, p->shape, (size_t)dim * sizeof(int64_t)) != 0 ||
-	    memcmp(r->shape + dim, p->shape + dim + 1,
-		    (size_t)(r->ndim - dim) * sizeof(int64_t)) != 0)
-		return corrupt(what, i, "the batch shape of a child of a lazy stack is not the "
+	if (r->ndim + 1 != p->ndim || memcmp(r->shape, p->shape, (size_t)dim * sizeof(int64_t)) != 0 ||
+		memcmp(r->shape + dim, p->shape + dim + 1, (size_t)(r->ndim - dim) * sizeof(int64_t)) != 0)
+		return corrupt(what, i,
+			"the batch shape of a child of a lazy stack is not the "
 			"stack's without the stack dim");
 	return TD_OK;
 }
 
 /* Per-record state of a parse: nesting depth, and children seen of each lazy stack. */
 typedef struct parse_state {
-	uint8_t *depth;    /* the root 0, a record one more than its parent */
-	uint32_t *kids;    /* records seen whose parent is record i */
+	uint8_t *depth; /* the root 0, a record one more than its parent */
+	uint32_t *kids; /* records seen whose parent is record i */
 } parse_state;
 
 /* Check a record's fields against its parent (already parsed). */
@@ -228,18 +229,18 @@ static int check_record(const td__keyindex *ix, uint32_t i, uint32_t flags, pars
 
 	if (i == 0) {
 		if ((r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY) ||
-		    r->parent != TD_KEYINDEX_NO_PARENT || r->key_len != 0)
+			r->parent != TD_KEYINDEX_NO_PARENT || r->key_len != 0)
 			return corrupt(what, i, "the first record is not the root dict");
 		ps->depth[0] = 0;
 	} else {
 		if (r->parent >= i)
 			return corrupt(what, i, "its parent does not come before it");
 		if (ix->recs[r->parent].kind != TD_KEYINDEX_KIND_DICT &&
-		    ix->recs[r->parent].kind != TD_KEYINDEX_KIND_LAZY)
+			ix->recs[r->parent].kind != TD_KEYINDEX_KIND_LAZY)
 			return corrupt(what, i, "its parent is not a dict");
 		/* Dicts and stacks nest below TD_KEY_MAX_DEPTH, so every key path fits. */
 		if (ps->depth[r->parent] + 1 >= TD_KEY_MAX_DEPTH +
-		    (r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY))
+				(r->kind != TD_KEYINDEX_KIND_DICT && r->kind != TD_KEYINDEX_KIND_LAZY))
 			return corrupt(what, i, "too deep: nested past 64 levels");
 		ps->depth[i] = (uint8_t)(ps->depth[r->parent] + 1);
 	}
@@ -268,28 +269,30 @@ static int check_record(const td__keyindex *ix, uint32_t i, uint32_t flags, pars
 		if (rc < 0 || r->kind == TD_KEYINDEX_KIND_LAZY)
 			return rc;
 		/* A dict: the rules of any non-tensor, below. */
-	} else switch (r->kind) {
-	case TD_KEYINDEX_KIND_DICT:
-	case TD_KEYINDEX_KIND_TENSOR:
-	case TD_KEYINDEX_KIND_LAZY:
-		if (p && (r->ndim < p->ndim ||
-			  memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0))
-			return corrupt(what, i, "the shape does not start with the batch shape");
-		if (r->kind == TD_KEYINDEX_KIND_LAZY)
-			return TD_OK;
-		break;
-	case TD_KEYINDEX_KIND_STRING:
-		break;
-	case TD_KEYINDEX_KIND_STRINGS:
-		if (!(flags & TD_KEYINDEX_F_STRINGS))
-			return corrupt(what, i, "an array of strings in an index without its flag");
-		if (r->ndim < 1 || r->ndim < p->ndim ||
-		    memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)
-			return corrupt(what, i, "the shape does not start with the batch shape");
-		break;
-	default:
-		return corrupt(what, i, "unknown kind");
-	}
+	} else
+		switch (r->kind) {
+		case TD_KEYINDEX_KIND_DICT:
+		case TD_KEYINDEX_KIND_TENSOR:
+		case TD_KEYINDEX_KIND_LAZY:
+			if (p &&
+				(r->ndim < p->ndim ||
+					memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0))
+				return corrupt(what, i, "the shape does not start with the batch shape");
+			if (r->kind == TD_KEYINDEX_KIND_LAZY)
+				return TD_OK;
+			break;
+		case TD_KEYINDEX_KIND_STRING:
+			break;
+		case TD_KEYINDEX_KIND_STRINGS:
+			if (!(flags & TD_KEYINDEX_F_STRINGS))
+				return corrupt(what, i, "an array of strings in an index without its flag");
+			if (r->ndim < 1 || r->ndim < p->ndim ||
+				memcmp(r->shape, p->shape, (size_t)p->ndim * sizeof(int64_t)) != 0)
+				return corrupt(what, i, "the shape does not start with the batch shape");
+			break;
+		default:
+			return corrupt(what, i, "unknown kind");
+		}
 	if (r->kind != TD_KEYINDEX_KIND_TENSOR) {
 		if (r->dtype || r->flags || r->offset || r->length || r->capacity)
 			return corrupt(what, i, "non-zero tensor fields on a non-tensor");
@@ -313,12 +316,14 @@ static int check_record(const td__keyindex *ix, uint32_t i, uint32_t flags, pars
 
 		for (uint8_t d = 0; d < r->ndim; d++)
 			if (!td__mul_i64(numel, r->shape[d], &numel))
-				return td__error(TD_EOVERFLOW, "%s: index record %u: the number of "
-					"elements overflows", what, (unsigned)i);
+				return td__error(TD_EOVERFLOW,
+					"%s: index record %u: the number of "
+					"elements overflows",
+					what, (unsigned)i);
 		if (!td__mul_size((size_t)numel, td_dtype_size(r->dtype), &nbytes) ||
-		    (uint64_t)numel > SIZE_MAX || nbytes > (size_t)PTRDIFF_MAX)
-			return td__error(TD_EOVERFLOW, "%s: index record %u: the byte size overflows",
-				what, (unsigned)i);
+			(uint64_t)numel > SIZE_MAX || nbytes > (size_t)PTRDIFF_MAX)
+			return td__error(TD_EOVERFLOW, "%s: index record %u: the byte size overflows", what,
+				(unsigned)i);
 		if (r->length != (uint64_t)nbytes)
 			return corrupt(what, i, "length is not the byte size of the shape");
 	}
@@ -352,20 +357,18 @@ int td__keyindex_parse(td__keyindex *ix, const void *buf, size_t len, bool direc
 
 	memset(ix, 0, sizeof(*ix));
 	if (len < TD_KEYINDEX_HEADER_SIZE)
-		return td__error(TD_ECORRUPT, "%s: index of %zu bytes, shorter than its header",
-			what, len);
+		return td__error(TD_ECORRUPT, "%s: index of %zu bytes, shorter than its header", what, len);
 	if (memcmp(b, TD_KEYINDEX_MAGIC, 8) != 0)
 		return td__error(TD_ECORRUPT, "%s: bad index magic", what);
 	if (td__le32(b + 8) != TD_KEYINDEX_VERSION)
 		return td__error(TD_EVERSION, "%s: index version %u (this build reads %u)", what,
 			(unsigned)td__le32(b + 8), TD_KEYINDEX_VERSION);
 	if (td__le32(b + 12) != TD_KEYINDEX_HEADER_SIZE)
-		return td__error(TD_ECORRUPT, "%s: index header size %u", what,
-			(unsigned)td__le32(b + 12));
+		return td__error(TD_ECORRUPT, "%s: index header size %u", what, (unsigned)td__le32(b + 12));
 	count = td__le32(b + 16);
 	body_len = td__le64(b + 24);
 	if (body_len % 8 || body_len > TD_KEYINDEX_MAX_BYTES ||
-	    body_len != (uint64_t)len - TD_KEYINDEX_HEADER_SIZE)
+		body_len != (uint64_t)len - TD_KEYINDEX_HEADER_SIZE)
 		return td__error(TD_ECORRUPT, "%s: index body of %llu bytes in %zu", what,
 			(unsigned long long)body_len, len);
 	if (index_checksum(b, len) != td__le64(b + 56))
@@ -378,15 +381,17 @@ int td__keyindex_parse(td__keyindex *ix, const void *buf, size_t len, bool direc
 		return td__error(TD_ECORRUPT, "%s: the key index of a %s store", what,
 			directory ? "packed" : "directory");
 	if ((flags & TD_KEYINDEX_F_LAZY) && (flags & TD_KEYINDEX_F_DIRECTORY))
-		return td__error(TD_ECORRUPT, "%s: lazy stacks in the key index of a directory "
-			"store", what);
+		return td__error(TD_ECORRUPT,
+			"%s: lazy stacks in the key index of a directory "
+			"store",
+			what);
 	if (!td__all_zero(b + 40, 16))
 		return td__error(TD_ECORRUPT, "%s: reserved index bytes are not zero", what);
 	/* Every record takes at least 48 bytes: bound the count before allocating. */
 	if (count == 0 || count > TD_KEYINDEX_MAX_RECORDS ||
-	    (uint64_t)count > body_len / TD_KEYINDEX_RECORD_FIXED)
-		return td__error(TD_ECORRUPT, "%s: %u index records in %llu bytes", what,
-			(unsigned)count, (unsigned long long)body_len);
+		(uint64_t)count > body_len / TD_KEYINDEX_RECORD_FIXED)
+		return td__error(TD_ECORRUPT, "%s: %u index records in %llu bytes", what, (unsigned)count,
+			(unsigned long long)body_len);
 	ix->generation = td__le64(b + 32);
 	ix->flags = flags;
 	ix->recs = td__calloc(count, sizeof(*ix->recs));
@@ -432,12 +437,12 @@ int td__keyindex_parse(td__keyindex *ix, const void *buf, size_t len, bool direc
 		}
 		for (uint8_t d = 0; d < r->ndim; d++)
 			r->shape[d] = (int64_t)td__le64(p + TD_KEYINDEX_RECORD_FIXED + 8u * d);
-		r->key = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim,
-			r->key_len);
+		r->key = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim, r->key_len);
 		if (r->kind == TD_KEYINDEX_KIND_STRING || r->kind == TD_KEYINDEX_KIND_STRINGS ||
-		    r->text_len)
-			r->text = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED +
-				8u * r->ndim + r->key_len, r->text_len);
+			r->text_len)
+			r->text = dup_bytes((const char *)p + TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim +
+					r->key_len,
+				r->text_len);
 		ix->n = i + 1; /* owns what was allocated, for td__keyindex_free() */
 		if (!r->key || (r->text_len && !r->text)) {
 			rc = td__error_nomem(r->key_len + r->text_len + 2);
@@ -450,7 +455,7 @@ int td__keyindex_parse(td__keyindex *ix, const void *buf, size_t len, bool direc
 		rc = check_record(ix, i, flags, &ps, what);
 		/* The children of a lazy stack have no keys: their order tells them apart. */
 		if (rc == TD_OK && i > 0 && ix->recs[r->parent].kind != TD_KEYINDEX_KIND_LAZY &&
-		    !keyset_add(&ks, ix, i))
+			!keyset_add(&ks, ix, i))
 			rc = corrupt(what, i, "a duplicate key in its dict");
 		pos += end;
 	}
@@ -478,7 +483,7 @@ static int cmp_extent(const void *a, const void *b)
 int td__keyindex_check_extents(const td__keyindex *ix, uint64_t lo, uint64_t hi,
 	const uint64_t (*extra)[2], size_t nextra, const char *what)
 {
-	uint64_t (*ext)[2];
+	uint64_t(*ext)[2];
 	size_t n = 0, i;
 	int rc = TD_OK;
 
@@ -500,9 +505,11 @@ int td__keyindex_check_extents(const td__keyindex *ix, uint64_t lo, uint64_t hi,
 	qsort(ext, n, sizeof(*ext), cmp_extent);
 	for (i = 0; i < n; i++) {
 		if (ext[i][0] < lo || ext[i][1] > hi || ext[i][0] > hi - ext[i][1]) {
-			rc = td__error(TD_ECORRUPT, "%s: an extent at %llu of %llu bytes lies outside "
-				"the %llu bytes in use", what, (unsigned long long)ext[i][0],
-				(unsigned long long)ext[i][1], (unsigned long long)hi);
+			rc = td__error(TD_ECORRUPT,
+				"%s: an extent at %llu of %llu bytes lies outside "
+				"the %llu bytes in use",
+				what, (unsigned long long)ext[i][0], (unsigned long long)ext[i][1],
+				(unsigned long long)hi);
 			break;
 		}
 		if (i && ext[i - 1][0] + ext[i - 1][1] > ext[i][0]) {
@@ -521,8 +528,7 @@ int td__keyindex_check_extents(const td__keyindex *ix, uint64_t lo, uint64_t hi,
 
 static uint64_t rec_size(const td__keyrec *r)
 {
-	uint64_t need = TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len +
-		r->text_len;
+	uint64_t need = TD_KEYINDEX_RECORD_FIXED + 8u * r->ndim + (uint64_t)r->key_len + r->text_len;
 
 	return (need + 7) & ~(uint64_t)7;
 }
@@ -623,8 +629,10 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 		r.key = (char *)key;
 		r.key_len = strlen(key);
 		if (count > TD_KEYINDEX_MAX_LAZY_CHILDREN)
-			rc = td__error(TD_EOVERFLOW, "store index: a lazy stack of %zu children (at "
-				"most 2^20)", count);
+			rc = td__error(TD_EOVERFLOW,
+				"store index: a lazy stack of %zu children (at "
+				"most 2^20)",
+				count);
 		else
 			rc = td__keyindex_push(ix, &r, &self);
 		for (i = 0; rc == TD_OK && i < count; i++)
@@ -683,8 +691,10 @@ int td__keyindex_add_dict(td__keyindex *ix, const td_dict *d, uint32_t parent, c
 			break;
 		}
 		default:
-			rc = td__error(TD_EINVAL, "store: \"%s\" holds bytes, which stores do not "
-				"keep", keys[i]);
+			rc = td__error(TD_EINVAL,
+				"store: \"%s\" holds bytes, which stores do not "
+				"keep",
+				keys[i]);
 			break;
 		}
 	}
@@ -735,7 +745,7 @@ uint32_t td__keyindex_child(const td__keyindex *ix, uint32_t parent, const char 
 
 	for (i = parent + 1; i < ix->n; i++)
 		if (ix->recs[i].parent == parent && ix->recs[i].key_len == len &&
-		    memcmp(ix->recs[i].key, key, len) == 0)
+			memcmp(ix->recs[i].key, key, len) == 0)
 			return i;
 	return TD_KEYINDEX_NO_PARENT;
 }
@@ -794,8 +804,7 @@ static int restate(int rc, const char *what, uint32_t i, const char *msg)
 	if (rc == TD_ENOMEM)
 		return rc;
 	snprintf(why, sizeof(why), "%s", td_error_last()->message);
-	return td__error(TD_ECORRUPT, "%s: index record %u: %s (%s)", what, (unsigned)i, msg,
-		why);
+	return td__error(TD_ECORRUPT, "%s: index record %u: %s (%s)", what, (unsigned)i, msg, why);
 }
 
 /*
@@ -949,8 +958,8 @@ int td__keyindex_build(const td__keyindex *ix, td__keyindex_visit_fn visit, void
 	int rc = TD_OK;
 
 	*out = NULL;
-	if (ix->n == 0 || (ix->recs[0].kind != TD_KEYINDEX_KIND_DICT &&
-			   ix->recs[0].kind != TD_KEYINDEX_KIND_LAZY))
+	if (ix->n == 0 ||
+		(ix->recs[0].kind != TD_KEYINDEX_KIND_DICT && ix->recs[0].kind != TD_KEYINDEX_KIND_LAZY))
 		return td__error(TD_ECORRUPT, "%s: the index has no root dict", what);
 	dicts = td__calloc(ix->n, sizeof(*dicts));
 	own = td__calloc(ix->n, sizeof(*own));
@@ -1005,7 +1014,7 @@ static int view_extent(const td__keyindex *ix, uint32_t i, td_tensor *t, void *p
 	if (r->kind != TD_KEYINDEX_KIND_TENSOR)
 		return TD_OK;
 	if (!m->map || r->offset > td_buffer_size(m->map) ||
-	    r->length > td_buffer_size(m->map) - r->offset)
+		r->length > td_buffer_size(m->map) - r->offset)
 		return corrupt(m->what, i, "the extent lies past the mapping");
 	return td_tensor_from_buffer(t, m->map, r->dtype, r->ndim, r->shape, NULL,
 		(int64_t)(r->offset / td_dtype_size(r->dtype)));

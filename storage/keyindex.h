@@ -20,24 +20,24 @@
  * children, doc/format.md 3.2).
  */
 typedef struct td__keyrec {
-	uint8_t kind;                 /* TD_KEYINDEX_KIND_* */
-	uint8_t dtype;                /* tensors: td_dtype (codes equal the enum values) */
-	uint8_t ndim;                 /* tensor dims, or a dict's (a stack's) batch dims */
-	uint8_t flags;                /* TD_KEYINDEX_REC_CHECKSUM */
-	uint32_t parent;              /* the parent's record; TD_KEYINDEX_NO_PARENT for the root */
-	char *key;                    /* owned, NUL-terminated ("" for the root) */
+	uint8_t kind;    /* TD_KEYINDEX_KIND_* */
+	uint8_t dtype;   /* tensors: td_dtype (codes equal the enum values) */
+	uint8_t ndim;    /* tensor dims, or a dict's (a stack's) batch dims */
+	uint8_t flags;   /* TD_KEYINDEX_REC_CHECKSUM */
+	uint32_t parent; /* the parent's record; TD_KEYINDEX_NO_PARENT for the root */
+	char *key;       /* owned, NUL-terminated ("" for the root) */
 	size_t key_len;
-	char *text;                   /* strings: owned, NUL-terminated; else NULL */
+	char *text; /* strings: owned, NUL-terminated; else NULL */
 	size_t text_len;
 	uint64_t offset, length, capacity, checksum;
 	int64_t shape[TD_MAX_DIMS];
-	const td_tensor *src;         /* writers: the data to write (not serialized) */
+	const td_tensor *src; /* writers: the data to write (not serialized) */
 } td__keyrec;
 
 /** A whole index: the records, parents first. */
 typedef struct td__keyindex {
 	uint64_t generation;
-	uint32_t flags;               /* header flags; encoding honours TD_KEYINDEX_F_DIRECTORY */
+	uint32_t flags; /* header flags; encoding honours TD_KEYINDEX_F_DIRECTORY */
 	uint32_t n, cap;
 	td__keyrec *recs;
 } td__keyindex;
@@ -110,8 +110,8 @@ uint32_t td__keyindex_child(const td__keyindex *ix, uint32_t parent, const char 
  * every tensor with elements, which it stores in `*t` (the builder takes
  * it over). @return TD_OK, or a failure that ends the build.
  */
-typedef int (*td__keyindex_visit_fn)(const td__keyindex *ix, uint32_t i, td_tensor *t,
-	void *payload);
+typedef int (
+	*td__keyindex_visit_fn)(const td__keyindex *ix, uint32_t i, td_tensor *t, void *payload);
 
 /**
  * Build the dict an index describes, record by record in index order,

@@ -129,13 +129,13 @@ static int get_opts(td_mmap_opts *o, const td_mmap_opts *opts, const char *fn)
 /* One creation call: what it makes, and whether it created a file. */
 typedef struct maker {
 	const char *fn;
-	const char *path;  /* NULL: anonymous shared memory */
+	const char *path;         /* NULL: anonymous shared memory */
 	const td_mmap_opts *opts; /* as the caller gave them (checked by make_begin()) */
-	bool exist_ok;     /* set by make_begin() from `opts` */
+	bool exist_ok;            /* set by make_begin() from `opts` */
 	make_init init;
-	td_scalar value;   /* for INIT_FILL */
-	bool created;      /* set by make_buffer(): it created the file */
-	bool zeroed;       /* set by make_buffer(): the bytes read as zeros */
+	td_scalar value; /* for INIT_FILL */
+	bool created;    /* set by make_buffer(): it created the file */
+	bool zeroed;     /* set by make_buffer(): the bytes read as zeros */
 } maker;
 
 /* The new (or reused) file, or new shared memory, of `nbytes`, mapped writable. */
@@ -221,8 +221,8 @@ static int make(maker *m, td_tensor *out, td_dtype dtype, int ndim, const int64_
 int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int ndim,
 	const int64_t *shape, const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_empty", path, opts, false, INIT_NONE,
-		{ TD_SCALAR_BOOL, { 0 } }, false, false };
+	maker m = { "td_mmap_tensor_empty", path, opts, false, INIT_NONE, { TD_SCALAR_BOOL, { 0 } },
+		false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
@@ -230,8 +230,8 @@ int td_mmap_tensor_empty(td_tensor *out, const char *path, td_dtype dtype, int n
 int td_mmap_tensor_zeros(td_tensor *out, const char *path, td_dtype dtype, int ndim,
 	const int64_t *shape, const td_mmap_opts *opts)
 {
-	maker m = { "td_mmap_tensor_zeros", path, opts, false, INIT_ZEROS,
-		{ TD_SCALAR_BOOL, { 0 } }, false, false };
+	maker m = { "td_mmap_tensor_zeros", path, opts, false, INIT_ZEROS, { TD_SCALAR_BOOL, { 0 } },
+		false, false };
 
 	return make(&m, out, dtype, ndim, shape);
 }
@@ -280,8 +280,8 @@ static int check_file(int fd, size_t end, const char *fn, const char *what)
 
 	TD_TRY(td__fstat_regular(fd, what, &size));
 	if (size < (uint64_t)end)
-		return td__error(TD_ECORRUPT, "%s: %s has %llu bytes, fewer than the %zu needed", fn,
-			what, (unsigned long long)size, end);
+		return td__error(TD_ECORRUPT, "%s: %s has %llu bytes, fewer than the %zu needed", fn, what,
+			(unsigned long long)size, end);
 	return TD_OK;
 }
 
@@ -355,7 +355,7 @@ static int check_fd_range(int fd, td_dtype dtype, size_t nbytes, uint64_t offset
 		return td__error(TD_EINVAL, "%s: offset %llu is not a multiple of %zu", fn,
 			(unsigned long long)offset, td_dtype_size(dtype));
 	if (offset > (uint64_t)PTRDIFF_MAX || !td__add_size((size_t)offset, nbytes, end_out) ||
-	    *end_out > (size_t)PTRDIFF_MAX)
+		*end_out > (size_t)PTRDIFF_MAX)
 		return td__error(TD_EOVERFLOW, "%s: offset %llu + %zu bytes overflows", fn,
 			(unsigned long long)offset, nbytes);
 	fl = fcntl(fd, F_GETFL);
@@ -368,8 +368,8 @@ static int check_fd_range(int fd, td_dtype dtype, size_t nbytes, uint64_t offset
 	return check_file(fd, *end_out, fn, "the descriptor");
 }
 
-int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim,
-	const int64_t *shape, uint64_t offset, const td_mmap_opts *opts)
+int td_shm_tensor_from_fd(td_tensor *out, int fd, td_dtype dtype, int ndim, const int64_t *shape,
+	uint64_t offset, const td_mmap_opts *opts)
 {
 	static const char fn[] = "td_shm_tensor_from_fd";
 	td_buffer *buf = NULL;
@@ -431,7 +431,7 @@ static int shm_dict_size(const td_dict *src, size_t *out)
 		if (rc < 0)
 			break;
 		if (!round_up(td_tensor_nbytes(t), &step) || !td__add_size(total, step, &total) ||
-		    total > (size_t)PTRDIFF_MAX) {
+			total > (size_t)PTRDIFF_MAX) {
 			rc = td__error(TD_EOVERFLOW, "td_shm_dict: the total size overflows");
 			break;
 		}
@@ -450,8 +450,7 @@ static int shm_place(td_tensor *out, const td_tensor *in, const td_item *item, v
 	int rc;
 
 	if (!round_up(td_tensor_nbytes(in), &step) || step > l->total - l->pos)
-		return td__error(TD_ERROR, "td_shm_dict: %s: the dict changed while copied",
-			item->key);
+		return td__error(TD_ERROR, "td_shm_dict: %s: the dict changed while copied", item->key);
 	rc = td_tensor_from_buffer(&t, l->buf, in->dtype, in->ndim, td_tensor_shape(in), NULL,
 		(int64_t)(l->pos / td_dtype_size(in->dtype)));
 	if (rc == TD_OK)
@@ -477,7 +476,8 @@ int td_shm_dict(td_dict **out, const td_dict *src)
 	if (!src)
 		return td__error(TD_EINVAL, "td_shm_dict: NULL src");
 	if (td_dict_is_lazy(src))
-		return td__error(TD_ENOTSUP, "td_shm_dict: a lazy stack cannot be moved to shared "
+		return td__error(TD_ENOTSUP,
+			"td_shm_dict: a lazy stack cannot be moved to shared "
 			"memory as one dict (td_lazy_densify() makes a dense dict)");
 	TD_TRY(shm_dict_size(src, &l.total));
 	/* Every leaf is copied whole: a recycled block needs no zeroing. */

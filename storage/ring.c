@@ -53,8 +53,8 @@ static void compute_layout(uint64_t capacity, bool prioritized, layout *l)
 
 static void hash_u32(XXH64_hash_t *h, uint32_t v)
 {
-	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8),
-		(unsigned char)(v >> 16), (unsigned char)(v >> 24) };
+	unsigned char b[4] = { (unsigned char)v, (unsigned char)(v >> 8), (unsigned char)(v >> 16),
+		(unsigned char)(v >> 24) };
 
 	*h = XXH64(b, sizeof(b), *h);
 }
@@ -112,8 +112,8 @@ static int leaf_init(td__ring_leaf *l, const td_item *it, uint64_t capacity, con
 		return td__error(TD_ECORRUPT, "%s: leaf '%s' is not a tensor", what, it->key);
 	if (t->ndim < 1 || (uint64_t)td_tensor_shape(t)[0] != capacity || !td_tensor_is_contiguous(t) ||
 		td_tensor_nbytes(t) == 0 || !td_tensor_data(t))
-		return td__error(TD_ECORRUPT, "%s: leaf '%s' does not hold %llu rows", what,
-			it->key, (unsigned long long)capacity);
+		return td__error(TD_ECORRUPT, "%s: leaf '%s' does not hold %llu rows", what, it->key,
+			(unsigned long long)capacity);
 	rc = td_key_from_path(&l->key, it->path, it->depth);
 	if (rc < 0)
 		return rc;
@@ -146,16 +146,17 @@ static int load_leaves(td_ring *r, uint64_t capacity, uint64_t *hash, uint64_t *
 	if (rc < 0)
 		return rc;
 	if (rc)
-		return td__error(TD_ECORRUPT, "%s: the ring's store holds a lazy stack, not one "
-			"mapped leaf per key", what);
+		return td__error(TD_ECORRUPT,
+			"%s: the ring's store holds a lazy stack, not one "
+			"mapped leaf per key",
+			what);
 	TD_TRY(td_dict_iter_new(&iter, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while ((rc = td_dict_iter_next(&it, iter)) == 1) {
 		if (n == cap) {
 			td__ring_leaf *nl;
 
 			cap = cap ? cap * 2 : 8;
-			if (!td__mul_size(cap, sizeof(*nl), &bytes) ||
-				!(nl = td__realloc(r->leaves, bytes))) {
+			if (!td__mul_size(cap, sizeof(*nl), &bytes) || !(nl = td__realloc(r->leaves, bytes))) {
 				rc = td__error_nomem(cap * sizeof(*nl));
 				break;
 			}
@@ -195,8 +196,8 @@ static int check_header(const td__ring_header *h, uint64_t fsize, const char *wh
 	if (memcmp(h->magic, TD_RING_MAGIC, sizeof(h->magic)) != 0)
 		return td__error(TD_ECORRUPT, "%s: not a tdstore ring file (bad magic)", what);
 	if (h->version != TD_RING_VERSION)
-		return td__error(TD_EVERSION, "%s: ring file version %u, this library reads %u",
-			what, (unsigned)h->version, TD_RING_VERSION);
+		return td__error(TD_EVERSION, "%s: ring file version %u, this library reads %u", what,
+			(unsigned)h->version, TD_RING_VERSION);
 	if (h->checksum != XXH64(h, offsetof(td__ring_header, checksum), 0))
 		return td__error(TD_ECORRUPT, "%s: header checksum mismatch", what);
 	if (h->header_size != TD_RING_HEADER_SIZE || (h->flags & ~TD_RING_F_PRIORITIZED) ||
@@ -206,15 +207,14 @@ static int check_header(const td__ring_header *h, uint64_t fsize, const char *wh
 		return td__error(TD_ECORRUPT, "%s: capacity %llu out of range", what,
 			(unsigned long long)h->capacity);
 	compute_layout(h->capacity, h->flags & TD_RING_F_PRIORITIZED, &l);
-	if (h->writer_slots != TD_RING_WRITER_SLOTS ||
-		h->writers_offset != TD_RING_WRITERS_OFFSET || h->seq_offset != l.seq_offset ||
-		h->tree_offset != l.tree_offset || h->tree_leaves != l.tree_leaves ||
-		h->file_size != l.file_size)
-		return td__error(TD_ECORRUPT, "%s: layout does not match a capacity of %llu rows",
-			what, (unsigned long long)h->capacity);
+	if (h->writer_slots != TD_RING_WRITER_SLOTS || h->writers_offset != TD_RING_WRITERS_OFFSET ||
+		h->seq_offset != l.seq_offset || h->tree_offset != l.tree_offset ||
+		h->tree_leaves != l.tree_leaves || h->file_size != l.file_size)
+		return td__error(TD_ECORRUPT, "%s: layout does not match a capacity of %llu rows", what,
+			(unsigned long long)h->capacity);
 	if (fsize < h->file_size)
-		return td__error(TD_ECORRUPT, "%s: %llu bytes, shorter than its %llu-byte layout",
-			what, (unsigned long long)fsize, (unsigned long long)h->file_size);
+		return td__error(TD_ECORRUPT, "%s: %llu bytes, shorter than its %llu-byte layout", what,
+			(unsigned long long)fsize, (unsigned long long)h->file_size);
 	if (h->file_size > SIZE_MAX)
 		return td__error(TD_EOVERFLOW, "%s: too large to map", what);
 	return TD_OK;
@@ -241,8 +241,7 @@ static int map_ring_file(td_ring *r, int dirfd, const char *what)
 	ssize_t got;
 	void *p;
 
-	r->fd = openat(dirfd, TD_RING_NAME,
-		(r->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
+	r->fd = openat(dirfd, TD_RING_NAME, (r->writable ? O_RDWR : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0)
 		return td__file_error(errno, what, "open");
 	TD_TRY(td__fstat_regular(r->fd, what, &fsize));
@@ -311,8 +310,7 @@ static int open_impl(td_ring **out, const char *path, bool writable, const char 
 		goto fail;
 	if (hash != r->hdr->schema_hash || r->nleaves != r->hdr->nleaves ||
 		row_bytes != r->hdr->row_bytes) {
-		rc = td__error(TD_ECORRUPT, "%s: the store's leaves do not match the ring's rows",
-			what);
+		rc = td__error(TD_ECORRUPT, "%s: the store's leaves do not match the ring's rows", what);
 		goto fail;
 	}
 	if (r->writable) {
@@ -338,8 +336,8 @@ int td_ring_open(td_ring **out, const char *path, const td_ring_open_opts *opts)
 	if (!path)
 		return td__error(TD_EINVAL, "td_ring_open: NULL path");
 	if (opts && opts->version != TD_RING_OPEN_OPTS_VERSION)
-		return td__error(TD_EINVAL, "td_ring_open: options version %u, expected %u",
-			opts->version, TD_RING_OPEN_OPTS_VERSION);
+		return td__error(TD_EINVAL, "td_ring_open: options version %u, expected %u", opts->version,
+			TD_RING_OPEN_OPTS_VERSION);
 	return open_impl(out, path, opts && opts->writable, "td_ring_open");
 }
 
@@ -363,8 +361,10 @@ static int like_entry(td_dict *d, const char *key, const td_value *v, int64_t ca
 		return td_dict_set_dict_take(d, key, sub);
 	}
 	if (v->kind != TD_VALUE_TENSOR)
-		return td__error(TD_EINVAL, "td_ring_create: '%s': ring rows hold tensors and "
-			"dicts only", key);
+		return td__error(TD_EINVAL,
+			"td_ring_create: '%s': ring rows hold tensors and "
+			"dicts only",
+			key);
 	if (td_tensor_numel(&v->tensor) == 0)
 		return td__error(TD_EINVAL, "td_ring_create: '%s' has no element", key);
 	if (v->tensor.ndim >= TD_MAX_DIMS)
@@ -395,7 +395,8 @@ static int like_dict(const td_dict *row, int64_t capacity, td_dict **out, size_t
 	int rc;
 
 	if (td_dict_is_lazy(row))
-		return td__error(TD_EINVAL, "td_ring_create: ring rows hold tensors and dense dicts "
+		return td__error(TD_EINVAL,
+			"td_ring_create: ring rows hold tensors and dense dicts "
 			"only, not lazy stacks (td_lazy_densify() makes a dense dict)");
 	if (bnd >= TD_MAX_DIMS)
 		return td__error(TD_EINVAL, "td_ring_create: batch shape too long");
@@ -443,8 +444,8 @@ static int write_ring_file(int dirfd, const td__ring_header *h, bool nosync, con
 		rc = td__error_os(td__status_from_errno(errno), errno, "%s: write", what);
 	/* Reserve every block: a full disk fails here, never with SIGBUS later. */
 	if (rc == TD_OK && (errno = posix_fallocate(fd, 0, (off_t)h->file_size)) != 0)
-		rc = td__error_os(td__status_from_errno(errno), errno, "%s: reserving %llu bytes",
-			what, (unsigned long long)h->file_size);
+		rc = td__error_os(td__status_from_errno(errno), errno, "%s: reserving %llu bytes", what,
+			(unsigned long long)h->file_size);
 	if (rc == TD_OK && h->tree_offset) {
 		unsigned char one[8];
 
@@ -457,7 +458,7 @@ static int write_ring_file(int dirfd, const td__ring_header *h, bool nosync, con
 	close(fd);
 	if (rc == TD_OK && linkat(dirfd, tmp, dirfd, TD_RING_NAME, 0) < 0)
 		rc = errno == EEXIST ? td__error(TD_EEXISTS, "%s already exists", what) :
-			td__error_os(td__status_from_errno(errno), errno, "%s: link", what);
+							   td__error_os(td__status_from_errno(errno), errno, "%s: link", what);
 	unlinkat(dirfd, tmp, 0);
 	if (rc == TD_OK && !nosync && fsync(dirfd) < 0)
 		rc = td__error_os(TD_EIO, errno, "%s: fsync of the directory", what);
@@ -465,8 +466,8 @@ static int write_ring_file(int dirfd, const td__ring_header *h, bool nosync, con
 }
 
 /* Check td_ring_create()'s arguments; `o`, the defaults, takes the options given. */
-static int check_create_args(td_ring **out, const char *path, const td_dict *row,
-	int64_t capacity, const td_ring_create_opts *opts, td_ring_create_opts *o)
+static int check_create_args(td_ring **out, const char *path, const td_dict *row, int64_t capacity,
+	const td_ring_create_opts *opts, td_ring_create_opts *o)
 {
 	if (!out)
 		return td__error(TD_EINVAL, "td_ring_create: NULL out");
@@ -484,7 +485,8 @@ static int check_create_args(td_ring **out, const char *path, const td_dict *row
 		return td__error(TD_EINVAL, "td_ring_create: capacity %lld out of [1, 2^40]",
 			(long long)capacity);
 	if (td_dict_batch_ndim(row) != 0)
-		return td__error(TD_EINVAL, "td_ring_create: the row template must have batch "
+		return td__error(TD_EINVAL,
+			"td_ring_create: the row template must have batch "
 			"shape [] (one row)");
 	return TD_OK;
 }
@@ -565,7 +567,7 @@ int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t 
 	if (rc == TD_OK) {
 		dirfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		rc = dirfd < 0 ? td__file_error(errno, path, "open") :
-			write_ring_file(dirfd, &h, nosync, what);
+						 write_ring_file(dirfd, &h, nosync, what);
 		if (dirfd >= 0)
 			close(dirfd);
 	}
@@ -720,8 +722,9 @@ int td_ring_clear(td_ring *ring)
 	/* cleared only grows: raise it to the cursor. */
 	head = atomic_load_explicit(&ring->live->cursor, memory_order_acquire);
 	c = atomic_load_explicit(&ring->live->cleared, memory_order_relaxed);
-	while (c < head && !atomic_compare_exchange_weak_explicit(&ring->live->cleared, &c, head,
-		memory_order_acq_rel, memory_order_relaxed))
+	while (c < head &&
+		!atomic_compare_exchange_weak_explicit(&ring->live->cleared, &c, head, memory_order_acq_rel,
+			memory_order_relaxed))
 		;
 	if (ring->tree) {
 		TD_TRY(td__ring_tree_lock(ring));
@@ -747,12 +750,10 @@ int td_ring_reclaim(int64_t *reclaimed_out, td_ring *ring)
 		uint64_t w = atomic_load_explicit(&ring->seq[s], memory_order_acquire);
 		uint64_t tf = td__seq_tf(w);
 
-		if (td__seq_state(w) != TD_SEQ_WRITING || tf == 0 ||
-			td__ring_owner_alive(ring, tf - 1))
+		if (td__seq_state(w) != TD_SEQ_WRITING || tf == 0 || td__ring_owner_alive(ring, tf - 1))
 			continue;
 		/* Only this exact word: a writer that published meanwhile keeps its row. */
-		if (atomic_compare_exchange_strong(&ring->seq[s], &w,
-			td__seq_make(tf - 1, TD_SEQ_EMPTY)))
+		if (atomic_compare_exchange_strong(&ring->seq[s], &w, td__seq_make(tf - 1, TD_SEQ_EMPTY)))
 			n++;
 	}
 	td__ring_free_dead_slots(ring);

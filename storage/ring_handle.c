@@ -141,8 +141,9 @@ static void seed_default(td_ring *r)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	td_ring_seed(r, (uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^
-		(uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)r);
+	td_ring_seed(r,
+		(uint64_t)getpid() * 0x9E3779B97F4A7C15ull ^ (uint64_t)ts.tv_nsec ^
+			((uint64_t)ts.tv_sec << 32) ^ (uint64_t)(uintptr_t)r);
 }
 
 int td__ring_own(td_ring *r, const char *fn)
@@ -171,8 +172,7 @@ int td__ring_own(td_ring *r, const char *fn)
 			int e = errno;
 
 			close(fd);
-			return td__error_os(TD_EIO, e, "%s: reopening %s after fork()", fn,
-				TD_RING_NAME);
+			return td__error_os(TD_EIO, e, "%s: reopening %s after fork()", fn, TD_RING_NAME);
 		}
 		close(fd);
 	}
@@ -195,7 +195,6 @@ void td__ring_release_slot(td_ring *r)
 	atomic_compare_exchange_strong(&w->owner, &mine, 0);
 	r->wslot = -1;
 }
-
 
 int td__ring_own_init(td_ring *r)
 {
@@ -265,23 +264,26 @@ void td_ring_seed(td_ring *ring, uint64_t seed)
 /* The caller's dict                                                         */
 /* ------------------------------------------------------------------------ */
 
-static int check_leaf(const td__ring_leaf *l, const td_tensor *t, int64_t n, bool batched,
-	bool dst, const char *fn)
+static int check_leaf(const td__ring_leaf *l, const td_tensor *t, int64_t n, bool batched, bool dst,
+	const char *fn)
 {
 	int lead = batched ? 1 : 0;
 
 	if (t->dtype != l->dtype || t->ndim != l->row_ndim + lead ||
 		(batched && td_tensor_shape(t)[0] != n) ||
 		memcmp(td_tensor_shape(t) + lead, l->row_shape, sizeof(int64_t) * (size_t)l->row_ndim) != 0)
-		return td__error(TD_ETYPE, "%s: leaf '%s' is %s[%d dims], the ring's rows hold %s "
-			"[%s%d dims]", fn, td_key_part(l->key, td_key_depth(l->key) - 1),
-			td_dtype_name(t->dtype), t->ndim, td_dtype_name(l->dtype),
-			batched ? "n, " : "", l->row_ndim);
-	if (dst && (!td_tensor_is_contiguous(t) ||
-		(td_buffer_flags(t->buffer) & TD_BUFFER_READONLY) ||
-		td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE))
-		return td__error(TD_ETYPE, "%s: leaf '%s' of the destination is not a contiguous, "
-			"writable host tensor", fn, td_key_part(l->key, td_key_depth(l->key) - 1));
+		return td__error(TD_ETYPE,
+			"%s: leaf '%s' is %s[%d dims], the ring's rows hold %s "
+			"[%s%d dims]",
+			fn, td_key_part(l->key, td_key_depth(l->key) - 1), td_dtype_name(t->dtype), t->ndim,
+			td_dtype_name(l->dtype), batched ? "n, " : "", l->row_ndim);
+	if (dst &&
+		(!td_tensor_is_contiguous(t) || (td_buffer_flags(t->buffer) & TD_BUFFER_READONLY) ||
+			td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE))
+		return td__error(TD_ETYPE,
+			"%s: leaf '%s' of the destination is not a contiguous, "
+			"writable host tensor",
+			fn, td_key_part(l->key, td_key_depth(l->key) - 1));
 	return TD_OK;
 }
 
@@ -299,7 +301,9 @@ int td__ring_resolve(td_ring *r, const td_dict *d, int64_t n, bool batched, bool
 		TD_TRY(check_leaf(&r->leaves[i], t, n, batched, dst, fn));
 		r->tens[i] = t;
 		r->ptrs[i] = n > 0 && td_tensor_is_contiguous(t) &&
-			td_buffer_memory(t->buffer) != TD_MEMORY_DEVICE ? td_tensor_data(t) : NULL;
+				td_buffer_memory(t->buffer) != TD_MEMORY_DEVICE ?
+			td_tensor_data(t) :
+			NULL;
 		if (!dst && !r->ptrs[i] && n > 0 && td_buffer_memory(t->buffer) == TD_MEMORY_DEVICE)
 			return td__error(TD_EINVAL, "%s: leaf '%s' is in device memory", fn,
 				td_key_part(r->leaves[i].key, td_key_depth(r->leaves[i].key) - 1));

@@ -12,38 +12,38 @@
 
 /** One tensor leaf of a row. */
 typedef struct td__ring_leaf {
-	td_key *key;            /* its path, to find it in callers' dicts */
-	char *base;             /* the mapped leaf: slot s at base + s * row_bytes */
+	td_key *key; /* its path, to find it in callers' dicts */
+	char *base;  /* the mapped leaf: slot s at base + s * row_bytes */
 	size_t row_bytes;
 	td_dtype dtype;
 	int row_ndim;
 	int64_t row_shape[TD_MAX_DIMS];
-	td_tensor whole;        /* the store's leaf (a reference), for strided copies */
+	td_tensor whole; /* the store's leaf (a reference), for strided copies */
 } td__ring_leaf;
 
 struct td_ring {
 	td_store *store;
 	bool writable;
-	int fd;                       /* the ring file (its flock guards the sum-tree) */
+	int fd; /* the ring file (its flock guards the sum-tree) */
 	unsigned char *map;
 	size_t map_len;
 	const td__ring_header *hdr;
 	td__ring_live *live;
 	td__ring_writer *writers;
-	_Atomic uint64_t *seq;        /* capacity words */
-	_Atomic uint64_t *tree;       /* 2P words holding doubles, or NULL */
+	_Atomic uint64_t *seq;  /* capacity words */
+	_Atomic uint64_t *tree; /* 2P words holding doubles, or NULL */
 	uint64_t capacity;
 	uint64_t tree_leaves;
 	td__ring_leaf *leaves;
 	size_t nleaves;
-	char **ptrs;                  /* nleaves data pointers, per call scratch */
-	const td_tensor **tens;       /* nleaves tensors of the caller's dict, per call */
-	int wslot;                    /* this handle's writer slot, -1 when none */
-	uint64_t owner;               /* the value in that slot */
-	uint64_t epoch;               /* td__ring_epoch() of the process the handle is set up for */
-	uint64_t seed_epoch;          /* td__ring_epoch() when the generator was last seeded */
+	char **ptrs;            /* nleaves data pointers, per call scratch */
+	const td_tensor **tens; /* nleaves tensors of the caller's dict, per call */
+	int wslot;              /* this handle's writer slot, -1 when none */
+	uint64_t owner;         /* the value in that slot */
+	uint64_t epoch;         /* td__ring_epoch() of the process the handle is set up for */
+	uint64_t seed_epoch;    /* td__ring_epoch() when the generator was last seeded */
 	uint64_t rng[4];
-	uint64_t *set;                /* without-replacement hash set (slot + 1), grown once */
+	uint64_t *set; /* without-replacement hash set (slot + 1), grown once */
 	size_t set_cap;
 };
 

@@ -57,8 +57,8 @@ static bool claim(td_ring *r, uint64_t s, uint64_t t)
 				return false;
 			takeover = true;
 		}
-		if (atomic_compare_exchange_weak_explicit(&r->seq[s], &w, want,
-			memory_order_acq_rel, memory_order_relaxed)) {
+		if (atomic_compare_exchange_weak_explicit(&r->seq[s], &w, want, memory_order_acq_rel,
+				memory_order_relaxed)) {
 			if (takeover)
 				atomic_fetch_add_explicit(&r->live->reclaimed, 1, memory_order_relaxed);
 			return true;
@@ -127,8 +127,8 @@ static int64_t write_chunk(td_ring *r, uint64_t t, int64_t i, uint64_t k, bool b
 			continue;
 		/* A failed copy leaves the row empty rather than published half-done. */
 		if (atomic_compare_exchange_strong_explicit(&r->seq[s], &w,
-			td__seq_make(t + j, rc == TD_OK ? TD_SEQ_PUBLISHED : TD_SEQ_EMPTY),
-			memory_order_release, memory_order_relaxed))
+				td__seq_make(t + j, rc == TD_OK ? TD_SEQ_PUBLISHED : TD_SEQ_EMPTY),
+				memory_order_release, memory_order_relaxed))
 			stored++;
 	}
 	if (r->tree && rc == TD_OK && stored > 0) {
@@ -141,8 +141,7 @@ static int64_t write_chunk(td_ring *r, uint64_t t, int64_t i, uint64_t k, bool b
 		}
 	}
 	if (stored < (int64_t)k)
-		atomic_fetch_add_explicit(&r->live->dropped, k - (uint64_t)stored,
-			memory_order_relaxed);
+		atomic_fetch_add_explicit(&r->live->dropped, k - (uint64_t)stored, memory_order_relaxed);
 	return rc < 0 ? rc : stored;
 }
 
@@ -292,8 +291,8 @@ static int64_t count_sampleable(const td_ring *r, uint64_t lo, uint64_t span)
 	uint64_t t;
 
 	for (t = lo; t < lo + span; t++)
-		if (td__ring_sampleable(r, atomic_load_explicit(&r->seq[t % r->capacity],
-			memory_order_relaxed)))
+		if (td__ring_sampleable(r,
+				atomic_load_explicit(&r->seq[t % r->capacity], memory_order_relaxed)))
 			n++;
 	return n;
 }
@@ -323,8 +322,8 @@ static int draw_one(td_ring *r, int64_t j, bool distinct, uint64_t *slot)
 			span_of(r, &lo, &span);
 			avail = count_sampleable(r, lo, span) - (distinct ? j : 0);
 			if (avail <= 0)
-				return td__error(TD_ENOTFOUND, "td_ring_sample: %s", distinct ?
-					"fewer published rows than requested" : "no published row");
+				return td__error(TD_ENOTFOUND, "td_ring_sample: %s",
+					distinct ? "fewer published rows than requested" : "no published row");
 			misses = 0;
 			continue;
 		}
@@ -392,8 +391,10 @@ int td_ring_sample(td_dict *dst, int64_t *index_out, td_ring *ring, unsigned fla
 	TD_TRY(td__ring_resolve(ring, dst, n, true, true, "td_ring_sample"));
 	if (distinct) {
 		if ((uint64_t)n > ring->capacity)
-			return td__error(TD_ENOTFOUND, "td_ring_sample: %lld distinct rows from a "
-				"ring of %llu", (long long)n, (unsigned long long)ring->capacity);
+			return td__error(TD_ENOTFOUND,
+				"td_ring_sample: %lld distinct rows from a "
+				"ring of %llu",
+				(long long)n, (unsigned long long)ring->capacity);
 		TD_TRY(set_prepare(ring, n));
 	}
 	if (!distinct)

@@ -100,19 +100,19 @@ static uint64_t descend(const td_ring *r, double u)
 	return i - r->tree_leaves;
 }
 
-int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_out,
-	td_ring *ring)
+int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_out, td_ring *ring)
 {
 	int64_t n, j;
 
 	if (!ring || !dst)
-		return td__error(TD_EINVAL, "td_ring_sample_prioritized: NULL %s",
-			ring ? "dst" : "ring");
+		return td__error(TD_EINVAL, "td_ring_sample_prioritized: NULL %s", ring ? "dst" : "ring");
 	if (!ring->tree)
-		return td__error(TD_ENOTSUP, "td_ring_sample_prioritized: the ring was created "
+		return td__error(TD_ENOTSUP,
+			"td_ring_sample_prioritized: the ring was created "
 			"without priorities (td_ring_create_opts.prioritized)");
 	if (td_dict_batch_ndim(dst) != 1)
-		return td__error(TD_EINVAL, "td_ring_sample_prioritized: the dict must have batch "
+		return td__error(TD_EINVAL,
+			"td_ring_sample_prioritized: the dict must have batch "
 			"shape [n]");
 	n = td_dict_batch_shape(dst)[0];
 	TD_TRY(td__ring_own(ring, "td_ring_sample_prioritized"));
@@ -125,7 +125,8 @@ int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_ou
 			uint64_t s, w1, w2;
 
 			if (!(total > 0) || !isfinite(total) || misses++ >= 64 * 1024)
-				return td__error(TD_ENOTFOUND, "td_ring_sample_prioritized: no published "
+				return td__error(TD_ENOTFOUND,
+					"td_ring_sample_prioritized: no published "
 					"row with a priority above 0");
 			u = (double)(td__ring_next(ring) >> 11) * 0x1.0p-53 * total;
 			s = descend(ring, u);
@@ -150,15 +151,15 @@ int td_ring_sample_prioritized(td_dict *dst, int64_t *index_out, double *prob_ou
 	return TD_OK;
 }
 
-int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *priority,
-	size_t n)
+int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *priority, size_t n)
 {
 	size_t j;
 
 	if (!ring || (n && (!index || !priority)))
 		return td__error(TD_EINVAL, "td_ring_update_priority: NULL argument");
 	if (!ring->tree)
-		return td__error(TD_ENOTSUP, "td_ring_update_priority: the ring was created "
+		return td__error(TD_ENOTSUP,
+			"td_ring_update_priority: the ring was created "
 			"without priorities (td_ring_create_opts.prioritized)");
 	if (!ring->writable)
 		return td__error(TD_EREADONLY, "td_ring_update_priority: the ring is open read-only");
@@ -167,8 +168,10 @@ int td_ring_update_priority(td_ring *ring, const int64_t *index, const double *p
 			return td__error(TD_EINDEX, "td_ring_update_priority: slot %lld out of [0, %llu)",
 				(long long)index[j], (unsigned long long)ring->capacity);
 		if (!(priority[j] >= 0) || !isfinite(priority[j]))
-			return td__error(TD_EINVAL, "td_ring_update_priority: priority %g is not "
-				"finite and >= 0", priority[j]);
+			return td__error(TD_EINVAL,
+				"td_ring_update_priority: priority %g is not "
+				"finite and >= 0",
+				priority[j]);
 	}
 	TD_TRY(td__ring_own(ring, "td_ring_update_priority"));
 	TD_TRY(td__ring_tree_lock(ring));

@@ -31,8 +31,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define MIN_SHIFT 6   /* 64-byte blocks: the alignment of every block */
-#define MAX_SHIFT 20  /* TD_SHM_ARENA_MAX_LIMIT */
+#define MIN_SHIFT 6  /* 64-byte blocks: the alignment of every block */
+#define MAX_SHIFT 20 /* TD_SHM_ARENA_MAX_LIMIT */
 #define NCLASSES (MAX_SHIFT - MIN_SHIFT + 1)
 /* A chunk has at least CHUNK_MIN_BYTES and at least CHUNK_MIN_BLOCKS blocks. */
 #define CHUNK_MIN_BYTES ((size_t)256 << 10)
@@ -47,12 +47,12 @@ typedef struct chunk chunk;
 /* The chunks of one block size. */
 typedef struct size_class {
 	pthread_mutex_t lock;
-	chunk *avail;      /* chunks with a block to hand out, most recently freed first */
-	unsigned epoch;    /* arena_epoch when `avail` was last purged of stale chunks */
-	size_t nempty;     /* chunks in `avail` with no block in use */
-	size_t nchunks;    /* chunks mapped (listed, full or stale) */
-	size_t bytes;      /* their shared bytes */
-	size_t live;       /* blocks in use */
+	chunk *avail;   /* chunks with a block to hand out, most recently freed first */
+	unsigned epoch; /* arena_epoch when `avail` was last purged of stale chunks */
+	size_t nempty;  /* chunks in `avail` with no block in use */
+	size_t nchunks; /* chunks mapped (listed, full or stale) */
+	size_t bytes;   /* their shared bytes */
+	size_t live;    /* blocks in use */
 } size_class;
 
 /* One memfd chunk; this header is the start of its private bookkeeping mapping. */
@@ -65,19 +65,19 @@ struct chunk {
 	uint64_t *exported; /* nblocks bits: blocks passed to td_shm_tensor_fd() */
 	uint32_t *free_idx; /* stack of released blocks, reused first */
 	int fd;
-	unsigned epoch;     /* arena_epoch when made; stale once it differs */
-	unsigned shift;     /* block size 1 << shift */
+	unsigned epoch; /* arena_epoch when made; stale once it differs */
+	unsigned shift; /* block size 1 << shift */
 	uint32_t nblocks;
-	uint32_t fresh;     /* blocks [fresh, nblocks) were never handed out: zero */
-	uint32_t nfree;     /* entries in free_idx */
-	uint32_t live;      /* blocks in use */
+	uint32_t fresh; /* blocks [fresh, nblocks) were never handed out: zero */
+	uint32_t nfree; /* entries in free_idx */
+	uint32_t live;  /* blocks in use */
 	bool listed;
 };
 
 static size_class classes[NCLASSES];
-static unsigned arena_epoch;   /* bumped by fork() in parent and child; under every lock */
+static unsigned arena_epoch; /* bumped by fork() in parent and child; under every lock */
 static _Atomic size_t arena_max;
-static _Atomic bool arena_ready;  /* arena_init() ran */
+static _Atomic bool arena_ready; /* arena_init() ran */
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 
 /* ------------------------------------------------------------------------ */
@@ -319,7 +319,8 @@ int td__shm_arena_alloc(td_buffer **out, size_t nbytes, bool *zeroed_out, const 
 	pthread_once(&arena_once, arena_init);
 	if (nbytes == 0 || nbytes > atomic_load_explicit(&arena_max, memory_order_relaxed))
 		return 0;
-	shift = nbytes <= ((size_t)1 << MIN_SHIFT) ? MIN_SHIFT :
+	shift = nbytes <= ((size_t)1 << MIN_SHIFT) ?
+		MIN_SHIFT :
 		(unsigned)(64 - __builtin_clzll((unsigned long long)nbytes - 1));
 	cls = &classes[shift - MIN_SHIFT];
 	pthread_mutex_lock(&cls->lock);
@@ -413,8 +414,8 @@ int td_shm_arena_stat(td_shm_arena_stats *out)
 	if (!out)
 		return td__error(TD_EINVAL, "td_shm_arena_stat: NULL out");
 	if (out->version != TD_SHM_ARENA_STATS_VERSION)
-		return td__error(TD_EINVAL, "td_shm_arena_stat: version %u, expected %u",
-			out->version, TD_SHM_ARENA_STATS_VERSION);
+		return td__error(TD_EINVAL, "td_shm_arena_stat: version %u, expected %u", out->version,
+			TD_SHM_ARENA_STATS_VERSION);
 	pthread_once(&arena_once, arena_init);
 	out->max_bytes = atomic_load(&arena_max);
 	out->chunks = out->chunk_bytes = out->blocks = out->cached_chunks = 0;

@@ -55,8 +55,7 @@ static void store_free(td_store *st)
 }
 
 /* A new store handle of placement `ops` for `path`, its state empty and no dict yet. */
-static int store_new(td_store **out, const td__placement_ops *ops, const char *path,
-	bool writable)
+static int store_new(td_store **out, const td__placement_ops *ops, const char *path, bool writable)
 {
 	td_store *st = td__calloc(1, sizeof(*st));
 
@@ -98,8 +97,8 @@ int td_store_open(td_store **out, const char *path, const td_store_open_opts *op
 	if (!path)
 		return td__error(TD_EINVAL, "td_store_open: NULL path");
 	if (opts && opts->version != TD_STORE_OPEN_OPTS_VERSION)
-		return td__error(TD_EINVAL, "td_store_open: options version %u, expected %u",
-			opts->version, TD_STORE_OPEN_OPTS_VERSION);
+		return td__error(TD_EINVAL, "td_store_open: options version %u, expected %u", opts->version,
+			TD_STORE_OPEN_OPTS_VERSION);
 	TD_TRY(store_new(&st, placement_of(path), path, opts && opts->writable));
 	return store_finish(st, st->ops->open(st), out);
 }
@@ -226,8 +225,10 @@ static int keypath_dotted(keypath *kp, const char *key, const char *fn)
 			TD_KEY_MAX_DEPTH);
 	for (i = 0; i < kp->n; i++)
 		if (!kp->parts[i][0])
-			return td__error(TD_EINVAL, "%s: key '%s' has an empty component (name one "
-				"with td_key_from_path() and the _key form)", fn, key);
+			return td__error(TD_EINVAL,
+				"%s: key '%s' has an empty component (name one "
+				"with td_key_from_path() and the _key form)",
+				fn, key);
 	return TD_OK;
 }
 
@@ -260,8 +261,7 @@ static int check_path(const td_store *st, const char *const *parts, size_t n, co
 		return td__error(TD_EINVAL, "%s: a key path of %zu components", fn, n);
 	for (i = 0; i < n; i++) {
 		if (td__key_reserved(parts[i]))
-			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
-				parts[i]);
+			return td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn, parts[i]);
 	}
 	if (!st->writable)
 		return td__error(TD_EREADONLY, "%s: the store is open read-only", fn);
@@ -269,8 +269,10 @@ static int check_path(const td_store *st, const char *const *parts, size_t n, co
 	if (rc < 0)
 		return rc;
 	if (rc)
-		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
-			"tdstore does not change in place (as tensordict's make_memmap)", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: the store holds a lazy stack, whose schema "
+			"tdstore does not change in place (as tensordict's make_memmap)",
+			fn);
 	return TD_OK;
 }
 
@@ -384,8 +386,10 @@ int td_store_grow(td_store *store, int64_t new_size)
 	if (new_size < 0)
 		return td__error(TD_EINVAL, "%s: a negative size (%lld)", fn, (long long)new_size);
 	if (td__holds_lazy(store->dict) != 0)
-		return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema tdstore "
-			"does not change in place", fn);
+		return td__error(TD_ENOTSUP,
+			"%s: the store holds a lazy stack, whose schema tdstore "
+			"does not change in place",
+			fn);
 	return store->ops->grow(store, new_size, fn);
 }
 

@@ -111,8 +111,7 @@ static int dir_refresh(td_store *st, bool *changed)
 
 	TD_TRY(td__open_root(st->path, "td_store_refresh", &dirfd));
 	/* A writer may have created the coordination file since a read-only open. */
-	if (st->dir.coord.fd < 0 &&
-	    (rc = td__coord_open(&st->dir.coord, dirfd, st->path, false)) < 0)
+	if (st->dir.coord.fd < 0 && (rc = td__coord_open(&st->dir.coord, dirfd, st->path, false)) < 0)
 		goto out;
 	rc = TD_OK;
 	gen = td__coord_generation(&st->dir.coord);

@@ -41,8 +41,8 @@ int td__open_child(int dirfd, const char *rel, const char *key, char *crel, size
  * `dirfd`, as td__open_child() names it (the encoded name). @return 1 when
  * the directory was made here, TD_OK when it existed, or a negative status.
  */
-int td__make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
-	size_t crel_len, int *out, char **name_out);
+int td__make_child_dir(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
+	int *out, char **name_out);
 /**
  * Open the leaf file of `key` under `dirfd` with `oflags` (O_NOFOLLOW is
  * added): the encoded name, else the legacy raw name. *fd_out is -1 with
@@ -146,15 +146,15 @@ int td__store_recover(td_store *st, int rootfd);
 typedef struct td__change {
 	td_store *st;
 	int rootfd;
-	size_t depth;                      /* levels opened */
+	size_t depth; /* levels opened */
 	int fds[TD_KEY_MAX_DEPTH];
 	td_dict *dicts[TD_KEY_MAX_DEPTH];
-	size_t marks[TD_KEY_MAX_DEPTH];    /* path.len at each level */
-	td__relpath path;                  /* the deepest level, relative to the root */
-	char rel[TD_REL_MAX];              /* the same, for messages */
-	size_t first_dirty;                /* shallowest level to rewrite; SIZE_MAX: none */
-	bool committed;                    /* the caller committed its own files (growth) */
-	bool reload;                       /* reload the dict after the commit (new mappings) */
+	size_t marks[TD_KEY_MAX_DEPTH]; /* path.len at each level */
+	td__relpath path;               /* the deepest level, relative to the root */
+	char rel[TD_REL_MAX];           /* the same, for messages */
+	size_t first_dirty;             /* shallowest level to rewrite; SIZE_MAX: none */
+	bool committed;                 /* the caller committed its own files (growth) */
+	bool reload;                    /* reload the dict after the commit (new mappings) */
 	/*
 	 * What to put back in the dict when the change fails and the dict
 	 * cannot be reloaded (a grown leaf's placeholder: its old mapping).
@@ -163,7 +163,7 @@ typedef struct td__change {
 	td_tensor undo;
 	td_dict *undo_dict;
 	const char *undo_key;
-	td_key *undo_handle;               /* the key as a handle when undo_key holds '.' */
+	td_key *undo_handle; /* the key as a handle when undo_key holds '.' */
 	/*
 	 * Called once the change is committed, still under the writer lock and
 	 * with the levels open (removal deletes files no meta.json names any
@@ -179,8 +179,7 @@ typedef struct td__change {
  */
 int td__change_begin(td__change *c, td_store *st, const char *fn);
 /** Descend to the dict holding the path's last component (creating dicts with `create`). */
-int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create,
-	const char *fn);
+int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create, const char *fn);
 /**
  * End a change with status `rc`: commit the levels from first_dirty down
  * (journaled when several); after that commit, or one the caller made
@@ -190,8 +189,8 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
  */
 int td__change_end(td__change *c, int rc);
 /** td_store_add_tensor() (`copy`) and td_store_add_empty() on a checked key path. */
-int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
-	bool copy, const char *fn);
+int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t, bool copy,
+	const char *fn);
 /** td_store_remove() on a checked key path. */
 int td__dir_remove(td_store *st, const char *const *parts, size_t n, const char *fn);
 

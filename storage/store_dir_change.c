@@ -114,8 +114,7 @@ static int change_enter(td__change *c, int fd, td_dict *child, const char *crel,
  * missing intermediate dicts (with their parent's batch shape, as
  * tensordict's make_memmap does) when `create`.
  */
-int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create,
-	const char *fn)
+int td__change_walk(td__change *c, const char *const *parts, size_t n, bool create, const char *fn)
 {
 	size_t i;
 
@@ -128,14 +127,14 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 		if (rc == TD_OK && v->kind != TD_VALUE_DICT)
 			return td__error(TD_ETYPE, "%s: \"%s\" is not a dict", fn, parts[i]);
 		if (rc == TD_OK) {
-			TD_TRY(td__open_child(c->fds[c->depth - 1], c->rel, parts[i], crel,
-				sizeof(crel), &fd, &name));
+			TD_TRY(td__open_child(c->fds[c->depth - 1], c->rel, parts[i], crel, sizeof(crel), &fd,
+				&name));
 			TD_TRY(change_enter(c, fd, v->dict, crel, name));
 			TD_TRY(enter_home(c, crel));
 			continue;
 		} else if (rc == TD_ENOTFOUND && create) {
-			TD_TRY(td__make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel,
-				sizeof(crel), &fd, &name));
+			TD_TRY(td__make_child_dir(c->fds[c->depth - 1], c->rel, parts[i], crel, sizeof(crel),
+				&fd, &name));
 			rc = td_dict_new(&child, td_dict_batch_ndim(cur), td_dict_batch_shape(cur));
 			if (rc == TD_OK) {
 				rc = td__dictname_set_dict_take(cur, parts[i], child);
@@ -150,8 +149,8 @@ int td__change_walk(td__change *c, const char *const *parts, size_t n, bool crea
 			if (c->first_dirty == SIZE_MAX)
 				c->first_dirty = c->depth - 1;
 		} else {
-			return rc == TD_ENOTFOUND ?
-				td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[i]) : rc;
+			return rc == TD_ENOTFOUND ? td__error(TD_ENOTFOUND, "%s: no key \"%s\"", fn, parts[i]) :
+										rc;
 		}
 		TD_TRY(change_enter(c, fd, child, crel, name));
 	}
@@ -179,8 +178,8 @@ static int change_commit(td__change *c)
 		rc = td__meta_dump(td__build_meta(c->dicts[i], -1), &text);
 		if (rc < 0)
 			break;
-		rc = td__commit_stage(&commit, c->fds[i], td__relpath_str(&c->path), text,
-			strlen(text), what);
+		rc = td__commit_stage(&commit, c->fds[i], td__relpath_str(&c->path), text, strlen(text),
+			what);
 		free(text);
 	}
 	if (rc < 0) {
@@ -219,7 +218,7 @@ static void change_undo(td__change *c)
 	snprintf(msg, sizeof(msg), "%s", td_error_last()->message);
 	/* The dict is still unlocked for the change; the key needs no allocation. */
 	if ((c->undo_handle ? td_dict_set_tensor_take_key(c->undo_dict, c->undo_handle, &c->undo) :
-		td_dict_set_tensor_take(c->undo_dict, c->undo_key, &c->undo)) == TD_OK)
+						  td_dict_set_tensor_take(c->undo_dict, c->undo_key, &c->undo)) == TD_OK)
 		c->has_undo = false;
 	if (code)
 		td__error(code, "%s", msg); /* the failure the caller reports, not ours */
@@ -276,8 +275,8 @@ int td__change_end(td__change *c, int rc)
 	return rc;
 }
 
-int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
-	bool copy, const char *fn)
+int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tensor *t, bool copy,
+	const char *fn)
 {
 	const char *key = parts[n - 1];
 	td__change c;
@@ -300,9 +299,9 @@ int td__dir_add(td_store *st, const char *const *parts, size_t n, const td_tenso
 		goto out; /* out of memory naming the key: not a free name */
 	bndim = td_dict_batch_ndim(d);
 	if (t->ndim < bndim ||
-	    memcmp(td_tensor_shape(t), td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
-		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch shape",
-			fn, key);
+		memcmp(td_tensor_shape(t), td_dict_batch_shape(d), (size_t)bndim * sizeof(int64_t)) != 0) {
+		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch shape", fn,
+			key);
 		goto out;
 	}
 	rc = td__dir_write_leaf(st, c.fds[c.depth - 1], c.rel, key, t, copy, &mapped);
@@ -366,8 +365,8 @@ static void remove_files(int dirfd, const char *key, const td_value *v)
 /* What td_store_remove() deletes once its change is committed. */
 typedef struct removal {
 	const char *key;
-	td_value value;   /* the removed value: its kind and shape name its files */
-	td_dict *holder;  /* for a dict, a copy of its tree under `key` */
+	td_value value;  /* the removed value: its kind and shape name its files */
+	td_dict *holder; /* for a dict, a copy of its tree under `key` */
 } removal;
 
 static void delete_removed(td__change *c, void *arg)

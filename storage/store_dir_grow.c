@@ -37,8 +37,8 @@ static int grown_nbytes(const td_tensor *t, int64_t dim0, const char *key, const
 		if (!td__mul_i64(numel, td_tensor_shape(t)[i], &numel))
 			break;
 	if (i < t->ndim || (uint64_t)numel > (uint64_t)PTRDIFF_MAX / itemsize)
-		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: the byte size overflows",
-			fn, key, (long long)dim0);
+		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: the byte size overflows", fn,
+			key, (long long)dim0);
 	*out = (size_t)numel * itemsize;
 	return TD_OK;
 }
@@ -55,8 +55,8 @@ static int zero_range(int fd, size_t from, size_t to, const char *what)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return td__error_os(td__status_from_errno(w < 0 ? errno : EIO),
-				w < 0 ? errno : EIO, "%s: write", what);
+			return td__error_os(td__status_from_errno(w < 0 ? errno : EIO), w < 0 ? errno : EIO,
+				"%s: write", what);
 		from += (size_t)w;
 	}
 	return TD_OK;
@@ -89,15 +89,15 @@ static int extend_leaf_file(int dirfd, const char *rel, const char *key, size_t 
 	td__dir_join(what, sizeof(what), rel, name);
 	td__free(name);
 	if (fd < 0)
-		return err == ENOENT ? td__error(TD_ECORRUPT, "%s: %s: declared but missing", fn,
-			what) : td__file_error(err, what, "open");
+		return err == ENOENT ? td__error(TD_ECORRUPT, "%s: %s: declared but missing", fn, what) :
+							   td__file_error(err, what, "open");
 	rc = td__fstat_regular(fd, what, &fsize);
 	if (rc == TD_OK) {
 		int e = posix_fallocate(fd, 0, (off_t)new_bytes);
 
 		if (e != 0)
-			rc = td__error_os(td__status_from_errno(e), e, "%s: %s: reserving %zu bytes", fn,
-				what, new_bytes);
+			rc = td__error_os(td__status_from_errno(e), e, "%s: %s: reserving %zu bytes", fn, what,
+				new_bytes);
 	}
 	if (rc == TD_OK && fsize > old_bytes)
 		rc = zero_range(fd, old_bytes, fsize < new_bytes ? (size_t)fsize : new_bytes, what);
@@ -116,7 +116,7 @@ static int check_sizes(const td_dict *root, int64_t size, const char *fn)
 	TD_TRY(td_dict_iter_new(&it, root, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while ((rc = td_dict_iter_next(&item, it)) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR &&
-		    (rc = grown_nbytes(&item.value->tensor, size, item.key, fn, &nbytes)) < 0)
+			(rc = grown_nbytes(&item.value->tensor, size, item.key, fn, &nbytes)) < 0)
 			break;
 	td_dict_iter_free(it);
 	return rc < 0 ? rc : TD_OK;
@@ -132,15 +132,13 @@ static int grow_strings(grower *g, int dirfd, const char *rel, const td_strings 
 
 	td__dir_join(what, sizeof(what), rel, "meta.json");
 	TD_TRY(td__strings_meta_text(s, g->size, &text));
-	rc = td__commit_stage(&g->commit, dirfd, td__relpath_str(&g->path), text, strlen(text),
-		what);
+	rc = td__commit_stage(&g->commit, dirfd, td__relpath_str(&g->path), text, strlen(text), what);
 	free(text);
 	return rc;
 }
 
 /* Grow one entry of a dict whose home directory is `dirfd`. */
-static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
-	const td_value *v)
+static int grow_entry(grower *g, int dirfd, const char *rel, const char *key, const td_value *v)
 {
 	char crel[TD_REL_MAX], *name;
 	size_t nbytes, mark;
@@ -148,8 +146,7 @@ static int grow_entry(grower *g, int dirfd, const char *rel, const char *key,
 
 	if (v->kind == TD_VALUE_TENSOR) {
 		TD_TRY(grown_nbytes(&v->tensor, g->size, key, g->fn, &nbytes));
-		return extend_leaf_file(dirfd, rel, key, td_tensor_nbytes(&v->tensor), nbytes,
-			g->fn);
+		return extend_leaf_file(dirfd, rel, key, td_tensor_nbytes(&v->tensor), nbytes, g->fn);
 	}
 	if (v->kind != TD_VALUE_DICT && v->kind != TD_VALUE_STRINGS)
 		return TD_OK; /* a string's directory records no shape */
@@ -194,8 +191,8 @@ static int grow_dict(grower *g, int dirfd, const char *rel, const td_dict *d)
 	if (rc == TD_OK)
 		rc = td__meta_text(d, g->size, &text);
 	if (rc == TD_OK)
-		rc = td__commit_stage(&g->commit, home, td__relpath_str(&g->path), text,
-			strlen(text), what);
+		rc = td__commit_stage(&g->commit, home, td__relpath_str(&g->path), text, strlen(text),
+			what);
 	free(text);
 	td__relpath_pop(&g->path, mark);
 	if (home >= 0)
@@ -217,8 +214,10 @@ static int grow_store(td__change *c, int64_t new_size, const char *fn)
 		return td__error(TD_EINVAL, "%s: the store's root has no batch dims to grow", fn);
 	cur = td_dict_batch_shape(root)[0];
 	if (new_size < cur)
-		return td__error(TD_EINVAL, "%s: %lld rows is fewer than the %lld the store has "
-			"(stores never shrink)", fn, (long long)new_size, (long long)cur);
+		return td__error(TD_EINVAL,
+			"%s: %lld rows is fewer than the %lld the store has "
+			"(stores never shrink)",
+			fn, (long long)new_size, (long long)cur);
 	if (new_size == cur)
 		return TD_OK;
 	TD_TRY(check_sizes(root, new_size, fn));
@@ -270,16 +269,19 @@ static int grow_one_leaf(td__change *c, const char *key, int64_t new_size, const
 	if (t->ndim == 0)
 		return td__error(TD_EINVAL, "%s: \"%s\" has no dims", fn, key);
 	if (td_dict_batch_ndim(d) > 0)
-		return td__error(TD_EINVAL, "%s: dim 0 of \"%s\" is a batch dim of its dict "
-			"(grow the whole store with td_store_grow)", fn, key);
+		return td__error(TD_EINVAL,
+			"%s: dim 0 of \"%s\" is a batch dim of its dict "
+			"(grow the whole store with td_store_grow)",
+			fn, key);
 	if (new_size < td_tensor_shape(t)[0])
-		return td__error(TD_EINVAL, "%s: \"%s\" has %lld rows, more than %lld (leaves never "
-			"shrink)", fn, key, (long long)td_tensor_shape(t)[0], (long long)new_size);
+		return td__error(TD_EINVAL,
+			"%s: \"%s\" has %lld rows, more than %lld (leaves never "
+			"shrink)",
+			fn, key, (long long)td_tensor_shape(t)[0], (long long)new_size);
 	if (new_size == td_tensor_shape(t)[0])
 		return TD_OK;
 	TD_TRY(grown_nbytes(t, new_size, key, fn, &nbytes));
-	TD_TRY(extend_leaf_file(c->fds[c->depth - 1], c->rel, key, td_tensor_nbytes(t), nbytes,
-		fn));
+	TD_TRY(extend_leaf_file(c->fds[c->depth - 1], c->rel, key, td_tensor_nbytes(t), nbytes, fn));
 	/*
 	 * meta.json is written from the dict: the entry becomes a zero-strided
 	 * placeholder of the new shape, and the reload after the commit maps

@@ -150,8 +150,8 @@ int td__open_root(const char *path, const char *fn, int *out)
  * its name goes there (a heap block). @return 1 when the directory was
  * made here, TD_OK when it existed, or a negative status.
  */
-int td__make_child_dir(int dirfd, const char *rel, const char *key, char *crel,
-	size_t crel_len, int *out, char **name_out)
+int td__make_child_dir(int dirfd, const char *rel, const char *key, char *crel, size_t crel_len,
+	int *out, char **name_out)
 {
 	bool made = true;
 	char *name;
@@ -281,23 +281,25 @@ json_t *td__build_meta(const td_dict *d, int64_t dim0)
 			const td_tensor *t = &v->tensor;
 
 			ok = json_object_set_new(e, "device", json_string("cpu")) == 0 &&
-			     json_object_set_new(e, "shape", json_shape(t->ndim, td_tensor_shape(t), dim0)) == 0 &&
-			     json_object_set_new(e, "dtype",
-				     json_string(td_dtype_torch_name(t->dtype))) == 0 &&
-			     json_object_set_new(e, "is_nested", json_false()) == 0;
+				json_object_set_new(e, "shape", json_shape(t->ndim, td_tensor_shape(t), dim0)) ==
+					0 &&
+				json_object_set_new(e, "dtype", json_string(td_dtype_torch_name(t->dtype))) == 0 &&
+				json_object_set_new(e, "is_nested", json_false()) == 0;
 		} else {
-			ok = json_object_set_new(e, "type", json_string(v->kind == TD_VALUE_DICT ?
-				(td_dict_is_lazy(v->dict) ? "LazyStackedTensorDict" : "TensorDict") :
-				v->kind == TD_VALUE_STRINGS ? "NonTensorStack" : "NonTensorData")) == 0;
+			ok = json_object_set_new(e, "type",
+					 json_string(v->kind == TD_VALUE_DICT ?
+							 (td_dict_is_lazy(v->dict) ? "LazyStackedTensorDict" : "TensorDict") :
+							 v->kind == TD_VALUE_STRINGS ? "NonTensorStack" :
+														   "NonTensorData")) == 0;
 		}
 	}
 	ok = ok &&
-	     json_object_set_new(meta, "shape",
-		     json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d), dim0)) == 0 &&
-	     json_object_set_new(meta, "device", json_string("cpu")) == 0 &&
-	     json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) == 0 &&
-	     json_object_set_new(meta, "_format_version", json_integer(1)) == 0 &&
-	     json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) == 0;
+		json_object_set_new(meta, "shape",
+			json_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d), dim0)) == 0 &&
+		json_object_set_new(meta, "device", json_string("cpu")) == 0 &&
+		json_object_set_new(meta, "_type", json_string(TD_TYPE_TENSORDICT)) == 0 &&
+		json_object_set_new(meta, "_format_version", json_integer(1)) == 0 &&
+		json_object_set_new(meta, "_class", json_string("tensordict:TensorDict")) == 0;
 	td__free(keys);
 	td__free(vals);
 	if (!ok) {
@@ -317,8 +319,7 @@ int td__meta_text(const td_dict *d, int64_t dim0, char **out)
  * taken as `dim0` rows when that is >= 0 (growth: rows past the array's
  * are empty strings). `*next` counts the elements used.
  */
-static json_t *strings_lists(const td_strings *s, int dim, int64_t dim0, bool real,
-	int64_t *next)
+static json_t *strings_lists(const td_strings *s, int dim, int64_t dim0, bool real, int64_t *next)
 {
 	int64_t n = dim == 0 && dim0 >= 0 ? dim0 : s->shape[dim], i;
 	json_t *a = json_array();
@@ -351,13 +352,13 @@ int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out)
 	int64_t next = 0;
 
 	/* tensordict writes this file compact, with json.dumps(separators=(",", ":")). */
-	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORSTACK)) < 0 ||
-		     json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
-		     json_object_set_new(meta, "_class",
-			     json_string("tensordict:NonTensorStack")) < 0 ||
-		     json_object_set_new(meta, "stack_dim", json_integer(0)) < 0 ||
-		     json_object_set_new(meta, "device", json_null()) < 0 ||
-		     json_object_set_new(meta, "data", strings_lists(s, 0, dim0, true, &next)) < 0)) {
+	if (meta &&
+		(json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORSTACK)) < 0 ||
+			json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
+			json_object_set_new(meta, "_class", json_string("tensordict:NonTensorStack")) < 0 ||
+			json_object_set_new(meta, "stack_dim", json_integer(0)) < 0 ||
+			json_object_set_new(meta, "device", json_null()) < 0 ||
+			json_object_set_new(meta, "data", strings_lists(s, 0, dim0, true, &next)) < 0)) {
 		json_decref(meta);
 		meta = NULL;
 	}
@@ -371,8 +372,10 @@ int td__strings_meta_text(const td_strings *s, int64_t dim0, char **out)
 	if (strlen(*out) > TD_META_MAX_BYTES) {
 		free(*out);
 		*out = NULL;
-		return td__error(TD_EOVERFLOW, "a NonTensorStack's meta.json would pass %zu bytes, "
-			"more than a reader accepts", TD_META_MAX_BYTES);
+		return td__error(TD_EOVERFLOW,
+			"a NonTensorStack's meta.json would pass %zu bytes, "
+			"more than a reader accepts",
+			TD_META_MAX_BYTES);
 	}
 	lower_unicode_escapes(*out);
 	return TD_OK;

@@ -32,14 +32,12 @@ static int parse_shape(const json_t *j, int *ndim, int64_t *shape, const char *w
 		return fail_json(what, "shape is not a list");
 	n = json_array_size(j);
 	if (n > TD_MAX_DIMS)
-		return td__error(TD_ECORRUPT, "%s: shape has %zu dims, more than %d", what, n,
-			TD_MAX_DIMS);
+		return td__error(TD_ECORRUPT, "%s: shape has %zu dims, more than %d", what, n, TD_MAX_DIMS);
 	for (i = 0; i < n; i++) {
 		const json_t *v = json_array_get(j, i);
 
 		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			return td__error(TD_ECORRUPT, "%s: shape dim %zu is not an integer >= 0",
-				what, i);
+			return td__error(TD_ECORRUPT, "%s: shape dim %zu is not an integer >= 0", what, i);
 		shape[i] = (int64_t)json_integer_value(v);
 	}
 	*ndim = (int)n;
@@ -49,8 +47,8 @@ static int parse_shape(const json_t *j, int *ndim, int64_t *shape, const char *w
 typedef struct loader {
 	td_store *st;
 	bool writable;
-	const td__journal_view *jv;   /* directories to read from a journaled temporary file */
-	td__dirmodel *model;          /* read-write loads: notes for the next directory index */
+	const td__journal_view *jv; /* directories to read from a journaled temporary file */
+	td__dirmodel *model;        /* read-write loads: notes for the next directory index */
 } loader;
 
 static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict **out);
@@ -75,8 +73,8 @@ static int read_meta(const loader *ld, int dirfd, const char *rel, json_t **out)
 	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	td__free(text);
 	if (!root)
-		return td__error(TD_ECORRUPT, "%s: invalid JSON at line %d column %d: %s", what,
-			jerr.line, jerr.column, jerr.text);
+		return td__error(TD_ECORRUPT, "%s: invalid JSON at line %d column %d: %s", what, jerr.line,
+			jerr.column, jerr.text);
 	if (!json_is_object(root)) {
 		json_decref(root);
 		return fail_json(what, "not a JSON object");
@@ -121,7 +119,7 @@ static int load_leaf(loader *ld, int dirfd, const char *rel, const char *key, co
 		if (!td__mul_i64(numel, shape[i], &numel))
 			return td__error(TD_EOVERFLOW, "%s: the number of elements overflows", what);
 	if ((uint64_t)numel > SIZE_MAX / td_dtype_size(dtype) ||
-	    (nbytes = (size_t)numel * td_dtype_size(dtype)) > (size_t)PTRDIFF_MAX)
+		(nbytes = (size_t)numel * td_dtype_size(dtype)) > (size_t)PTRDIFF_MAX)
 		return td__error(TD_EOVERFLOW, "%s: the byte size overflows", what);
 	if (nbytes == 0)
 		return td_tensor_empty(out, dtype, ndim, shape);
@@ -169,8 +167,10 @@ static int load_string(const json_t *meta, const char *what, const char **out)
 	if (!json_is_string(data))
 		return td__error(TD_ENOTSUP,
 			"%s: NonTensorData holding a %s is not supported (only strings)", what,
-			json_is_array(data) ? "list" : json_is_object(data) ? "dict" :
-			json_is_null(data) ? "None" : "number or bool");
+			json_is_array(data)      ? "list" :
+				json_is_object(data) ? "dict" :
+				json_is_null(data)   ? "None" :
+									   "number or bool");
 	*out = json_string_value(data);
 	return TD_OK;
 }
@@ -178,8 +178,11 @@ static int load_string(const json_t *meta, const char *what, const char **out)
 /* What a JSON value is, for messages. */
 static const char *json_kind(const json_t *j)
 {
-	return json_is_array(j) ? "list" : json_is_object(j) ? "dict" : json_is_null(j) ? "None" :
-	       json_is_string(j) ? "string" : "number or bool";
+	return json_is_array(j) ? "list" :
+		json_is_object(j)   ? "dict" :
+		json_is_null(j)     ? "None" :
+		json_is_string(j)   ? "string" :
+							  "number or bool";
 }
 
 /*
@@ -199,9 +202,7 @@ static bool level_is_dim(const json_t *node, int depth, int64_t *len)
 		*len = (int64_t)json_array_size(node);
 		return true;
 	}
-	json_array_foreach(node, i, item)
-		if (!level_is_dim(item, depth - 1, len))
-			return false;
+	json_array_foreach(node, i, item) if (!level_is_dim(item, depth - 1, len)) return false;
 	return true;
 }
 
@@ -214,14 +215,14 @@ static int collect_strings(const json_t *node, int ndim, const char **out, size_
 
 	if (ndim == 0) {
 		if (!json_is_string(node))
-			return td__error(TD_ENOTSUP, "%s: a NonTensorStack holding a %s is not "
-				"supported (only strings, in lists of equal length)", what,
-				json_kind(node));
+			return td__error(TD_ENOTSUP,
+				"%s: a NonTensorStack holding a %s is not "
+				"supported (only strings, in lists of equal length)",
+				what, json_kind(node));
 		out[(*n)++] = json_string_value(node);
 		return TD_OK;
 	}
-	json_array_foreach(node, i, item)
-		TD_TRY(collect_strings(item, ndim - 1, out, n, what));
+	json_array_foreach(node, i, item) TD_TRY(collect_strings(item, ndim - 1, out, n, what));
 	return TD_OK;
 }
 
@@ -238,8 +239,10 @@ static int load_strings(const json_t *meta, const char *what, td_dict *d, const 
 	int ndim = 0, rc;
 
 	if (!data || json_is_string(data))
-		return td__error(TD_ENOTSUP, "%s: a NonTensorStack stored as a Python pickle is not "
-			"supported", what);
+		return td__error(TD_ENOTSUP,
+			"%s: a NonTensorStack stored as a Python pickle is not "
+			"supported",
+			what);
 	if (!json_is_array(data))
 		return fail_json(what, "NonTensorStack data is not a list");
 	for (;;) {
@@ -303,8 +306,7 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 		goto out;
 	}
 	if (depth + 1 >= TD_KEY_MAX_DEPTH) {
-		rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel,
-			TD_KEY_MAX_DEPTH);
+		rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel, TD_KEY_MAX_DEPTH);
 		goto out;
 	}
 	if (type && !strcmp(type, TD_TYPE_LAZYSTACK)) {
@@ -321,11 +323,9 @@ static int load_collection(loader *ld, int dirfd, const char *rel, const char *k
 	if (rc < 0) {
 		td_dict_free(child);
 		if (rc == TD_ETYPE)
-			rc = td__error(TD_ECORRUPT, "%s: batch shape does not start with its parent's",
-				crel);
+			rc = td__error(TD_ECORRUPT, "%s: batch shape does not start with its parent's", crel);
 		else if (rc == TD_EINVAL)
-			rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel,
-				TD_KEY_MAX_DEPTH);
+			rc = td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", crel, TD_KEY_MAX_DEPTH);
 	}
 out:
 	json_decref(meta);
@@ -352,11 +352,10 @@ static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const js
 
 	td__dir_join(what, sizeof(what), rel, "meta.json");
 	if (!json_is_integer(js) || json_integer_value(js) < -TD_MAX_DIMS - 1 ||
-	    json_integer_value(js) > TD_MAX_DIMS)
+		json_integer_value(js) > TD_MAX_DIMS)
 		return fail_json(what, "stack_dim is not an integer in [-17, 16]");
 	if (depth + 1 >= TD_KEY_MAX_DEPTH)
-		return td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", what,
-			TD_KEY_MAX_DEPTH);
+		return td__error(TD_ENOTSUP, "%s: nested deeper than %d levels", what, TD_KEY_MAX_DEPTH);
 	for (;;) {
 		int cfd;
 
@@ -400,11 +399,15 @@ static int load_lazy(loader *ld, int dirfd, const char *rel, int depth, const js
 	if (rc == TD_OK) {
 		rc = td_lazy_stack(out, kids, n, (int)json_integer_value(js), TD_LAZY_TAKE);
 		if (rc == TD_ETYPE)
-			rc = td__error(TD_ENOTSUP, "%s: the children of this lazy stack have different "
-				"batch shapes, which tdstore's lazy stacks do not hold", what);
+			rc = td__error(TD_ENOTSUP,
+				"%s: the children of this lazy stack have different "
+				"batch shapes, which tdstore's lazy stacks do not hold",
+				what);
 		else if (rc == TD_EINVAL)
-			rc = td__error(TD_ECORRUPT, "%s: stack_dim %lld is out of range for its "
-				"children", what, (long long)json_integer_value(js));
+			rc = td__error(TD_ECORRUPT,
+				"%s: stack_dim %lld is out of range for its "
+				"children",
+				what, (long long)json_integer_value(js));
 		if (rc == TD_OK)
 			n = 0; /* the stack owns them */
 	}
@@ -462,7 +465,8 @@ static int load_dict(loader *ld, int dirfd, const char *rel, int depth, td_dict 
 			rc = td__error(TD_ECORRUPT, "%s: invalid batch shape", what);
 		goto out;
 	}
-	json_object_foreach(meta, key, val) {
+	json_object_foreach(meta, key, val)
+	{
 		if (td__key_reserved(key))
 			continue;
 		/* tensordict skips entries that are not objects, and leaves without dtype/shape. */

@@ -45,13 +45,13 @@ typedef struct made_entry {
  */
 typedef struct writer {
 	td_store *st;
-	bool exist_ok;        /* reuse existing leaf files */
-	bool like;            /* reserve the leaves' files without writing their bytes */
-	bool sync;            /* sync the data and the commit */
+	bool exist_ok; /* reuse existing leaf files */
+	bool like;     /* reserve the leaves' files without writing their bytes */
+	bool sync;     /* sync the data and the commit */
 	td__commit commit;
 	td__relpath path;
-	td__writer io;        /* writes every leaf's bytes */
-	bool dir_new;         /* the directory being written was made by this save (not the root) */
+	td__writer io; /* writes every leaf's bytes */
+	bool dir_new;  /* the directory being written was made by this save (not the root) */
 	/* What this save made, removed again if it fails before its commit. */
 	made_entry *made;
 	size_t nmade, capmade;
@@ -106,8 +106,8 @@ static void release_made(writer *w, int rootfd, bool undo)
 /* A sub-directory entered while writing, until leave_child_dir(). */
 typedef struct level {
 	int fd;
-	size_t mark;          /* the writer's path before it */
-	bool was_new;         /* the writer's dir_new before it */
+	size_t mark;  /* the writer's path before it */
+	bool was_new; /* the writer's dir_new before it */
 } level;
 
 /*
@@ -159,8 +159,8 @@ static int commit_meta(writer *w, int rootfd, bool ok)
  * every byte reserves the file's blocks; `like` leaves, which are
  * not written, are reserved with fallocate.
  */
-static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
-	const td_tensor *src, td_tensor *out)
+static int write_leaf(writer *w, int dirfd, const char *rel, const char *key, const td_tensor *src,
+	td_tensor *out)
 {
 	char what[TD_REL_MAX], *fname;
 	size_t nbytes = td_tensor_nbytes(src);
@@ -172,8 +172,8 @@ static int write_leaf(writer *w, int dirfd, const char *rel, const char *key,
 		return td_tensor_empty(out, src->dtype, src->ndim, td_tensor_shape(src));
 	TD_TRY(td__encoded_name(key, ".memmap", &fname));
 	td__dir_join(what, sizeof(what), rel, fname);
-	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0,
-		w->exist_ok, "td_store_memmap", what, &fd, &created);
+	rc = td__open_reserved(dirfd, fname, like ? nbytes : 0, w->exist_ok, "td_store_memmap", what,
+		&fd, &created);
 	if (created) {
 		int r2 = record_made(w, fname, false); /* before anything can fail after it */
 
@@ -237,8 +237,7 @@ static void leave_child_dir(writer *w, const level *lv)
 	close(lv->fd);
 }
 
-static int write_string(writer *w, int dirfd, const char *rel, const char *key,
-	const td_value *v)
+static int write_string(writer *w, int dirfd, const char *rel, const char *key, const td_value *v)
 {
 	char crel[TD_REL_MAX];
 	json_t *meta;
@@ -247,11 +246,11 @@ static int write_string(writer *w, int dirfd, const char *rel, const char *key,
 
 	TD_TRY(enter_child_dir(w, dirfd, rel, key, crel, &lv));
 	meta = json_object();
-	if (meta && (json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
-		     json_object_set_new(meta, "data",
-			     json_stringn(v->blob.data, v->blob.length)) < 0 ||
-		     json_object_set_new(meta, "_metadata", json_null()) < 0 ||
-		     json_object_set_new(meta, "_is_non_tensor", json_true()) < 0)) {
+	if (meta &&
+		(json_object_set_new(meta, "_type", json_string(TD_TYPE_NONTENSORDATA)) < 0 ||
+			json_object_set_new(meta, "data", json_stringn(v->blob.data, v->blob.length)) < 0 ||
+			json_object_set_new(meta, "_metadata", json_null()) < 0 ||
+			json_object_set_new(meta, "_is_non_tensor", json_true()) < 0)) {
 		json_decref(meta);
 		meta = NULL;
 	}
@@ -293,14 +292,12 @@ static int write_strings(writer *w, int dirfd, const char *rel, const char *key,
 	return rc;
 }
 
-static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
-	td_dict **out);
-static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
-	td_dict **out);
+static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src, td_dict **out);
+static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src, td_dict **out);
 
 /* Write one entry's data (files, sub-directories) and store its mapped copy in dst. */
-static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
-	const td_value *v, td_dict *dst)
+static int write_entry(writer *w, int dirfd, const char *rel, const char *key, const td_value *v,
+	td_dict *dst)
 {
 	int rc;
 
@@ -346,8 +343,7 @@ static int write_entry(writer *w, int dirfd, const char *rel, const char *key,
 	}
 }
 
-static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src,
-	td_dict **out)
+static int write_dict(writer *w, int dirfd, const char *rel, const td_dict *src, td_dict **out)
 {
 	size_t n = td_dict_items(NULL, NULL, 0, src), i;
 	const char **keys = NULL;
@@ -386,8 +382,7 @@ out:
  * and a meta.json with the class and stack_dim; `*out` becomes a lazy
  * stack of the mapped children.
  */
-static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
-	td_dict **out)
+static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src, td_dict **out)
 {
 	size_t n = td_lazy_count(src), i, made = 0;
 	char name[24], crel[TD_REL_MAX];
@@ -400,8 +395,10 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 	snprintf(name, sizeof(name), "%zu", n);
 	if (faccessat(dirfd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0) {
 		td__dir_join(crel, sizeof(crel), rel, name);
-		return td__error(TD_EEXISTS, "td_store_memmap: %s exists, left by a larger lazy "
-			"stack: it would be read as child %zu", crel, n);
+		return td__error(TD_EEXISTS,
+			"td_store_memmap: %s exists, left by a larger lazy "
+			"stack: it would be read as child %zu",
+			crel, n);
 	}
 	kids = td__calloc(n, sizeof(*kids));
 	if (!kids)
@@ -416,20 +413,19 @@ static int write_lazy(writer *w, int dirfd, const char *rel, const td_dict *src,
 		if (rc < 0)
 			break;
 		rc = td_dict_is_lazy(child) ? write_lazy(w, lv.fd, crel, child, &kids[i]) :
-			write_dict(w, lv.fd, crel, child, &kids[i]);
+									  write_dict(w, lv.fd, crel, child, &kids[i]);
 		leave_child_dir(w, &lv);
 		if (rc == TD_OK)
 			made++;
 	}
 	meta = json_object();
-	if (rc == TD_OK && (!meta ||
-			    json_object_set_new(meta, "_type", json_string(TD_TYPE_LAZYSTACK)) < 0 ||
-			    json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
-			    json_object_set_new(meta, "_class",
-				    json_string("tensordict:LazyStackedTensorDict")) < 0 ||
-			    json_object_set_new(meta, "stack_dim",
-				    json_integer(td_lazy_stack_dim(src))) < 0 ||
-			    json_object_set_new(meta, "stack_dim_name", json_null()) < 0)) {
+	if (rc == TD_OK &&
+		(!meta || json_object_set_new(meta, "_type", json_string(TD_TYPE_LAZYSTACK)) < 0 ||
+			json_object_set_new(meta, "_format_version", json_integer(1)) < 0 ||
+			json_object_set_new(meta, "_class", json_string("tensordict:LazyStackedTensorDict")) <
+				0 ||
+			json_object_set_new(meta, "stack_dim", json_integer(td_lazy_stack_dim(src))) < 0 ||
+			json_object_set_new(meta, "stack_dim_name", json_null()) < 0)) {
 		json_decref(meta);
 		meta = NULL;
 	}
@@ -484,8 +480,7 @@ int td__dir_memmap(td_store *st, const td_dict *src, const td_store_memmap_opts 
 	if (mkdir(path, 0777) == 0)
 		root_made = true;
 	else if (errno != EEXIST)
-		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s",
-			path);
+		return td__error_os(td__status_from_errno(errno), errno, "td_store_memmap: mkdir %s", path);
 	TD_TRY(td__open_root(path, "td_store_memmap", &dirfd));
 	memset(&w, 0, sizeof(w));
 	w.st = st;
@@ -507,7 +502,7 @@ int td__dir_memmap(td_store *st, const td_dict *src, const td_store_memmap_opts 
 		rc = td__store_recover(st, dirfd);
 		if (rc == TD_OK)
 			rc = td_dict_is_lazy(src) ? write_lazy(&w, dirfd, "", src, &st->dict) :
-				write_dict(&w, dirfd, "", src, &st->dict);
+										write_dict(&w, dirfd, "", src, &st->dict);
 		wrote = rc == TD_OK;
 		crc = commit_meta(&w, dirfd, rc == TD_OK);
 		/*

@@ -37,7 +37,7 @@ static bool index_enabled(void)
 typedef struct frame {
 	uint32_t record;
 	int fd;
-	size_t mark;       /* the path's length before the dict's own name */
+	size_t mark; /* the path's length before the dict's own name */
 } frame;
 
 /* The state of an open through the index (the payload of td__keyindex_build). */
@@ -48,10 +48,10 @@ typedef struct reader {
 	bool writable;
 	frame stack[TD_KEY_MAX_DEPTH];
 	size_t depth;
-	uint32_t next_dir, next_raw;   /* cursors into the tables, in record order */
-	td__dirmodel *model;           /* read-write opens: the model of what was read */
-	td__relpath path;              /* with a model: the directory being read */
-	char *buf;                     /* the meta.json being checked */
+	uint32_t next_dir, next_raw; /* cursors into the tables, in record order */
+	td__dirmodel *model;         /* read-write opens: the model of what was read */
+	td__relpath path;            /* with a model: the directory being read */
+	char *buf;                   /* the meta.json being checked */
 	size_t cap;
 	const char *what;
 } reader;
@@ -135,8 +135,8 @@ static int check_meta(reader *rd, int dirfd, const td__dirent *e, const char *na
 	if (rc == TD_OK && XXH3_64bits(rd->buf, done) != e->meta_hash)
 		rc = stale(rd, name, "meta.json changed");
 	if (rc == TD_OK && rd->model)
-		rc = td__dirmodel_set(rd->model, TD_DIRMODEL_DIR, td__relpath_str(&rd->path),
-			rd->path.len, e->meta_length, e->meta_hash, e->role == TD_DIRINDEX_SHELL);
+		rc = td__dirmodel_set(rd->model, TD_DIRMODEL_DIR, td__relpath_str(&rd->path), rd->path.len,
+			e->meta_length, e->meta_hash, e->role == TD_DIRINDEX_SHELL);
 	return rc;
 }
 
@@ -206,10 +206,9 @@ static int visit_named(reader *rd, const td__keyrec *r)
 	size_t mark = rd->path.len;
 	int fd, rc;
 
-	TD_TRY(child_name(rd, rd->stack[rd->depth - 1].fd, r, "",
-		(e->flags & TD_DIRINDEX_DIR_RAW) != 0, name));
-	fd = openat(rd->stack[rd->depth - 1].fd, name,
-		O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	TD_TRY(child_name(rd, rd->stack[rd->depth - 1].fd, r, "", (e->flags & TD_DIRINDEX_DIR_RAW) != 0,
+		name));
+	fd = openat(rd->stack[rd->depth - 1].fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return stale(rd, name, "the directory cannot be opened");
 	rc = path_push(rd, name);
@@ -289,8 +288,8 @@ static int read_index(int rootfd, td__dirindex *dx, const char *what)
 	size_t len;
 	int rc;
 
-	TD_TRY(td__read_small_file(rootfd, TD_DIRINDEX_NAME, (size_t)TD_DIRINDEX_MAX_BYTES, &buf,
-		&len, what));
+	TD_TRY(td__read_small_file(rootfd, TD_DIRINDEX_NAME, (size_t)TD_DIRINDEX_MAX_BYTES, &buf, &len,
+		what));
 	rc = td__dirindex_parse(dx, buf, len, what);
 	td__free(buf);
 	return rc;
@@ -356,9 +355,9 @@ int td__dirindex_load(td_store *st, int rootfd, td_dict **out, td__dirmodel **mo
 typedef struct builder {
 	td__dirmodel *m;
 	td__dirindex *dx;
-	td__relpath path;                 /* the directory of the record being described */
+	td__relpath path; /* the directory of the record being described */
 	uint32_t records[TD_KEY_MAX_DEPTH];
-	size_t homes[TD_KEY_MAX_DEPTH];   /* path length at each open dict's home */
+	size_t homes[TD_KEY_MAX_DEPTH]; /* path length at each open dict's home */
 	size_t depth;
 } builder;
 
@@ -370,8 +369,7 @@ static int unknown(const char *path, const char *what)
 /* The model's entry for the builder's current path, marked as named by the index. */
 static td__dirmodel_ent *lookup(builder *b, uint8_t kind)
 {
-	td__dirmodel_ent *e = td__dirmodel_find(b->m, kind, td__relpath_str(&b->path),
-		b->path.len);
+	td__dirmodel_ent *e = td__dirmodel_find(b->m, kind, td__relpath_str(&b->path), b->path.len);
 
 	if (e)
 		e->used = true;
@@ -470,8 +468,8 @@ static int describe(builder *b, uint32_t i)
 		TD_TRY(enter_named(b, r, &raw, &e));
 		if (e->shell)
 			return unknown(td__relpath_str(&b->path), "a string's directory");
-		return emit(b, i, r->kind == TD_KEYINDEX_KIND_STRING ? TD_DIRINDEX_STRING :
-			TD_DIRINDEX_STRINGS, raw, e);
+		return emit(b, i,
+			r->kind == TD_KEYINDEX_KIND_STRING ? TD_DIRINDEX_STRING : TD_DIRINDEX_STRINGS, raw, e);
 	}
 }
 
@@ -488,7 +486,8 @@ static int build_index(td_store *st, td__dirindex *dx)
 	if (rc < 0)
 		return rc;
 	if (rc)
-		return td__error(TD_ENOTSUP, "store index: lazy stacks are read from their meta.json "
+		return td__error(TD_ENOTSUP,
+			"store index: lazy stacks are read from their meta.json "
 			"files");
 	dx->generation = dx->ix.generation = td__coord_generation(&st->dir.coord);
 	dx->ix.flags = TD_KEYINDEX_F_DIRECTORY;

@@ -18,8 +18,8 @@
 
 /** A store's handle on its coordination file. */
 typedef struct td__coord {
-	int fd;                        /* -1 when the directory has none (read-only open) */
-	td__coord_header *hdr;         /* the shared mapping, or NULL */
+	int fd;                /* -1 when the directory has none (read-only open) */
+	td__coord_header *hdr; /* the shared mapping, or NULL */
 } td__coord;
 
 /**
@@ -41,17 +41,17 @@ void td__coord_unlock(td__coord *c);
 
 /** One entry of a parsed journal: pointers into the parsed bytes (not NUL-terminated). */
 typedef struct td__journal_ent {
-	const char *path;     /* the directory, relative to the root ("" for the root) */
+	const char *path; /* the directory, relative to the root ("" for the root) */
 	size_t path_len;
-	const char *name;     /* the temporary file that becomes its meta.json */
+	const char *name; /* the temporary file that becomes its meta.json */
 	size_t name_len;
 } td__journal_ent;
 
 /** A parsed journal. */
 typedef struct td__journal {
-	bool sealed;          /* magic, sizes and checksum hold: the commit happened */
+	bool sealed; /* magic, sizes and checksum hold: the commit happened */
 	size_t count;
-	td__journal_ent *e;   /* count entries (heap), NULL when not sealed */
+	td__journal_ent *e; /* count entries (heap), NULL when not sealed */
 } td__journal;
 
 /**
@@ -105,12 +105,12 @@ void td__relpath_free(td__relpath *p);
 
 /** A meta.json written under a temporary name, waiting for its commit. */
 typedef struct td__commit_entry {
-	int dirfd;                      /* owned */
-	char *path;                     /* relative to the root, owned */
-	char tmp[TD_TMP_NAME_MAX + 1];  /* the staged file; "meta.json" when in_place */
-	bool in_place;                  /* written as meta.json of a new directory: no rename */
-	uint32_t meta_length;           /* the file's bytes and their XXH3-64, for */
-	uint64_t meta_hash;             /* the directory key index */
+	int dirfd;                     /* owned */
+	char *path;                    /* relative to the root, owned */
+	char tmp[TD_TMP_NAME_MAX + 1]; /* the staged file; "meta.json" when in_place */
+	bool in_place;                 /* written as meta.json of a new directory: no rename */
+	uint32_t meta_length;          /* the file's bytes and their XXH3-64, for */
+	uint64_t meta_hash;            /* the directory key index */
 } td__commit_entry;
 
 /** What a writer knows of a directory store's meta.json files (dirindex.h). */
@@ -124,7 +124,7 @@ typedef struct td__dirmodel td__dirmodel;
 typedef struct td__commit {
 	td__commit_entry *e;
 	size_t n, cap;
-	td__dirmodel *model;            /* NULL, or told every file once it is committed */
+	td__dirmodel *model; /* NULL, or told every file once it is committed */
 } td__commit;
 
 /**
@@ -140,8 +140,8 @@ int td__commit_stage(td__commit *c, int dirfd, const char *path, const char *tex
  * entry. It becomes durable with the commit's first sync; an abort
  * removes it.
  */
-int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text,
-	size_t len, const char *what);
+int td__commit_stage_new(td__commit *c, int dirfd, const char *path, const char *text, size_t len,
+	const char *what);
 /**
  * Make every staged file current, under the exclusive writer lock: with
  * `sync`, sync the filesystem (leaf data and staged files), then (for more
@@ -160,12 +160,12 @@ void td__commit_abort(td__commit *c);
 
 /** How the last load of a directory store used its `.tdstore-index`. */
 enum {
-	TD_DIX_USED = 1,      /* the dict was built from the index */
-	TD_DIX_OFF,           /* TDSTORE_DIR_INDEX=0: not looked at */
-	TD_DIX_ABSENT,        /* no index file */
-	TD_DIX_JOURNAL,       /* a journal is left: a commit may be half done */
-	TD_DIX_REFUSED,       /* the file is not a valid index (dix_code says why) */
-	TD_DIX_STALE          /* a meta.json or a file it names is not what it says */
+	TD_DIX_USED = 1, /* the dict was built from the index */
+	TD_DIX_OFF,      /* TDSTORE_DIR_INDEX=0: not looked at */
+	TD_DIX_ABSENT,   /* no index file */
+	TD_DIX_JOURNAL,  /* a journal is left: a commit may be half done */
+	TD_DIX_REFUSED,  /* the file is not a valid index (dix_code says why) */
+	TD_DIX_STALE     /* a meta.json or a file it names is not what it says */
 };
 
 /** Longest path (relative to a directory store's root) kept for messages; longer ones are cut. */
@@ -173,30 +173,30 @@ enum {
 
 /** The directory placement's part of a store (store_dir*.c). */
 typedef struct td__dirstore {
-	td__coord coord;      /* the coordination file */
-	td_buffer **maps;     /* writable mappings (one reference each), for sync */
+	td__coord coord;  /* the coordination file */
+	td_buffer **maps; /* writable mappings (one reference each), for sync */
 	size_t nmaps;
 	size_t cap_maps;
-	td__dirmodel *dix;    /* read-write stores: what the next index will say */
-	int dix_state;        /* how the last load went: TD_DIX_USED, or why not */
-	int dix_code;         /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
-	bool stale;           /* a failed change could not reload: the dict may be half-changed */
+	td__dirmodel *dix; /* read-write stores: what the next index will say */
+	int dix_state;     /* how the last load went: TD_DIX_USED, or why not */
+	int dix_code;      /* with TD_DIX_REFUSED or TD_DIX_STALE: the status that said so */
+	bool stale;        /* a failed change could not reload: the dict may be half-changed */
 } td__dirstore;
 
 /** A commit slot of a packed file, decoded (doc/format.md 4.2). */
 typedef struct td__slot {
 	uint64_t generation, index_offset, index_length, index_capacity, file_length;
-	bool sealed;           /* checksum valid and generation not 0: a commit happened */
-	bool ok;               /* sealed and fields valid (its index may still be damaged) */
+	bool sealed; /* checksum valid and generation not 0: a commit happened */
+	bool ok;     /* sealed and fields valid (its index may still be damaged) */
 } td__slot;
 
 /** The packed placement's part of a store (store_packed.c). */
 typedef struct td__packed {
-	int fd;                /* the file; -1 when closed */
-	td_buffer *map;        /* [0, file_length) mapped shared (one reference) */
-	td__keyindex ix;       /* the committed index the dict was built from */
-	td__slot slot[2];      /* A and B as last read */
-	int cur;               /* the slot in use (the newer): 0 or 1 */
+	int fd;           /* the file; -1 when closed */
+	td_buffer *map;   /* [0, file_length) mapped shared (one reference) */
+	td__keyindex ix;  /* the committed index the dict was built from */
+	td__slot slot[2]; /* A and B as last read */
+	int cur;          /* the slot in use (the newer): 0 or 1 */
 } td__packed;
 
 typedef struct td__placement_ops td__placement_ops;
@@ -204,11 +204,11 @@ typedef struct td__placement_ops td__placement_ops;
 /** An open store: what every placement has, then the placement's own state. */
 struct td_store {
 	const td__placement_ops *ops; /* its placement */
-	char *path;           /* as given to open / memmap */
-	bool writable;        /* open read-write */
-	td_dict *dict;        /* the root dict (owned) */
-	uint64_t generation;  /* the schema generation the dict was loaded at */
-	union {               /* the state of the placement `ops` is */
+	char *path;                   /* as given to open / memmap */
+	bool writable;                /* open read-write */
+	td_dict *dict;                /* the root dict (owned) */
+	uint64_t generation;          /* the schema generation the dict was loaded at */
+	union {                       /* the state of the placement `ops` is */
 		td__dirstore dir;
 		td__packed pk;
 	};
@@ -247,8 +247,8 @@ struct td__placement_ops {
 	 * td_store_add_tensor() adds a copy of `t`; td_store_add_empty() a
 	 * zero-strided `t` of the leaf's shape, without `copy`.
 	 */
-	int (*add)(td_store *st, const char *const *parts, size_t n, const td_tensor *t,
-		bool copy, const char *fn);
+	int (*add)(td_store *st, const char *const *parts, size_t n, const td_tensor *t, bool copy,
+		const char *fn);
 	int (*remove)(td_store *st, const char *const *parts, size_t n, const char *fn);
 	int (*grow)(td_store *st, int64_t new_size, const char *fn);
 	int (*grow_leaf)(td_store *st, const char *const *parts, size_t n, int64_t new_size,
@@ -274,8 +274,7 @@ void td__dirmodel_poison(td__dirmodel *m);
  */
 void td__dirmodel_note_meta(td__dirmodel *m, const char *rel, const char *text, size_t len);
 void td__dirmodel_note_shell(td__dirmodel *m, const char *rel);
-void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key,
-	const char *fname);
+void td__dirmodel_note_leaf(td__dirmodel *m, const char *rel, const char *key, const char *fname);
 /** A committed commit: each of its directories now holds the staged file. */
 void td__dirmodel_note_commit(td__dirmodel *m, const td__commit *c);
 
@@ -372,8 +371,8 @@ int td__fstat_regular(int fd, const char *what, uint64_t *size_out);
  * be NULL) tells whether this call created the file, also on failure, so
  * that the caller may remove it; on failure the descriptor is closed.
  */
-int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok,
-	const char *fn, const char *what, int *fd_out, bool *created_out);
+int td__open_reserved(int dirfd, const char *name, size_t nbytes, bool existsok, const char *fn,
+	const char *what, int *fd_out, bool *created_out);
 
 /**
  * Read a whole regular file `name` under `dirfd` (no symbolic links) into
@@ -388,8 +387,8 @@ int td__read_small_file(int dirfd, const char *name, size_t max, char **out, siz
  * temporary name in the same directory, fsynced (unless `nosync`), renamed
  * over `name`, and the directory fsynced.
  */
-int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len,
-	bool nosync, const char *what);
+int td__write_file_atomic(int dirfd, const char *name, const void *data, size_t len, bool nosync,
+	const char *what);
 
 /**
  * Write `len` bytes to a new temporary file in `dirfd` (fsynced when

@@ -47,8 +47,10 @@ static int pread_all(int fd, void *buf, size_t len, uint64_t off, const char *wh
 		if (n < 0)
 			return td__error_os(TD_EIO, errno, "%s: read", what);
 		if (n == 0)
-			return td__error(TD_ECORRUPT, "%s: the file ends at %llu, before the %zu "
-				"bytes it declares", what, (unsigned long long)off, len);
+			return td__error(TD_ECORRUPT,
+				"%s: the file ends at %llu, before the %zu "
+				"bytes it declares",
+				what, (unsigned long long)off, len);
 		p += n;
 		len -= (size_t)n;
 		off += (uint64_t)n;
@@ -69,8 +71,8 @@ static int reserve(int fd, uint64_t off, uint64_t len, const char *what)
 	if (err == EINTR)
 		err = posix_fallocate(fd, (off_t)off, (off_t)len);
 	if (err)
-		return td__error_os(td__status_from_errno(err), err,
-			"%s: reserving %llu bytes", what, (unsigned long long)len);
+		return td__error_os(td__status_from_errno(err), err, "%s: reserving %llu bytes", what,
+			(unsigned long long)len);
 	return TD_OK;
 }
 
@@ -140,16 +142,15 @@ static void encode_slot(uint8_t *p, const td__slot *s)
 }
 
 /* Check the header page; decode both slots (ok = checksum and field rules hold). */
-static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2],
-	const char *what)
+static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2], const char *what)
 {
 	size_t i;
 
 	if (memcmp(page, TD_PACK_MAGIC, 8) != 0)
 		return td__error(TD_ECORRUPT, "%s: not a tdstore packed file (bad magic)", what);
 	if (td__le32(page + 8) != TD_PACK_VERSION)
-		return td__error(TD_EVERSION, "%s: packed format version %u (this build reads %u)",
-			what, (unsigned)td__le32(page + 8), TD_PACK_VERSION);
+		return td__error(TD_EVERSION, "%s: packed format version %u (this build reads %u)", what,
+			(unsigned)td__le32(page + 8), TD_PACK_VERSION);
 	if (XXH64(page, 56, 0) != td__le64(page + 56))
 		return td__error(TD_ECORRUPT, "%s: header checksum mismatch", what);
 	if (td__le32(page + 12) != TD_PACK_HEADER_SIZE || td__le32(page + 16) != TD_PACK_PAGE)
@@ -159,8 +160,8 @@ static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2]
 		return td__error(TD_ENOTSUP, "%s: packed format flags 0x%x are not supported", what,
 			(unsigned)td__le32(page + 20));
 	if (!td__all_zero(page + 24, 32) || !td__all_zero(page + 64, TD_PACK_SLOT_A - 64) ||
-	    !td__all_zero(page + TD_PACK_SLOT_A + 64, TD_PACK_SLOT_B - TD_PACK_SLOT_A - 64) ||
-	    !td__all_zero(page + TD_PACK_SLOT_B + 64, TD_PACK_HEADER_SIZE - TD_PACK_SLOT_B - 64))
+		!td__all_zero(page + TD_PACK_SLOT_A + 64, TD_PACK_SLOT_B - TD_PACK_SLOT_A - 64) ||
+		!td__all_zero(page + TD_PACK_SLOT_B + 64, TD_PACK_HEADER_SIZE - TD_PACK_SLOT_B - 64))
 		return td__error(TD_ECORRUPT, "%s: reserved header bytes are not zero", what);
 	for (i = 0; i < 2; i++) {
 		const uint8_t *p = page + SLOT_OFF(i);
@@ -172,11 +173,9 @@ static int decode_page(const uint8_t *page, uint64_t file_size, td__slot slot[2]
 		s->index_capacity = td__le64(p + 24);
 		s->file_length = td__le64(p + 32);
 		s->sealed = XXH64(p, 56, 0) == td__le64(p + 56) && s->generation != 0;
-		s->ok = s->sealed && td__all_zero(p + 40, 16) &&
-			s->index_offset % PAGE == 0 && s->index_offset >= PAGE &&
-			s->index_capacity % PAGE == 0 &&
-			s->index_length >= TD_KEYINDEX_HEADER_SIZE &&
-			s->index_length <= s->index_capacity &&
+		s->ok = s->sealed && td__all_zero(p + 40, 16) && s->index_offset % PAGE == 0 &&
+			s->index_offset >= PAGE && s->index_capacity % PAGE == 0 &&
+			s->index_length >= TD_KEYINDEX_HEADER_SIZE && s->index_length <= s->index_capacity &&
 			s->index_length <= TD_KEYINDEX_HEADER_SIZE + TD_KEYINDEX_MAX_BYTES &&
 			s->file_length % PAGE == 0 && s->file_length <= file_size &&
 			s->index_offset <= s->file_length &&
@@ -199,9 +198,8 @@ static int read_index(int fd, const td__slot *s, td__keyindex *ix, const char *w
 	td__free(buf);
 	if (rc == TD_OK && ix->generation != s->generation) {
 		td__keyindex_free(ix);
-		rc = td__error(TD_ECORRUPT, "%s: the index is of generation %llu, its slot of %llu",
-			what, (unsigned long long)ix->generation,
-			(unsigned long long)s->generation);
+		rc = td__error(TD_ECORRUPT, "%s: the index is of generation %llu, its slot of %llu", what,
+			(unsigned long long)ix->generation, (unsigned long long)s->generation);
 	}
 	return rc;
 }
@@ -239,9 +237,11 @@ static int load(td_store *st)
 	cur = !slot[0].sealed || (slot[1].sealed && slot[1].generation > slot[0].generation);
 	/* The newer sealed slot is the committed state: it must be right. */
 	if (!slot[cur].ok)
-		return td__error(TD_ECORRUPT, "%s: commit slot %c (generation %llu) names an index "
-			"or a length outside the %llu-byte file", what, cur ? 'B' : 'A',
-			(unsigned long long)slot[cur].generation, (unsigned long long)fsize);
+		return td__error(TD_ECORRUPT,
+			"%s: commit slot %c (generation %llu) names an index "
+			"or a length outside the %llu-byte file",
+			what, cur ? 'B' : 'A', (unsigned long long)slot[cur].generation,
+			(unsigned long long)fsize);
 	/* The newer slot's index must be intact; the older one's may be half rewritten. */
 	TD_TRY(read_index(pk->fd, &slot[cur], &ix, what));
 	if (slot[!cur].ok) {
@@ -258,19 +258,16 @@ static int load(td_store *st)
 	rc = td__keyindex_check_extents(&ix, PAGE, slot[cur].file_length, extra, 1, what);
 	/* An older area overlapping the newer state is not ours to reuse. */
 	if (rc == TD_OK && slot[!cur].ok) {
-		uint64_t both[2][2] = {
-			{ slot[cur].index_offset, slot[cur].index_capacity },
-			{ slot[!cur].index_offset, slot[!cur].index_capacity }
-		};
+		uint64_t both[2][2] = { { slot[cur].index_offset, slot[cur].index_capacity },
+			{ slot[!cur].index_offset, slot[!cur].index_capacity } };
 
 		if (slot[!cur].index_offset + slot[!cur].index_capacity > slot[cur].file_length ||
-		    td__keyindex_check_extents(&ix, PAGE, slot[cur].file_length, both, 2, what) < 0)
+			td__keyindex_check_extents(&ix, PAGE, slot[cur].file_length, both, 2, what) < 0)
 			slot[!cur].ok = false;
 		td_error_clear();
 	}
 	if (rc == TD_OK)
-		rc = td__map_fd(&map, pk->fd, (size_t)slot[cur].file_length,
-			st->writable, what);
+		rc = td__map_fd(&map, pk->fd, (size_t)slot[cur].file_length, st->writable, what);
 	if (rc == TD_OK)
 		rc = td__keyindex_to_dict(&ix, map, &d, what);
 	if (rc == TD_OK)
@@ -448,8 +445,8 @@ static int write_sources(td__keyindex *ix, td__writer *w, uint64_t old_size, boo
  * (unless `like`: the caller reserved them), index area. Every byte
  * written is a byte reserved.
  */
-static int write_file(td__keyindex *ix, int fd, const uint8_t *page, const void *ibuf,
-	size_t ilen, uint64_t index_off, uint64_t end, bool like, const char *what)
+static int write_file(td__keyindex *ix, int fd, const uint8_t *page, const void *ibuf, size_t ilen,
+	uint64_t index_off, uint64_t end, bool like, const char *what)
 {
 	td__writer w;
 	int rc;
@@ -545,8 +542,7 @@ static int packed_memmap(td_store *st, const td_dict *src, const td_store_memmap
 		struct stat sb;
 
 		if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
-			return td__error(TD_EEXISTS, "%s: %s exists and is not a regular file", fn,
-				path);
+			return td__error(TD_EEXISTS, "%s: %s exists and is not a regular file", fn, path);
 	}
 	TD_TRY(open_parent(path, &dirfd, &base));
 	rc = td__keyindex_add_dict(&ix, src, TD_KEYINDEX_NO_PARENT, "");
@@ -591,8 +587,8 @@ static int packed_memmap(td_store *st, const td_dict *src, const td_store_memmap
 			rc = td__file_error(errno, path, "rename");
 	} else if (linkat(dirfd, tmp, dirfd, base, 0) < 0) {
 		rc = errno == EEXIST ?
-			td__error(TD_EEXISTS, "%s: %s exists (set the option exist_ok to replace it)",
-				fn, path) :
+			td__error(TD_EEXISTS, "%s: %s exists (set the option exist_ok to replace it)", fn,
+				path) :
 			td__file_error(errno, path, "link");
 	} else {
 		unlinkat(dirfd, tmp, 0);
@@ -704,8 +700,10 @@ static int change_begin(td_store *st, const char *fn)
 	for (i = 0; i < st->pk.ix.n; i++)
 		if (st->pk.ix.recs[i].kind == TD_KEYINDEX_KIND_LAZY) {
 			unlock_fd(st->pk.fd);
-			return td__error(TD_ENOTSUP, "%s: the store holds a lazy stack, whose schema "
-				"tdstore does not change in place", fn);
+			return td__error(TD_ENOTSUP,
+				"%s: the store holds a lazy stack, whose schema "
+				"tdstore does not change in place",
+				fn);
 		}
 	return TD_OK;
 }
@@ -762,11 +760,14 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 	}
 	if (rc == TD_OK && td__keyindex_child(&ix, cur, parts[n - 1]) != TD_KEYINDEX_NO_PARENT)
 		rc = td__error(TD_EEXISTS, "%s: key \"%s\" already exists", fn, parts[n - 1]);
-	if (rc == TD_OK && (t->ndim < ix.recs[cur].ndim ||
-			    memcmp(td_tensor_shape(t), ix.recs[cur].shape,
-				    (size_t)ix.recs[cur].ndim * sizeof(int64_t)) != 0))
-		rc = td__error(TD_ETYPE, "%s: the shape of \"%s\" does not start with the batch "
-			"shape", fn, parts[n - 1]);
+	if (rc == TD_OK &&
+		(t->ndim < ix.recs[cur].ndim ||
+			memcmp(td_tensor_shape(t), ix.recs[cur].shape,
+				(size_t)ix.recs[cur].ndim * sizeof(int64_t)) != 0))
+		rc = td__error(TD_ETYPE,
+			"%s: the shape of \"%s\" does not start with the batch "
+			"shape",
+			fn, parts[n - 1]);
 	if (rc == TD_OK) {
 		memset(&r, 0, sizeof(r));
 		r.kind = TD_KEYINDEX_KIND_TENSOR;
@@ -787,8 +788,8 @@ static int packed_add(td_store *st, const char *const *parts, size_t n, const td
 		rc = place_new_extents(&ix, &end, st->path);
 	/* A copy writes every byte of the new extents; zeros are reserved and cleared. */
 	if (rc == TD_OK && !copy)
-		rc = reserve(pk->fd, pk->slot[pk->cur].file_length,
-			end - pk->slot[pk->cur].file_length, st->path);
+		rc = reserve(pk->fd, pk->slot[pk->cur].file_length, end - pk->slot[pk->cur].file_length,
+			st->path);
 	if (rc == TD_OK)
 		rc = td__writer_init(&w, pk->fd, pk->slot[pk->cur].file_length, st->path);
 	if (rc == TD_OK)
@@ -839,8 +840,8 @@ static int packed_remove(td_store *st, const char *const *parts, size_t n, const
  * `old_size` is the file's size before this change (bytes past it read as
  * zeros already).
  */
-static int grow_record(td_store *st, td__keyrec *r, int64_t new0, uint64_t *end,
-	uint64_t old_size, const char *fn)
+static int grow_record(td_store *st, td__keyrec *r, int64_t new0, uint64_t *end, uint64_t old_size,
+	const char *fn)
 {
 	td__packed *pk = &st->pk;
 	uint64_t old_len = r->length, new_len, cap;
@@ -851,8 +852,7 @@ static int grow_record(td_store *st, td__keyrec *r, int64_t new0, uint64_t *end,
 	r->shape[0] = new0;
 	for (d = 0; d < r->ndim; d++)
 		if (!td__mul_i64(numel, r->shape[d], &numel))
-			return td__error(TD_EOVERFLOW, "%s: \"%s\" would hold too many elements", fn,
-				r->key);
+			return td__error(TD_EOVERFLOW, "%s: \"%s\" would hold too many elements", fn, r->key);
 	if (!td__mul_size((size_t)numel, td_dtype_size(r->dtype), &nb) || nb > (size_t)PTRDIFF_MAX)
 		return td__error(TD_EOVERFLOW, "%s: the byte size of \"%s\" overflows", fn, r->key);
 	new_len = nb;
@@ -861,8 +861,8 @@ static int grow_record(td_store *st, td__keyrec *r, int64_t new0, uint64_t *end,
 	r->checksum = 0;
 	if (new_len <= r->capacity) {
 		if (new_len > old_len)
-			TD_TRY(zero_range(pk->fd, r->offset + old_len, new_len - old_len, UINT64_MAX,
-				st->path));
+			TD_TRY(
+				zero_range(pk->fd, r->offset + old_len, new_len - old_len, UINT64_MAX, st->path));
 		r->length = new_len;
 		return TD_OK;
 	}
@@ -893,9 +893,9 @@ static int grow_strings(td__keyrec *r, int64_t new_size, const char *fn)
 		if (!td__mul_i64(row, r->shape[d], &row))
 			return td__error(TD_EOVERFLOW, "%s: \"%s\": too many strings", fn, r->key);
 	if (!td__mul_i64(row, new_size - r->shape[0], &extra) || (uint64_t)extra > SIZE_MAX ||
-	    !td__add_size(r->text_len, (size_t)extra, &len) || len == SIZE_MAX)
-		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: too many strings", fn,
-			r->key, (long long)new_size);
+		!td__add_size(r->text_len, (size_t)extra, &len) || len == SIZE_MAX)
+		return td__error(TD_EOVERFLOW, "%s: \"%s\" with %lld rows: too many strings", fn, r->key,
+			(long long)new_size);
 	text = td__realloc(r->text, len + 1);
 	if (!text)
 		return td__error_nomem(len + 1);
@@ -919,9 +919,10 @@ static int packed_grow(td_store *st, int64_t new_size, const char *fn)
 	if (rc == TD_OK && ix.recs[0].ndim == 0)
 		rc = td__error(TD_EINVAL, "%s: the store has no batch dims to grow", fn);
 	else if (rc == TD_OK && new_size < ix.recs[0].shape[0])
-		rc = td__error(TD_EINVAL, "%s: %lld rows is fewer than the %lld the store has "
-			"(stores never shrink)", fn, (long long)new_size,
-			(long long)ix.recs[0].shape[0]);
+		rc = td__error(TD_EINVAL,
+			"%s: %lld rows is fewer than the %lld the store has "
+			"(stores never shrink)",
+			fn, (long long)new_size, (long long)ix.recs[0].shape[0]);
 	if (rc < 0 || new_size == ix.recs[0].shape[0])
 		goto out;
 	end = pk->slot[pk->cur].file_length;
@@ -971,8 +972,10 @@ static int packed_grow_leaf(td_store *st, const char *const *parts, size_t n, in
 		rc = td__error(TD_ETYPE, "%s: \"%s\" is a %s, not a tensor", fn, r->key,
 			r->kind == TD_KEYINDEX_KIND_DICT ? "dict" : "non-tensor value");
 	else if (ix.recs[r->parent].ndim > 0)
-		rc = td__error(TD_EINVAL, "%s: dim 0 of \"%s\" is a batch dim of its dict: grow the "
-			"store with td_store_grow", fn, r->key);
+		rc = td__error(TD_EINVAL,
+			"%s: dim 0 of \"%s\" is a batch dim of its dict: grow the "
+			"store with td_store_grow",
+			fn, r->key);
 	else if (r->ndim == 0)
 		rc = td__error(TD_EINVAL, "%s: \"%s\" has no dims", fn, r->key);
 	else if (new_size < r->shape[0])

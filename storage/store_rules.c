@@ -59,13 +59,14 @@ int td__check_writable(const td_dict *d, const char *fn)
 		const td_value *v = vals[i];
 
 		if (td__key_reserved(keys[i]))
-			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn,
-				keys[i]);
+			rc = td__error(TD_EINVAL, "%s: key \"%s\" is reserved by meta.json", fn, keys[i]);
 		else if (v->kind == TD_VALUE_BYTES)
-			rc = td__error(TD_EINVAL, "%s: \"%s\" holds bytes, which "
-				"tensordict's layout stores only as a Python pickle", fn, keys[i]);
+			rc = td__error(TD_EINVAL,
+				"%s: \"%s\" holds bytes, which "
+				"tensordict's layout stores only as a Python pickle",
+				fn, keys[i]);
 		else if (v->kind == TD_VALUE_TENSOR &&
-			 td_buffer_memory(v->tensor.buffer) == TD_MEMORY_DEVICE)
+			td_buffer_memory(v->tensor.buffer) == TD_MEMORY_DEVICE)
 			rc = td__error(TD_EINVAL, "%s: \"%s\" is in device memory", fn, keys[i]);
 		else if (v->kind == TD_VALUE_DICT)
 			rc = td__check_writable(v->dict, fn);

@@ -10,9 +10,9 @@
 #define TD_TOOLS_CMD_H
 
 /* Exit statuses of the tdstore command. */
-#define TOOL_EXIT_OK 0     /* success */
-#define TOOL_EXIT_FAIL 1   /* the operation failed */
-#define TOOL_EXIT_USAGE 2  /* bad command line: usage went to stderr */
+#define TOOL_EXIT_OK 0    /* success */
+#define TOOL_EXIT_FAIL 1  /* the operation failed */
+#define TOOL_EXIT_USAGE 2 /* bad command line: usage went to stderr */
 
 /*
  * A subcommand. `argv[0]` is the subcommand's name and `argc` counts it;

@@ -31,8 +31,7 @@ static const demo_step steps[] = {
 		demo_step_set },
 	{ "iterate", "iterate keys: top level, nested, leaves only", demo_step_iterate },
 	{ "index", "batch indexing with an int, slices, a list and a mask", demo_step_index },
-	{ "index_put", "write a row with index_put and read it back; index_fill",
-		demo_step_index_put },
+	{ "index_put", "write a row with index_put and read it back; index_fill", demo_step_index_put },
 	/* Shapes and keys (tools/demo_shape.c). */
 	{ "unbind/stack", "unbind, compare the parts, stack back", demo_step_unbind_stack },
 	{ "split/cat", "split, split_sizes and chunk, cat back", demo_step_split_cat },
@@ -45,16 +44,17 @@ static const demo_step steps[] = {
 	{ "arith", "elementwise ops with a scalar and between dicts", demo_step_arith },
 	{ "equal", "equality, allclose, elementwise == and !=", demo_step_equal },
 	{ "lock", "lock and unlock: what a locked dict refuses", demo_step_lock },
-	{ "clone/copy", "clone (new buffers) against copy (shared buffers)",
-		demo_step_clone_copy },
+	{ "clone/copy", "clone (new buffers) against copy (shared buffers)", demo_step_clone_copy },
 	{ "dtype", "float16 and bfloat16 round trips", demo_step_dtype },
 	{ "non-tensor", "string and bytes leaves", demo_step_non_tensor },
 	/* Storage (tools/demo_store.c). */
 	{ "store", "save the transitions into a store, reopen, add and remove a leaf",
 		demo_step_store },
 	/* Replay buffer (tools/demo_ring.c). */
-	{ "ring", "4 actor processes fill a shared ring buffer while a learner samples it; "
-		"reopen and verify", demo_step_ring },
+	{ "ring",
+		"4 actor processes fill a shared ring buffer while a learner samples it; "
+		"reopen and verify",
+		demo_step_ring },
 };
 
 #define N_STEPS (sizeof(steps) / sizeof(steps[0]))
@@ -64,15 +64,15 @@ static void print_help(void)
 	size_t i;
 
 	printf("usage: tdstore demo [--quiet]\n\n"
-		"Build the fixtures of tensordict's benchmarks and a batch of replay-buffer\n"
-		"transitions, run the core operations on them, save them in a store, then\n"
-		"let actor processes fill a ring buffer while a learner samples it; verify\n"
-		"every result and print one line per step. Exits 1 at the first failed\n"
-		"check, 0 when all pass.\n\n"
-		"options:\n"
-		"  -q, --quiet   print only the summary line\n"
-		"  -h, --help    print this help\n\n"
-		"steps:\n");
+		   "Build the fixtures of tensordict's benchmarks and a batch of replay-buffer\n"
+		   "transitions, run the core operations on them, save them in a store, then\n"
+		   "let actor processes fill a ring buffer while a learner samples it; verify\n"
+		   "every result and print one line per step. Exits 1 at the first failed\n"
+		   "check, 0 when all pass.\n\n"
+		   "options:\n"
+		   "  -q, --quiet   print only the summary line\n"
+		   "  -h, --help    print this help\n\n"
+		   "steps:\n");
 	for (i = 0; i < N_STEPS; i++)
 		printf("  %-15s %s\n", steps[i].name, steps[i].summary);
 }
@@ -124,8 +124,7 @@ int cmd_demo(int argc, char **argv)
 	}
 	memset(&d, 0, sizeof(d));
 	if (!quiet)
-		printf("tdstore demo: libtdstore %s, %zu steps\n", td_version(NULL, NULL, NULL),
-			N_STEPS);
+		printf("tdstore demo: libtdstore %s, %zu steps\n", td_version(NULL, NULL, NULL), N_STEPS);
 	t0 = now_ms();
 	rc = run_steps(&d, quiet, &failed);
 	demo_free(&d);

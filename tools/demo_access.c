@@ -10,17 +10,13 @@
 #include "demo.h"
 
 /* LEAF = ("0", ..., "18", "t") of big_nested_td, and the same dotted. */
-static const char *const leaf_path[20] = {
-	"0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
-	"10", "11", "12", "13", "14", "15", "16", "17", "18", "t"
-};
+static const char *const leaf_path[20] = { "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10",
+	"11", "12", "13", "14", "15", "16", "17", "18", "t" };
 static const char leaf_dotted[] = "0.1.2.3.4.5.6.7.8.9.10.11.12.13.14.15.16.17.18.t";
 
 /* K20 = ("20", "19", ..., "1"): 19 new dicts and a leaf. */
-static const char *const k20_path[20] = {
-	"20", "19", "18", "17", "16", "15", "14", "13", "12", "11",
-	"10", "9", "8", "7", "6", "5", "4", "3", "2", "1"
-};
+static const char *const k20_path[20] = { "20", "19", "18", "17", "16", "15", "14", "13", "12",
+	"11", "10", "9", "8", "7", "6", "5", "4", "3", "2", "1" };
 static const char k20_dotted[] = "20.19.18.17.16.15.14.13.12.11.10.9.8.7.6.5.4.3.2.1";
 
 static const int64_t batch34[2] = { 3, 4 };
@@ -41,23 +37,24 @@ int demo_step_get(demo *d)
 	DEMO_CALL(d, td_dict_get_tensor_key(&by_parts, d->nested, from_parts));
 	DEMO_CALL(d, td_dict_get_tensor_key(&by_key, d->nested, key));
 	DEMO_CALL(d, demo_tensor_at(by_key, at, &x));
-	DEMO_CHECK(d, by_dot == by_parts && by_parts == by_key && td_key_depth(key) == 20 &&
-		x == 19, "LEAF by dotted key, td_key_new and td_key_from_path: different tensors, "
-		"or value %g != 19", x);
+	DEMO_CHECK(d, by_dot == by_parts && by_parts == by_key && td_key_depth(key) == 20 && x == 19,
+		"LEAF by dotted key, td_key_new and td_key_from_path: different tensors, "
+		"or value %g != 19",
+		x);
 	DEMO_CALL(d, td_dict_get_tensor(&n1, d->rb, "next.obs"));
 	DEMO_CALL(d, td_key_from_path(&no, next_obs, 2));
 	DEMO_CALL(d, td_dict_get_tensor_key(&n2, d->rb, no));
 	DEMO_CHECK(d, n1 == n2, "\"next.obs\" and {\"next\", \"obs\"} give different tensors");
 	DEMO_CALL(d, has_0t = td_dict_contains(d->nested, "0.t", TD_LEAVES_ONLY));
 	DEMO_CALL(d, has_a = td_dict_contains(d->nested, "a", 0));
-	DEMO_CHECK(d, has_0t == 1 && has_a == 0, "\"0.t\" in: %d, \"a\" in: %d", has_0t,
-		has_a);
+	DEMO_CHECK(d, has_0t == 1 && has_a == 0, "\"0.t\" in: %d, \"a\" in: %d", has_0t, has_a);
 	DEMO_TRY(demo_check_code(d, td_dict_get(&v, d->nested, "0.1.x"), TD_ENOTFOUND,
 		"td_dict_get(\"0.1.x\")"));
-	demo_say(d, "LEAF (%zu parts) by dotted key, td_key_new, td_key_from_path: same %s = "
+	demo_say(d,
+		"LEAF (%zu parts) by dotted key, td_key_new, td_key_from_path: same %s = "
 		"%g; \"next.obs\" == {\"next\",\"obs\"}; \"0.t\" in %d, \"a\" in %d; "
-		"\"0.1.x\": %s", td_key_depth(key), demo_tensor(by_key), x, has_0t, has_a,
-		td_strerror(TD_ENOTFOUND));
+		"\"0.1.x\": %s",
+		td_key_depth(key), demo_tensor(by_key), x, has_0t, has_a, td_strerror(TD_ENOTFOUND));
 out:
 	td_key_free(no);
 	td_key_free(from_parts);
@@ -79,8 +76,8 @@ int demo_step_set(demo *d)
 
 	DEMO_CALL(d, td_dict_clone(&c, d->td));
 	DEMO_CALL(d, demo_dict_stats(c, &s0));
-	DEMO_CALL(d, td_tensor_full(&t, TD_DTYPE_F32, 3, (const int64_t[]){ 3, 4, 5 },
-		td_scalar_float(1)));
+	DEMO_CALL(d,
+		td_tensor_full(&t, TD_DTYPE_F32, 3, (const int64_t[]){ 3, 4, 5 }, td_scalar_float(1)));
 	DEMO_CALL(d, td_dict_set_tensor(c, "c.c.c", &t));
 	DEMO_CALL(d, td_key_from_path(&kb2, b_b2, 2));
 	DEMO_CALL(d, td_dict_set_tensor_key(c, kb2, &t));
@@ -88,8 +85,8 @@ int demo_step_set(demo *d)
 	DEMO_CALL(d, td_dict_get_tensor(&got, c, "c.c.c"));
 	DEMO_CALL(d, demo_tensor_sum(got, &sum));
 	DEMO_CHECK(d, s1.leaves == s0.leaves + 2 && s1.dicts == s0.dicts + 2 && sum == 60,
-		"after setting c.c.c and b.b2: %zu leaves, %zu dicts, c.c.c sum %g", s1.leaves,
-		s1.dicts, sum);
+		"after setting c.c.c and b.b2: %zu leaves, %zu dicts, c.c.c sum %g", s1.leaves, s1.dicts,
+		sum);
 	/* K20 on a shallow copy of big_nested_td, through a key handle. */
 	DEMO_CALL(d, td_key_from_path(&key, k20_path, 20));
 	DEMO_CALL(d, td_dict_copy(&n, d->nested));
@@ -102,12 +99,13 @@ int demo_step_set(demo *d)
 	DEMO_CALL(d, demo_dict_stats(n, &n1));
 	DEMO_CALL(d, demo_at(n, k20_dotted, at, &x));
 	DEMO_CHECK(d, n1.dicts == n0.dicts + 19 && n1.leaves == n0.leaves + 1 && x == 3,
-		"after setting K20 twice: %zu dicts, %zu leaves (before %zu, %zu), value %g != 3",
-		n1.dicts, n1.leaves, n0.dicts, n0.leaves, x);
-	demo_say(d, "clone(td) set \"c.c.c\", {\"b\",\"b2\"}: %zu -> %zu leaves, %zu -> %zu "
+		"after setting K20 twice: %zu dicts, %zu leaves (before %zu, %zu), value %g != 3", n1.dicts,
+		n1.leaves, n0.dicts, n0.leaves, x);
+	demo_say(d,
+		"clone(td) set \"c.c.c\", {\"b\",\"b2\"}: %zu -> %zu leaves, %zu -> %zu "
 		"dicts; copy(big_nested_td) set K20 by td_key twice: %zu -> %zu dicts; "
-		"set_inplace(0-d 3) reads %g", s0.leaves, s1.leaves, s0.dicts, s1.dicts, n0.dicts,
-		n1.dicts, x);
+		"set_inplace(0-d 3) reads %g",
+		s0.leaves, s1.leaves, s0.dicts, s1.dicts, n0.dicts, n1.dicts, x);
 out:
 	td_key_free(kb2);
 	td_key_free(key);
@@ -120,8 +118,7 @@ out:
 }
 
 /* Count the items of an iteration and keep the dotted path of the last. */
-static int count_items(const td_dict *x, unsigned flags, size_t *count, char *last,
-	size_t cap)
+static int count_items(const td_dict *x, unsigned flags, size_t *count, char *last, size_t cap)
 {
 	td_dict_iter *it = NULL;
 	td_item item;
@@ -153,20 +150,26 @@ int demo_step_iterate(demo *d)
 
 	top = td_dict_items(NULL, NULL, 0, d->nested);
 	DEMO_CALL(d, count_items(d->nested, TD_ITER_NESTED, &all, last, sizeof(last)));
-	DEMO_CALL(d, count_items(d->nested, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, &leaves,
-		last_leaf, sizeof(last_leaf)));
-	DEMO_CHECK(d, top == 1 && all == 38 && leaves == 19, "big_nested_td iterates %zu "
-		"top-level, %zu nested, %zu leaves; expected 1, 38, 19", top, all, leaves);
+	DEMO_CALL(d,
+		count_items(d->nested, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, &leaves, last_leaf,
+			sizeof(last_leaf)));
+	DEMO_CHECK(d, top == 1 && all == 38 && leaves == 19,
+		"big_nested_td iterates %zu "
+		"top-level, %zu nested, %zu leaves; expected 1, 38, 19",
+		top, all, leaves);
 	DEMO_CHECK(d, strcmp(last_leaf, leaf_dotted) == 0 && strcmp(last, "0") == 0,
 		"last leaf '%s' (expected LEAF), last item '%s' (expected '0')", last_leaf, last);
 	DEMO_CALL(d, demo_dict_key_list(d->td, TD_ITER_NESTED, td_order, sizeof(td_order)));
 	DEMO_CHECK(d, strcmp(td_order, "a, b.b1, b") == 0, "td iterates as '%s'", td_order);
-	DEMO_CALL(d, demo_dict_key_list(d->rb, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, rb_leaves,
-		sizeof(rb_leaves)));
+	DEMO_CALL(d,
+		demo_dict_key_list(d->rb, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, rb_leaves,
+			sizeof(rb_leaves)));
 	DEMO_CHECK(d, strcmp(rb_leaves, "obs, action, reward, done, next.obs") == 0,
 		"transitions iterate as '%s'", rb_leaves);
-	demo_say(d, "big_nested_td: %zu top-level key, %zu nested, %zu leaves, last leaf LEAF; "
-		"td: %s; rb leaves: %s", top, all, leaves, td_order, rb_leaves);
+	demo_say(d,
+		"big_nested_td: %zu top-level key, %zu nested, %zu leaves, last leaf LEAF; "
+		"td: %s; rb leaves: %s",
+		top, all, leaves, td_order, rb_leaves);
 out:
 	return rc;
 }
@@ -179,15 +182,16 @@ static int index_to(demo *d, td_dict **out, const td_dict *x, const td_index *id
 
 	if (rc < 0)
 		return rc;
-	return demo_check(d, td_dict_batch_ndim(*out) == ndim &&
-		memcmp(td_dict_batch_shape(*out), batch, (size_t)ndim * sizeof(*batch)) == 0,
+	return demo_check(d,
+		td_dict_batch_ndim(*out) == ndim &&
+			memcmp(td_dict_batch_shape(*out), batch, (size_t)ndim * sizeof(*batch)) == 0,
 		"%s has batch %s, expected %s", what, demo_batch(*out), demo_shape(ndim, batch));
 }
 
 int demo_step_index(demo *d)
 {
-	static const int64_t rows02[2] = { 0, 2 }, b4[1] = { 4 }, b3[1] = { 3 },
-		b24[2] = { 2, 4 }, b2[1] = { 2 }, b0[1] = { 0 };
+	static const int64_t rows02[2] = { 0, 2 }, b4[1] = { 4 }, b3[1] = { 3 }, b24[2] = { 2, 4 },
+						 b2[1] = { 2 }, b0[1] = { 0 };
 	td_dict *i1 = NULL, *col = NULL, *lst = NULL, *sl = NULL, *msk = NULL, *last = NULL;
 	const td_tensor *done;
 	td_index idx[2];
@@ -218,11 +222,13 @@ int demo_step_index(demo *d)
 	DEMO_CALL(d, demo_at(last, "next.obs", (const int64_t[]){ 0 }, &nx));
 	DEMO_CHECK(d, s0 == 2 && s1 == 4 && m0 == 3 && m1 == 7 && a == 6 && nx == DEMO_ROWS,
 		"rows read back wrong: slice %g %g (2 4), mask %g %g (3 7), mask actions %g (6), "
-		"last next.obs %g (%d)", s0, s1, m0, m1, a, nx, DEMO_ROWS);
-	demo_say(d, "td[1] -> %s (view), td[:,1] -> %s, td[[0,2]] -> %s (copy); rb[2:6:2] -> "
+		"last next.obs %g (%d)",
+		s0, s1, m0, m1, a, nx, DEMO_ROWS);
+	demo_say(d,
+		"td[1] -> %s (view), td[:,1] -> %s, td[[0,2]] -> %s (copy); rb[2:6:2] -> "
 		"%s (rows %g,%g), rb[rb[\"done\"]] -> %s (rows %g,%g), rb[-1] -> %s",
-		demo_batch(i1), demo_batch(col), demo_batch(lst), demo_batch(sl), s0, s1,
-		demo_batch(msk), m0, m1, demo_batch(last));
+		demo_batch(i1), demo_batch(col), demo_batch(lst), demo_batch(sl), s0, s1, demo_batch(msk),
+		m0, m1, demo_batch(last));
 out:
 	td_dict_free(i1);
 	td_dict_free(col);
@@ -243,8 +249,10 @@ static int make_row(td_dict **out)
 		int ndim;
 		double value;
 	} leaves[] = {
-		{ "obs", TD_DTYPE_F32, 1, -1 }, { "action", TD_DTYPE_I64, 0, 9 },
-		{ "reward", TD_DTYPE_F32, 0, 2.5 }, { "done", TD_DTYPE_BOOL, 0, 1 },
+		{ "obs", TD_DTYPE_F32, 1, -1 },
+		{ "action", TD_DTYPE_I64, 0, 9 },
+		{ "reward", TD_DTYPE_F32, 0, 2.5 },
+		{ "done", TD_DTYPE_BOOL, 0, 1 },
 		{ "next.obs", TD_DTYPE_F32, 1, -2 },
 	};
 	td_dict *row = NULL;
@@ -253,8 +261,8 @@ static int make_row(td_dict **out)
 
 	for (i = 0; rc >= 0 && i < sizeof(leaves) / sizeof(leaves[0]); i++) {
 		td_tensor t = TD_TENSOR_INIT;
-		td_scalar v = leaves[i].dtype == TD_DTYPE_BOOL ? td_scalar_bool(leaves[i].value != 0)
-			: td_scalar_float(leaves[i].value);
+		td_scalar v = leaves[i].dtype == TD_DTYPE_BOOL ? td_scalar_bool(leaves[i].value != 0) :
+														 td_scalar_float(leaves[i].value);
 
 		rc = td_tensor_full(&t, leaves[i].dtype, leaves[i].ndim, obs_shape, v);
 		if (rc >= 0)
@@ -297,9 +305,12 @@ int demo_step_index_put(demo *d)
 	DEMO_CALL(d, td_dict_index_fill(c, &idx, 1, td_scalar_float(0)));
 	DEMO_CALL(d, td_dict_index(&head, c, &idx, 1));
 	DEMO_CALL(d, demo_dict_stats(head, &hs));
-	DEMO_CHECK(d, done1 == done0 + 1 && hs.sum == 0, "done count %g -> %g (expected +1), "
-		"rows 0-1 after fill: sum %g (expected 0)", done0, done1, hs.sum);
-	demo_say(d, "rb[5] = {obs -1, action 9, reward 2.5, done 1, next.obs -2} (on a clone): "
+	DEMO_CHECK(d, done1 == done0 + 1 && hs.sum == 0,
+		"done count %g -> %g (expected +1), "
+		"rows 0-1 after fill: sum %g (expected 0)",
+		done0, done1, hs.sum);
+	demo_say(d,
+		"rb[5] = {obs -1, action 9, reward 2.5, done 1, next.obs -2} (on a clone): "
 		"reads back equal, %d other rows unchanged, done %g -> %g; [[0,1]] = 0: sum %g",
 		DEMO_ROWS - 1, done0, done1, hs.sum);
 out:

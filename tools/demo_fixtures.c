@@ -17,8 +17,8 @@ static const int64_t shape345[3] = { 3, 4, 5 };
 #define BIG_KEYS 100
 
 /* zeros(shape) + value, float32, stored under the path `parts`. */
-static int set_full(td_dict *d, const char *const *parts, size_t n, int ndim,
-	const int64_t *shape, double value)
+static int set_full(td_dict *d, const char *const *parts, size_t n, int ndim, const int64_t *shape,
+	double value)
 {
 	td_tensor t = TD_TENSOR_INIT;
 	td_key *key = NULL;
@@ -217,10 +217,10 @@ int demo_step_td(demo *d)
 	DEMO_CALL(d, td_dict_get_tensor(&b1, d->td, "b.b1"));
 	DEMO_CALL(d, demo_dict_stats(d->td, &s));
 	DEMO_CHECK(d, s.leaves == 2 && s.dicts == 1 && s.sum == 0 && s.numel == 120,
-		"td has %zu leaves, %zu dicts, sum %g, %lld elements; expected 2, 1, 0, 120",
-		s.leaves, s.dicts, s.sum, (long long)s.numel);
-	demo_say(d, "batch %s: a %s, b.b1 %s; %zu leaves, %zu nested dict, sum %g",
-		demo_batch(d->td), demo_tensor(a), demo_tensor(b1), s.leaves, s.dicts, s.sum);
+		"td has %zu leaves, %zu dicts, sum %g, %lld elements; expected 2, 1, 0, 120", s.leaves,
+		s.dicts, s.sum, (long long)s.numel);
+	demo_say(d, "batch %s: a %s, b.b1 %s; %zu leaves, %zu nested dict, sum %g", demo_batch(d->td),
+		demo_tensor(a), demo_tensor(b1), s.leaves, s.dicts, s.sum);
 out:
 	return rc;
 }
@@ -236,10 +236,10 @@ int demo_step_big_td(demo *d)
 	DEMO_CALL(d, demo_dict_stats(d->big, &s));
 	/* 12 elements per leaf, leaf i holding i: 12 * (0 + ... + 99). */
 	DEMO_CHECK(d, s.leaves == BIG_KEYS && s.dicts == 0 && s.sum == 12 * 4950,
-		"big_td has %zu leaves, %zu dicts, sum %g; expected 100, 0, 59400",
-		s.leaves, s.dicts, s.sum);
-	demo_say(d, "batch %s: %zu leaves \"0\"..\"99\" %s = i, sum %g", demo_batch(d->big),
-		s.leaves, demo_tensor(t), s.sum);
+		"big_td has %zu leaves, %zu dicts, sum %g; expected 100, 0, 59400", s.leaves, s.dicts,
+		s.sum);
+	demo_say(d, "batch %s: %zu leaves \"0\"..\"99\" %s = i, sum %g", demo_batch(d->big), s.leaves,
+		demo_tensor(t), s.sum);
 out:
 	return rc;
 }
@@ -252,13 +252,16 @@ int demo_step_big_nested_td(demo *d)
 	DEMO_CALL(d, demo_fixture_big_nested_td(&d->nested));
 	DEMO_CALL(d, demo_dict_stats(d->nested, &s));
 	/* Leaf k holds k: 12 * (1 + ... + 19). */
-	DEMO_CHECK(d, s.leaves == NESTED_LEAVES && s.dicts == NESTED_LEAVES &&
-		s.max_depth == NESTED_LEAVES + 1 && s.sum == 12 * 190,
+	DEMO_CHECK(d,
+		s.leaves == NESTED_LEAVES && s.dicts == NESTED_LEAVES && s.max_depth == NESTED_LEAVES + 1 &&
+			s.sum == 12 * 190,
 		"big_nested_td has %zu leaves, %zu dicts, depth %zu, sum %g; "
-		"expected 19, 19, 20, 2280", s.leaves, s.dicts, s.max_depth, s.sum);
-	demo_say(d, "batch %s: chain \"0.t\" .. \"0.1.(...).18.t\", %zu leaves, %zu dicts, keys "
-		"up to %zu deep, sum %g", demo_batch(d->nested), s.leaves, s.dicts, s.max_depth,
-		s.sum);
+		"expected 19, 19, 20, 2280",
+		s.leaves, s.dicts, s.max_depth, s.sum);
+	demo_say(d,
+		"batch %s: chain \"0.t\" .. \"0.1.(...).18.t\", %zu leaves, %zu dicts, keys "
+		"up to %zu deep, sum %g",
+		demo_batch(d->nested), s.leaves, s.dicts, s.max_depth, s.sum);
 out:
 	return rc;
 }
@@ -279,11 +282,13 @@ int demo_step_transitions(demo *d)
 	DEMO_CALL(d, demo_tensor_sum(done, &ndone));
 	DEMO_CALL(d, demo_dict_stats(d->rb, &s));
 	DEMO_CHECK(d, s.leaves == 5 && s.dicts == 1 && ndone == DEMO_ROWS / 4,
-		"transitions have %zu leaves, %zu dicts, %g done; expected 5, 1, %d",
-		s.leaves, s.dicts, ndone, DEMO_ROWS / 4);
-	demo_say(d, "batch %s: obs %s, action %s, reward %s, done %s (%g set), next.obs %s; "
-		"%zu B", demo_batch(d->rb), demo_tensor(obs), demo_tensor(act),
-		demo_tensor(rew), demo_tensor(done), ndone, demo_tensor(next), s.nbytes);
+		"transitions have %zu leaves, %zu dicts, %g done; expected 5, 1, %d", s.leaves, s.dicts,
+		ndone, DEMO_ROWS / 4);
+	demo_say(d,
+		"batch %s: obs %s, action %s, reward %s, done %s (%g set), next.obs %s; "
+		"%zu B",
+		demo_batch(d->rb), demo_tensor(obs), demo_tensor(act), demo_tensor(rew), demo_tensor(done),
+		ndone, demo_tensor(next), s.nbytes);
 out:
 	return rc;
 }

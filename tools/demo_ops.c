@@ -16,8 +16,7 @@
 
 /* td_apply_fn: (x - mean) / std for leaves named "obs", the leaf itself
  * (shared) for the others. */
-static int normalize_obs(td_tensor *out, const td_tensor *in, const td_item *item,
-	void *payload)
+static int normalize_obs(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
 {
 	td_tensor centered = TD_TENSOR_INIT;
 	double mean, std;
@@ -38,8 +37,7 @@ static int normalize_obs(td_tensor *out, const td_tensor *in, const td_item *ite
 }
 
 /* td_apply_fn: reward * 10; every other leaf is skipped (left as it is). */
-static int scale_reward(td_tensor *out, const td_tensor *in, const td_item *item,
-	void *payload)
+static int scale_reward(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
 {
 	if (strcmp(item->key, "reward") != 0)
 		return 1;
@@ -61,19 +59,23 @@ int demo_step_apply(demo *d)
 	DEMO_CALL(d, demo_tensor_moments(obs, &m0, &s0));
 	DEMO_CALL(d, demo_tensor_moments(nrm, &m1, &s1));
 	DEMO_CALL(d, demo_tensor_moments(nnrm, &nm, &ns));
-	DEMO_CHECK(d, fabs(m1) < 1e-5 && fabs(s1 - 1) < 1e-5 && fabs(nm) < 1e-5 &&
-		fabs(ns - 1) < 1e-5 && nobs->buffer != nnrm->buffer,
+	DEMO_CHECK(d,
+		fabs(m1) < 1e-5 && fabs(s1 - 1) < 1e-5 && fabs(nm) < 1e-5 && fabs(ns - 1) < 1e-5 &&
+			nobs->buffer != nnrm->buffer,
 		"normalized obs has mean %g std %g, next.obs mean %g std %g", m1, s1, nm, ns);
-	DEMO_CHECK(d, demo_shares(n, d->rb, "action") && demo_shares(n, d->rb, "reward") &&
-		demo_shares(n, d->rb, "done"), "apply should share the leaves it returns as is");
+	DEMO_CHECK(d,
+		demo_shares(n, d->rb, "action") && demo_shares(n, d->rb, "reward") &&
+			demo_shares(n, d->rb, "done"),
+		"apply should share the leaves it returns as is");
 	DEMO_CALL(d, td_dict_clone(&c, d->rb));
 	DEMO_CALL(d, demo_sum(c, "reward", &r0));
 	DEMO_CALL(d, td_dict_apply_inplace(c, scale_reward, NULL));
 	DEMO_CALL(d, demo_sum(c, "reward", &r1));
 	DEMO_CHECK(d, r1 == 10 * r0, "apply_(reward * 10): reward sum %g -> %g", r0, r1);
-	demo_say(d, "normalize rb obs: mean %.3f std %.3f -> %.3f %.3f (next.obs -> %.3f %.3f), "
-		"other leaves shared; apply_(reward * 10) on a clone: reward sum %g -> %g", m0, s0,
-		fabs(m1), s1, fabs(nm), ns, r0, r1);
+	demo_say(d,
+		"normalize rb obs: mean %.3f std %.3f -> %.3f %.3f (next.obs -> %.3f %.3f), "
+		"other leaves shared; apply_(reward * 10) on a clone: reward sum %g -> %g",
+		m0, s0, fabs(m1), s1, fabs(nm), ns, r0, r1);
 out:
 	td_dict_free(c);
 	td_dict_free(n);
@@ -133,8 +135,7 @@ static int arith_big(demo *d, double *twice, double *diff, double *inplace)
 	DEMO_TRY(dict_sum(d, zero, diff));
 	DEMO_TRY(dict_sum(d, c, inplace));
 	DEMO_CHECK(d, *twice == 2 * 59400 && *diff == 0 && *inplace == 1200,
-		"big_td sums: twice %g, difference %g, (clone + 1) - big_td %g", *twice, *diff,
-		*inplace);
+		"big_td sums: twice %g, difference %g, (clone + 1) - big_td %g", *twice, *diff, *inplace);
 out:
 	td_dict_free(c);
 	td_dict_free(zero);
@@ -158,7 +159,8 @@ int demo_step_arith(demo *d)
 	DEMO_CHECK(d, act->dtype == TD_DTYPE_F32 && done->dtype == TD_DTYPE_F32,
 		"rb + 0.5 gave action %s, done %s; expected float32", td_dtype_name(act->dtype),
 		td_dtype_name(done->dtype));
-	demo_say(d, "td + 1: sum %g, * 2: %g, / 2 - 1 == td; big_td + big_td == big_td * 2 "
+	demo_say(d,
+		"td + 1: sum %g, * 2: %g, / 2 - 1 == td; big_td + big_td == big_td * 2 "
 		"(sum %g), - big_td: %g; clone += 1, -= big_td: %g; rb + 0.5: int64, bool -> %s",
 		s1, s2, twice, diff, inplace, td_dtype_name(act->dtype));
 out:
@@ -204,21 +206,23 @@ int demo_step_equal(demo *d)
 	DEMO_TRY(dict_sum(d, eq, &neq));
 	DEMO_TRY(dict_sum(d, ne, &nne));
 	DEMO_CHECK(d, close3 == 1 && close5 == 0 && neq == 1199 && nne == 1,
-		"allclose(atol 1e-3) %d, allclose(atol 1e-5) %d, %g equal and %g unequal elements",
-		close3, close5, neq, nne);
+		"allclose(atol 1e-3) %d, allclose(atol 1e-5) %d, %g equal and %g unequal elements", close3,
+		close5, neq, nne);
 	/* Keys in another order: td_dict_equal ignores the order. */
 	DEMO_CALL(d, td_dict_new(&sw, 2, td_dict_batch_shape(d->td)));
 	for (i = 0; i < 2; i++) {
 		const td_value *v;
 
 		DEMO_CALL(d, td_dict_get(&v, d->td, swapped_keys[i]));
-		DEMO_CALL(d, v->kind == TD_VALUE_DICT ? td_dict_set_dict(sw, swapped_keys[i],
-			v->dict) : td_dict_set_tensor(sw, swapped_keys[i], &v->tensor));
+		DEMO_CALL(d,
+			v->kind == TD_VALUE_DICT ? td_dict_set_dict(sw, swapped_keys[i], v->dict) :
+									   td_dict_set_tensor(sw, swapped_keys[i], &v->tensor));
 	}
 	DEMO_TRY(demo_check_equal(d, sw, d->td, 1, "td with its keys in another order"));
-	demo_say(d, "clone(big_td) == big_td; one element + 1e-4: equal 0, allclose atol 1e-3: "
-		"%d, 1e-5: %d; elementwise == %g/1200, != %g; key order ignored", close3, close5,
-		neq, nne);
+	demo_say(d,
+		"clone(big_td) == big_td; one element + 1e-4: equal 0, allclose atol 1e-3: "
+		"%d, 1e-5: %d; elementwise == %g/1200, != %g; key order ignored",
+		close3, close5, neq, nne);
 out:
 	td_dict_free(sw);
 	td_dict_free(ne);
@@ -256,12 +260,11 @@ static int locked_rules(demo *d, td_dict *c, double *now)
 	td_dict *child;
 	int rc;
 
-	DEMO_CALL(d, td_tensor_full(&five, TD_DTYPE_F32, 2, td_dict_batch_shape(c),
-		td_scalar_float(5)));
+	DEMO_CALL(d,
+		td_tensor_full(&five, TD_DTYPE_F32, 2, td_dict_batch_shape(c), td_scalar_float(5)));
 	DEMO_TRY(demo_check_code(d, td_dict_set_tensor(c, "x", &five), TD_ELOCKED,
 		"set of a new key on a locked dict"));
-	DEMO_TRY(demo_check_code(d, td_dict_del(c, "0.t"), TD_ELOCKED,
-		"del on a locked dict"));
+	DEMO_TRY(demo_check_code(d, td_dict_del(c, "0.t"), TD_ELOCKED, "del on a locked dict"));
 	DEMO_CALL(d, td_dict_get_tensor(&before, c, "0.t"));
 	DEMO_CALL(d, td_dict_set_tensor(c, "0.t", &five));
 	DEMO_CALL(d, td_dict_get_tensor(&after, c, "0.t"));
@@ -294,11 +297,15 @@ int demo_step_lock(demo *d)
 	DEMO_CALL(d, td_tensor_zeros(&t, TD_DTYPE_F32, 2, td_dict_batch_shape(c)));
 	DEMO_CALL(d, td_dict_set_tensor(c, "x", &t));
 	DEMO_CALL(d, td_dict_del(c, "x"));
-	DEMO_CHECK(d, unlocked == 0 && td_dict_len(c) == 1, "after unlock: %zu dicts locked, "
-		"%zu keys", unlocked, td_dict_len(c));
-	demo_say(d, "clone(big_nested_td) locked (%zu dicts): new key, del, unlock of child "
+	DEMO_CHECK(d, unlocked == 0 && td_dict_len(c) == 1,
+		"after unlock: %zu dicts locked, "
+		"%zu keys",
+		unlocked, td_dict_len(c));
+	demo_say(d,
+		"clone(big_nested_td) locked (%zu dicts): new key, del, unlock of child "
 		"refused (%s); existing \"0.t\" written in place = %g; unlock: %zu locked, key "
-		"added and deleted", locked, td_strerror(TD_ELOCKED), now, unlocked);
+		"added and deleted",
+		locked, td_strerror(TD_ELOCKED), now, unlocked);
 out:
 	td_tensor_release(&t);
 	td_dict_free(c);
@@ -319,24 +326,30 @@ int demo_step_clone_copy(demo *d)
 	refs1 = td_buffer_refcount(a->buffer);
 	DEMO_CALL(d, td_dict_clone(&cl, d->td));
 	refs2 = td_buffer_refcount(a->buffer);
-	DEMO_CHECK(d, demo_shares(cp, d->td, "a") && demo_shares(cp, d->td, "b.b1") &&
-		!demo_shares(cl, d->td, "a") && !demo_shares(cl, d->td, "b.b1") &&
-		refs1 == refs0 + 1 && refs2 == refs1, "copy should share buffers, clone not "
-		"(refcounts %u, %u, %u)", refs0, refs1, refs2);
+	DEMO_CHECK(d,
+		demo_shares(cp, d->td, "a") && demo_shares(cp, d->td, "b.b1") &&
+			!demo_shares(cl, d->td, "a") && !demo_shares(cl, d->td, "b.b1") && refs1 == refs0 + 1 &&
+			refs2 == refs1,
+		"copy should share buffers, clone not "
+		"(refcounts %u, %u, %u)",
+		refs0, refs1, refs2);
 	DEMO_CALL(d, td_dict_binary_scalar_inplace(cp, td_scalar_int(1), TD_OP_ADD));
 	DEMO_TRY(dict_sum(d, d->td, &shared));
 	DEMO_TRY(dict_sum(d, cl, &cloned));
 	DEMO_CALL(d, td_dict_binary_scalar_inplace(cp, td_scalar_int(1), TD_OP_SUB));
 	DEMO_TRY(dict_sum(d, d->td, &restored));
 	DEMO_CALL(d, td_dict_set_string(cp, "extra", "only in the copy"));
-	DEMO_CHECK(d, shared == 120 && cloned == 0 && restored == 0 &&
-		td_dict_contains(d->td, "extra", 0) == 0, "after copy += 1: td sum %g, clone %g; "
-		"after -= 1: %g", shared, cloned, restored);
+	DEMO_CHECK(d,
+		shared == 120 && cloned == 0 && restored == 0 && td_dict_contains(d->td, "extra", 0) == 0,
+		"after copy += 1: td sum %g, clone %g; "
+		"after -= 1: %g",
+		shared, cloned, restored);
 	DEMO_CALL(d, td_dict_clone(&lk, d->td));
 	DEMO_CALL(d, td_dict_lock(lk));
 	DEMO_CALL(d, td_dict_copy(&cp2, lk));
 	DEMO_CHECK(d, !td_dict_is_locked(cp2), "a copy of a locked dict should be unlocked");
-	demo_say(d, "copy(td) shares a, b.b1 (a refs %u -> %u), clone none (%u); copy += 1: td "
+	demo_say(d,
+		"copy(td) shares a, b.b1 (a refs %u -> %u), clone none (%u); copy += 1: td "
 		"sum 0 -> %g, clone %g; -= 1: %g; copy's new key not in td; copy of locked unlocked",
 		refs0, refs1, refs2, shared, cloned, restored);
 out:
@@ -399,12 +412,14 @@ int demo_step_dtype(demo *d)
 	DEMO_TRY(round_trip(d, TD_DTYPE_F16, &b16, &e16, &c16));
 	DEMO_TRY(round_trip(d, TD_DTYPE_BF16, &bbf, &ebf, &cbf));
 	/* Every value i + j/64 (i < 9) fits float16's 11 bits, not bfloat16's 8. */
-	DEMO_CHECK(d, e16 == 0 && ebf > 0 && ebf <= 1.0 / 32 && cbf == 1 && b16 < b32 &&
-		b16 == bbf, "round trips: float16 error %g, bfloat16 error %g (allclose %d), "
-		"bytes %zu -> %zu / %zu", e16, ebf, cbf, b32, b16, bbf);
-	demo_say(d, "rb floats -> float16: %zu -> %zu B, back to float32 max |err| %g (exact); "
-		"-> bfloat16: %zu B, back max |err| %g, allclose(rtol 2^-8) %d", b32, b16, e16, bbf,
-		ebf, cbf);
+	DEMO_CHECK(d, e16 == 0 && ebf > 0 && ebf <= 1.0 / 32 && cbf == 1 && b16 < b32 && b16 == bbf,
+		"round trips: float16 error %g, bfloat16 error %g (allclose %d), "
+		"bytes %zu -> %zu / %zu",
+		e16, ebf, cbf, b32, b16, bbf);
+	demo_say(d,
+		"rb floats -> float16: %zu -> %zu B, back to float32 max |err| %g (exact); "
+		"-> bfloat16: %zu B, back max |err| %g, allclose(rtol 2^-8) %d",
+		b32, b16, e16, bbf, ebf, cbf);
 out:
 	return rc;
 }
@@ -416,7 +431,7 @@ static bool blobs_are(const td_dict *x, const char *env, const unsigned char *se
 	size_t slen, blen;
 
 	if (td_dict_get_blob(&s, &slen, x, "info.env") < 0 ||
-	    td_dict_get_blob(&b, &blen, x, "seed") < 0)
+		td_dict_get_blob(&b, &blen, x, "seed") < 0)
 		return false;
 	return slen == strlen(env) && strcmp(s, env) == 0 && blen == n && memcmp(b, seed, n) == 0;
 }
@@ -433,8 +448,9 @@ static int blobs_travel(demo *d, const td_dict *c, const unsigned char *seed, si
 	DEMO_CALL(d, td_dict_clone(&cl, c));
 	DEMO_CALL(d, td_dict_unbind(&parts, &np, c, 0));
 	DEMO_CALL(d, td_dict_stack(&st, (const td_dict *const *)parts, np, 0));
-	DEMO_CHECK(d, blobs_are(row, "CartPole-v1", seed, n) && blobs_are(cl, "CartPole-v1",
-		seed, n) && blobs_are(st, "CartPole-v1", seed, n),
+	DEMO_CHECK(d,
+		blobs_are(row, "CartPole-v1", seed, n) && blobs_are(cl, "CartPole-v1", seed, n) &&
+			blobs_are(st, "CartPole-v1", seed, n),
 		"indexing, clone or unbind + stack lost a non-tensor leaf");
 	DEMO_TRY(demo_check_equal(d, st, c, 1, "stack(unbind(rb with non-tensors))"));
 	DEMO_CALL(d, td_dict_set_string(cl, "info.env", "Pendulum-v1"));
@@ -510,18 +526,22 @@ int demo_step_non_tensor(demo *d)
 	DEMO_CALL(d, td_dict_set_bytes(c, "seed", seed, sizeof(seed)));
 	DEMO_CALL(d, td_dict_get(&v, c, "info.env"));
 	DEMO_CALL(d, demo_dict_stats(c, &s));
-	DEMO_CHECK(d, v->kind == TD_VALUE_STRING && s.blobs == 2 && blobs_are(c, "CartPole-v1",
-		seed, sizeof(seed)), "non-tensor leaves read back wrong (%zu found)", s.blobs);
+	DEMO_CHECK(d,
+		v->kind == TD_VALUE_STRING && s.blobs == 2 &&
+			blobs_are(c, "CartPole-v1", seed, sizeof(seed)),
+		"non-tensor leaves read back wrong (%zu found)", s.blobs);
 	env_len = v->blob.length;
 	DEMO_TRY(blobs_travel(d, c, seed, sizeof(seed)));
 	DEMO_TRY(demo_set_tasks(d, c));
 	DEMO_TRY(strings_travel(d, c));
 	DEMO_TRY(demo_check_code(d, td_dict_set_string(c, "bad", "\xff\xfe"), TD_EINVAL,
 		"set_string of invalid UTF-8"));
-	demo_say(d, "\"info.env\" = \"CartPole-v1\" (%zu B), \"seed\" = %zu bytes with a NUL; "
+	demo_say(d,
+		"\"info.env\" = \"CartPole-v1\" (%zu B), \"seed\" = %zu bytes with a NUL; "
 		"kept by rb[2], clone, unbind+stack; other string: equal 0; bad UTF-8: %s; "
 		"\"info.task\", one string per row: rb[2] -> \"task-2\", rb[1:3] -> 2 strings, "
-		"unbind+stack -> the array", env_len, sizeof(seed), td_strerror(TD_EINVAL));
+		"unbind+stack -> the array",
+		env_len, sizeof(seed), td_strerror(TD_EINVAL));
 out:
 	td_dict_free(c);
 	return rc;

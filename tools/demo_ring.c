@@ -34,7 +34,7 @@
 typedef struct ring_shared {
 	_Atomic int actors_done;
 	_Atomic int64_t rows;
-	_Atomic int64_t writer_ns;  /* the slowest actor's time */
+	_Atomic int64_t writer_ns; /* the slowest actor's time */
 	_Atomic int64_t samples;
 	_Atomic int64_t sample_ns;
 	_Atomic int64_t bad;
@@ -194,8 +194,7 @@ static int learner(const char *dir, ring_shared *sh)
 	int64_t n = 0, t0, i;
 	bool last = false;
 
-	if (td_ring_open(&r, dir, NULL) < 0 ||
-		td_ring_batch_new(&b, r, RING_SAMPLE) < 0)
+	if (td_ring_open(&r, dir, NULL) < 0 || td_ring_batch_new(&b, r, RING_SAMPLE) < 0)
 		return 1;
 	v = view_of(b);
 	td_ring_seed(r, 2024);
@@ -254,13 +253,12 @@ static int run_processes(demo *d, const char *dir, ring_shared *sh)
 		if (k == RING_ACTORS - 1)
 			atomic_store(&sh->actors_done, 1);
 	}
-	return demo_check(d, !failed, "%d actor processes and a learner ran and exited 0",
-		RING_ACTORS);
+	return demo_check(d, !failed, "%d actor processes and a learner ran and exited 0", RING_ACTORS);
 }
 
 /* Reopen the ring and check every row it holds. */
-static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
-	td_ring_stats *st, int64_t *verified)
+static int verify_reopened(demo *d, const char *dir, const ring_shared *sh, td_ring_stats *st,
+	int64_t *verified)
 {
 	td_ring *r = NULL;
 	td_dict *b = NULL;
@@ -288,14 +286,15 @@ static int verify_reopened(demo *d, const char *dir, const ring_shared *sh,
 	DEMO_CALL(d, (int)got);
 	/* A slot whose newest row was dropped (its writer fell a lap behind) still
 	 * holds the previous lap's row: published, but not the ticket read asks. */
-	DEMO_CHECK(d, bad == 0 && *verified <= st->published &&
-		*verified + (int64_t)st->dropped >= st->published,
+	DEMO_CHECK(d,
+		bad == 0 && *verified <= st->published && *verified + (int64_t)st->dropped >= st->published,
 		"all %lld rows read back whole (%lld bad; %lld published, %llu dropped)",
 		(long long)*verified, (long long)bad, (long long)st->published,
 		(unsigned long long)st->dropped);
 	/* What Python's TensorDict.load_memmap sees: every leaf at full capacity. */
 	DEMO_CALL(d, td_dict_get_tensor(&t, td_store_dict(td_ring_store(r)), "next.obs"));
-	DEMO_CHECK(d, t->ndim == 2 && td_tensor_shape(t)[0] == RING_CAPACITY && td_tensor_shape(t)[1] == DEMO_OBS,
+	DEMO_CHECK(d,
+		t->ndim == 2 && td_tensor_shape(t)[0] == RING_CAPACITY && td_tensor_shape(t)[1] == DEMO_OBS,
 		"the store's next.obs is [%d, %d]", RING_CAPACITY, DEMO_OBS);
 out:
 	td_dict_free(b);
@@ -338,7 +337,8 @@ int demo_step_ring(demo *d)
 	DEMO_TRY(verify_reopened(d, dir, sh, &st, &verified));
 	wsec = (double)atomic_load(&sh->writer_ns) / 1e9;
 	ssec = (double)atomic_load(&sh->sample_ns) / 1e9;
-	demo_say(d, "%d actors wrote %lld transitions of %zu B (%.2f M rows/s, %.2f GB/s) while "
+	demo_say(d,
+		"%d actors wrote %lld transitions of %zu B (%.2f M rows/s, %.2f GB/s) while "
 		"a learner sampled %lld in batches of %d (%.2f M samples/s, %.2f GB/s), every "
 		"row consistent; reopened: %lld rows verified, %llu dropped",
 		RING_ACTORS, (long long)atomic_load(&sh->rows), row_bytes,
@@ -346,8 +346,8 @@ int demo_step_ring(demo *d)
 		(double)atomic_load(&sh->rows) * (double)row_bytes / wsec / 1e9,
 		(long long)atomic_load(&sh->samples), RING_SAMPLE,
 		(double)atomic_load(&sh->samples) / ssec / 1e6,
-		(double)atomic_load(&sh->samples) * (double)row_bytes / ssec / 1e9,
-		(long long)verified, (unsigned long long)st.dropped);
+		(double)atomic_load(&sh->samples) * (double)row_bytes / ssec / 1e9, (long long)verified,
+		(unsigned long long)st.dropped);
 out:
 	td_ring_close(r);
 	td_dict_free(row);

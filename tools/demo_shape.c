@@ -23,8 +23,7 @@ static void say_batches(demo *d, td_dict *const *parts, size_t n)
 }
 
 /* Every part equals x[i] along batch dim 0. */
-static int check_parts(demo *d, td_dict *const *parts, size_t n, const td_dict *x,
-	const char *what)
+static int check_parts(demo *d, td_dict *const *parts, size_t n, const td_dict *x, const char *what)
 {
 	size_t i;
 	int rc = 0;
@@ -37,8 +36,10 @@ static int check_parts(demo *d, td_dict *const *parts, size_t n, const td_dict *
 		rc = demo_lib(d, td_dict_index(&row, x, &idx, 1), "td_dict_index");
 		if (rc == 0 && (eq = td_dict_equal(parts[i], row)) != 1)
 			rc = eq < 0 ? demo_lib(d, eq, "td_dict_equal") :
-				demo_fail(d, "check failed: %s: part %zu differs from the original "
-					"row", what, i);
+						  demo_fail(d,
+							  "check failed: %s: part %zu differs from the original "
+							  "row",
+							  what, i);
 		td_dict_free(row);
 	}
 	return rc < 0 ? rc : demo_check(d, true, "%s", what);
@@ -59,9 +60,10 @@ int demo_step_unbind_stack(demo *d)
 	DEMO_CALL(d, td_dict_unbind(&cols, &ncols, d->nested, 1));
 	DEMO_CALL(d, td_dict_stack(&st2, (const td_dict *const *)cols, ncols, 1));
 	DEMO_TRY(demo_check_equal(d, st2, d->nested, 1, "stack(unbind(big_nested_td, 1), 1)"));
-	demo_say(d, "rb unbind(0) -> %zu x %s, each == rb[i], stack(0) -> %s == rb; "
-		"big_nested_td unbind(1) -> %zu x %s, stack(1) -> %s == big_nested_td", nrows,
-		demo_batch(rows[0]), demo_batch(st), ncols, demo_batch(cols[0]), demo_batch(st2));
+	demo_say(d,
+		"rb unbind(0) -> %zu x %s, each == rb[i], stack(0) -> %s == rb; "
+		"big_nested_td unbind(1) -> %zu x %s, stack(1) -> %s == big_nested_td",
+		nrows, demo_batch(rows[0]), demo_batch(st), ncols, demo_batch(cols[0]), demo_batch(st2));
 out:
 	td_dict_free(st2);
 	td_dict_free(st);
@@ -155,13 +157,13 @@ int demo_step_permute(demo *d)
 	/* p[3, 1] is q[1, 3], row 1 * 4 + 3 of rb. */
 	DEMO_CALL(d, demo_tensor_at(obs, (const int64_t[]){ 3, 1, 0 }, &x));
 	DEMO_CHECK(d, x == 7, "permute(reshape(rb, [2, 4]), [1, 0])[3, 1] is row %g, not 7", x);
-	DEMO_TRY(demo_check_code(d, td_dict_view(&v, p, 1, flat), TD_ETYPE,
-		"view(permuted, [8])"));
+	DEMO_TRY(demo_check_code(d, td_dict_view(&v, p, 1, flat), TD_ETYPE, "view(permuted, [8])"));
 	DEMO_CALL(d, td_dict_permute(&pp, p, swap));
 	DEMO_TRY(demo_check_equal(d, pp, q, 1, "permute(permute(q, [1, 0]), [1, 0])"));
-	demo_say(d, "rb reshape -> %s, permute(1,0) -> %s (obs %s, [3,1] is row %g); view as "
-		"[%d] refused (%s); permute back == reshaped", demo_batch(q), demo_batch(p),
-		demo_tensor(obs), x, DEMO_ROWS, td_strerror(TD_ETYPE));
+	demo_say(d,
+		"rb reshape -> %s, permute(1,0) -> %s (obs %s, [3,1] is row %g); view as "
+		"[%d] refused (%s); permute back == reshaped",
+		demo_batch(q), demo_batch(p), demo_tensor(obs), x, DEMO_ROWS, td_strerror(TD_ETYPE));
 out:
 	td_dict_free(v);
 	td_dict_free(pp);
@@ -183,23 +185,26 @@ int demo_step_select_exclude(demo *d)
 	DEMO_CALL(d, td_dict_exclude(&e, d->rb, exc, 2));
 	DEMO_CALL(d, demo_dict_key_list(s, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, skeys, 64));
 	DEMO_CALL(d, demo_dict_key_list(e, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY, ekeys, 64));
-	DEMO_CHECK(d, strcmp(skeys, "obs, next.obs") == 0 && strcmp(ekeys, "obs, action, reward")
-		== 0 && demo_shares(s, d->rb, "next.obs"), "select gave '%s', exclude '%s'",
-		skeys, ekeys);
-	DEMO_TRY(demo_check_code(d, td_dict_select(&strict, d->rb, missing, 2, true),
-		TD_ENOTFOUND, "select(rb, [obs, z], strict)"));
+	DEMO_CHECK(d,
+		strcmp(skeys, "obs, next.obs") == 0 && strcmp(ekeys, "obs, action, reward") == 0 &&
+			demo_shares(s, d->rb, "next.obs"),
+		"select gave '%s', exclude '%s'", skeys, ekeys);
+	DEMO_TRY(demo_check_code(d, td_dict_select(&strict, d->rb, missing, 2, true), TD_ENOTFOUND,
+		"select(rb, [obs, z], strict)"));
 	DEMO_CALL(d, td_dict_select(&loose, d->rb, missing, 2, false));
 	DEMO_CALL(d, td_dict_select(&ns, d->nested, (const char *const[]){ leaf_dotted }, 1, true));
 	DEMO_CALL(d, td_dict_exclude(&ne, d->nested, (const char *const[]){ leaf_dotted }, 1));
 	DEMO_CALL(d, demo_dict_stats(ns, &a));
 	DEMO_CALL(d, demo_dict_stats(ne, &b));
-	DEMO_CHECK(d, td_dict_len(loose) == 1 && a.leaves == 1 && a.dicts == 19 &&
-		b.leaves == 18 && b.dicts == 19, "select/exclude LEAF gave %zu and %zu leaves",
-		a.leaves, b.leaves);
-	demo_say(d, "rb select(obs, next.obs) -> %s (shared), exclude(next, done) -> %s; strict "
+	DEMO_CHECK(d,
+		td_dict_len(loose) == 1 && a.leaves == 1 && a.dicts == 19 && b.leaves == 18 &&
+			b.dicts == 19,
+		"select/exclude LEAF gave %zu and %zu leaves", a.leaves, b.leaves);
+	demo_say(d,
+		"rb select(obs, next.obs) -> %s (shared), exclude(next, done) -> %s; strict "
 		"select of \"z\": %s, loose: %zu key; big_nested_td select(LEAF): %zu leaf, %zu "
-		"dicts, exclude(LEAF): %zu leaves", skeys, ekeys,
-		td_strerror(TD_ENOTFOUND), td_dict_len(loose), a.leaves, a.dicts, b.leaves);
+		"dicts, exclude(LEAF): %zu leaves",
+		skeys, ekeys, td_strerror(TD_ENOTFOUND), td_dict_len(loose), a.leaves, a.dicts, b.leaves);
 out:
 	td_dict_free(ne);
 	td_dict_free(ns);
@@ -221,20 +226,26 @@ int demo_step_flatten(demo *d)
 
 	DEMO_CALL(d, td_dict_flatten_keys(&f, d->nested, "."));
 	DEMO_CALL(d, demo_dict_stats(f, &fs));
-	DEMO_CHECK(d, fs.leaves == 19 && fs.dicts == 0 && td_dict_items(flat, NULL, 19, f) == 19 &&
-		strcmp(flat[18], leaf_dotted) == 0, "flatten_keys(big_nested_td) has %zu leaves "
-		"and %zu dicts, last key '%s'", fs.leaves, fs.dicts, flat[18] ? flat[18] : "(none)");
+	DEMO_CHECK(d,
+		fs.leaves == 19 && fs.dicts == 0 && td_dict_items(flat, NULL, 19, f) == 19 &&
+			strcmp(flat[18], leaf_dotted) == 0,
+		"flatten_keys(big_nested_td) has %zu leaves "
+		"and %zu dicts, last key '%s'",
+		fs.leaves, fs.dicts, flat[18] ? flat[18] : "(none)");
 	DEMO_CALL(d, td_dict_unflatten_keys(&u, f, "."));
 	DEMO_TRY(demo_check_equal(d, u, d->nested, 1, "unflatten_keys(flatten_keys(big_nested_td))"));
 	DEMO_CALL(d, demo_dict_key_list(d->nested, TD_ITER_NESTED, before, sizeof(before)));
 	DEMO_CALL(d, demo_dict_key_list(u, TD_ITER_NESTED, after, sizeof(after)));
-	DEMO_CHECK(d, strcmp(before, after) == 0, "unflatten(flatten(big_nested_td)) iterates "
-		"in another order: %s", after);
+	DEMO_CHECK(d, strcmp(before, after) == 0,
+		"unflatten(flatten(big_nested_td)) iterates "
+		"in another order: %s",
+		after);
 	DEMO_CALL(d, td_dict_flatten_keys(&g, d->td, "/"));
 	DEMO_CALL(d, demo_dict_key_list(g, TD_ITER_NESTED, gkeys, sizeof(gkeys)));
 	DEMO_CALL(d, td_dict_unflatten_keys(&v, g, "/"));
 	DEMO_TRY(demo_check_equal(d, v, d->td, 1, "unflatten_keys(flatten_keys(td, \"/\"), \"/\")"));
-	demo_say(d, "big_nested_td -> %zu flat keys, %zu dicts, last \"0.1.(...).18.t\"; "
+	demo_say(d,
+		"big_nested_td -> %zu flat keys, %zu dicts, last \"0.1.(...).18.t\"; "
 		"unflatten == original, same key order; td with \"/\": %s -> back == td",
 		fs.leaves, fs.dicts, gkeys);
 out:

@@ -49,8 +49,9 @@ int demo_step_store(demo *d)
 	DEMO_TRY(demo_check_equal(d, td_store_dict(reader), rb, 1,
 		"the reopened store and the transitions"));
 	DEMO_CALL(d, td_dict_get_strings(&tasks, td_store_dict(reader), "info.task"));
-	DEMO_CHECK(d, tasks->numel == DEMO_ROWS &&
-		strcmp(td_strings_at(NULL, tasks, DEMO_ROWS - 1), "task-7") == 0,
+	DEMO_CHECK(d,
+		tasks->numel == DEMO_ROWS &&
+			strcmp(td_strings_at(NULL, tasks, DEMO_ROWS - 1), "task-7") == 0,
 		"the reopened array of strings");
 	DEMO_CALL(d, td_dict_get(&v, td_store_dict(reader), "obs"));
 	DEMO_CHECK(d, td_buffer_memory(v->tensor.buffer) == TD_MEMORY_FILE,
@@ -67,10 +68,11 @@ int demo_step_store(demo *d)
 	DEMO_CALL(d, td_store_refresh(&changed, reader));
 	DEMO_CHECK(d, changed && td_dict_get(&v, td_store_dict(reader), "priority") == TD_ENOTFOUND,
 		"the reader sees the removal");
-	demo_say(d, "saved %zu leaves (%zu bytes; %d task names as a NonTensorStack) in "
+	demo_say(d,
+		"saved %zu leaves (%zu bytes; %d task names as a NonTensorStack) in "
 		"tensordict's layout, reopened equal; a second process-style handle added and "
-		"removed a leaf (generation %llu)", s.leaves + s.blobs, s.nbytes, DEMO_ROWS,
-		(unsigned long long)td_store_generation(reader));
+		"removed a leaf (generation %llu)",
+		s.leaves + s.blobs, s.nbytes, DEMO_ROWS, (unsigned long long)td_store_generation(reader));
 out:
 	td_dict_free(rb);
 	td_store_close(saved);

@@ -108,8 +108,7 @@ static void put_shape(char *buf, size_t cap, int ndim, const int64_t *shape)
 
 	len += (size_t)snprintf(buf, cap, "[");
 	for (i = 0; i < ndim && len < cap; i++)
-		len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "," : "",
-			(long long)shape[i]);
+		len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "," : "", (long long)shape[i]);
 	if (len < cap)
 		snprintf(buf + len, cap - len, "]");
 }

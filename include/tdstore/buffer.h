@@ -19,12 +19,12 @@ typedef struct td_buffer td_buffer;
 
 /** Where a buffer's bytes live. */
 typedef enum td_memory {
-	TD_MEMORY_HEAP = 0,     /**< host memory from the library allocator, 64-byte aligned */
-	TD_MEMORY_FILE = 1,     /**< a memory-mapped file */
-	TD_MEMORY_SHM = 2,      /**< anonymous shared memory (memfd), shareable across processes */
-	TD_MEMORY_PINNED = 3,   /**< page-locked host memory registered with a GPU runtime */
-	TD_MEMORY_DEVICE = 4,   /**< GPU memory: not addressable by the CPU */
-	TD_MEMORY_EXTERNAL = 5  /**< host memory owned by the caller, released by a hook */
+	TD_MEMORY_HEAP = 0,    /**< host memory from the library allocator, 64-byte aligned */
+	TD_MEMORY_FILE = 1,    /**< a memory-mapped file */
+	TD_MEMORY_SHM = 2,     /**< anonymous shared memory (memfd), shareable across processes */
+	TD_MEMORY_PINNED = 3,  /**< page-locked host memory registered with a GPU runtime */
+	TD_MEMORY_DEVICE = 4,  /**< GPU memory: not addressable by the CPU */
+	TD_MEMORY_EXTERNAL = 5 /**< host memory owned by the caller, released by a hook */
 } td_memory;
 
 /** Buffer flag: the bytes must not be written (read-only mapping, constant data). */
@@ -59,7 +59,9 @@ typedef struct td_buffer_wrap_opts {
 
 /** Initializer for td_buffer_wrap_opts: external host memory, writable, no hook. */
 #define TD_BUFFER_WRAP_OPTS_INIT \
-	{ TD_BUFFER_WRAP_OPTS_VERSION, TD_MEMORY_EXTERNAL, 0u, -1, NULL, NULL }
+	{ \
+		TD_BUFFER_WRAP_OPTS_VERSION, TD_MEMORY_EXTERNAL, 0u, -1, NULL, NULL \
+	}
 
 /**
  * Allocate a heap buffer of `nbytes` bytes aligned to TD_BUFFER_ALIGNMENT.

@@ -103,9 +103,9 @@ typedef struct td_blob {
 typedef struct td_value {
 	td_value_kind kind;
 	union {
-		td_tensor tensor;   /**< TD_VALUE_TENSOR */
-		td_dict *dict;      /**< TD_VALUE_DICT */
-		td_blob blob;       /**< TD_VALUE_STRING and TD_VALUE_BYTES */
+		td_tensor tensor;          /**< TD_VALUE_TENSOR */
+		td_dict *dict;             /**< TD_VALUE_DICT */
+		td_blob blob;              /**< TD_VALUE_STRING and TD_VALUE_BYTES */
 		const td_strings *strings; /**< TD_VALUE_STRINGS (held through its `buffer`) */
 	};
 } td_value;
@@ -289,8 +289,7 @@ TD_API int td_dict_get_blob_key(const char **data_out, size_t *length_out, const
  *         strings
  */
 TD_API int td_dict_get_strings(const td_strings **out, const td_dict *d, const char *key);
-TD_API int td_dict_get_strings_key(const td_strings **out, const td_dict *d,
-	const td_key *key);
+TD_API int td_dict_get_strings_key(const td_strings **out, const td_dict *d, const td_key *key);
 
 /**
  * Element `i` of an array of strings, counted in C order over its shape.
@@ -399,13 +398,12 @@ TD_API int td_dict_set_string_key(td_dict *d, const td_key *key, const char *utf
  */
 TD_API int td_dict_set_strings(td_dict *d, const char *key, int ndim, const int64_t *shape,
 	const char *const *utf8);
-TD_API int td_dict_set_strings_key(td_dict *d, const td_key *key, int ndim,
-	const int64_t *shape, const char *const *utf8);
+TD_API int td_dict_set_strings_key(td_dict *d, const td_key *key, int ndim, const int64_t *shape,
+	const char *const *utf8);
 
 /** Store `length` raw bytes (copied). As td_dict_set_string(). */
 TD_API int td_dict_set_bytes(td_dict *d, const char *key, const void *data, size_t length);
-TD_API int td_dict_set_bytes_key(td_dict *d, const td_key *key, const void *data,
-	size_t length);
+TD_API int td_dict_set_bytes_key(td_dict *d, const td_key *key, const void *data, size_t length);
 
 /**
  * Remove an entry (a whole nested dict for a dict value).
@@ -449,8 +447,8 @@ TD_API int td_dict_rename_key(td_dict *d, const td_key *old_key, const td_key *n
  * @return the number of entries (which may exceed `cap`: only `cap` are
  *         written)
  */
-TD_API size_t td_dict_items(const char **keys_out, const td_value **values_out,
-	size_t cap, const td_dict *d);
+TD_API size_t td_dict_items(const char **keys_out, const td_value **values_out, size_t cap,
+	const td_dict *d);
 
 /** td_dict_iter flag: descend into nested dicts (keys(include_nested=True)). */
 #define TD_ITER_NESTED 0x1u
@@ -551,8 +549,8 @@ TD_API int td_dict_update_inplace(td_dict *d, const td_dict *other);
 TD_API int td_dict_select(td_dict **out, const td_dict *d, const char *const *keys, size_t n,
 	bool strict);
 /** td_dict_select() with key handles. */
-TD_API int td_dict_select_keys(td_dict **out, const td_dict *d, const td_key *const *keys,
-	size_t n, bool strict);
+TD_API int td_dict_select_keys(td_dict **out, const td_dict *d, const td_key *const *keys, size_t n,
+	bool strict);
 
 /** A new dict without the given keys (missing keys are ignored). */
 TD_API int td_dict_exclude(td_dict **out, const td_dict *d, const char *const *keys, size_t n);
@@ -602,8 +600,7 @@ TD_API int td_dict_unflatten_keys(td_dict **out, const td_dict *d, const char *s
  *         the result; a negative td_status to stop (returned by the apply
  *         call)
  */
-typedef int (*td_apply_fn)(td_tensor *out, const td_tensor *in, const td_item *item,
-	void *payload);
+typedef int (*td_apply_fn)(td_tensor *out, const td_tensor *in, const td_item *item, void *payload);
 
 /**
  * A new dict with `fn` applied to every tensor leaf. Non-tensor leaves are
@@ -707,8 +704,8 @@ TD_API int td_dict_split_sizes(td_dict ***dicts_out, size_t *count_out, const td
  * tensordict's chunk (torch.chunk for a nonzero size; a dim of size 0 gives
  * one empty piece).
  */
-TD_API int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d,
-	size_t chunks, int dim);
+TD_API int td_dict_chunk(td_dict ***dicts_out, size_t *count_out, const td_dict *d, size_t chunks,
+	int dim);
 
 /**
  * Stack dicts with identical structure and shapes along a new batch dim

@@ -15,7 +15,7 @@ TD_BEGIN_DECLS
  * on-disk format) and are never reused.
  */
 typedef enum td_dtype {
-	TD_DTYPE_BOOL = 0,  /**< 1 byte, 0 or 1 */
+	TD_DTYPE_BOOL = 0, /**< 1 byte, 0 or 1 */
 	TD_DTYPE_U8 = 1,
 	TD_DTYPE_I8 = 2,
 	TD_DTYPE_I16 = 3,

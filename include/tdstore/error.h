@@ -23,31 +23,31 @@ TD_BEGIN_DECLS
  * cannot drift apart. Codes are stable: a value is never reused.
  */
 #define TD_ERROR_LIST(X) \
-	X(TD_OK,        0,   "success") \
-	X(TD_ERROR,    -1,   "unspecified error") \
-	X(TD_ENOTFOUND, -2,  "not found") \
-	X(TD_EEXISTS,  -3,   "already exists") \
-	X(TD_EINVAL,   -4,   "invalid argument") \
-	X(TD_ENOMEM,   -5,   "out of memory") \
-	X(TD_EIO,      -6,   "input/output error") \
-	X(TD_ECORRUPT, -7,   "corrupt data") \
-	X(TD_EVERSION, -8,   "unsupported format version") \
-	X(TD_ETYPE,    -9,   "dtype or shape mismatch") \
-	X(TD_EBUSY,    -10,  "resource busy") \
+	X(TD_OK, 0, "success") \
+	X(TD_ERROR, -1, "unspecified error") \
+	X(TD_ENOTFOUND, -2, "not found") \
+	X(TD_EEXISTS, -3, "already exists") \
+	X(TD_EINVAL, -4, "invalid argument") \
+	X(TD_ENOMEM, -5, "out of memory") \
+	X(TD_EIO, -6, "input/output error") \
+	X(TD_ECORRUPT, -7, "corrupt data") \
+	X(TD_EVERSION, -8, "unsupported format version") \
+	X(TD_ETYPE, -9, "dtype or shape mismatch") \
+	X(TD_EBUSY, -10, "resource busy") \
 	X(TD_EREADONLY, -11, "read-only") \
-	X(TD_ENOTSUP,  -12,  "operation not supported") \
-	X(TD_EPANIC,   -13,  "handle poisoned by an earlier failure") \
-	X(TD_ELOCKED,  -14,  "dict is locked") \
-	X(TD_EINDEX,   -15,  "index out of range") \
+	X(TD_ENOTSUP, -12, "operation not supported") \
+	X(TD_EPANIC, -13, "handle poisoned by an earlier failure") \
+	X(TD_ELOCKED, -14, "dict is locked") \
+	X(TD_EINDEX, -15, "index out of range") \
 	X(TD_EOVERFLOW, -16, "size overflow") \
-	X(TD_ENOSPC,   -17,  "no space left on device")
+	X(TD_ENOSPC, -17, "no space left on device")
 
 /** Status codes returned by every fallible call. */
 typedef enum td_status {
 #define TD__ERROR_ENUM(name, value, text) name = value,
 	TD_ERROR_LIST(TD__ERROR_ENUM)
 #undef TD__ERROR_ENUM
-	TD__ERROR_LAST = -17
+		TD__ERROR_LAST = -17
 } td_status;
 
 /** The last error recorded on the calling thread. */

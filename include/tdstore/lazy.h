@@ -147,8 +147,7 @@ TD_BEGIN_DECLS
  *         appears twice); TD_ETYPE (batch shapes differ); TD_EOVERFLOW;
  *         TD_ENOMEM
  */
-TD_API int td_lazy_stack(td_dict **out, td_dict *const *dicts, size_t n, int dim,
-	unsigned flags);
+TD_API int td_lazy_stack(td_dict **out, td_dict *const *dicts, size_t n, int dim, unsigned flags);
 
 /** @return true if `d` is a lazy stack (false for NULL). */
 TD_API bool td_dict_is_lazy(const td_dict *d);
@@ -261,8 +260,8 @@ TD_API int td_lazy_get_padded_key(td_tensor *out, const td_dict *d, const td_key
  */
 TD_API int td_lazy_get_nested(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
 	const char *key);
-TD_API int td_lazy_get_nested_key(td_tensor *values_out, td_tensor *offsets_out,
-	const td_dict *d, const td_key *key);
+TD_API int td_lazy_get_nested_key(td_tensor *values_out, td_tensor *offsets_out, const td_dict *d,
+	const td_key *key);
 
 /**
  * The sub-dict under `key`: a new lazy stack, at the same stack dim, of the
@@ -306,8 +305,7 @@ TD_API int td_lazy_densify(td_dict **out, const td_dict *d);
  * @return TD_OK; TD_EINVAL (NULL, n == 0, dim out of range); TD_ETYPE (batch
  *         shapes differ: a lazy stack needs equal ones); TD_ENOMEM
  */
-TD_API int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t n,
-	int dim);
+TD_API int td_lazy_maybe_dense_stack(td_dict **out, const td_dict *const *dicts, size_t n, int dim);
 
 TD_END_DECLS
 

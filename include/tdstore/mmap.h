@@ -93,7 +93,10 @@ typedef struct td_mmap_opts {
 } td_mmap_opts;
 
 /** Initializer for td_mmap_opts: no file reused, existing files mapped read-only. */
-#define TD_MMAP_OPTS_INIT { TD_MMAP_OPTS_VERSION, false, false }
+#define TD_MMAP_OPTS_INIT \
+	{ \
+		TD_MMAP_OPTS_VERSION, false, false \
+	}
 
 /**
  * A new memory-mapped tensor, contents unspecified (tensordict's

@@ -59,7 +59,7 @@ typedef struct td_ring td_ring;
 
 /** How td_ring_create() makes a ring. Fields are only appended. */
 typedef struct td_ring_create_opts {
-	unsigned version;  /**< TD_RING_CREATE_OPTS_VERSION */
+	unsigned version; /**< TD_RING_CREATE_OPTS_VERSION */
 	/** keep a sum-tree of priorities (td_ring_sample_prioritized()); default false */
 	bool prioritized;
 	/** TD_SYNC_FULL (default): the new files are synced before the call returns */
@@ -67,20 +67,26 @@ typedef struct td_ring_create_opts {
 } td_ring_create_opts;
 
 /** Initializer for td_ring_create_opts: no priorities, every file synced. */
-#define TD_RING_CREATE_OPTS_INIT { TD_RING_CREATE_OPTS_VERSION, false, TD_SYNC_FULL }
+#define TD_RING_CREATE_OPTS_INIT \
+	{ \
+		TD_RING_CREATE_OPTS_VERSION, false, TD_SYNC_FULL \
+	}
 
 /** Current version of td_ring_open_opts; set `version` to it. */
 #define TD_RING_OPEN_OPTS_VERSION 1
 
 /** How td_ring_open() opens a ring. Fields are only appended. */
 typedef struct td_ring_open_opts {
-	unsigned version;  /**< TD_RING_OPEN_OPTS_VERSION */
+	unsigned version; /**< TD_RING_OPEN_OPTS_VERSION */
 	/** open read-write (a writer: add, extend, clear, ...); default false: sample and read only */
 	bool writable;
 } td_ring_open_opts;
 
 /** Initializer for td_ring_open_opts: read-only. */
-#define TD_RING_OPEN_OPTS_INIT { TD_RING_OPEN_OPTS_VERSION, false }
+#define TD_RING_OPEN_OPTS_INIT \
+	{ \
+		TD_RING_OPEN_OPTS_VERSION, false \
+	}
 
 /** td_ring_sample() flag: draw distinct rows (sampling without replacement). */
 #define TD_RING_NO_REPLACEMENT 0x1u
@@ -116,8 +122,8 @@ typedef struct td_ring_open_opts {
  *         On failure the files already written stay on disk, without a
  *         ring file.
  */
-TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row,
-	int64_t capacity, const td_ring_create_opts *opts);
+TD_API int td_ring_create(td_ring **out, const char *path, const td_dict *row, int64_t capacity,
+	const td_ring_create_opts *opts);
 
 /**
  * Open an existing ring. It carries on where it stopped: the cursor, the

@@ -87,7 +87,10 @@ typedef struct td_store_open_opts {
 } td_store_open_opts;
 
 /** Initializer for td_store_open_opts: read-only. */
-#define TD_STORE_OPEN_OPTS_INIT { TD_STORE_OPEN_OPTS_VERSION, false }
+#define TD_STORE_OPEN_OPTS_INIT \
+	{ \
+		TD_STORE_OPEN_OPTS_VERSION, false \
+	}
 
 /** Current version of td_store_memmap_opts; set `version` to it. */
 #define TD_STORE_MEMMAP_OPTS_VERSION 1
@@ -125,7 +128,9 @@ typedef struct td_store_memmap_opts {
 
 /** Initializer for td_store_memmap_opts: a directory, nothing reused, the data copied, synced. */
 #define TD_STORE_MEMMAP_OPTS_INIT \
-	{ TD_STORE_MEMMAP_OPTS_VERSION, TD_PLACEMENT_DIRECTORY, false, false, TD_SYNC_FULL }
+	{ \
+		TD_STORE_MEMMAP_OPTS_VERSION, TD_PLACEMENT_DIRECTORY, false, false, TD_SYNC_FULL \
+	}
 
 /**
  * Open a store in place: a directory (only its meta.json files are read)

@@ -55,22 +55,33 @@ TD_BEGIN_DECLS
  * change a tensor only through the API.
  */
 typedef struct td_tensor {
-	td_buffer *buffer;            /**< one reference, owned by this value; NULL when released */
-	int64_t offset;               /**< index of the first element in the buffer, in elements */
-	td_dtype dtype;               /**< element type */
-	int32_t ndim;                 /**< number of dimensions, 0..TD_MAX_DIMS */
+	td_buffer *buffer; /**< one reference, owned by this value; NULL when released */
+	int64_t offset;    /**< index of the first element in the buffer, in elements */
+	td_dtype dtype;    /**< element type */
+	int32_t ndim;      /**< number of dimensions, 0..TD_MAX_DIMS */
 	/** Private: where the dims are; read them with td_tensor_shape() and td_tensor_strides(). */
 	union {
 		struct {
 			int64_t shape[TD_TENSOR_INLINE_DIMS];
 			int64_t strides[TD_TENSOR_INLINE_DIMS];
-		} inl;                /**< ndim <= TD_TENSOR_INLINE_DIMS */
-		const int64_t *ext;   /**< more dims: shape[ndim] then strides[ndim], shared */
+		} inl;              /**< ndim <= TD_TENSOR_INLINE_DIMS */
+		const int64_t *ext; /**< more dims: shape[ndim] then strides[ndim], shared */
 	} dims_;
 } td_tensor;
 
 /** Initializer for a released (empty) td_tensor value. */
-#define TD_TENSOR_INIT { NULL, 0, TD_DTYPE_F32, 0, { { { 0 }, { 0 } } } }
+#define TD_TENSOR_INIT \
+	{ \
+		NULL, 0, TD_DTYPE_F32, 0, \
+		{ \
+			{ \
+				{ 0 }, \
+				{ \
+					0 \
+				} \
+			} \
+		} \
+	}
 
 /**
  * @return the size of each of the tensor's `ndim` dims (borrowed: valid
@@ -97,10 +108,10 @@ static inline const int64_t *td_tensor_strides(const td_tensor *t)
 /** What a td_scalar holds. */
 typedef enum td_scalar_kind {
 	TD_SCALAR_BOOL = 0,
-	TD_SCALAR_INT = 1,     /**< signed 64-bit */
-	TD_SCALAR_UINT = 2,    /**< unsigned 64-bit */
-	TD_SCALAR_FLOAT = 3,   /**< double */
-	TD_SCALAR_COMPLEX = 4  /**< two doubles */
+	TD_SCALAR_INT = 1,    /**< signed 64-bit */
+	TD_SCALAR_UINT = 2,   /**< unsigned 64-bit */
+	TD_SCALAR_FLOAT = 3,  /**< double */
+	TD_SCALAR_COMPLEX = 4 /**< two doubles */
 } td_scalar_kind;
 
 /** A single value of any dtype, used to fill, compare and do arithmetic. */
@@ -190,11 +201,11 @@ TD_API double td_scalar_as_double(td_scalar s);
 
 /** The kinds of index, as in Python's `t[...]`. */
 typedef enum td_index_kind {
-	TD_INDEX_INT = 0,      /**< one position (`start`); negative counts from the end; drops the dim */
-	TD_INDEX_SLICE = 1,    /**< start:stop:step with Python slice rules (clamped, negatives wrap);
+	TD_INDEX_INT = 0,   /**< one position (`start`); negative counts from the end; drops the dim */
+	TD_INDEX_SLICE = 1, /**< start:stop:step with Python slice rules (clamped, negatives wrap);
 	                            the step must be positive (views have no negative strides);
 	                            TD_SLICE_NONE as step means 1 */
-	TD_INDEX_RANGE = 2,    /**< range(start, stop, step), step > 0: every position must be in
+	TD_INDEX_RANGE = 2, /**< range(start, stop, step), step > 0: every position must be in
 	                            bounds; a view */
 	TD_INDEX_NEWAXIS = 3,  /**< None: inserts a dimension of size 1 */
 	TD_INDEX_ELLIPSIS = 4, /**< ...: as many full slices as needed */
@@ -214,13 +225,13 @@ typedef enum td_index_kind {
  */
 typedef struct td_index {
 	td_index_kind kind;
-	int64_t start;            /**< INT position; SLICE/RANGE start */
-	int64_t stop;             /**< SLICE/RANGE stop */
-	int64_t step;             /**< SLICE/RANGE step (nonzero) */
-	const int64_t *list;      /**< LIST positions */
-	const bool *mask;         /**< MASK booleans */
-	int64_t count;            /**< LIST/MASK length */
-	const td_tensor *tensor;  /**< TENSOR index (int8..int64, uint8..uint64 positions, or bool mask) */
+	int64_t start;           /**< INT position; SLICE/RANGE start */
+	int64_t stop;            /**< SLICE/RANGE stop */
+	int64_t step;            /**< SLICE/RANGE step (nonzero) */
+	const int64_t *list;     /**< LIST positions */
+	const bool *mask;        /**< MASK booleans */
+	int64_t count;           /**< LIST/MASK length */
+	const td_tensor *tensor; /**< TENSOR index (int8..int64, uint8..uint64 positions, or bool mask) */
 } td_index;
 
 static inline td_index td__index_make(td_index_kind kind)
@@ -454,8 +465,7 @@ TD_API int td_tensor_index(td_tensor *out, const td_tensor *t, const td_index *i
  * @return as td_tensor_index(), plus TD_ETYPE if `value` does not
  *         broadcast, TD_EREADONLY
  */
-TD_API int td_tensor_index_put(td_tensor *t, const td_index *idx, size_t n,
-	const td_tensor *value);
+TD_API int td_tensor_index_put(td_tensor *t, const td_index *idx, size_t n, const td_tensor *value);
 
 /** `t[idx...] = value` for a scalar. Errors as td_tensor_index_put(). */
 TD_API int td_tensor_index_fill(td_tensor *t, const td_index *idx, size_t n, td_scalar value);

@@ -35,25 +35,31 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define TAIL(shp) "\"shape\": " shp ", \"device\": \"cpu\", " \
+#define TAIL(shp) \
+	"\"shape\": " shp ", \"device\": \"cpu\", " \
 	"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
-#define LEAF(dt, shp) "{\"device\": \"cpu\", \"shape\": " shp ", \"dtype\": \"" dt "\", " \
+#define LEAF(dt, shp) \
+	"{\"device\": \"cpu\", \"shape\": " shp ", \"dtype\": \"" dt "\", " \
 	"\"is_nested\": false}"
 
 /* The store, as tensordict (and a hand) would have written it: (path, text) pairs. */
 static const char *const files[][2] = {
-	{ "meta.json", "{\"x\": " LEAF("torch.float32", "[2, 3]") ", \"my key\": "
-		LEAF("torch.int16", "[2]") ", \"none\": " LEAF("torch.int8", "[2, 0]") ", \"s\": "
-		"{\"type\": \"NonTensorData\"}, \"w\": {\"type\": \"NonTensorStack\"}, \"sub\": "
-		"{\"type\": \"TensorDict\"}, \"tc\": {\"type\": \"Obs\"}, \"raw dir\": {\"type\": "
-		"\"TensorDict\"}, " TAIL("[2]") },
+	{ "meta.json",
+		"{\"x\": " LEAF("torch.float32", "[2, 3]") ", \"my key\": " LEAF("torch.int16",
+			"[2]") ", \"none\": " LEAF("torch.int8",
+			"[2, 0]") ", \"s\": "
+					  "{\"type\": \"NonTensorData\"}, \"w\": {\"type\": \"NonTensorStack\"}, \"sub\": "
+					  "{\"type\": \"TensorDict\"}, \"tc\": {\"type\": \"Obs\"}, \"raw dir\": {\"type\": "
+					  "\"TensorDict\"}, " TAIL("[2]") },
 	{ "x.memmap", "0123456789abcdefghijklmn" },
 	{ "my key.memmap", "wxyz" },
 	{ "s/", NULL },
-	{ "s/meta.json", "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+	{ "s/meta.json",
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 		"\"data\": \"hello\", \"_metadata\": null, \"_is_non_tensor\": true}" },
 	{ "w/", NULL },
-	{ "w/meta.json", "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\","
+	{ "w/meta.json",
+		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\","
 		"\"_format_version\":1,\"_class\":\"tensordict:NonTensorStack\",\"stack_dim\":0,"
 		"\"device\":null,\"data\":[\"a\",\"b\"]}" },
 	{ "sub/", NULL },
@@ -110,8 +116,8 @@ static void write_seed(void)
 	td_tensor t;
 
 	if (td_store_open(&st, dir, &td_fuzz_rw) != TD_OK ||
-	    td_tensor_zeros(&t, TD_DTYPE_U8, 1, (const int64_t[]){ 2 }) != TD_OK ||
-	    td_store_add_tensor(st, "probe", &t) != TD_OK || td_store_remove(st, "probe") != TD_OK)
+		td_tensor_zeros(&t, TD_DTYPE_U8, 1, (const int64_t[]){ 2 }) != TD_OK ||
+		td_store_add_tensor(st, "probe", &t) != TD_OK || td_store_remove(st, "probe") != TD_OK)
 		abort();
 	td_tensor_release(&t);
 	td_store_close(st);
@@ -122,7 +128,7 @@ static void write_seed(void)
 
 		path_of(path, sizeof(path), TD_DIRINDEX_NAME);
 		if (td__read_small_file(AT_FDCWD, path, 1 << 30, &buf, &len, path) != TD_OK ||
-		    !(f = fopen(seed, "wb")) || fwrite(buf, 1, len, f) != len)
+			!(f = fopen(seed, "wb")) || fwrite(buf, 1, len, f) != len)
 			abort();
 		fclose(f);
 		td__free(buf);

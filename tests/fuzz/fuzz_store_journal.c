@@ -29,11 +29,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define TAIL(shp) "\"shape\": " shp ", \"device\": \"cpu\", " \
+#define TAIL(shp) \
+	"\"shape\": " shp ", \"device\": \"cpu\", " \
 	"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
-#define ROOT(n) "{\"x\": {\"device\": \"cpu\", \"shape\": [" n "], \"dtype\": \"torch.int32\", " \
+#define ROOT(n) \
+	"{\"x\": {\"device\": \"cpu\", \"shape\": [" n "], \"dtype\": \"torch.int32\", " \
 	"\"is_nested\": false}, \"sub\": {\"type\": \"TensorDict\"}, " TAIL("[" n "]")
-#define SUB(n) "{\"y\": {\"device\": \"cpu\", \"shape\": [" n ", 2], \"dtype\": \"torch.int64\", " \
+#define SUB(n) \
+	"{\"y\": {\"device\": \"cpu\", \"shape\": [" n ", 2], \"dtype\": \"torch.int64\", " \
 	"\"is_nested\": false}, " TAIL("[" n "]")
 
 static char dir[256];
@@ -54,8 +57,15 @@ static void drop(const char *name)
 static void cleanup(void)
 {
 	static const char *const files[] = {
-		"sub/meta.json", "sub/y.memmap", "sub/.tdstore-tmp.1.1", "meta.json", "x.memmap",
-		".tdstore-tmp.1.2", ".tdstore-journal", ".tdstore-coord", "link",
+		"sub/meta.json",
+		"sub/y.memmap",
+		"sub/.tdstore-tmp.1.1",
+		"meta.json",
+		"x.memmap",
+		".tdstore-tmp.1.2",
+		".tdstore-journal",
+		".tdstore-coord",
+		"link",
 	};
 	char path[512];
 	size_t i;

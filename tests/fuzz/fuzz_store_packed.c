@@ -146,8 +146,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			rows = s > (1 << 20) ? INT64_MAX : rows * s; /* at most 2^40 */
 		}
 		if (rows <= (1 << 20) &&
-		    td_tensor_zeros(&t, TD_DTYPE_U8, td_dict_batch_ndim(d),
-			    td_dict_batch_shape(d)) == TD_OK) {
+			td_tensor_zeros(&t, TD_DTYPE_U8, td_dict_batch_ndim(d), td_dict_batch_shape(d)) ==
+				TD_OK) {
 			if (td_store_add_tensor(st, "fuzz.leaf", &t) == TD_OK)
 				td_store_remove(st, "fuzz");
 			td_tensor_release(&t);

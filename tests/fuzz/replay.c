@@ -31,8 +31,7 @@ int main(int argc, char **argv)
 	const char *src = getenv("TD_SRCDIR");
 	int i, n, count = 0, failed = 0;
 
-	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", src && *src ? src : ".",
-		TD_FUZZ_TARGET);
+	snprintf(dir, sizeof(dir), "%s/tests/fuzz/corpus/%s", src && *src ? src : ".", TD_FUZZ_TARGET);
 	for (i = 1; i < argc; i++)
 		if (strncmp(argv[i], "--", 2) != 0)
 			snprintf(dir, sizeof(dir), "%s", argv[i]);
@@ -60,8 +59,8 @@ int main(int argc, char **argv)
 		snprintf(path, sizeof(path), "%s/%s", dir, name);
 		f = fopen(path, "rb");
 		if (!f || fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0 ||
-		    fseek(f, 0, SEEK_SET) != 0 || !(buf = malloc((size_t)len + 1)) ||
-		    fread(buf, 1, (size_t)len, f) != (size_t)len) {
+			fseek(f, 0, SEEK_SET) != 0 || !(buf = malloc((size_t)len + 1)) ||
+			fread(buf, 1, (size_t)len, f) != (size_t)len) {
 			printf("not ok %d - %s: cannot read\n", count, name);
 			failed++;
 		} else {

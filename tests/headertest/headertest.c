@@ -36,22 +36,21 @@ int main(void)
 	if (strcmp(version, TD_VERSION_STRING) != 0 || major != TD_VERSION_MAJOR)
 		return 1;
 	if (so.version != TD_STORE_OPEN_OPTS_VERSION || so.writable ||
-	    mo.placement != TD_PLACEMENT_DIRECTORY || mo.sync != TD_SYNC_FULL ||
-	    mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
+		mo.placement != TD_PLACEMENT_DIRECTORY || mo.sync != TD_SYNC_FULL ||
+		mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
 		return 1;
 	if (idx[1].kind != TD_INDEX_SLICE || kind != TD_VALUE_TENSOR || sizeof(td_value) == 0)
 		return 1;
 	if (td_tensor_zeros(&t, TD_DTYPE_F32, 2, shape) != TD_OK ||
-	    td_tensor_fill(&t, td_scalar_float(2.5)) != TD_OK ||
-	    td_tensor_select(&row, &t, 0, 1) != TD_OK ||
-	    td_tensor_get(&got, &row, at) != TD_OK) {
+		td_tensor_fill(&t, td_scalar_float(2.5)) != TD_OK ||
+		td_tensor_select(&row, &t, 0, 1) != TD_OK || td_tensor_get(&got, &row, at) != TD_OK) {
 		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}
 	td_tensor_release(&row);
 	if (td_dict_new(&d, 1, shape) != TD_OK || td_dict_set_tensor(d, "x", &t) != TD_OK ||
-	    td_dict_set_string(d, "s", "text") != TD_OK || td_dict_get(&v, d, "x") != TD_OK ||
-	    v->tensor.ndim != 2 || td_dict_get(&v, d, "s") != TD_OK || v->blob.length != 4) {
+		td_dict_set_string(d, "s", "text") != TD_OK || td_dict_get(&v, d, "x") != TD_OK ||
+		v->tensor.ndim != 2 || td_dict_get(&v, d, "s") != TD_OK || v->blob.length != 4) {
 		fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}

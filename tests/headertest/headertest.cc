@@ -32,20 +32,18 @@ int main()
 	if (idx[0].start != -1 || opts.version != TD_BUFFER_WRAP_OPTS_VERSION || dict || key)
 		return 1;
 	if (so.writable || mo.placement != TD_PLACEMENT_DIRECTORY || mo.sync != TD_SYNC_FULL ||
-	    mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
+		mm.version != TD_MMAP_OPTS_VERSION || rc.prioritized || ro.writable)
 		return 1;
 	if (td_tensor_zeros(&t, TD_DTYPE_I64, 2, shape) != TD_OK ||
-	    td_tensor_fill(&t, td_scalar_int(7)) != TD_OK ||
-	    td_tensor_select(&row, &t, 0, 2) != TD_OK ||
-	    td_tensor_get(&got, &row, at) != TD_OK) {
+		td_tensor_fill(&t, td_scalar_int(7)) != TD_OK ||
+		td_tensor_select(&row, &t, 0, 2) != TD_OK || td_tensor_get(&got, &row, at) != TD_OK) {
 		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}
 	td_tensor_release(&row);
 	const td_value *v = nullptr;
 	if (td_dict_new(&dict, 1, shape) != TD_OK || td_dict_set_tensor(dict, "x", &t) != TD_OK ||
-	    td_dict_get(&v, dict, "x") != TD_OK || v->kind != TD_VALUE_TENSOR ||
-	    v->tensor.ndim != 2) {
+		td_dict_get(&v, dict, "x") != TD_OK || v->kind != TD_VALUE_TENSOR || v->tensor.ndim != 2) {
 		std::fprintf(stderr, "headertest: %s\n", td_error_last()->message);
 		return 1;
 	}

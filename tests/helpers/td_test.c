@@ -148,9 +148,21 @@ double td_test_element(const td_tensor *t, int64_t flat)
 }
 
 const td_dtype td_test_all_dtypes[TD_DTYPE_COUNT] = {
-	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
-	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64, TD_DTYPE_F16,
-	TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64, TD_DTYPE_C128,
+	TD_DTYPE_BOOL,
+	TD_DTYPE_U8,
+	TD_DTYPE_I8,
+	TD_DTYPE_I16,
+	TD_DTYPE_I32,
+	TD_DTYPE_I64,
+	TD_DTYPE_U16,
+	TD_DTYPE_U32,
+	TD_DTYPE_U64,
+	TD_DTYPE_F16,
+	TD_DTYPE_BF16,
+	TD_DTYPE_F32,
+	TD_DTYPE_F64,
+	TD_DTYPE_C64,
+	TD_DTYPE_C128,
 };
 
 void td_test_poison(td_tensor *t)
@@ -302,15 +314,15 @@ void td_test_enomem_sweep(int (*body)(void *ctx), void (*cleanup)(void *ctx), vo
 		rc = body(ctx);
 		if (rc >= 0) {
 			cleanup(ctx);
-			cr_assert_eq(td_test_alloc_live(), 0, "success after %ld allocations leaked %ld",
-				k, td_test_alloc_live());
+			cr_assert_eq(td_test_alloc_live(), 0, "success after %ld allocations leaked %ld", k,
+				td_test_alloc_live());
 			td_test_alloc_uninstall();
 			return;
 		}
 		cr_assert_eq(rc, TD_ENOMEM, "failure at allocation %ld returned %d (%s): %s", k, rc,
 			td_strerror(rc), td_error_last()->message);
-		cr_assert_eq(td_test_alloc_live(), 0,
-			"failure at allocation %ld leaked %ld allocations", k, td_test_alloc_live());
+		cr_assert_eq(td_test_alloc_live(), 0, "failure at allocation %ld leaked %ld allocations", k,
+			td_test_alloc_live());
 		td_test_alloc_uninstall();
 	}
 	cr_assert_fail("the body never succeeded");
@@ -335,11 +347,13 @@ const td_store_open_opts *td_test_rw(void)
 
 /* One td_store_memmap_opts of placement P for the TD_TEST_* settings F. */
 #define TD_TEST_MEMMAP(P, F) \
-	{ TD_STORE_MEMMAP_OPTS_VERSION, P, ((F) & TD_TEST_EXISTSOK) != 0, \
-		((F) & TD_TEST_LIKE) != 0, ((F) & TD_TEST_NOSYNC) ? TD_SYNC_NONE : TD_SYNC_FULL }
+	{ \
+		TD_STORE_MEMMAP_OPTS_VERSION, P, ((F)&TD_TEST_EXISTSOK) != 0, ((F)&TD_TEST_LIKE) != 0, \
+			((F)&TD_TEST_NOSYNC) ? TD_SYNC_NONE : TD_SYNC_FULL \
+	}
 #define TD_TEST_MEMMAP_ALL(P) \
 	TD_TEST_MEMMAP(P, 0), TD_TEST_MEMMAP(P, 1), TD_TEST_MEMMAP(P, 2), TD_TEST_MEMMAP(P, 3), \
-	TD_TEST_MEMMAP(P, 4), TD_TEST_MEMMAP(P, 5), TD_TEST_MEMMAP(P, 6), TD_TEST_MEMMAP(P, 7)
+		TD_TEST_MEMMAP(P, 4), TD_TEST_MEMMAP(P, 5), TD_TEST_MEMMAP(P, 6), TD_TEST_MEMMAP(P, 7)
 
 const td_store_memmap_opts *td_test_memmap(td_placement placement, unsigned flags)
 {
@@ -520,8 +534,8 @@ td_store *td_test_race_adds(const char *path, int racers, int per_racer, td_test
 			snprintf(key, sizeof(key), "%sp%d_%d", nested ? "shared." : "", i, j);
 			td_cr_assert_ok(td_dict_get(&v, td_store_dict(st), key));
 			cr_assert_eq(v->kind, TD_VALUE_TENSOR);
-			cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], i * 100 + j,
-				"p%d_%d", i, j);
+			cr_assert_eq(((const int64_t *)td_tensor_data(&v->tensor))[3], i * 100 + j, "p%d_%d", i,
+				j);
 		}
 	cr_assert_eq(td_store_generation(st), 1 + (uint64_t)racers * (uint64_t)per_racer);
 	return st;

@@ -15,8 +15,8 @@
 #define td_cr_assert_ok(expr) \
 	do { \
 		int td_rc_ = (expr); \
-		cr_assert(td_rc_ >= 0, "%s failed with %d (%s): %s", #expr, td_rc_, \
-			td_strerror(td_rc_), td_error_last()->message); \
+		cr_assert(td_rc_ >= 0, "%s failed with %d (%s): %s", #expr, td_rc_, td_strerror(td_rc_), \
+			td_error_last()->message); \
 	} while (0)
 
 /**
@@ -34,7 +34,7 @@
 		cr_assert_eq(td_error_last()->code, (expected), "%s: last error code %d, expected %d", \
 			#expr, td_error_last()->code, (int)(expected)); \
 		cr_assert(td_error_last()->message[0] != '\0' && \
-				  strcmp(td_error_last()->message, "no error") != 0, \
+				strcmp(td_error_last()->message, "no error") != 0, \
 			"%s: no error message recorded", #expr); \
 	} while (0)
 
@@ -164,8 +164,8 @@ int td_test_add_filled(td_store *st, const char *key, int64_t value);
 
 /** What td_test_schema_writer() works on. */
 typedef struct td_test_writer {
-	const char *path;   /* a directory store whose root has one batch dim */
-	int first;          /* the first key number it uses */
+	const char *path; /* a directory store whose root has one batch dim */
+	int first;        /* the first key number it uses */
 } td_test_writer;
 
 /**

@@ -27,8 +27,8 @@ int main(int argc, char **argv)
 	const char *lib = td_version(NULL, NULL, NULL);
 
 	if (argc != 2 || strcmp(lib, argv[1]) != 0 || strcmp(lib, TD_VERSION_STRING) != 0) {
-		fprintf(stderr, "consumer: library %s, headers %s, expected %s\n", lib,
-			TD_VERSION_STRING, argc == 2 ? argv[1] : "(none)");
+		fprintf(stderr, "consumer: library %s, headers %s, expected %s\n", lib, TD_VERSION_STRING,
+			argc == 2 ? argv[1] : "(none)");
 		return 1;
 	}
 	if (td_tensor_zeros(&t, TD_DTYPE_F64, 2, shape) != TD_OK)

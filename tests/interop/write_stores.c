@@ -180,13 +180,13 @@ static td_dict *make_flat(void)
 
 	for (i = 0; i < N; i++) {
 		vb[i] = i % 3 == 0;
-		vu8[i] = (uint8_t)(i * 23);                    /* 0 .. 253 */
-		vi8[i] = (int8_t)(i * 23 - 128);               /* -128 .. 125 */
+		vu8[i] = (uint8_t)(i * 23);      /* 0 .. 253 */
+		vi8[i] = (int8_t)(i * 23 - 128); /* -128 .. 125 */
 		vi16[i] = (int16_t)(i * 5000 - 30000);
 		vi32[i] = (int32_t)((int64_t)i * 300000000 - 1500000000);
 		vi64[i] = (int64_t)(i - 6) * 1000000000000LL;
-		vu16[i] = (uint16_t)(i * 5000);                /* up to 55000 > INT16_MAX */
-		vu32[i] = (uint32_t)i * 390000000u;            /* up to 4.29e9 > INT32_MAX */
+		vu16[i] = (uint16_t)(i * 5000);     /* up to 55000 > INT16_MAX */
+		vu32[i] = (uint32_t)i * 390000000u; /* up to 4.29e9 > INT32_MAX */
 		vu64[i] = (uint64_t)i * (UINT64_C(1) << 60) + (uint64_t)i;
 		vf16[i] = (float)i * 0.25f - 1.0f;
 		vbf16[i] = (float)i * 0.5f - 2.0f;
@@ -219,8 +219,8 @@ static td_dict *make_flat(void)
 	vf64[2] = DBL_MAX;
 	vf64[3] = DBL_MIN / 8.0; /* subnormal */
 	vf64[4] = -INFINITY;
-	vf16[N - 1] = 65504.0f;   /* float16 max */
-	vbf16[N - 1] = 0x1p100f;  /* beyond float16, within bfloat16 */
+	vf16[N - 1] = 65504.0f;  /* float16 max */
+	vbf16[N - 1] = 0x1p100f; /* beyond float16, within bfloat16 */
 
 	put(d, "bool", TD_DTYPE_BOOL, 3, b1, vb);
 	put(d, "uint8", TD_DTYPE_U8, 2, b, vu8);
@@ -275,13 +275,27 @@ static td_dict *make_nested(void)
 static td_dict *make_encoded_keys(void)
 {
 	static const char *const keys[] = {
-		"a/b", "my key", "50%", "", ".", "..", "tab\there", "colon:x", "q?*", "dot.ted",
+		"a/b",
+		"my key",
+		"50%",
+		"",
+		".",
+		"..",
+		"tab\there",
+		"colon:x",
+		"q?*",
+		"dot.ted",
 		"caf\xc3\xa9",
 		/* Names meta.json files use in their own entries (those it uses for the
 		 * dict itself, "shape", "device", "_type", "_format_version" and
 		 * "_class", are refused). */
-		"_names", "_metadata", "_is_non_tensor", "data", "type",
-		"dtype", "is_nested",
+		"_names",
+		"_metadata",
+		"_is_non_tensor",
+		"data",
+		"type",
+		"dtype",
+		"is_nested",
 	};
 	static const int64_t b[] = { 2 }, s[] = { 2, 2 };
 	static const char *const nested_x[] = { "sub/dir", "x y" };
@@ -453,7 +467,8 @@ static json_t *tensor_json(const td_item *it, const td_tensor *mapped, const td_
 	check(td_tensor_contiguous(&oc, orig), "td_tensor_contiguous");
 	td_tensor_release(&stacked);
 	if (mc.dtype != oc.dtype || mc.ndim != oc.ndim ||
-		memcmp(td_tensor_shape(&mc), td_tensor_shape(&oc), sizeof(int64_t) * (size_t)mc.ndim) != 0 ||
+		memcmp(td_tensor_shape(&mc), td_tensor_shape(&oc), sizeof(int64_t) * (size_t)mc.ndim) !=
+			0 ||
 		td_tensor_nbytes(&oc) != nbytes ||
 		(nbytes && memcmp(td_tensor_data(&mc), td_tensor_data(&oc), nbytes) != 0)) {
 		fprintf(stderr, "write_stores: leaf '%s': the store does not hold what was written\n",
@@ -490,8 +505,7 @@ static json_t *string_json(const td_item *it, const td_dict *src)
 		parent = sub;
 	}
 	check(td_dict_get_blob(&orig, &orig_len, parent, it->key), it->key);
-	if (orig_len != it->value->blob.length ||
-		memcmp(orig, it->value->blob.data, orig_len) != 0) {
+	if (orig_len != it->value->blob.length || memcmp(orig, it->value->blob.data, orig_len) != 0) {
 		fprintf(stderr, "write_stores: string '%s': the store does not hold what was written\n",
 			it->key);
 		exit(1);
@@ -571,8 +585,9 @@ static json_t *describe(td_store *store, const td_dict *src)
 		case TD_VALUE_DICT:
 			e = jcheck(json_object());
 			jset(e, "path", path_json(it.path, it.depth));
-			jset(e, "batch_size", shape_json(td_dict_batch_ndim(it.value->dict),
-				td_dict_batch_shape(it.value->dict)));
+			jset(e, "batch_size",
+				shape_json(td_dict_batch_ndim(it.value->dict),
+					td_dict_batch_shape(it.value->dict)));
 			jappend(dicts, e);
 			break;
 		default:
@@ -591,8 +606,7 @@ static json_t *describe(td_store *store, const td_dict *src)
 
 /* ---- rings ---- */
 
-static void put_zeros(td_dict *d, const char *key, td_dtype dtype, int ndim,
-	const int64_t *shape)
+static void put_zeros(td_dict *d, const char *key, td_dtype dtype, int ndim, const int64_t *shape)
 {
 	td_tensor t;
 
@@ -734,8 +748,8 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 		tickets += (uint64_t)n;
 		td_dict_free(b);
 	}
-	if ((uint64_t)td_ring_len(r) != (tickets < (uint64_t)spec->capacity ? tickets :
-		(uint64_t)spec->capacity))
+	if ((uint64_t)td_ring_len(r) !=
+		(tickets < (uint64_t)spec->capacity ? tickets : (uint64_t)spec->capacity))
 		die("a ring's length is wrong");
 	src = ring_reference(r, tickets);
 	td_ring_close(r);
@@ -756,7 +770,7 @@ static void write_ring(const char *dir, const ring_spec *spec, json_t *all)
 struct store_spec {
 	const char *name;
 	td_dict *(*make)(void);
-	int64_t grow_to;   /* > 0: td_store_grow() the written store to this dim 0 */
+	int64_t grow_to; /* > 0: td_store_grow() the written store to this dim 0 */
 };
 
 /* (h) arrays of strings, tensordict's NonTensorStack. */

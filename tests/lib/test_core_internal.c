@@ -119,12 +119,23 @@ Test(core_internal, errno_values_map_to_the_closest_status)
 	static const struct {
 		int err, status;
 	} map[] = {
-		{ ENOMEM, TD_ENOMEM }, { ENOENT, TD_ENOTFOUND }, { EEXIST, TD_EEXISTS },
-		{ EINVAL, TD_EINVAL }, { ENOSPC, TD_ENOSPC }, { EDQUOT, TD_ENOSPC },
-		{ EROFS, TD_EREADONLY }, { EACCES, TD_EREADONLY }, { EPERM, TD_EREADONLY },
-		{ EBUSY, TD_EBUSY }, { EAGAIN, TD_EBUSY }, { ENOSYS, TD_ENOTSUP },
-		{ EOPNOTSUPP, TD_ENOTSUP }, { EOVERFLOW, TD_EOVERFLOW }, { EFBIG, TD_EOVERFLOW },
-		{ EIO, TD_EIO }, { EPIPE, TD_EIO },
+		{ ENOMEM, TD_ENOMEM },
+		{ ENOENT, TD_ENOTFOUND },
+		{ EEXIST, TD_EEXISTS },
+		{ EINVAL, TD_EINVAL },
+		{ ENOSPC, TD_ENOSPC },
+		{ EDQUOT, TD_ENOSPC },
+		{ EROFS, TD_EREADONLY },
+		{ EACCES, TD_EREADONLY },
+		{ EPERM, TD_EREADONLY },
+		{ EBUSY, TD_EBUSY },
+		{ EAGAIN, TD_EBUSY },
+		{ ENOSYS, TD_ENOTSUP },
+		{ EOPNOTSUPP, TD_ENOTSUP },
+		{ EOVERFLOW, TD_EOVERFLOW },
+		{ EFBIG, TD_EOVERFLOW },
+		{ EIO, TD_EIO },
+		{ EPIPE, TD_EIO },
 	};
 	size_t i;
 
@@ -154,7 +165,7 @@ static void *churn(void *arg)
 	for (i = 0; i < 50; i++) {
 		td_dict *d, *c;
 		if (td_dict_new(&d, 1, b) < 0 || td_dict_set_string(d, "a.b", "x") < 0 ||
-		    td_dict_copy(&c, d) < 0) {
+			td_dict_copy(&c, d) < 0) {
 			*ok = 0;
 			return NULL;
 		}
@@ -190,7 +201,7 @@ Test(core_internal, small_block_caches_of_exiting_threads_are_released)
 
 static int cmp_ptr(const void *a, const void *b)
 {
-	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+	uintptr_t x = (uintptr_t) * (void *const *)a, y = (uintptr_t) * (void *const *)b;
 
 	return x < y ? -1 : x > y;
 }

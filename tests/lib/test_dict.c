@@ -93,8 +93,7 @@ Test(dict, set_rejects_shapes_not_starting_with_the_batch)
 
 	zeros(&t, 2, s1);
 	td_cr_assert_err(td_dict_set_tensor(d, "x", &t), TD_ETYPE);
-	cr_assert(strstr(td_error_last()->message, "[4, 3]") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "[4, 3]") != NULL, "%s", td_error_last()->message);
 	td_tensor_release(&t);
 	zeros(&t, 1, s2);
 	td_cr_assert_err(td_dict_set_tensor(d, "x", &t), TD_ETYPE);
@@ -357,7 +356,7 @@ Test(dict, strings_and_bytes_are_stored_as_non_tensor_leaves)
 	td_cr_assert_ok(td_dict_set_bytes_key(d, k, "ab", 2));
 	td_key_free(k);
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xc3"), TD_EINVAL);
-	td_cr_assert_err(td_dict_set_string(d, "bad", "\xc0\xaf"), TD_EINVAL); /* overlong */
+	td_cr_assert_err(td_dict_set_string(d, "bad", "\xc0\xaf"), TD_EINVAL);     /* overlong */
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xed\xa0\x80"), TD_EINVAL); /* surrogate */
 	td_cr_assert_err(td_dict_set_string(d, "bad", "\xf4\x90\x80\x80"), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_string(d, "bad", NULL), TD_EINVAL);
@@ -815,8 +814,7 @@ Test(dict, key_functions_refuse_null_handles_and_report_lookups)
 	cr_assert_eq(td_dict_contains_key(d, miss, 0), 0);
 	cr_assert_eq(td_dict_contains_key(d, through, 0), 0);
 	td_cr_assert_err(td_dict_get_key(&v, d, miss), TD_ENOTFOUND);
-	cr_assert(strstr(td_error_last()->message, "a.nope") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "a.nope") != NULL, "%s", td_error_last()->message);
 	td_cr_assert_err(td_dict_get_tensor_key(&got, d, through), TD_ETYPE);
 	td_cr_assert_err(td_dict_set_tensor_inplace_key(d, miss, &t), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_set_tensor_key(d, through, &t), TD_ETYPE);
@@ -845,8 +843,8 @@ Test(dict, key_twins_reach_dotted_components_and_report_failures)
 	static const char *const texts[] = { "p", "q", "r", "s" };
 	static const int64_t s4[] = { 4 };
 	td_key *kt = KEY("n.1", "t.x"), *ks = KEY("n.1", "s.x"), *kl = KEY("n.1", "l.x"),
-	       *kb = KEY("b.x"), *kn = KEY("n.1"), *kc = KEY("c.x"), *kk = KEY("k.x"),
-	       *km = KEY("m.y"), *miss = KEY("n.1", "zz"), *through = KEY("b.x", "y");
+		   *kb = KEY("b.x"), *kn = KEY("n.1"), *kc = KEY("c.x"), *kk = KEY("k.x"), *km = KEY("m.y"),
+		   *miss = KEY("n.1", "zz"), *through = KEY("b.x", "y");
 	td_dict *d, *child, *other, *sub;
 	const td_strings *l;
 	const char *data;
@@ -1093,13 +1091,33 @@ Test(dict, utf8_validation_accepts_every_well_formed_sequence)
 {
 	td_dict *d = new34();
 	static const char *const good[] = {
-		"", "plain ascii", "\xc2\x80", "\xdf\xbf", "\xe0\xa0\x80", "\xef\xbf\xbf",
-		"\xed\x9f\xbf", "\xee\x80\x80", "\xf0\x90\x80\x80", "\xf4\x8f\xbf\xbf",
+		"",
+		"plain ascii",
+		"\xc2\x80",
+		"\xdf\xbf",
+		"\xe0\xa0\x80",
+		"\xef\xbf\xbf",
+		"\xed\x9f\xbf",
+		"\xee\x80\x80",
+		"\xf0\x90\x80\x80",
+		"\xf4\x8f\xbf\xbf",
 	};
 	static const char *const bad[] = {
-		"\x80", "\xbf", "\xc1\xbf", "\xc2", "\xc2\x41", "\xe0\x9f\xbf", "\xe0\xa0",
-		"\xed\xbf\xbf", "\xf0\x8f\xbf\xbf", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
-		"\xf0\x90\x80", "\xf0\x90\x41\x80", "\xff", "ok\xc3",
+		"\x80",
+		"\xbf",
+		"\xc1\xbf",
+		"\xc2",
+		"\xc2\x41",
+		"\xe0\x9f\xbf",
+		"\xe0\xa0",
+		"\xed\xbf\xbf",
+		"\xf0\x8f\xbf\xbf",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xf0\x90\x80",
+		"\xf0\x90\x41\x80",
+		"\xff",
+		"ok\xc3",
 	};
 	size_t i;
 
@@ -1489,7 +1507,7 @@ Test(dict, locked_dicts_refuse_every_structural_change)
 {
 	td_dict *d = new34(), *snapshot, *v, *c;
 	td_key *knew = KEY("new"), *kab = KEY("a", "b"), *kax = KEY("a", "x"), *kt = KEY("t"),
-	       *kat = KEY("a", "t");
+		   *kat = KEY("a", "t");
 	td_index idx[] = { td_index_int(0) };
 	int64_t b4[] = { 4 };
 	td_tensor t;
@@ -1855,8 +1873,8 @@ Test(dict, batch_shapes_with_too_many_elements_are_refused)
 	td_cr_assert_ok(td_dict_stack(&r, four, 1, 0));
 	td_dict_free(r);
 	/* Concatenating two [2^31, 2^31] dicts would make [2^32, 2^31]. */
-	td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
-		(int64_t[]){ (int64_t)1 << 31, (int64_t)1 << 31 }));
+	td_cr_assert_ok(
+		td_dict_set_batch_shape(d, 2, (int64_t[]){ (int64_t)1 << 31, (int64_t)1 << 31 }));
 	td_cr_assert_err(td_dict_cat(&r, four, 2, 0), TD_EOVERFLOW);
 	td_cr_assert_ok(td_dict_cat(&r, four, 1, 0));
 	td_dict_free(r);
@@ -1864,8 +1882,7 @@ Test(dict, batch_shapes_with_too_many_elements_are_refused)
 	{
 		int64_t rows[] = { 0, 1, 0, 1 };
 		td_index idx[] = { td_index_list(rows, 4) };
-		td_cr_assert_ok(td_dict_set_batch_shape(d, 2,
-			(int64_t[]){ 2, (int64_t)1 << 61 }));
+		td_cr_assert_ok(td_dict_set_batch_shape(d, 2, (int64_t[]){ 2, (int64_t)1 << 61 }));
 		td_cr_assert_err(td_dict_index(&r, d, idx, 1), TD_EOVERFLOW);
 		cr_assert_null(r);
 		idx[0] = td_index_list(rows, 2);
@@ -1883,7 +1900,9 @@ Test(dict, batch_shapes_with_too_many_elements_are_refused)
 Test(dict, short_boundary_and_long_keys_behave_alike)
 {
 	static const char *names[] = {
-		"k", "key_of_15_bytes", "key_of_16_bytesx",
+		"k",
+		"key_of_15_bytes",
+		"key_of_16_bytesx",
 		"a_much_longer_key_that_needs_a_shared_string_of_its_own_to_live_in",
 	};
 	td_dict *d = new34(), *c, *f, *u, **parts;
@@ -1939,8 +1958,7 @@ Test(dict, short_boundary_and_long_keys_behave_alike)
 Test(dict, take_key_setters_adopt_values_under_keys_with_dots_or_empty)
 {
 	static const int64_t b[] = { 2 };
-	td_key *dotted = KEY("a.b"), *empty = KEY(""), *nested = KEY("sub.x", ""),
-	       *knew = KEY("new");
+	td_key *dotted = KEY("a.b"), *empty = KEY(""), *nested = KEY("sub.x", ""), *knew = KEY("new");
 	td_dict *d, *child, *other;
 	const td_value *v;
 	td_tensor t, keep;

@@ -201,8 +201,7 @@ Test(dict_ops, select_keeps_order_and_nested_paths)
 	td_cr_assert_err(td_dict_select(&s, d, keys, 3, true), TD_ENOTFOUND);
 	cr_assert_null(s);
 	cr_assert(strstr(td_error_last()->message, "zzz") != NULL);
-	td_cr_assert_err(td_dict_select(&s, d, (const char *[]){ "a.x" }, 1, true),
-		TD_ENOTFOUND);
+	td_cr_assert_err(td_dict_select(&s, d, (const char *[]){ "a.x" }, 1, true), TD_ENOTFOUND);
 	td_cr_assert_err(td_dict_select(&s, d, (const char *[]){ "a..x" }, 1, false), TD_EINVAL);
 	td_cr_assert_ok(td_dict_select(&s, d, NULL, 0, true));
 	cr_assert_eq(td_dict_len(s), 0);
@@ -418,8 +417,7 @@ Test(dict_ops, binary_inplace_checks_all_leaves_before_writing)
 	/* An integer leaf cannot receive a float result: nothing is written. */
 	put_full(a, "i", TD_DTYPE_I32, 2, B34, 5);
 	put_full(b, "i", TD_DTYPE_I32, 2, B34, 5);
-	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_float(0.5), TD_OP_ADD),
-		TD_ETYPE);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_float(0.5), TD_OP_ADD), TD_ETYPE);
 	cr_assert_eq(val(a, "a"), 1);
 	td_cr_assert_err(td_dict_binary_inplace(a, b, TD_OP_DIV), TD_ETYPE);
 	cr_assert_eq(val(a, "a"), 1);
@@ -464,8 +462,7 @@ Test(dict_ops, read_only_leaves_refuse_in_place_operations_untouched)
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "ro", &t));
 	td_cr_assert_err(td_dict_zero(d), TD_EREADONLY);
 	cr_assert_eq(val(d, "a"), 1, "nothing was written");
-	td_cr_assert_err(td_dict_binary_scalar_inplace(d, td_scalar_int(1), TD_OP_ADD),
-		TD_EREADONLY);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(d, td_scalar_int(1), TD_OP_ADD), TD_EREADONLY);
 	cr_assert_eq(val(d, "a"), 1);
 	td_dict_free(d);
 }
@@ -692,8 +689,7 @@ Test(dict_ops, strict_select_with_overlapping_paths)
 	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
 	td_dict_free(s);
 	td_cr_assert_err(td_dict_select(&s, d, missing_inside, 2, true), TD_ENOTFOUND);
-	cr_assert(strstr(td_error_last()->message, "b.nope") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "b.nope") != NULL, "%s", td_error_last()->message);
 	td_cr_assert_err(td_dict_select(&s, d, through_leaf, 2, true), TD_ENOTFOUND);
 	td_cr_assert_ok(td_dict_select(&s, d, missing_inside, 2, false));
 	cr_assert_eq(td_dict_contains(s, "b.b1", 0), 1);
@@ -825,8 +821,7 @@ Test(dict_ops, unflatten_refuses_keys_deeper_than_the_limit)
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(d, key, "v"));
 	td_cr_assert_err(td_dict_unflatten_keys(&u, d, "/"), TD_EINVAL);
-	cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "deeper") != NULL, "%s", td_error_last()->message);
 	td_cr_assert_ok(td_dict_del(d, key));
 	key[2 * TD_KEY_MAX_DEPTH - 1] = '\0';
 	td_cr_assert_ok(td_dict_set_string(d, key, "v"));
@@ -912,8 +907,7 @@ Test(dict_ops, apply_errors_deep_inside_stop_everything)
 	/* The callback's code comes back, with a message naming the leaf. */
 	put_full(d, "n.m.bad", TD_DTYPE_F32, 3, b342, 1);
 	td_cr_assert_err(td_dict_apply(&r, d, picky, NULL), TD_EINDEX);
-	cr_assert(strstr(td_error_last()->message, "'bad'") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "'bad'") != NULL, "%s", td_error_last()->message);
 	cr_assert_null(r);
 	td_cr_assert_err(td_dict_apply_inplace(d, picky, NULL), TD_EINDEX);
 	td_cr_assert_ok(td_dict_del(d, "n.m.bad"));
@@ -982,12 +976,10 @@ Test(dict_ops, binary_ops_keep_longer_nested_batches)
 	td_cr_assert_err(td_dict_binary(NULL, a, b, TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary(&r, a, NULL, TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_scalar(NULL, a, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
-	td_cr_assert_err(td_dict_binary_scalar(&r, a, (td_scalar){ .kind = 42 }, TD_OP_ADD),
-		TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar(&r, a, (td_scalar){ .kind = 42 }, TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_inplace(NULL, b, TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_inplace(a, b, (td_binop)99), TD_EINVAL);
-	td_cr_assert_err(td_dict_binary_scalar_inplace(NULL, td_scalar_int(1), TD_OP_ADD),
-		TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(NULL, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_int(1), TD_OP_NE), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_scalar_inplace(a, (td_scalar){ .kind = 42 }, TD_OP_ADD),
 		TD_EINVAL);
@@ -1051,15 +1043,12 @@ Test(dict_ops, in_place_arithmetic_with_another_dict_refuses_expanded_leaves)
 
 	td_cr_assert_ok(td_dict_new(&a, 2, B34));
 	put_full(a, "first", TD_DTYPE_F32, 2, B34, 1);
-	td_cr_assert_ok(td_tensor_full(&row, TD_DTYPE_F32, 2, (int64_t[]){ 3, 1 },
-		td_scalar_float(1)));
+	td_cr_assert_ok(td_tensor_full(&row, TD_DTYPE_F32, 2, (int64_t[]){ 3, 1 }, td_scalar_float(1)));
 	td_cr_assert_ok(td_tensor_expand(&wide, &row, 2, B34));
 	td_cr_assert_ok(td_dict_set_tensor_take(a, "expanded", &wide));
 	td_tensor_release(&row);
-	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_int(1), TD_OP_ADD),
-		TD_EINVAL);
-	cr_assert(strstr(td_error_last()->message, "expanded") != NULL, "%s",
-		td_error_last()->message);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(a, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
+	cr_assert(strstr(td_error_last()->message, "expanded") != NULL, "%s", td_error_last()->message);
 	cr_assert_eq(val(a, "first"), 1, "nothing was written");
 	td_cr_assert_ok(td_dict_copy(&b, a));
 	td_cr_assert_err(td_dict_binary_inplace(a, b, TD_OP_MUL), TD_EINVAL);
@@ -1238,8 +1227,7 @@ Test(dict_ops, in_place_arithmetic_refuses_expanded_leaves_before_writing)
 	td_cr_assert_ok(td_tensor_expand(&wide, &one, 2, s34));
 	td_tensor_release(&one);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "z_expanded", &wide));
-	td_cr_assert_err(td_dict_binary_scalar_inplace(d, td_scalar_float(1), TD_OP_ADD),
-		TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(d, td_scalar_float(1), TD_OP_ADD), TD_EINVAL);
 	cr_assert_eq(val(d, "a"), 1, "the leaves before the expanded one are unchanged");
 	cr_assert_eq(val(d, "b.b1"), 2);
 	td_dict_free(d);

@@ -14,10 +14,10 @@
 /* The reference: td_test_lazy_ref() (batch [3, 2], or [2, 3] for stack dim 1). */
 
 typedef struct fixture {
-	td_dict *ref;     /* dense reference */
-	td_dict **parts;  /* its unbind along sd: the children */
+	td_dict *ref;    /* dense reference */
+	td_dict **parts; /* its unbind along sd: the children */
 	size_t n;
-	td_dict *lazy;    /* lazy stack of the parts (borrowed) */
+	td_dict *lazy; /* lazy stack of the parts (borrowed) */
 } fixture;
 
 static void fixture_make(fixture *f, int sd)
@@ -442,7 +442,6 @@ Test(lazy, ragged_failures)
 	td_cr_assert_err(td_lazy_get_nested(&t, &o, t1, "x"), TD_ETYPE);
 	td_dict_free(t1);
 }
-
 
 /*
  * Two children of batch [] holding the dict "n.x" with "y" (2 and 3 rows
@@ -980,8 +979,7 @@ Test(lazy, split_and_chunk_match_dense)
 			td_dict_array_free(a, na);
 			td_dict_array_free(b, nb);
 			td_cr_assert_err(td_dict_split(&b, &nb, f.lazy, 0, dim), TD_EINVAL);
-			td_cr_assert_err(td_dict_split_sizes(&b, &nb, f.lazy, sizes, 2, dim),
-				TD_EINVAL);
+			td_cr_assert_err(td_dict_split_sizes(&b, &nb, f.lazy, sizes, 2, dim), TD_EINVAL);
 			td_cr_assert_err(td_dict_chunk(&b, &nb, f.lazy, 2, 5), TD_EINVAL);
 			fixture_free(&f);
 		}
@@ -1198,8 +1196,7 @@ Test(lazy, apply_reaches_ragged_and_partial_children)
 	td_dict_free(lz);
 }
 
-static int fail_on_second(td_tensor *out, const td_tensor *in, const td_item *item,
-	void *payload)
+static int fail_on_second(td_tensor *out, const td_tensor *in, const td_item *item, void *payload)
 {
 	int *calls = payload;
 
@@ -1237,8 +1234,7 @@ Test(lazy, apply_failures_leave_nothing)
 	td_cr_assert_err(td_dict_apply(&out, f.lazy, NULL, NULL), TD_EINVAL);
 	td_cr_assert_err(td_dict_binary_scalar(&out, f.lazy, td_scalar_int(1), (td_binop)99),
 		TD_EINVAL);
-	td_cr_assert_err(td_dict_binary_scalar_inplace(f.lazy, td_scalar_int(1), TD_OP_EQ),
-		TD_EINVAL);
+	td_cr_assert_err(td_dict_binary_scalar_inplace(f.lazy, td_scalar_int(1), TD_OP_EQ), TD_EINVAL);
 	assert_same(f.ref, f.lazy);
 	fixture_free(&f);
 }
@@ -1635,8 +1631,7 @@ static void check_gather(const td_tensor *leaves, size_t n, int sd)
 	td_cr_assert_ok(td_lazy_stack(&s, c, n, sd, 0));
 	td_cr_assert_ok(td_tensor_stack(&ref, leaves, n, sd));
 	td_cr_assert_ok(td_lazy_get_tensor(&got, s, "x"));
-	cr_assert_eq(td_tensor_equal(&got, &ref), 1, "gather differs (%zu leaves at dim %d)", n,
-		sd);
+	cr_assert_eq(td_tensor_equal(&got, &ref), 1, "gather differs (%zu leaves at dim %d)", n, sd);
 	cr_assert(td_tensor_is_contiguous(&got));
 	for (i = 0; i < n; i++)
 		cr_assert_neq(got.buffer, leaves[i].buffer, "the stacked leaf is a copy");
@@ -1738,8 +1733,7 @@ Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
 		td_cr_assert_ok(td_dict_new(&c[i], 1, &b));
 		for (int k = 0; k < 5; k++) {
 			snprintf(key, sizeof(key), "k%d", k);
-			td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, &b,
-				td_scalar_float(10 * k + i)));
+			td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_F32, 1, &b, td_scalar_float(10 * k + i)));
 			td_cr_assert_ok(td_dict_set_tensor_take(c[i], key, &t));
 		}
 	}
@@ -1776,9 +1770,8 @@ Test(lazy, iteration_reuses_only_buffers_nobody_else_holds)
 /* Key handles remembered by the schema                                      */
 /* ------------------------------------------------------------------------ */
 
-static const char *const memo_paths[] = {
-	"a", "n.b", "n.m.c", "n", "n.m", "s", "zz", "n.zz", "a.x", "n.m.c.q", "n.b", "a", "n.m"
-};
+static const char *const memo_paths[] = { "a", "n.b", "n.m.c", "n", "n.m", "s", "zz", "n.zz", "a.x",
+	"n.m.c.q", "n.b", "a", "n.m" };
 #define MEMO_KEYS TD_TEST_ARRAY_LEN(memo_paths)
 
 /* Every lookup through handle k answers as the same lookup through its dotted key. */
@@ -1788,8 +1781,7 @@ static void assert_handle_as_dotted(td_dict *lz, const td_key *k, const char *do
 	td_dict *x = NULL, *y = NULL;
 	int ra, rb;
 
-	cr_assert_eq(td_dict_contains_key(lz, k, 0), td_dict_contains(lz, dotted, 0), "%s",
-		dotted);
+	cr_assert_eq(td_dict_contains_key(lz, k, 0), td_dict_contains(lz, dotted, 0), "%s", dotted);
 	cr_assert_eq(td_dict_contains_key(lz, k, TD_LEAVES_ONLY),
 		td_dict_contains(lz, dotted, TD_LEAVES_ONLY), "%s", dotted);
 	ra = td_lazy_get_tensor_key(&a, lz, k);
@@ -1897,12 +1889,12 @@ static void *memo_reader(void *arg)
 	for (int round = 0; round < 300; round++) {
 		for (size_t i = 0; i < MEMO_KEYS; i++) {
 			int want = strcmp(memo_paths[i], "a") == 0 || strcmp(memo_paths[i], "n.b") == 0 ||
-				   strcmp(memo_paths[i], "n.m.c") == 0 || strcmp(memo_paths[i], "s") == 0;
+				strcmp(memo_paths[i], "n.m.c") == 0 || strcmp(memo_paths[i], "s") == 0;
 			if (td_dict_contains_key(r->lz, r->k[i], TD_LEAVES_ONLY) != want)
 				r->ok = 0;
 			if (strcmp(memo_paths[i], "n.m.c") == 0) {
-				if (td_lazy_get_tensor_key(&t, r->lz, r->k[i]) != TD_OK ||
-				    t.ndim != 3 || ((double *)td_tensor_data(&t))[5] != 5.0)
+				if (td_lazy_get_tensor_key(&t, r->lz, r->k[i]) != TD_OK || t.ndim != 3 ||
+					((double *)td_tensor_data(&t))[5] != 5.0)
 					r->ok = 0;
 				td_tensor_release(&t);
 			}
@@ -2316,8 +2308,7 @@ static void key_order(char *buf, size_t size, const td_dict *d)
 	td_cr_assert_ok(td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_KEYS_ONLY));
 	while (td_dict_iter_next(&item, it) == 1) {
 		for (size_t k = 0; k < item.depth; k++)
-			len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? "." : "",
-				item.path[k]);
+			len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? "." : "", item.path[k]);
 		len += (size_t)snprintf(buf + len, size - len, ",");
 		cr_assert_lt(len, size);
 	}
@@ -2351,8 +2342,7 @@ static void check_unbind_beside(td_dict *s, td_dict *const *c, size_t n, int sd)
 				cr_assert(td_dict_is_lazy(lp[k]));
 				cr_assert_eq(td_lazy_count(lp[k]), n);
 				cr_assert_eq(td_dict_is_lazy(got), td_dict_is_lazy(dp[k]));
-				cr_assert_eq(td_dict_equal(got, dp[k]), 1, "dim %d child %zu piece %zu",
-					dim, i, k);
+				cr_assert_eq(td_dict_equal(got, dp[k]), 1, "dim %d child %zu piece %zu", dim, i, k);
 				key_order(ka, sizeof(ka), got);
 				key_order(kb, sizeof(kb), dp[k]);
 				cr_assert_str_eq(ka, kb, "dim %d child %zu piece %zu", dim, i, k);
@@ -2364,20 +2354,20 @@ static void check_unbind_beside(td_dict *s, td_dict *const *c, size_t n, int sd)
 }
 
 enum layout_variant {
-	SAME,         /* one layout (children share the leaves' buffers) */
-	OWN_BUFFERS,  /* one layout, every child its own buffers */
-	HOLE_ALL,     /* a deleted key in every child: a dead slot in one layout */
-	HOLE_ONE,     /* a deleted key in one child */
-	ORDER,        /* one child has its keys in another order */
-	EXTRA,        /* one child has a key more, deep down */
-	KIND,         /* a leaf in one child is a dict in another */
-	SUB_SHAPE,    /* a sub-dict's batch shape differs */
-	LAZY_SUB,     /* a lazy stack nested in every child */
-	STRING,       /* a string value in every child */
-	MANY_KEYS,    /* a level with an index (more keys than a scan) */
-	KIND_LATE,    /* same slot counts; the last slot a leaf in one child, a dict in another */
-	DEAD_MIX,     /* same slot counts; a slot dead in one child, live in another */
-	MANY_DIMS,    /* leaves of 5 and 6 dims (out-of-line dims) in every child */
+	SAME,        /* one layout (children share the leaves' buffers) */
+	OWN_BUFFERS, /* one layout, every child its own buffers */
+	HOLE_ALL,    /* a deleted key in every child: a dead slot in one layout */
+	HOLE_ONE,    /* a deleted key in one child */
+	ORDER,       /* one child has its keys in another order */
+	EXTRA,       /* one child has a key more, deep down */
+	KIND,        /* a leaf in one child is a dict in another */
+	SUB_SHAPE,   /* a sub-dict's batch shape differs */
+	LAZY_SUB,    /* a lazy stack nested in every child */
+	STRING,      /* a string value in every child */
+	MANY_KEYS,   /* a level with an index (more keys than a scan) */
+	KIND_LATE,   /* same slot counts; the last slot a leaf in one child, a dict in another */
+	DEAD_MIX,    /* same slot counts; a slot dead in one child, live in another */
+	MANY_DIMS,   /* leaves of 5 and 6 dims (out-of-line dims) in every child */
 	VARIANTS
 };
 
@@ -2622,8 +2612,7 @@ static void many_dims_children(td_dict *kids[3], td_dict **lazy, td_dict **ref)
 	for (i = 0; i < 3; i++) {
 		td_cr_assert_ok(td_dict_new(&kids[i], 1, b));
 		td_test_arange(&t, TD_DTYPE_I32, 4, sa);
-		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&t, td_scalar_int(100 * i),
-			TD_OP_ADD));
+		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&t, td_scalar_int(100 * i), TD_OP_ADD));
 		td_cr_assert_ok(td_dict_set_tensor_take(kids[i], "a", &t));
 		td_test_arange(&t, TD_DTYPE_F32, 5, sb);
 		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&t, td_scalar_int(-i), TD_OP_ADD));
@@ -2673,8 +2662,8 @@ Test(lazy, leaves_of_many_dims_are_stacked_sliced_and_written)
 	td_cr_assert_ok(td_dict_get_tensor(&r, ref, "b"));
 	td_cr_assert_ok(td_tensor_clone(&v, r));
 	td_cr_assert_ok(td_tensor_binary_scalar_inplace(&v, td_scalar_int(1000), TD_OP_ADD));
-	td_cr_assert_ok(td_dict_set_tensor(lazy, "b", &v));      /* existing key */
-	td_cr_assert_ok(td_dict_set_tensor(lazy, "new.b", &v));  /* new keys */
+	td_cr_assert_ok(td_dict_set_tensor(lazy, "b", &v));     /* existing key */
+	td_cr_assert_ok(td_dict_set_tensor(lazy, "new.b", &v)); /* new keys */
 	td_cr_assert_ok(td_dict_get_tensor(&r, ref, "a"));
 	td_cr_assert_ok(td_tensor_clone(&w, r));
 	td_cr_assert_ok(td_dict_set_tensor(lazy, "a", &w));

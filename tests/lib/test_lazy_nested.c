@@ -19,9 +19,9 @@
  * The dict: batch [3], "t" i32 [3, 5], "u.v" f32 [3] and "z" the stack.
  */
 typedef struct fixture {
-	td_dict *inner;   /* the dense form of the stack */
-	td_dict *dict;    /* holds the stack under "z" */
-	td_dict *ref;     /* holds td_lazy_densify() of it under "z" */
+	td_dict *inner; /* the dense form of the stack */
+	td_dict *dict;  /* holds the stack under "z" */
+	td_dict *ref;   /* holds td_lazy_densify() of it under "z" */
 	int sd;
 } fixture;
 
@@ -215,8 +215,7 @@ Test(lazy_nested, dotted_reads_stack_like_the_reference)
 		td_tensor_array_free(list, count);
 		/* Borrowed lookups cannot lend a stacked leaf: refused, pointing the way. */
 		td_cr_assert_err(td_dict_get_tensor(&t, f.dict, "z.a"), TD_ENOTSUP);
-		cr_assert(strstr(last_message(), "td_lazy_get_tensor") != NULL, "%s",
-			last_message());
+		cr_assert(strstr(last_message(), "td_lazy_get_tensor") != NULL, "%s", last_message());
 		td_cr_assert_err(td_dict_get_dict(&sub, f.dict, "z.n"), TD_ENOTSUP);
 		/* Missing keys are still reported as missing. */
 		td_cr_assert_err(td_lazy_get_tensor(&got, f.dict, "z.nope"), TD_ENOTFOUND);
@@ -399,8 +398,7 @@ Test(lazy_nested, iteration_reaches_the_leaves)
 			fixture_make(&f, sd);
 			na = walk(f.ref, flags[fi], a, 32);
 			nb = walk(f.dict, flags[fi], b, 32);
-			cr_assert_eq(na, nb, "flags 0x%x: %zu items, the reference %zu", flags[fi], nb,
-				na);
+			cr_assert_eq(na, nb, "flags 0x%x: %zu items, the reference %zu", flags[fi], nb, na);
 			for (i = 0; i < na; i++)
 				cr_assert_str_eq(b[i], a[i], "flags 0x%x, item %zu", flags[fi], i);
 			if (flags[fi] == (TD_ITER_NESTED | TD_ITER_LEAVES_ONLY))
@@ -539,7 +537,7 @@ Test(lazy_nested, indexing_like_the_reference)
 		fixture_make(&f, sd);
 		for (i = 0; i < TD_TEST_ARRAY_LEN(cases) + 2; i++) {
 			const td_index *idx = i < TD_TEST_ARRAY_LEN(cases) ? cases[i] :
-				&adv[i - TD_TEST_ARRAY_LEN(cases)];
+																 &adv[i - TD_TEST_ARRAY_LEN(cases)];
 			size_t n = i < TD_TEST_ARRAY_LEN(cases) ? nidx[i] : 1;
 			td_dict *got, *want;
 
@@ -765,8 +763,7 @@ Test(lazy_nested, refused_operations)
 #define REFUSED(expr) \
 	do { \
 		td_cr_assert_err(expr, TD_ENOTSUP); \
-		cr_assert(strstr(last_message(), "lazy") != NULL, "%s: %s", #expr, \
-			last_message()); \
+		cr_assert(strstr(last_message(), "lazy") != NULL, "%s: %s", #expr, last_message()); \
 		assert_unchanged(&f); \
 	} while (0)
 	REFUSED(td_dict_reshape(&out, f.dict, 1, shape));

@@ -11,7 +11,7 @@
 Test(scalar, each_kind_reads_as_each_type)
 {
 	td_scalar b = td_scalar_bool(true), i = td_scalar_int(-7), u = td_scalar_uint(9),
-		f = td_scalar_float(2.75), c = td_scalar_complex(-1.5, 4.0);
+			  f = td_scalar_float(2.75), c = td_scalar_complex(-1.5, 4.0);
 
 	cr_assert(td_scalar_as_bool(b));
 	cr_assert_eq(td_scalar_as_int64(b), 1);

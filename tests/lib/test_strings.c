@@ -35,8 +35,7 @@ static void assert_strings(const td_dict *d, const char *key, int ndim, const in
 	td_cr_assert_ok(td_dict_get_strings(&s, d, key));
 	cr_assert_eq(s->ndim, ndim, "%s: ndim %d, expected %d", key, s->ndim, ndim);
 	for (k = 0; k < ndim; k++) {
-		cr_assert_eq(s->shape[k], shape[k], "%s: dim %d is %lld", key, k,
-			(long long)s->shape[k]);
+		cr_assert_eq(s->shape[k], shape[k], "%s: dim %d is %lld", key, k, (long long)s->shape[k]);
 		numel *= shape[k];
 	}
 	cr_assert_eq(s->numel, numel);
@@ -120,7 +119,8 @@ Test(strings, bad_arguments_are_refused_and_change_nothing)
 	td_dict *d = abc_dict();
 
 	td_cr_assert_err(td_dict_set_strings(d, "y", 1, b4,
-		(const char *const[]){ "a", "b", "c", "d" }), TD_ETYPE);
+						 (const char *const[]){ "a", "b", "c", "d" }),
+		TD_ETYPE);
 	td_cr_assert_err(td_dict_set_strings(d, "y", 0, b3, ABC), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_strings(d, "y", TD_MAX_DIMS + 1, b3, ABC), TD_EINVAL);
 	td_cr_assert_err(td_dict_set_strings(d, "y", 1, NULL, ABC), TD_EINVAL);
@@ -341,8 +341,7 @@ Test(strings, index_put_replaces_the_array)
 	/* A single string in the dict becomes an array when one element changes. */
 	td_cr_assert_ok(td_dict_set_string(copy, "name", "n"));
 	td_cr_assert_ok(td_dict_set_string(v, "name", "m"));
-	td_cr_assert_err(td_dict_get_strings(&(const td_strings *){ NULL }, copy, "name"),
-		TD_ETYPE);
+	td_cr_assert_err(td_dict_get_strings(&(const td_strings *){ NULL }, copy, "name"), TD_ETYPE);
 	td_cr_assert_ok(td_dict_index_put(copy, &idx, 1, v));
 	assert_strings(copy, "name", 1, b3, (const char *const[]){ "m", "m", "n" });
 	td_dict_free(v);
@@ -392,8 +391,8 @@ Test(strings, copies_equality_update_select)
 	td_cr_assert_ok(td_dict_clone(&c, d));
 	cr_assert_eq(td_dict_equal(c, d), 1);
 	cr_assert_eq(td_dict_allclose(c, d, 1e-5, 1e-8, false), 1);
-	td_cr_assert_ok(td_dict_set_strings(c, "lst", 1, b3,
-		(const char *const[]){ "alpha", "beta", "delta" }));
+	td_cr_assert_ok(
+		td_dict_set_strings(c, "lst", 1, b3, (const char *const[]){ "alpha", "beta", "delta" }));
 	cr_assert_eq(td_dict_equal(c, d), 0);
 	cr_assert_eq(td_dict_allclose(c, d, 1e-5, 1e-8, false), 0);
 
@@ -478,7 +477,8 @@ Test(strings, lazy_stacks_slice_arrays_into_children)
 	td_cr_assert_err(td_dict_set_strings(z, "bad", 1, s3, ABC), TD_ETYPE);
 	td_cr_assert_ok(td_dict_lock(z));
 	td_cr_assert_err(td_dict_set_strings(z, "new", 2, (const int64_t[]){ 2, 3 },
-		(const char *const[]){ "a", "b", "c", "d", "e", "f" }), TD_ELOCKED);
+						 (const char *const[]){ "a", "b", "c", "d", "e", "f" }),
+		TD_ELOCKED);
 	td_dict_free(z);
 
 	/* Children of batch []: an array of shape [2] gives each a single string. */

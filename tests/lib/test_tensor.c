@@ -81,8 +81,12 @@ Test(tensor, empty_gives_a_contiguous_tensor_in_a_fresh_buffer)
 		int ndim;
 		int64_t shape[4];
 	} shapes[] = {
-		{ 0, { 0 } }, { 1, { 5 } }, { 3, { 2, 3, 4 } }, { 3, { 3, 0, 2 } },
-		{ 4, { 1, 1, 7, 1 } }, { 1, { 0 } },
+		{ 0, { 0 } },
+		{ 1, { 5 } },
+		{ 3, { 2, 3, 4 } },
+		{ 3, { 3, 0, 2 } },
+		{ 4, { 1, 1, 7, 1 } },
+		{ 1, { 0 } },
 	};
 	size_t s, k;
 
@@ -197,8 +201,8 @@ static int create(int which, td_tensor *out, td_dtype dtype, int ndim, const int
 Test(tensor, creation_refuses_bad_arguments)
 {
 	static const int64_t ok[2] = { 2, 3 }, negative[2] = { 2, -1 };
-	static const int64_t too_many[2] = { INT64_MAX, 2 };      /* numel overflows int64 */
-	static const int64_t too_big[1] = { (int64_t)1 << 62 };   /* f32 bytes overflow size_t */
+	static const int64_t too_many[2] = { INT64_MAX, 2 };         /* numel overflows int64 */
+	static const int64_t too_big[1] = { (int64_t)1 << 62 };      /* f32 bytes overflow size_t */
 	static const int64_t over_ptrdiff[1] = { (int64_t)1 << 60 }; /* 2^63 bytes of f64 */
 	int64_t shape17[TD_MAX_DIMS + 1];
 	int which, i;
@@ -213,8 +217,7 @@ Test(tensor, creation_refuses_bad_arguments)
 		td_cr_assert_err(create(which, &t, (td_dtype)-1, 2, ok), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, (td_dtype)TD_DTYPE_COUNT, 2, ok), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, -1, ok), TD_EINVAL);
-		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape17),
-			TD_EINVAL);
+		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape17), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, 2, NULL), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, 2, negative), TD_EINVAL);
 		td_cr_assert_err(create(which, &t, TD_DTYPE_F32, 2, too_many), TD_EOVERFLOW);
@@ -354,24 +357,22 @@ Test(tensor, from_buffer_refuses_views_outside_the_buffer)
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, n25, NULL, 0), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 0, NULL, NULL, 24), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, two, NULL, 23), TD_EINDEX);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, sq, sq_strides, 2),
-		TD_EINDEX);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, sq, sq_strides, 2), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F64, 1, n13, NULL, 0), TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_C128, 0, NULL, NULL, 6), TD_EINDEX);
 	/* Offsets and strides whose arithmetic would overflow are refused, not wrapped. */
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 0, NULL, NULL, INT64_MAX),
 		TD_EINDEX);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 0, NULL, NULL,
-		INT64_MAX / 2), TD_EINDEX);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 0, NULL, NULL, INT64_MAX / 2),
+		TD_EINDEX);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_BOOL, 1, huge, huge_stride, 0),
 		TD_EOVERFLOW);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, huge, NULL, 0),
-		TD_EOVERFLOW);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, huge, NULL, 0), TD_EOVERFLOW);
 	/* Even without elements, an extent that does not fit in memory is refused. */
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, wide, wide_strides, 0),
 		TD_EINDEX);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, &wide[1], NULL,
-		INT64_MAX / 2), TD_EINDEX);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 1, &wide[1], NULL, INT64_MAX / 2),
+		TD_EINDEX);
 	td_test_assert_poisoned(&t);
 	cr_assert_eq(td_buffer_refcount(b), 1);
 	td_buffer_unref(b);
@@ -390,22 +391,17 @@ Test(tensor, from_buffer_refuses_bad_arguments)
 	for (i = 0; i <= TD_MAX_DIMS; i++)
 		shape17[i] = 1;
 	td_test_poison(&t);
-	td_cr_assert_err(td_tensor_from_buffer(NULL, b, TD_DTYPE_F32, 2, shape, NULL, 0),
-		TD_EINVAL);
-	td_cr_assert_err(td_tensor_from_buffer(&t, NULL, TD_DTYPE_F32, 2, shape, NULL, 0),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_from_buffer(NULL, b, TD_DTYPE_F32, 2, shape, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_tensor_from_buffer(&t, NULL, TD_DTYPE_F32, 2, shape, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, (td_dtype)42, 2, shape, NULL, 0), TD_EINVAL);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, -1, shape, NULL, 0),
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, -1, shape, NULL, 0), TD_EINVAL);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape17, NULL, 0),
 		TD_EINVAL);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape17,
-		NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, NULL, NULL, 0), TD_EINVAL);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, negative, NULL, 0),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, negative, NULL, 0), TD_EINVAL);
 	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, shape, bad_strides, 0),
 		TD_EINVAL);
-	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, shape, NULL, -1),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_from_buffer(&t, b, TD_DTYPE_F32, 2, shape, NULL, -1), TD_EINVAL);
 	td_test_assert_poisoned(&t);
 	cr_assert_eq(td_buffer_refcount(b), 1);
 	td_buffer_unref(b);
@@ -575,8 +571,7 @@ Test(tensor, properties_follow_shape_and_strides)
 	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_I64, 3, shape, transposed, 0));
 	cr_assert_not(td_tensor_is_contiguous(&t));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_I64, 2, empty_shape,
-		empty_strides, 0));
+	td_cr_assert_ok(td_tensor_from_buffer(&t, b, TD_DTYPE_I64, 2, empty_shape, empty_strides, 0));
 	cr_assert(td_tensor_is_contiguous(&t));
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	cr_assert_eq(td_tensor_nbytes(&t), 0);
@@ -631,8 +626,8 @@ Test(tensor, get_and_set_address_the_right_element)
 
 				td_cr_assert_ok(td_tensor_get(&s, &t, idx));
 				cr_assert_eq(s.kind, TD_SCALAR_INT);
-				cr_assert_eq(s.v.i, pos, "index (%lld, %lld, %lld)",
-					(long long)idx[0], (long long)idx[1], (long long)idx[2]);
+				cr_assert_eq(s.v.i, pos, "index (%lld, %lld, %lld)", (long long)idx[0],
+					(long long)idx[1], (long long)idx[2]);
 				td_cr_assert_ok(td_tensor_set(&t, idx, td_scalar_int(-pos)));
 				cr_assert_eq(data[pos], -pos);
 				data[pos] = pos;

@@ -60,28 +60,113 @@ typedef struct val {
 	double re, im;
 } val;
 
-#define U(x) { VU, (x), 0, 0.0, 0.0 }
-#define I(x) { VI, 0, (x), 0.0, 0.0 }
-#define F(x) { VF, 0, 0, (x), 0.0 }
-#define C(a, b) { VC, 0, 0, (a), (b) }
+#define U(x) \
+	{ \
+		VU, (x), 0, 0.0, 0.0 \
+	}
+#define I(x) \
+	{ \
+		VI, 0, (x), 0.0, 0.0 \
+	}
+#define F(x) \
+	{ \
+		VF, 0, 0, (x), 0.0 \
+	}
+#define C(a, b) \
+	{ \
+		VC, 0, 0, (a), (b) \
+	}
 
 static const val interesting[] = {
-	F(0.0), F(-0.0), F(1), F(-1), F(0.5), F(-0.5), F(1.5), F(2.5), F(-2.5), F(127), F(128),
-	F(-128), F(-129), F(255), F(256), F(257), F(259), F(2049), F(2051), F(32767), F(32768),
-	F(-32769), F(65504), F(65519), F(65520), F(65536), F(2147483647.0), F(2147483648.0),
-	F(-2147483649.0), F(4294967296.0), F(1e10), F(-1e10), F(9007199254740991.0),
-	F(9007199254740992.0), F(9007199254740994.0), F(9223372036854775808.0),
-	F(-9223372036854775808.0), F(18446744073709551616.0), F(1e20), F(-1e20), F(3e38),
-	F(1e39), F(1e300), F(-1e300), F(1e-5), F(1e-8), F(1e-40), F(1e-310), F(INFINITY),
-	F(-INFINITY), F(NAN),
-	I(0), I(1), I(-1), I(127), I(-128), I(255), I(256), I(-129), I(65535), I(65536),
-	I(-32769), I(16777217), I(INT32_MAX), I(INT32_MIN), I(9007199254740993LL),
-	I(-9007199254740993LL), I(INT64_MAX), I(INT64_MIN), I(INT64_MAX - 1),
+	F(0.0),
+	F(-0.0),
+	F(1),
+	F(-1),
+	F(0.5),
+	F(-0.5),
+	F(1.5),
+	F(2.5),
+	F(-2.5),
+	F(127),
+	F(128),
+	F(-128),
+	F(-129),
+	F(255),
+	F(256),
+	F(257),
+	F(259),
+	F(2049),
+	F(2051),
+	F(32767),
+	F(32768),
+	F(-32769),
+	F(65504),
+	F(65519),
+	F(65520),
+	F(65536),
+	F(2147483647.0),
+	F(2147483648.0),
+	F(-2147483649.0),
+	F(4294967296.0),
+	F(1e10),
+	F(-1e10),
+	F(9007199254740991.0),
+	F(9007199254740992.0),
+	F(9007199254740994.0),
+	F(9223372036854775808.0),
+	F(-9223372036854775808.0),
+	F(18446744073709551616.0),
+	F(1e20),
+	F(-1e20),
+	F(3e38),
+	F(1e39),
+	F(1e300),
+	F(-1e300),
+	F(1e-5),
+	F(1e-8),
+	F(1e-40),
+	F(1e-310),
+	F(INFINITY),
+	F(-INFINITY),
+	F(NAN),
+	I(0),
+	I(1),
+	I(-1),
+	I(127),
+	I(-128),
+	I(255),
+	I(256),
+	I(-129),
+	I(65535),
+	I(65536),
+	I(-32769),
+	I(16777217),
+	I(INT32_MAX),
+	I(INT32_MIN),
+	I(9007199254740993LL),
+	I(-9007199254740993LL),
+	I(INT64_MAX),
+	I(INT64_MIN),
+	I(INT64_MAX - 1),
 	I(0x123456789abcdef0LL),
-	U(0), U(1), U(255), U(256), U(UINT32_MAX), U(9223372036854775808ULL),
-	U(9223372036854775809ULL), U(UINT64_MAX), U(18446744073709549568ULL),
-	C(1, 2), C(0, 1), C(-0.5, 3), C(NAN, 0), C(0, NAN), C(INFINITY, -INFINITY),
-	C(1e10, -1e10), C(-0.0, 0), C(65520, 1),
+	U(0),
+	U(1),
+	U(255),
+	U(256),
+	U(UINT32_MAX),
+	U(9223372036854775808ULL),
+	U(9223372036854775809ULL),
+	U(UINT64_MAX),
+	U(18446744073709549568ULL),
+	C(1, 2),
+	C(0, 1),
+	C(-0.5, 3),
+	C(NAN, 0),
+	C(0, NAN),
+	C(INFINITY, -INFINITY),
+	C(1e10, -1e10),
+	C(-0.0, 0),
+	C(65520, 1),
 };
 #define N_INTERESTING TD_TEST_ARRAY_LEN(interesting)
 
@@ -108,21 +193,63 @@ static val decode(const void *p, td_dtype d)
 
 	memcpy(&x, p, td_dtype_size(d));
 	switch (d) {
-	case TD_DTYPE_BOOL: v.u = x.u8 != 0; break;
-	case TD_DTYPE_U8: v.u = x.u8; break;
-	case TD_DTYPE_U16: v.u = x.u16; break;
-	case TD_DTYPE_U32: v.u = x.u32; break;
-	case TD_DTYPE_U64: v.u = x.u64; break;
-	case TD_DTYPE_I8: v.k = VI; v.i = x.i8; break;
-	case TD_DTYPE_I16: v.k = VI; v.i = x.i16; break;
-	case TD_DTYPE_I32: v.k = VI; v.i = x.i32; break;
-	case TD_DTYPE_I64: v.k = VI; v.i = x.i64; break;
-	case TD_DTYPE_F16: v.k = VF; v.re = td_f16_to_float(x.u16); break;
-	case TD_DTYPE_BF16: v.k = VF; v.re = td_bf16_to_float(x.u16); break;
-	case TD_DTYPE_F32: v.k = VF; v.re = x.f32; break;
-	case TD_DTYPE_F64: v.k = VF; v.re = x.f64; break;
-	case TD_DTYPE_C64: v.k = VC; v.re = x.c64[0]; v.im = x.c64[1]; break;
-	default: v.k = VC; v.re = x.c128[0]; v.im = x.c128[1]; break;
+	case TD_DTYPE_BOOL:
+		v.u = x.u8 != 0;
+		break;
+	case TD_DTYPE_U8:
+		v.u = x.u8;
+		break;
+	case TD_DTYPE_U16:
+		v.u = x.u16;
+		break;
+	case TD_DTYPE_U32:
+		v.u = x.u32;
+		break;
+	case TD_DTYPE_U64:
+		v.u = x.u64;
+		break;
+	case TD_DTYPE_I8:
+		v.k = VI;
+		v.i = x.i8;
+		break;
+	case TD_DTYPE_I16:
+		v.k = VI;
+		v.i = x.i16;
+		break;
+	case TD_DTYPE_I32:
+		v.k = VI;
+		v.i = x.i32;
+		break;
+	case TD_DTYPE_I64:
+		v.k = VI;
+		v.i = x.i64;
+		break;
+	case TD_DTYPE_F16:
+		v.k = VF;
+		v.re = td_f16_to_float(x.u16);
+		break;
+	case TD_DTYPE_BF16:
+		v.k = VF;
+		v.re = td_bf16_to_float(x.u16);
+		break;
+	case TD_DTYPE_F32:
+		v.k = VF;
+		v.re = x.f32;
+		break;
+	case TD_DTYPE_F64:
+		v.k = VF;
+		v.re = x.f64;
+		break;
+	case TD_DTYPE_C64:
+		v.k = VC;
+		v.re = x.c64[0];
+		v.im = x.c64[1];
+		break;
+	default:
+		v.k = VC;
+		v.re = x.c128[0];
+		v.im = x.c128[1];
+		break;
 	}
 	return v;
 }
@@ -177,36 +304,55 @@ static void encode(void *out, td_dtype d, val v)
 
 	memset(&x, 0, sizeof(x));
 	switch (d) {
-	case TD_DTYPE_BOOL: x.u8 = isint ? bits != 0 : (re != 0 || im != 0); break;
-	case TD_DTYPE_U8: x.u8 = isint ? (uint8_t)bits : (uint8_t)ref_f2u(re, 255.0, 255); break;
+	case TD_DTYPE_BOOL:
+		x.u8 = isint ? bits != 0 : (re != 0 || im != 0);
+		break;
+	case TD_DTYPE_U8:
+		x.u8 = isint ? (uint8_t)bits : (uint8_t)ref_f2u(re, 255.0, 255);
+		break;
 	case TD_DTYPE_U16:
 		x.u16 = isint ? (uint16_t)bits : (uint16_t)ref_f2u(re, 65535.0, 65535);
 		break;
 	case TD_DTYPE_U32:
 		x.u32 = isint ? (uint32_t)bits : (uint32_t)ref_f2u(re, 4294967295.0, UINT32_MAX);
 		break;
-	case TD_DTYPE_U64: x.u64 = isint ? bits : ref_f2u(re, TWO64, UINT64_MAX); break;
+	case TD_DTYPE_U64:
+		x.u64 = isint ? bits : ref_f2u(re, TWO64, UINT64_MAX);
+		break;
 	case TD_DTYPE_I8:
-		x.i8 = isint ? (int8_t)bits :
-			(int8_t)ref_f2i(re, -128.0, 127.0, INT8_MIN, INT8_MAX);
+		x.i8 = isint ? (int8_t)bits : (int8_t)ref_f2i(re, -128.0, 127.0, INT8_MIN, INT8_MAX);
 		break;
 	case TD_DTYPE_I16:
 		x.i16 = isint ? (int16_t)bits :
-			(int16_t)ref_f2i(re, -32768.0, 32767.0, INT16_MIN, INT16_MAX);
+						(int16_t)ref_f2i(re, -32768.0, 32767.0, INT16_MIN, INT16_MAX);
 		break;
 	case TD_DTYPE_I32:
 		x.i32 = isint ? (int32_t)bits :
-			(int32_t)ref_f2i(re, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX);
+						(int32_t)ref_f2i(re, -2147483648.0, 2147483647.0, INT32_MIN, INT32_MAX);
 		break;
 	case TD_DTYPE_I64:
 		x.i64 = isint ? (int64_t)bits : ref_f2i(re, -TWO63, TWO63, INT64_MIN, INT64_MAX);
 		break;
-	case TD_DTYPE_F16: x.u16 = td_float_to_f16(f32); break;
-	case TD_DTYPE_BF16: x.u16 = td_float_to_bf16(f32); break;
-	case TD_DTYPE_F32: x.f32 = f32; break;
-	case TD_DTYPE_F64: x.f64 = f64; break;
-	case TD_DTYPE_C64: x.c64[0] = f32; x.c64[1] = (float)im; break;
-	default: x.c128[0] = f64; x.c128[1] = im; break;
+	case TD_DTYPE_F16:
+		x.u16 = td_float_to_f16(f32);
+		break;
+	case TD_DTYPE_BF16:
+		x.u16 = td_float_to_bf16(f32);
+		break;
+	case TD_DTYPE_F32:
+		x.f32 = f32;
+		break;
+	case TD_DTYPE_F64:
+		x.f64 = f64;
+		break;
+	case TD_DTYPE_C64:
+		x.c64[0] = f32;
+		x.c64[1] = (float)im;
+		break;
+	default:
+		x.c128[0] = f64;
+		x.c128[1] = im;
+		break;
 	}
 	memcpy(out, &x, td_dtype_size(d));
 }
@@ -237,10 +383,14 @@ static bool same_val(val a, val b)
 	if (a.k != b.k)
 		return false;
 	switch (a.k) {
-	case VU: return a.u == b.u;
-	case VI: return a.i == b.i;
-	case VF: return same_double(a.re, b.re);
-	default: return same_double(a.re, b.re) && same_double(a.im, b.im);
+	case VU:
+		return a.u == b.u;
+	case VI:
+		return a.i == b.i;
+	case VF:
+		return same_double(a.re, b.re);
+	default:
+		return same_double(a.re, b.re) && same_double(a.im, b.im);
 	}
 }
 
@@ -263,10 +413,18 @@ static const char *show(val v)
 	char *s = buf[which++ & 3];
 
 	switch (v.k) {
-	case VU: snprintf(s, 80, "uint %llu", (unsigned long long)v.u); break;
-	case VI: snprintf(s, 80, "int %lld", (long long)v.i); break;
-	case VF: snprintf(s, 80, "float %.17g", v.re); break;
-	default: snprintf(s, 80, "complex (%.17g, %.17g)", v.re, v.im); break;
+	case VU:
+		snprintf(s, 80, "uint %llu", (unsigned long long)v.u);
+		break;
+	case VI:
+		snprintf(s, 80, "int %lld", (long long)v.i);
+		break;
+	case VF:
+		snprintf(s, 80, "float %.17g", v.re);
+		break;
+	default:
+		snprintf(s, 80, "complex (%.17g, %.17g)", v.re, v.im);
+		break;
 	}
 	return s;
 }
@@ -286,10 +444,14 @@ static void interesting_tensor(td_tensor *out, td_dtype d)
 static td_scalar scalar_of(val v)
 {
 	switch (v.k) {
-	case VU: return td_scalar_uint(v.u);
-	case VI: return td_scalar_int(v.i);
-	case VF: return td_scalar_float(v.re);
-	default: return td_scalar_complex(v.re, v.im);
+	case VU:
+		return td_scalar_uint(v.u);
+	case VI:
+		return td_scalar_int(v.i);
+	case VF:
+		return td_scalar_float(v.re);
+	default:
+		return td_scalar_complex(v.re, v.im);
 	}
 }
 
@@ -314,8 +476,8 @@ Test(copy, every_dtype_pair_follows_the_documented_conversion_rules)
 			td_cr_assert_ok(td_tensor_to_dtype(&out, &src, d));
 			cr_assert_eq(out.dtype, d);
 			cr_assert_eq(out.buffer == src.buffer, s == d,
-				"to_dtype %s -> %s: a new tensor exactly when the dtype changes",
-				td_dtype_name(s), td_dtype_name(d));
+				"to_dtype %s -> %s: a new tensor exactly when the dtype changes", td_dtype_name(s),
+				td_dtype_name(d));
 			for (i = 0; i < N_INTERESTING; i++) {
 				const char *sp = (const char *)td_tensor_data(&src) + i * ss;
 				const char *got = (const char *)td_tensor_data(&out) + i * ds;
@@ -326,9 +488,9 @@ Test(copy, every_dtype_pair_follows_the_documented_conversion_rules)
 				else
 					encode(want, d, decode(sp, s));
 				cr_assert(same_element(got, want, d),
-					"%s -> %s of %s (stored as %s): got %s, want %s",
-					td_dtype_name(s), td_dtype_name(d), show(decode(sp, s)),
-					hex(sp, ss), hex(got, ds), hex(want, ds));
+					"%s -> %s of %s (stored as %s): got %s, want %s", td_dtype_name(s),
+					td_dtype_name(d), show(decode(sp, s)), hex(sp, ss), hex(got, ds),
+					hex(want, ds));
 			}
 			td_tensor_release(&out);
 		}
@@ -353,8 +515,7 @@ Test(copy, strided_copy_converts_every_dtype_pair)
 		memset(td_buffer_data(sb), 0xee, td_buffer_size(sb));
 		td_cr_assert_ok(td_tensor_from_buffer(&src, sb, s, 1, &n, &sstride, 1));
 		for (i = 0; i < n; i++)
-			encode((char *)td_tensor_data(&src) + i * sstride * (int64_t)ss, s,
-				interesting[i]);
+			encode((char *)td_tensor_data(&src) + i * sstride * (int64_t)ss, s, interesting[i]);
 		for (di = 0; di < TD_DTYPE_COUNT; di++) {
 			td_dtype d = td_test_all_dtypes[di];
 			size_t ds = td_dtype_size(d);
@@ -362,32 +523,27 @@ Test(copy, strided_copy_converts_every_dtype_pair)
 			td_tensor dst;
 			size_t b;
 
-			td_cr_assert_ok(td_buffer_new(&db, (size_t)(3 * n + 2) * ds,
-				TD_BUFFER_ZEROED));
+			td_cr_assert_ok(td_buffer_new(&db, (size_t)(3 * n + 2) * ds, TD_BUFFER_ZEROED));
 			td_cr_assert_ok(td_tensor_from_buffer(&dst, db, d, 1, &n, &dstride, 2));
 			td_cr_assert_ok(td_tensor_copy(&dst, &src));
 			for (i = 0; i < n; i++) {
-				const char *sp = (const char *)td_tensor_data(&src) +
-					i * sstride * (int64_t)ss;
-				const char *got = (const char *)td_tensor_data(&dst) +
-					i * dstride * (int64_t)ds;
+				const char *sp = (const char *)td_tensor_data(&src) + i * sstride * (int64_t)ss;
+				const char *got = (const char *)td_tensor_data(&dst) + i * dstride * (int64_t)ds;
 				unsigned char want[16];
 
 				if (s == d)
 					memcpy(want, sp, ds);
 				else
 					encode(want, d, decode(sp, s));
-				cr_assert(same_element(got, want, d),
-					"%s -> %s element %lld: got %s want %s",
-					td_dtype_name(s), td_dtype_name(d), (long long)i,
-					hex(got, ds), hex(want, ds));
+				cr_assert(same_element(got, want, d), "%s -> %s element %lld: got %s want %s",
+					td_dtype_name(s), td_dtype_name(d), (long long)i, hex(got, ds), hex(want, ds));
 			}
 			/* Nothing between the destination's elements was written. */
 			for (b = 0; b < td_buffer_size(db); b++)
 				if ((b / ds) % 3 != 2)
 					cr_assert_eq(((unsigned char *)td_buffer_data(db))[b], 0,
-						"%s -> %s wrote byte %zu outside the view",
-						td_dtype_name(s), td_dtype_name(d), b);
+						"%s -> %s wrote byte %zu outside the view", td_dtype_name(s),
+						td_dtype_name(d), b);
 			td_tensor_release(&dst);
 			td_buffer_unref(db);
 		}
@@ -481,8 +637,8 @@ static void assert_scalar_is(td_scalar s, td_dtype d, val want)
 		break;
 	case TD_CATEGORY_INT:
 		cr_assert_eq(s.kind, TD_SCALAR_INT, "%s", td_dtype_name(d));
-		cr_assert_eq(s.v.i, want.i, "%s: %lld, want %lld", td_dtype_name(d),
-			(long long)s.v.i, (long long)want.i);
+		cr_assert_eq(s.v.i, want.i, "%s: %lld, want %lld", td_dtype_name(d), (long long)s.v.i,
+			(long long)want.i);
 		break;
 	case TD_CATEGORY_UINT:
 		cr_assert_eq(s.kind, TD_SCALAR_UINT, "%s", td_dtype_name(d));
@@ -490,8 +646,8 @@ static void assert_scalar_is(td_scalar s, td_dtype d, val want)
 		break;
 	case TD_CATEGORY_FLOAT:
 		cr_assert_eq(s.kind, TD_SCALAR_FLOAT, "%s", td_dtype_name(d));
-		cr_assert(same_double(s.v.f, want.re), "%s: %.17g, want %.17g", td_dtype_name(d),
-			s.v.f, want.re);
+		cr_assert(same_double(s.v.f, want.re), "%s: %.17g, want %.17g", td_dtype_name(d), s.v.f,
+			want.re);
 		break;
 	case TD_CATEGORY_COMPLEX:
 		cr_assert_eq(s.kind, TD_SCALAR_COMPLEX, "%s", td_dtype_name(d));
@@ -550,12 +706,10 @@ Test(copy, fill_and_full_store_every_scalar_kind_in_every_dtype)
 			for (k = 0; k < 15; k++) {
 				const char *a = (const char *)td_tensor_data(&t) + k * (int64_t)ds;
 				const char *b = (const char *)td_tensor_data(&f) + k * (int64_t)ds;
-				cr_assert(same_element(a, want, d),
-					"fill %s into %s: element %lld is %s", show(interesting[i]),
-					td_dtype_name(d), (long long)k, hex(a, ds));
-				cr_assert(same_element(b, want, d),
-					"full %s of %s: element %lld is %s", show(interesting[i]),
-					td_dtype_name(d), (long long)k, hex(b, ds));
+				cr_assert(same_element(a, want, d), "fill %s into %s: element %lld is %s",
+					show(interesting[i]), td_dtype_name(d), (long long)k, hex(a, ds));
+				cr_assert(same_element(b, want, d), "full %s of %s: element %lld is %s",
+					show(interesting[i]), td_dtype_name(d), (long long)k, hex(b, ds));
 			}
 			td_tensor_release(&f);
 		}
@@ -572,8 +726,7 @@ Test(copy, fill_and_full_store_every_scalar_kind_in_every_dtype)
 }
 
 /* A random layout of `shape` (C order, padded or permuted) over a fresh zeroed buffer. */
-static void random_layout(td_tensor *out, uint64_t *rng, td_dtype d, int ndim,
-	const int64_t *shape)
+static void random_layout(td_tensor *out, uint64_t *rng, td_dtype d, int ndim, const int64_t *shape)
 {
 	int64_t strides[TD_MAX_DIMS], extent, offset, s = 1;
 	int mode = (int)rnd(rng, 3), perm[TD_MAX_DIMS], i;
@@ -624,12 +777,9 @@ Test(copy, fill_and_zero_touch_only_the_view)
 		td_cr_assert_ok(td_tensor_fill(&v, td_scalar_int(7)));
 		for (idx[0] = 0; idx[0] < 6; idx[0]++) {
 			for (idx[1] = 0; idx[1] < 6; idx[1]++) {
-				bool inside = idx[0] >= 1 && idx[0] < 5 &&
-					idx[1] >= 1 && idx[1] < 4;
-				cr_assert(same_element(elem_ptr(&base, idx),
-						inside ? seven : zero, d),
-					"%s fill (%lld, %lld)", td_dtype_name(d), (long long)idx[0],
-					(long long)idx[1]);
+				bool inside = idx[0] >= 1 && idx[0] < 5 && idx[1] >= 1 && idx[1] < 4;
+				cr_assert(same_element(elem_ptr(&base, idx), inside ? seven : zero, d),
+					"%s fill (%lld, %lld)", td_dtype_name(d), (long long)idx[0], (long long)idx[1]);
 			}
 		}
 		/* zero() of the strided view clears exactly it again. */
@@ -644,8 +794,8 @@ Test(copy, fill_and_zero_touch_only_the_view)
 			idx[1] = i1;
 			encode(want, d, (val)F(-0.0));
 			cr_assert(same_element(elem_ptr(&base, idx), inside ? zero : want, d),
-				"%s zero (%lld, %lld): %s", td_dtype_name(d), (long long)i0,
-				(long long)i1, hex(elem_ptr(&base, idx), ds));
+				"%s zero (%lld, %lld): %s", td_dtype_name(d), (long long)i0, (long long)i1,
+				hex(elem_ptr(&base, idx), ds));
 		}
 		/* zero() of a contiguous tensor gives all-zero bytes (+0.0, not -0.0). */
 		td_cr_assert_ok(td_tensor_zero(&base));
@@ -659,9 +809,9 @@ Test(copy, fill_and_zero_touch_only_the_view)
 		for (k = 0; k < 36; k++) {
 			idx[0] = k / 6;
 			idx[1] = k % 6;
-			cr_assert(same_element(elem_ptr(&base, idx),
-				idx[1] == 2 && idx[0] < 4 ? seven : zero, d), "%s expanded fill",
-				td_dtype_name(d));
+			cr_assert(same_element(elem_ptr(&base, idx), idx[1] == 2 && idx[0] < 4 ? seven : zero,
+						  d),
+				"%s expanded fill", td_dtype_name(d));
 		}
 		td_cr_assert_ok(td_tensor_zero(&e));
 		for (k = 0; k < (int64_t)(36 * ds); k++)
@@ -731,8 +881,8 @@ static void assert_copied(const td_tensor *dst, const td_tensor *src)
 		else
 			encode(want, dst->dtype, decode(sp, src->dtype));
 		cr_assert(same_element(got, want, dst->dtype), "%s -> %s element %lld: %s, want %s",
-			td_dtype_name(src->dtype), td_dtype_name(dst->dtype), (long long)f,
-			hex(got, ds), hex(want, ds));
+			td_dtype_name(src->dtype), td_dtype_name(dst->dtype), (long long)f, hex(got, ds),
+			hex(want, ds));
 	}
 }
 
@@ -866,8 +1016,7 @@ Test(copy, iterator_walks_sixteen_dim_views)
 				shape[i] = sshape[i] = i < 12 ? 2 : 1;
 		}
 		random_layout(&dst, &rng, it % 2 ? TD_DTYPE_F64 : TD_DTYPE_I32, TD_MAX_DIMS, shape);
-		random_layout(&src, &rng, it % 3 ? TD_DTYPE_I32 : TD_DTYPE_I16, TD_MAX_DIMS,
-			sshape);
+		random_layout(&src, &rng, it % 3 ? TD_DTYPE_I32 : TD_DTYPE_I16, TD_MAX_DIMS, sshape);
 		random_fill_any(&src, &rng);
 		td_cr_assert_ok(td_tensor_copy(&dst, &src));
 		assert_copied(&dst, &src);
@@ -910,8 +1059,7 @@ Test(copy, overlapping_source_and_destination_copy_as_if_through_a_temporary)
 	td_cr_assert_ok(td_tensor_narrow(&src, &base, 0, 0, 8));
 	td_cr_assert_ok(td_tensor_copy(&dst, &src));
 	for (i = 0; i < 10; i++)
-		cr_assert_eq(p[i], i < 2 ? i : i - 2, "right shift: [%lld] = %d", (long long)i,
-			p[i]);
+		cr_assert_eq(p[i], i < 2 ? i : i - 2, "right shift: [%lld] = %d", (long long)i, p[i]);
 	td_tensor_release(&dst);
 	td_tensor_release(&src);
 	td_tensor_release(&base);
@@ -923,8 +1071,7 @@ Test(copy, overlapping_source_and_destination_copy_as_if_through_a_temporary)
 	td_cr_assert_ok(td_tensor_narrow(&src, &base, 0, 2, 8));
 	td_cr_assert_ok(td_tensor_copy(&dst, &src));
 	for (i = 0; i < 10; i++)
-		cr_assert_eq(p[i], i < 8 ? i + 2 : i, "left shift: [%lld] = %d", (long long)i,
-			p[i]);
+		cr_assert_eq(p[i], i < 8 ? i + 2 : i, "left shift: [%lld] = %d", (long long)i, p[i]);
 	td_tensor_release(&dst);
 	td_tensor_release(&src);
 	td_tensor_release(&base);
@@ -975,8 +1122,8 @@ Test(copy, overlapping_source_and_destination_copy_as_if_through_a_temporary)
 		td_cr_assert_ok(td_tensor_from_buffer(&d32, b, TD_DTYPE_I32, 1, eight, NULL, 1));
 		td_cr_assert_ok(td_tensor_copy(&d32, &s16));
 		for (i = 0; i < 8; i++)
-			cr_assert_eq(words[1 + i], orig[i], "[%lld] = %d, want %d", (long long)i,
-				words[1 + i], orig[i]);
+			cr_assert_eq(words[1 + i], orig[i], "[%lld] = %d, want %d", (long long)i, words[1 + i],
+				orig[i]);
 		td_tensor_release(&d32);
 		td_tensor_release(&s16);
 		td_buffer_unref(b);
@@ -1066,8 +1213,7 @@ Test(copy, contiguous_shares_contiguous_input_and_copies_otherwise)
 	for (idx[0] = 0; idx[0] < 4; idx[0]++)
 		for (idx[1] = 0; idx[1] < 1; idx[1]++)
 			for (idx[2] = 0; idx[2] < 3; idx[2]++)
-				cr_assert(same_element(elem_ptr(&c, idx), elem_ptr(&tt, idx),
-					TD_DTYPE_F64));
+				cr_assert(same_element(elem_ptr(&c, idx), elem_ptr(&tt, idx), TD_DTYPE_F64));
 	td_tensor_release(&c);
 	/* Aliasing with a copy releases the view's reference. */
 	td_cr_assert_ok(td_tensor_contiguous(&tt, &tt));
@@ -1194,8 +1340,8 @@ static td_dtype promoted(const td_tensor *ts, size_t n)
 }
 
 /* Element `idx` of `out` must be the converted element `sidx` of `src`. */
-static void assert_element_from(const td_tensor *out, const int64_t *idx,
-	const td_tensor *src, const int64_t *sidx)
+static void assert_element_from(const td_tensor *out, const int64_t *idx, const td_tensor *src,
+	const int64_t *sidx)
 {
 	size_t ds = td_dtype_size(out->dtype);
 	unsigned char want[16];
@@ -1210,8 +1356,16 @@ static void assert_element_from(const td_tensor *out, const int64_t *idx,
 }
 
 static const td_dtype join_dtypes[] = {
-	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I16, TD_DTYPE_I64, TD_DTYPE_U32,
-	TD_DTYPE_F16, TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64,
+	TD_DTYPE_BOOL,
+	TD_DTYPE_U8,
+	TD_DTYPE_I16,
+	TD_DTYPE_I64,
+	TD_DTYPE_U32,
+	TD_DTYPE_F16,
+	TD_DTYPE_BF16,
+	TD_DTYPE_F32,
+	TD_DTYPE_F64,
+	TD_DTYPE_C64,
 };
 
 Test(copy, stack_along_every_dim_matches_the_model)
@@ -1317,8 +1471,7 @@ Test(copy, stack_and_cat_of_zero_dim_and_sixteen_dim_tensors)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		td_cr_assert_ok(td_tensor_full(&ts[i], TD_DTYPE_I32, 0, NULL,
-			td_scalar_int(i + 1)));
+		td_cr_assert_ok(td_tensor_full(&ts[i], TD_DTYPE_I32, 0, NULL, td_scalar_int(i + 1)));
 	td_cr_assert_ok(td_tensor_stack(&out, ts, 3, 0));
 	cr_assert_eq(out.ndim, 1);
 	cr_assert_eq(td_tensor_shape(&out)[0], 3);
@@ -1419,8 +1572,7 @@ Test(copy, stack_and_cat_out_may_alias_any_input)
 			int k;
 
 			for (k = 0; k < 3; k++) {
-				td_cr_assert_ok(td_tensor_full(&ts[k], TD_DTYPE_I16, 1, shape,
-					td_scalar_int(k)));
+				td_cr_assert_ok(td_tensor_full(&ts[k], TD_DTYPE_I16, 1, shape, td_scalar_int(k)));
 				td_tensor_ref(&keep[k], &ts[k]);
 			}
 			if (which)
@@ -1430,8 +1582,7 @@ Test(copy, stack_and_cat_out_may_alias_any_input)
 			for (k = 0; k < 3; k++) {
 				/* Only the aliased input lost its reference. */
 				cr_assert_eq(td_buffer_refcount(keep[k].buffer), k == pos ? 1 : 2,
-					"%s into input %d: input %d has %u references",
-					which ? "cat" : "stack", pos, k,
+					"%s into input %d: input %d has %u references", which ? "cat" : "stack", pos, k,
 					td_buffer_refcount(keep[k].buffer));
 			}
 			cr_assert_eq(td_tensor_numel(&ts[pos]), 9);

@@ -16,8 +16,14 @@
 /* ------------------------------------------------------------------------ */
 
 static const td_dtype int_dtypes[] = {
-	TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
-	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64,
+	TD_DTYPE_U8,
+	TD_DTYPE_I8,
+	TD_DTYPE_I16,
+	TD_DTYPE_I32,
+	TD_DTYPE_I64,
+	TD_DTYPE_U16,
+	TD_DTYPE_U32,
+	TD_DTYPE_U64,
 };
 
 static int64_t rnd(uint64_t *rng, int64_t n)
@@ -51,8 +57,8 @@ static int64_t numel_of(int ndim, const int64_t *shape)
  * between positions, stride-0 (expanded) dims when `expand`, an offset,
  * filled with random values.
  */
-static void make_view(td_tensor *out, td_dtype dt, int ndim, const int64_t *shape,
-	uint64_t *rng, bool expand)
+static void make_view(td_tensor *out, td_dtype dt, int ndim, const int64_t *shape, uint64_t *rng,
+	bool expand)
 {
 	int perm[TD_MAX_DIMS], d, k;
 	int64_t strides[TD_MAX_DIMS], acc = 1, extent, offset = rnd(rng, 3);
@@ -141,18 +147,18 @@ typedef struct ref_item {
 } ref_item;
 
 typedef struct ref {
-	int status;               /* what the library must return */
+	int status; /* what the library must return */
 	bool view;
 	int ndim;
 	int64_t shape[REF_MAX];
 	int64_t count;
-	int64_t *offsets;         /* buffer element of each result element, C order */
+	int64_t *offsets; /* buffer element of each result element, C order */
 	int64_t fixed[TD_MAX_DIMS];
 	int nitems, narr, nb;
 	int64_t bshape[TD_MAX_DIMS];
 	ref_item items[REF_MAX];
 	ref_arr arrs[REF_MAX];
-	int rdims[REF_MAX];       /* result dim -> item, or -1 - (B dim) */
+	int rdims[REF_MAX]; /* result dim -> item, or -1 - (B dim) */
 } ref;
 
 static void ref_free(ref *r)
@@ -225,8 +231,8 @@ static bool ref_tensor(ref *r, const td_tensor *t, int *d, const td_tensor *m)
 			td_scalar s;
 			td_test_unravel(m->ndim, td_tensor_shape(m), f, idx);
 			td_cr_assert_ok(td_tensor_get(&s, m, idx));
-			a->v[f] = s.kind == TD_SCALAR_UINT ?
-				(s.v.u > INT64_MAX ? INT64_MAX : (int64_t)s.v.u) : s.v.i;
+			a->v[f] = s.kind == TD_SCALAR_UINT ? (s.v.u > INT64_MAX ? INT64_MAX : (int64_t)s.v.u) :
+												 s.v.i;
 		}
 		return true;
 	}
@@ -466,7 +472,7 @@ typedef struct gen {
 	bool masks[GEN_MAX][8];
 	td_tensor tensors[GEN_MAX];
 	int ntensors;
-	int64_t len;             /* preferred length of 1-d index arrays */
+	int64_t len; /* preferred length of 1-d index arrays */
 } gen;
 
 static void gen_free(gen *g)
@@ -481,7 +487,8 @@ static void gen_free(gen *g)
 /* An integer index tensor with positions for a dim of `size`, random dtype and layout. */
 static void gen_int_tensor(gen *g, int64_t size, uint64_t *rng)
 {
-	static const int64_t shapes[6][2] = { { 0, 0 }, { 1, 0 }, { 1, 1 }, { 2, 0 }, { 2, 1 }, { 2, 2 } };
+	static const int64_t shapes[6][2] = { { 0, 0 }, { 1, 0 }, { 1, 1 }, { 2, 0 }, { 2, 1 },
+		{ 2, 2 } };
 	td_dtype dt = int_dtypes[rnd(rng, 8)];
 	td_tensor *m = &g->tensors[g->ntensors++];
 	int64_t shape[2], f, idx[2];
@@ -532,8 +539,8 @@ static void gen_range(gen *g, int64_t size, uint64_t *rng)
 	}
 	start = rnd(rng, size);
 	cnt = rnd(rng, (size - 1 - start) / step + 2);
-	g->idx[g->n++] = td_index_range(start, cnt == 0 ? start - rnd(rng, 2) :
-		start + (cnt - 1) * step + 1 + rnd(rng, step), step);
+	g->idx[g->n++] = td_index_range(start,
+		cnt == 0 ? start - rnd(rng, 2) : start + (cnt - 1) * step + 1 + rnd(rng, step), step);
 }
 
 /* One element naming dim `*d` (or more, for a mask tensor). */
@@ -625,7 +632,6 @@ static bool gen_break(gen *g)
 	return false;
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* Random tests against the reference                                        */
 /* ------------------------------------------------------------------------ */
@@ -671,8 +677,8 @@ static void check_index(const td_tensor *t, const gen *g, int iter)
 		if (r.view)
 			cr_assert_eq(elem_at(&out, ridx), want, "case %d: element %lld", iter, (long long)f);
 		else
-			cr_assert(memcmp(elem_at(&out, ridx), want, isz) == 0, "case %d: element %lld",
-				iter, (long long)f);
+			cr_assert(memcmp(elem_at(&out, ridx), want, isz) == 0, "case %d: element %lld", iter,
+				(long long)f);
 	}
 	td_tensor_release(&out);
 	ref_free(&r);
@@ -854,8 +860,8 @@ Test(tensor_index, random_index_fill_matches_the_reference)
 /* Basic indexing: views                                                     */
 /* ------------------------------------------------------------------------ */
 
-static void assert_view(const td_tensor *v, const td_tensor *t, int64_t offset,
-	int ndim, const int64_t *shape, const int64_t *strides)
+static void assert_view(const td_tensor *v, const td_tensor *t, int64_t offset, int ndim,
+	const int64_t *shape, const int64_t *strides)
 {
 	int d;
 
@@ -930,7 +936,8 @@ Test(tensor_index, slice_bounds_follow_python_rules)
 	for (i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		td_index x = td_index_slice(c[i].start, c[i].stop, c[i].step);
 		td_cr_assert_ok(td_tensor_index(&v, &t, &x, 1));
-		cr_assert_eq(td_tensor_shape(&v)[0], c[i].len, "case %zu: length %lld", i, (long long)td_tensor_shape(&v)[0]);
+		cr_assert_eq(td_tensor_shape(&v)[0], c[i].len, "case %zu: length %lld", i,
+			(long long)td_tensor_shape(&v)[0]);
 		if (c[i].len > 0)
 			cr_assert_eq(get_f(&v, (int64_t[]){ 0 }), (double)c[i].first, "case %zu", i);
 		if (c[i].len > 1)
@@ -1105,8 +1112,8 @@ Test(tensor_index, index_tensors_of_every_integer_dtype)
 			for (j = 0; j < 2; j++)
 				for (k = 0; k < 3; k++) {
 					int64_t r = want[i * 2 + j] < 0 ? want[i * 2 + j] + 6 : want[i * 2 + j];
-					cr_assert_eq(get_f(&v, (int64_t[]){ i, j, k }), (double)(r * 3 + k),
-						"%s", td_dtype_name(int_dtypes[di]));
+					cr_assert_eq(get_f(&v, (int64_t[]){ i, j, k }), (double)(r * 3 + k), "%s",
+						td_dtype_name(int_dtypes[di]));
 				}
 		td_tensor_release(&v);
 		td_tensor_release(&it);
@@ -1207,7 +1214,8 @@ Test(tensor_index, advanced_dims_go_first_unless_adjacent)
 		td_index x[] = { td_index_tensor(&ct), td_index_newaxis(), td_index_list(l3, 3) };
 		td_cr_assert_ok(td_tensor_index(&v, &t, x, 3));
 		assert_shape(&v, 5, (int64_t[]){ 2, 3, 1, 5, 6 });
-		cr_assert_eq(get_f(&v, (int64_t[]){ 1, 2, 0, 4, 5 }), (double)(((1 * 4 + 2) * 5 + 4) * 6 + 5));
+		cr_assert_eq(get_f(&v, (int64_t[]){ 1, 2, 0, 4, 5 }),
+			(double)(((1 * 4 + 2) * 5 + 4) * 6 + 5));
 		td_tensor_release(&v);
 	}
 	td_tensor_release(&ct);

@@ -16,7 +16,8 @@ static void check_shape(const td_tensor *t, const td_index *idx, size_t n)
 	bool view;
 	int ndim, d;
 
-	td_cr_assert_ok(td__index_shape(&ndim, shape, &view, t->ndim, td_tensor_shape(t), idx, n, "test"));
+	td_cr_assert_ok(
+		td__index_shape(&ndim, shape, &view, t->ndim, td_tensor_shape(t), idx, n, "test"));
 	td_cr_assert_ok(td_tensor_index(&v, t, idx, n));
 	cr_assert_eq(ndim, v.ndim);
 	for (d = 0; d < ndim; d++)
@@ -35,8 +36,7 @@ Test(tensor_index_internal, index_shape_matches_td_tensor_index)
 	td_cr_assert_ok(td_tensor_zeros(&m, TD_DTYPE_BOOL, 2, mshape));
 	td_cr_assert_ok(td_tensor_set(&m, (int64_t[]){ 1, 1 }, td_scalar_bool(true)));
 	{
-		td_index x[] = { td_index_int(1), td_index_slice(1, TD_SLICE_NONE, 2),
-			td_index_newaxis() };
+		td_index x[] = { td_index_int(1), td_index_slice(1, TD_SLICE_NONE, 2), td_index_newaxis() };
 		check_shape(&t, x, 3);
 	}
 	{
@@ -81,8 +81,8 @@ Test(tensor_index_internal, index_shape_reports_the_errors_of_td_tensor_index)
 	}
 	td_cr_assert_err(td__index_shape(&ndim, out, NULL, TD_MAX_DIMS + 1, shape, NULL, 0, "test"),
 		TD_EINVAL);
-	td_cr_assert_err(td__index_shape(&ndim, out, NULL, 2, (int64_t[]){ 3, -1 }, NULL, 0,
-		"test"), TD_EINVAL);
+	td_cr_assert_err(td__index_shape(&ndim, out, NULL, 2, (int64_t[]){ 3, -1 }, NULL, 0, "test"),
+		TD_EINVAL);
 }
 
 /* Same shape, dtype and element bytes. */
@@ -105,8 +105,8 @@ static void assert_same(const td_tensor *a, const td_tensor *b)
 			ob += idx[d] * td_tensor_strides(b)[d];
 		}
 		cr_assert(memcmp((char *)td_tensor_data(a) + oa * (int64_t)isz,
-			(char *)td_tensor_data(b) + ob * (int64_t)isz, isz) == 0, "element %lld",
-			(long long)f);
+					  (char *)td_tensor_data(b) + ob * (int64_t)isz, isz) == 0,
+			"element %lld", (long long)f);
 	}
 }
 
@@ -180,8 +180,7 @@ Test(tensor_index_internal, prepared_basic_and_list_elements_are_kept)
 	td_cr_assert_ok(td_tensor_full(&b0, TD_DTYPE_BOOL, 0, NULL, td_scalar_bool(true)));
 	{
 		td_index x[] = { td_index_newaxis(), td_index_ellipsis(), td_index_int(-1) };
-		td_index want[] = { td_index_newaxis(), td_index_all(), td_index_all(),
-			td_index_int(-1) };
+		td_index want[] = { td_index_newaxis(), td_index_all(), td_index_all(), td_index_int(-1) };
 		td_cr_assert_ok(td__index_expr_prepare(&e, x, 3, 3, batch, "test"));
 		cr_assert(e.basic);
 		cr_assert_eq(e.n, 4);
@@ -213,8 +212,7 @@ Test(tensor_index_internal, prepare_checks_against_the_batch_shape)
 	memset(&e, 0, sizeof(e));
 	{
 		td_index x[] = { td_index_mask(m4, 4) }; /* dim 0 has size 3 */
-		td_cr_assert_err(td__index_expr_prepare(&e, x, 1, 2, batch, "td_dict_index"),
-			TD_EINDEX);
+		td_cr_assert_err(td__index_expr_prepare(&e, x, 1, 2, batch, "td_dict_index"), TD_EINDEX);
 		cr_assert(strstr(td_error_last()->message, "td_dict_index") != NULL);
 	}
 	{

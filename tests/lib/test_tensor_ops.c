@@ -14,14 +14,31 @@
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 static const td_dtype all_dtypes[] = {
-	TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I8, TD_DTYPE_I16, TD_DTYPE_I32,
-	TD_DTYPE_I64, TD_DTYPE_U16, TD_DTYPE_U32, TD_DTYPE_U64, TD_DTYPE_F16,
-	TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64, TD_DTYPE_C128,
+	TD_DTYPE_BOOL,
+	TD_DTYPE_U8,
+	TD_DTYPE_I8,
+	TD_DTYPE_I16,
+	TD_DTYPE_I32,
+	TD_DTYPE_I64,
+	TD_DTYPE_U16,
+	TD_DTYPE_U32,
+	TD_DTYPE_U64,
+	TD_DTYPE_F16,
+	TD_DTYPE_BF16,
+	TD_DTYPE_F32,
+	TD_DTYPE_F64,
+	TD_DTYPE_C64,
+	TD_DTYPE_C128,
 };
 #define NDTYPES LEN(all_dtypes)
 
 static const td_binop all_ops[] = {
-	TD_OP_ADD, TD_OP_SUB, TD_OP_MUL, TD_OP_DIV, TD_OP_EQ, TD_OP_NE,
+	TD_OP_ADD,
+	TD_OP_SUB,
+	TD_OP_MUL,
+	TD_OP_DIV,
+	TD_OP_EQ,
+	TD_OP_NE,
 };
 static const char *const op_names[] = { "add", "sub", "mul", "div", "eq", "ne" };
 
@@ -222,8 +239,7 @@ static bool same_value(cval got, cval exp, td_dtype d)
 /* ------------------------------------------------------------------------ */
 
 /* Position of element `flat` (C order over `shape`) in a tensor broadcast to it. */
-static void unravel(const td_tensor *t, int nd, const int64_t *shape, int64_t flat,
-	int64_t *idx)
+static void unravel(const td_tensor *t, int nd, const int64_t *shape, int64_t flat, int64_t *idx)
 {
 	int d;
 
@@ -378,7 +394,8 @@ static void check_binary(const td_tensor *a, const td_tensor *b, td_binop op)
 	td_cr_assert_ok(td_tensor_binary(&out, a, b, op));
 	for (d = 0; d < nd; d++) {
 		int ia = a->ndim - nd + d, ib = b->ndim - nd + d;
-		int64_t sa = ia >= 0 ? td_tensor_shape(a)[ia] : 1, sb = ib >= 0 ? td_tensor_shape(b)[ib] : 1;
+		int64_t sa = ia >= 0 ? td_tensor_shape(a)[ia] : 1,
+				sb = ib >= 0 ? td_tensor_shape(b)[ib] : 1;
 		shape[d] = sa == 1 ? sb : sa;
 		n *= shape[d];
 	}
@@ -392,8 +409,8 @@ static void check_binary(const td_tensor *a, const td_tensor *b, td_binop op)
 		cval exp = cast_to(rt, ref_op(op, x, y, is_complex(ct))), got = get(&out, i);
 		cr_assert(same_value(got, exp, rt),
 			"%s %s %s [%lld]: (%g, %g) %s (%g, %g) gave (%g, %g), expected (%g, %g)",
-			td_dtype_name(a->dtype), op_names[op], td_dtype_name(b->dtype), (long long)i,
-			x.re, x.im, op_names[op], y.re, y.im, got.re, got.im, exp.re, exp.im);
+			td_dtype_name(a->dtype), op_names[op], td_dtype_name(b->dtype), (long long)i, x.re,
+			x.im, op_names[op], y.re, y.im, got.re, got.im, exp.re, exp.im);
 	}
 	td_tensor_release(&out);
 }
@@ -422,13 +439,14 @@ static void check_inplace(td_tensor *a, const td_tensor *b, td_binop op)
 	td_cr_assert_ok(td_tensor_clone(&b0, b));
 	td_cr_assert_ok(td_tensor_binary_inplace(a, b, op));
 	for (i = 0; i < n; i++) {
-		cval x = cast_to(ct, get(&a0, i)), y = cast_to(ct, get_at(&b0, a->ndim, td_tensor_shape(a), i));
+		cval x = cast_to(ct, get(&a0, i)),
+			 y = cast_to(ct, get_at(&b0, a->ndim, td_tensor_shape(a), i));
 		cval exp = store_to(a->dtype, rt, ref_op(op, x, y, is_complex(ct)));
 		cval got = get(a, i);
 		cr_assert(same_value(got, exp, a->dtype),
 			"%s %s= %s [%lld]: (%g, %g), (%g, %g) gave (%g, %g), expected (%g, %g)",
-			td_dtype_name(a->dtype), op_names[op], td_dtype_name(b->dtype), (long long)i,
-			x.re, x.im, y.re, y.im, got.re, got.im, exp.re, exp.im);
+			td_dtype_name(a->dtype), op_names[op], td_dtype_name(b->dtype), (long long)i, x.re,
+			x.im, y.re, y.im, got.re, got.im, exp.re, exp.im);
 	}
 	td_tensor_release(&a0);
 	td_tensor_release(&b0);
@@ -440,8 +458,8 @@ static void check_inplace(td_tensor *a, const td_tensor *b, td_binop op)
  */
 static td_dtype scalar_promoted(td_dtype t, td_scalar s)
 {
-	static const td_dtype defaults[] = { TD_DTYPE_BOOL, TD_DTYPE_I64, TD_DTYPE_U64,
-		TD_DTYPE_F32, TD_DTYPE_C64 };
+	static const td_dtype defaults[] = { TD_DTYPE_BOOL, TD_DTYPE_I64, TD_DTYPE_U64, TD_DTYPE_F32,
+		TD_DTYPE_C64 };
 	td_dtype sd = defaults[s.kind];
 
 	return tcat(sd) <= tcat(t) ? t : td_dtype_promote(t, sd);
@@ -459,8 +477,7 @@ static td_dtype expect_scalar_dtype(td_dtype t, td_scalar s, td_binop op)
 }
 
 /* Expected element i of `a <op> s` stored into dtype `into`. */
-static cval scalar_expect(const td_tensor *a, int64_t i, td_scalar s, td_binop op,
-	td_dtype into)
+static cval scalar_expect(const td_tensor *a, int64_t i, td_scalar s, td_binop op, td_dtype into)
 {
 	td_dtype rt = expect_scalar_dtype(a->dtype, s, op);
 	td_dtype ct = compute_of(scalar_promoted(a->dtype, s), op);
@@ -492,9 +509,11 @@ static void check_scalar(const td_tensor *a, td_scalar s, td_binop op)
 	cr_assert_arr_eq(td_tensor_shape(&out), td_tensor_shape(a), (size_t)a->ndim * sizeof(int64_t));
 	for (i = 0; i < n; i++) {
 		cval exp = scalar_expect(a, i, s, op, rt), got = get(&out, i);
-		cr_assert(same_value(got, exp, rt), "%s %s scalar kind %d [%lld]: (%g, %g), "
-			"expected (%g, %g)", td_dtype_name(a->dtype), op_names[op], (int)s.kind,
-			(long long)i, got.re, got.im, exp.re, exp.im);
+		cr_assert(same_value(got, exp, rt),
+			"%s %s scalar kind %d [%lld]: (%g, %g), "
+			"expected (%g, %g)",
+			td_dtype_name(a->dtype), op_names[op], (int)s.kind, (long long)i, got.re, got.im,
+			exp.re, exp.im);
 	}
 	td_tensor_release(&out);
 }
@@ -513,9 +532,11 @@ static void check_scalar_inplace(td_tensor *a, td_scalar s, td_binop op)
 	td_cr_assert_ok(td_tensor_binary_scalar_inplace(a, s, op));
 	for (i = 0; i < n; i++) {
 		cval exp = scalar_expect(&a0, i, s, op, a->dtype), got = get(a, i);
-		cr_assert(same_value(got, exp, a->dtype), "%s %s= scalar kind %d [%lld]: (%g, %g), "
-			"expected (%g, %g)", td_dtype_name(a->dtype), op_names[op], (int)s.kind,
-			(long long)i, got.re, got.im, exp.re, exp.im);
+		cr_assert(same_value(got, exp, a->dtype),
+			"%s %s= scalar kind %d [%lld]: (%g, %g), "
+			"expected (%g, %g)",
+			td_dtype_name(a->dtype), op_names[op], (int)s.kind, (long long)i, got.re, got.im,
+			exp.re, exp.im);
 	}
 	td_tensor_release(&a0);
 }
@@ -575,9 +596,12 @@ Test(tensor_ops, long_rows_cross_conversion_chunks)
 {
 	const int64_t s[1] = { 1000 }, s2[2] = { 1000, 3 };
 	static const td_dtype pairs[][2] = {
-		{ TD_DTYPE_F32, TD_DTYPE_F32 }, { TD_DTYPE_F16, TD_DTYPE_I32 },
-		{ TD_DTYPE_BF16, TD_DTYPE_BF16 }, { TD_DTYPE_U8, TD_DTYPE_I8 },
-		{ TD_DTYPE_C64, TD_DTYPE_F64 }, { TD_DTYPE_BOOL, TD_DTYPE_I64 },
+		{ TD_DTYPE_F32, TD_DTYPE_F32 },
+		{ TD_DTYPE_F16, TD_DTYPE_I32 },
+		{ TD_DTYPE_BF16, TD_DTYPE_BF16 },
+		{ TD_DTYPE_U8, TD_DTYPE_I8 },
+		{ TD_DTYPE_C64, TD_DTYPE_F64 },
+		{ TD_DTYPE_BOOL, TD_DTYPE_I64 },
 	};
 	size_t i, k;
 
@@ -662,8 +686,8 @@ Test(tensor_ops, result_dtypes_follow_torch)
 		make(&a, t[i].a, 1, s, i);
 		make(&b, t[i].b, 1, s, i + 50);
 		td_cr_assert_ok(td_tensor_binary(&out, &a, &b, t[i].op));
-		cr_assert_eq(out.dtype, t[i].r, "row %zu: %s, expected %s", i,
-			td_dtype_name(out.dtype), td_dtype_name(t[i].r));
+		cr_assert_eq(out.dtype, t[i].r, "row %zu: %s, expected %s", i, td_dtype_name(out.dtype),
+			td_dtype_name(t[i].r));
 		td_tensor_release(&out);
 		td_tensor_release(&a);
 		td_tensor_release(&b);
@@ -703,8 +727,8 @@ Test(tensor_ops, scalar_result_dtypes_follow_torch)
 
 		make(&a, t[i].a, 1, s, i);
 		td_cr_assert_ok(td_tensor_binary_scalar(&out, &a, t[i].s, t[i].op));
-		cr_assert_eq(out.dtype, t[i].r, "row %zu: %s, expected %s", i,
-			td_dtype_name(out.dtype), td_dtype_name(t[i].r));
+		cr_assert_eq(out.dtype, t[i].r, "row %zu: %s, expected %s", i, td_dtype_name(out.dtype),
+			td_dtype_name(t[i].r));
 		td_tensor_release(&out);
 		td_tensor_release(&a);
 	}
@@ -826,8 +850,8 @@ static void expect_uint_op(td_dtype d, uint64_t x, uint64_t y, td_binop op, uint
 	td_cr_assert_ok(td_tensor_binary(&out, &a, &b, op));
 	td_cr_assert_ok(td_tensor_get(&v, &out, &i0));
 	cr_assert_eq(v.v.u, r, "%s: %llu %s %llu gave %llu, expected %llu", td_dtype_name(d),
-		(unsigned long long)x, op_names[op], (unsigned long long)y,
-		(unsigned long long)v.v.u, (unsigned long long)r);
+		(unsigned long long)x, op_names[op], (unsigned long long)y, (unsigned long long)v.v.u,
+		(unsigned long long)r);
 	td_tensor_release(&out);
 	td_tensor_release(&a);
 	td_tensor_release(&b);
@@ -905,8 +929,8 @@ Test(tensor_ops, division_by_zero_gives_infinities_and_nan)
 			if (x == 0)
 				cr_assert(isnan(r), "%s: 0/0 gave %g", td_dtype_name(dts[i]), r);
 			else
-				cr_assert(isinf(r) && (r > 0) == (x > 0), "%s: %g/0 gave %g",
-					td_dtype_name(dts[i]), x, r);
+				cr_assert(isinf(r) && (r > 0) == (x > 0), "%s: %g/0 gave %g", td_dtype_name(dts[i]),
+					x, r);
 		}
 		cr_assert_eq(get(&n, 0).re, 1);
 		cr_assert_eq(get(&n, 2).re, 0);
@@ -980,8 +1004,8 @@ Test(tensor_ops, in_place_every_dtype_pair_matches_the_reference_or_is_refused)
 
 Test(tensor_ops, in_place_with_itself_reads_before_writing)
 {
-	static const td_dtype dts[] = { TD_DTYPE_I32, TD_DTYPE_F16, TD_DTYPE_F32,
-		TD_DTYPE_C64, TD_DTYPE_BOOL };
+	static const td_dtype dts[] = { TD_DTYPE_I32, TD_DTYPE_F16, TD_DTYPE_F32, TD_DTYPE_C64,
+		TD_DTYPE_BOOL };
 	const int64_t s[2] = { 3, 5 };
 	size_t i, k;
 
@@ -1276,14 +1300,11 @@ Test(tensor_ops, bad_arguments_are_refused)
 	td_cr_assert_err(td_tensor_binary(&out, &bl, &bl, TD_OP_SUB), TD_ETYPE);
 	td_cr_assert_err(td_tensor_binary(&out, &a, &bl, TD_OP_SUB), TD_ETYPE);
 	td_cr_assert_err(td_tensor_binary_scalar(NULL, &a, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar(&out, NULL, td_scalar_int(1), TD_OP_ADD),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar(&out, NULL, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_tensor_binary_scalar(&out, &a, bad, TD_OP_ADD), TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar(&out, &a, td_scalar_int(1), (td_binop)7),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar(&out, &a, td_scalar_int(1), (td_binop)7), TD_EINVAL);
 	td_cr_assert_err(td_tensor_binary_scalar(&out, &bl, td_scalar_int(1), TD_OP_SUB), TD_ETYPE);
-	td_cr_assert_err(td_tensor_binary_scalar(&out, &a, td_scalar_bool(true), TD_OP_SUB),
-		TD_ETYPE);
+	td_cr_assert_err(td_tensor_binary_scalar(&out, &a, td_scalar_bool(true), TD_OP_SUB), TD_ETYPE);
 	cr_assert_null(out.buffer, "out was written by a failing call");
 	td_cr_assert_err(td_tensor_equal(NULL, &a), TD_EINVAL);
 	td_cr_assert_err(td_tensor_equal(&a, &released), TD_EINVAL);
@@ -1330,23 +1351,17 @@ Test(tensor_ops, in_place_refusals)
 	td_cr_assert_err(td_tensor_binary_inplace(&i, &bl, TD_OP_SUB), TD_ETYPE);
 	/* An expanded destination would write one element several times. */
 	td_cr_assert_err(td_tensor_binary_inplace(&ex, &f34, TD_OP_ADD), TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(&ex, td_scalar_int(1), TD_OP_ADD),
-		TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(NULL, td_scalar_int(1), TD_OP_ADD),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(&ex, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(NULL, td_scalar_int(1), TD_OP_ADD), TD_EINVAL);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, bad, TD_OP_ADD), TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, td_scalar_int(1), (td_binop)9),
-		TD_EINVAL);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, td_scalar_int(1), TD_OP_EQ),
-		TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, td_scalar_int(1), (td_binop)9), TD_EINVAL);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, td_scalar_int(1), TD_OP_EQ), TD_EINVAL);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&i, td_scalar_float(2.5), TD_OP_ADD),
 		TD_ETYPE);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(&i, td_scalar_int(2), TD_OP_DIV),
-		TD_ETYPE);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(&i, td_scalar_int(2), TD_OP_DIV), TD_ETYPE);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&f, td_scalar_complex(1, 1), TD_OP_ADD),
 		TD_ETYPE);
-	td_cr_assert_err(td_tensor_binary_scalar_inplace(&bl, td_scalar_int(1), TD_OP_ADD),
-		TD_ETYPE);
+	td_cr_assert_err(td_tensor_binary_scalar_inplace(&bl, td_scalar_int(1), TD_OP_ADD), TD_ETYPE);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&bl, td_scalar_bool(true), TD_OP_SUB),
 		TD_ETYPE);
 	cr_assert_eq(td_tensor_equal(&i, &keep), 1, "a refused call modified its tensor");
@@ -1395,8 +1410,7 @@ Test(tensor_ops, device_buffers_are_not_supported)
 	make_wrapped(&host, data, TD_MEMORY_EXTERNAL, 0);
 	td_cr_assert_err(td_tensor_binary(&out, &dev, &host, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary(&out, &host, &dev, TD_OP_ADD), TD_ENOTSUP);
-	td_cr_assert_err(td_tensor_binary_scalar(&out, &dev, td_scalar_int(1), TD_OP_ADD),
-		TD_ENOTSUP);
+	td_cr_assert_err(td_tensor_binary_scalar(&out, &dev, td_scalar_int(1), TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary_inplace(&dev, &host, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary_inplace(&host, &dev, TD_OP_ADD), TD_ENOTSUP);
 	td_cr_assert_err(td_tensor_binary_scalar_inplace(&dev, td_scalar_int(1), TD_OP_ADD),

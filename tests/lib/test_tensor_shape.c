@@ -96,8 +96,7 @@ static void random_view(td_tensor *out, uint64_t *rng, int ndim, bool allow_empt
 		for (i = ndim - 1; i >= 0; i--) {
 			int d = perm[i];
 			strides[d] = s;
-			s = s * (shape[d] > 1 ? shape[d] : 1) +
-				(mode == 1 ? (int64_t)rnd(rng, 3) : 0);
+			s = s * (shape[d] > 1 ? shape[d] : 1) + (mode == 1 ? (int64_t)rnd(rng, 3) : 0);
 		}
 	}
 	offset = (int64_t)rnd(rng, 3);
@@ -116,10 +115,10 @@ static void random_view(td_tensor *out, uint64_t *rng, int ndim, bool allow_empt
 
 typedef struct map_ctx {
 	const td_tensor *t;
-	int d;               /* select, narrow, unsqueeze, squeeze: the dim (wrapped) */
-	int64_t k;           /* select: the index; narrow: the start */
+	int d;                 /* select, narrow, unsqueeze, squeeze: the dim (wrapped) */
+	int64_t k;             /* select: the index; narrow: the start */
 	int dims[TD_MAX_DIMS]; /* permute: wrapped dims */
-	int lead;            /* expand: number of new leading dims */
+	int lead;              /* expand: number of new leading dims */
 } map_ctx;
 
 typedef void (*map_fn)(const map_ctx *c, const int64_t *vidx, int64_t *tidx);
@@ -251,8 +250,7 @@ Test(shape, narrow_matches_the_model_on_random_views)
 					assert_view_maps(&v, &c, map_narrow, "narrow");
 					td_tensor_release(&v);
 				}
-				td_cr_assert_err(td_tensor_narrow(&v, &t, dim, start,
-					size - start + 1), TD_EINDEX);
+				td_cr_assert_err(td_tensor_narrow(&v, &t, dim, start, size - start + 1), TD_EINDEX);
 			}
 			td_cr_assert_err(td_tensor_narrow(&v, &t, dim, -1, 1), TD_EINDEX);
 			td_cr_assert_err(td_tensor_narrow(&v, &t, dim, size + 1, 0), TD_EINDEX);
@@ -470,7 +468,8 @@ Test(shape, unsqueeze_matches_torch_strides_and_the_model)
 			td_cr_assert_ok(td_tensor_unsqueeze(&v, &t, dim));
 			cr_assert_eq(v.ndim, ndim + 1);
 			cr_assert_eq(td_tensor_shape(&v)[d], 1);
-			cr_assert_eq(td_tensor_strides(&v)[d], d < ndim ? td_tensor_shape(&t)[d] * td_tensor_strides(&t)[d] : 1,
+			cr_assert_eq(td_tensor_strides(&v)[d],
+				d < ndim ? td_tensor_shape(&t)[d] * td_tensor_strides(&t)[d] : 1,
 				"unsqueeze(%d): stride %lld", dim, (long long)td_tensor_strides(&v)[d]);
 			for (i = 0; i < ndim; i++) {
 				cr_assert_eq(td_tensor_shape(&v)[i < d ? i : i + 1], td_tensor_shape(&t)[i]);
@@ -507,7 +506,8 @@ Test(shape, squeeze_removes_only_size_one_dims)
 					if (i == d)
 						continue;
 					cr_assert_eq(td_tensor_shape(&v)[i < d ? i : i - 1], td_tensor_shape(&t)[i]);
-					cr_assert_eq(td_tensor_strides(&v)[i < d ? i : i - 1], td_tensor_strides(&t)[i]);
+					cr_assert_eq(td_tensor_strides(&v)[i < d ? i : i - 1],
+						td_tensor_strides(&t)[i]);
 				}
 				assert_view_maps(&v, &u, map_select, "squeeze");
 			} else {
@@ -915,8 +915,8 @@ Test(shape, reshape_and_view_refuse_bad_shapes)
 	arange(&e, 2, empty_shape);
 	td_test_poison(&out);
 	for (which = 0; which < 2; which++) {
-		int (*fn)(td_tensor *, const td_tensor *, int, const int64_t *) =
-			which ? td_tensor_view : td_tensor_reshape;
+		int (*fn)(td_tensor *, const td_tensor *, int, const int64_t *) = which ? td_tensor_view :
+																				  td_tensor_reshape;
 
 		td_cr_assert_err(fn(NULL, &t, 2, shape), TD_EINVAL);
 		td_cr_assert_err(fn(&out, NULL, 2, shape), TD_EINVAL);
@@ -1209,9 +1209,9 @@ static int many_dims_op(int op, td_tensor *out, const td_tensor *t)
 
 	switch (op) {
 	case 0:
-		return td_tensor_select(out, t, 0, 1);     /* 4 dims: inline again */
+		return td_tensor_select(out, t, 0, 1); /* 4 dims: inline again */
 	case 1:
-		return td_tensor_narrow(out, t, 1, 1, 2);  /* 5 dims, a block of its own */
+		return td_tensor_narrow(out, t, 1, 1, 2); /* 5 dims, a block of its own */
 	case 2:
 		return td_tensor_reshape(out, t, 1, flat);
 	case 3:
@@ -1219,7 +1219,7 @@ static int many_dims_op(int op, td_tensor *out, const td_tensor *t)
 	case 4:
 		return td_tensor_unsqueeze(out, t, 1);
 	case 5:
-		return td_tensor_squeeze(out, t, 2);       /* 4 dims */
+		return td_tensor_squeeze(out, t, 2); /* 4 dims */
 	case 6:
 		return td_tensor_squeeze_all(out, t);
 	case 7:
@@ -1229,9 +1229,9 @@ static int many_dims_op(int op, td_tensor *out, const td_tensor *t)
 	case 9:
 		return td_tensor_expand(out, t, 7, grow);
 	case 10:
-		return td_tensor_squeeze(out, t, 0);       /* size 2: unchanged */
+		return td_tensor_squeeze(out, t, 0); /* size 2: unchanged */
 	default:
-		return td_tensor_contiguous(out, t);       /* a new reference */
+		return td_tensor_contiguous(out, t); /* a new reference */
 	}
 }
 

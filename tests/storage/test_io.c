@@ -52,7 +52,7 @@ Test(io, spans_and_zeros_land_at_their_offsets)
 
 	td_cr_assert_ok(td__writer_init(&w, fd, 0, "f"));
 	td_cr_assert_ok(td__writer_put(&w, a, 6));
-	td_cr_assert_ok(td__writer_zero_to(&w, 100000));   /* more than one zero block */
+	td_cr_assert_ok(td__writer_zero_to(&w, 100000)); /* more than one zero block */
 	td_cr_assert_ok(td__writer_put(&w, b, 4));
 	td_cr_assert_ok(td__writer_zero(&w, 10));
 	cr_assert_eq(w.pos, 100014);
@@ -199,8 +199,7 @@ Test(io, small_strided_tensors_share_the_stage)
 	len = 0;
 	for (i = 0; i < 20; i++) {
 		td_cr_assert_ok(td_tensor_contiguous(&c, &t[i]));
-		cr_assert(memcmp(p + len, td_tensor_data(&c), td_tensor_nbytes(&c)) == 0,
-			"tensor %zu", i);
+		cr_assert(memcmp(p + len, td_tensor_data(&c), td_tensor_nbytes(&c)) == 0, "tensor %zu", i);
 		len += td_tensor_nbytes(&c);
 		td_tensor_release(&c);
 		td_tensor_release(&t[i]);
@@ -221,8 +220,7 @@ Test(io, a_full_device_fails_the_flush_with_enospc)
 	td_cr_assert_ok(td__writer_init(&w, fd, 0, "full"));
 	td_cr_assert_ok(td__writer_put(&w, data, sizeof(data)));
 	td_cr_assert_err(td__writer_flush(&w), TD_ENOSPC);
-	cr_assert(strstr(td_error_last()->message, "full") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "full") != NULL, "%s", td_error_last()->message);
 	cr_assert_eq(w.n, 0, "the queue is dropped after a failure");
 	td_cr_assert_err(td__pwrite_all(fd, data, sizeof(data), 0, "full"), TD_ENOSPC);
 	td__writer_free(&w);

@@ -66,8 +66,8 @@ static void assert_all(const td_tensor *t, double value)
 	int64_t i, n = td_tensor_numel(t);
 
 	for (i = 0; i < n; i++)
-		cr_assert_eq(td_test_element(t, i), value, "element %lld is %g, expected %g",
-			(long long)i, td_test_element(t, i), value);
+		cr_assert_eq(td_test_element(t, i), value, "element %lld is %g, expected %g", (long long)i,
+			td_test_element(t, i), value);
 }
 
 static void assert_equal(const td_tensor *a, const td_tensor *b)
@@ -91,8 +91,7 @@ static void wait_ok(pid_t pid)
 Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 {
 	static const td_dtype dtypes[] = { TD_DTYPE_BOOL, TD_DTYPE_U8, TD_DTYPE_I16, TD_DTYPE_I32,
-		TD_DTYPE_I64, TD_DTYPE_F16, TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64,
-		TD_DTYPE_C64 };
+		TD_DTYPE_I64, TD_DTYPE_F16, TD_DTYPE_BF16, TD_DTYPE_F32, TD_DTYPE_F64, TD_DTYPE_C64 };
 	static const int64_t shape[] = { 3, 5 };
 	size_t i;
 
@@ -119,14 +118,15 @@ Test(mmap, empty_zeros_and_full_make_files_of_the_tensor_size)
 		assert_all(&t, v);
 		td_tensor_release(&t);
 		/* The values reached the file. */
-		td_cr_assert_ok(td_mmap_tensor_from_file(&t, td_test_path(name), dtypes[i], 2, shape,
-			NULL));
+		td_cr_assert_ok(
+			td_mmap_tensor_from_file(&t, td_test_path(name), dtypes[i], 2, shape, NULL));
 		assert_all(&t, v);
 		td_tensor_release(&t);
 
 		snprintf(name, sizeof(name), "e%zu", i);
 		td_cr_assert_ok(td_mmap_tensor_empty(&t, td_test_path(name), dtypes[i], 1, shape, NULL));
-		cr_assert_eq(td_test_file_size(td_test_path(name)), (int64_t)(3 * td_dtype_size(dtypes[i])));
+		cr_assert_eq(td_test_file_size(td_test_path(name)),
+			(int64_t)(3 * td_dtype_size(dtypes[i])));
 		td_tensor_release(&t);
 	}
 }
@@ -139,8 +139,8 @@ Test(mmap, tensors_of_many_dims_map_files_and_memfds)
 	td_scalar x;
 	int k;
 
-	td_cr_assert_ok(td_mmap_tensor_full(&t, td_test_path("six"), TD_DTYPE_I16, 6, shape,
-		td_scalar_int(5), 0));
+	td_cr_assert_ok(
+		td_mmap_tensor_full(&t, td_test_path("six"), TD_DTYPE_I16, 6, shape, td_scalar_int(5), 0));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&a, NULL, TD_DTYPE_I16, 6, shape, 0));
 	for (k = 0; k < 2; k++) {
 		const td_tensor *m = k ? &a : &t;
@@ -176,22 +176,20 @@ Test(mmap, writes_through_a_file_tensor_reach_the_file)
 
 Test(mmap, creation_refuses_bad_arguments_and_makes_nothing)
 {
-	static const int64_t shape[] = { 2 }, negative[] = { -1 },
-			     huge[] = { INT64_MAX / 2, 4 };
+	static const int64_t shape[] = { 2 }, negative[] = { -1 }, huge[] = { INT64_MAX / 2, 4 };
 	const char *p = tpath(0, "bad");
 	td_tensor t, src;
 
 	td_test_poison(&t);
 	td_cr_assert_err(td_mmap_tensor_empty(NULL, p, TD_DTYPE_F32, 1, shape, NULL), TD_EINVAL);
 	td_cr_assert_err(td_mmap_tensor_zeros(NULL, NULL, TD_DTYPE_F32, 1, shape, NULL), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_full(NULL, p, TD_DTYPE_F32, 1, shape,
-		td_scalar_int(1), NULL), TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, shape, &bad_version),
+	td_cr_assert_err(td_mmap_tensor_full(NULL, p, TD_DTYPE_F32, 1, shape, td_scalar_int(1), NULL),
 		TD_EINVAL);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, shape, &bad_version),
-		TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, 1, shape, &bad_version), TD_EINVAL);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_F32, 1, shape, &bad_version), TD_EINVAL);
 	td_cr_assert_err(td_mmap_tensor_full(&t, p, TD_DTYPE_F32, 1, shape, td_scalar_int(1),
-		&bad_version), TD_EINVAL);
+						 &bad_version),
+		TD_EINVAL);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, p, (td_dtype)99, 1, shape, NULL), TD_EINVAL);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_F32, TD_MAX_DIMS + 1, shape, NULL),
 		TD_EINVAL);
@@ -200,8 +198,9 @@ Test(mmap, creation_refuses_bad_arguments_and_makes_nothing)
 	td_cr_assert_err(td_mmap_tensor_full(&t, p, TD_DTYPE_F32, 2, huge, td_scalar_int(1), NULL),
 		TD_EOVERFLOW);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_F64, 2, huge, NULL), TD_EOVERFLOW);
-	td_cr_assert_err(td_mmap_tensor_empty(&t, td_test_path("no/such/dir"), TD_DTYPE_F32, 1,
-		shape, NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_mmap_tensor_empty(&t, td_test_path("no/such/dir"), TD_DTYPE_F32, 1, shape,
+						 NULL),
+		TD_ENOTFOUND);
 	td_test_assert_poisoned(&t);
 	cr_assert_not(td_test_exists(p));
 
@@ -225,7 +224,8 @@ Test(mmap, a_failed_fill_removes_the_file_it_created)
 
 	bad.kind = (td_scalar_kind)7;
 	td_cr_assert_err(td_mmap_tensor_full(&t, td_test_path("gone"), TD_DTYPE_F32, 1, shape, bad,
-		NULL), TD_EINVAL);
+						 NULL),
+		TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("gone")));
 	td_cr_assert_err(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 1, shape, bad, NULL), TD_EINVAL);
 }
@@ -240,8 +240,7 @@ Test(mmap, existing_files_need_existsok_and_are_never_truncated)
 
 	write_bytes(p, old, sizeof(old));
 	td_cr_assert_err(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, NULL), TD_EEXISTS);
-	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, NULL),
-		TD_EEXISTS);
+	td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape, NULL), TD_EEXISTS);
 	cr_assert_eq(td_test_file_size(p), 8);
 	/* empty + existsok: grown to 16 bytes, the old bytes kept. */
 	td_cr_assert_ok(td_mmap_tensor_empty(&t, p, TD_DTYPE_I32, 1, shape, td_test_mmap_existsok()));
@@ -327,15 +326,14 @@ Test(mmap, options_apply_where_they_say_and_are_ignored_elsewhere)
 Test(mmap, symbolic_links_and_special_files_are_refused)
 {
 	static const int64_t shape[] = { 4 };
-	const char *victim = tpath(0, "victim"), *link = tpath(1, "link"),
-		   *fifo = tpath(2, "fifo");
+	const char *victim = tpath(0, "victim"), *link = tpath(1, "link"), *fifo = tpath(2, "fifo");
 	td_tensor t;
 
 	write_bytes(victim, "abc", 3);
 	cr_assert_eq(symlink(victim, link), 0);
 	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape, NULL), TD_EEXISTS);
 	td_cr_assert_err(td_mmap_tensor_zeros(&t, link, TD_DTYPE_I32, 1, shape,
-		td_test_mmap_existsok()),
+						 td_test_mmap_existsok()),
 		TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, link, TD_DTYPE_U8, 1, (int64_t[]){ 3 }, NULL),
 		TD_ECORRUPT);
@@ -343,10 +341,9 @@ Test(mmap, symbolic_links_and_special_files_are_refused)
 	cr_assert(td_test_exists(link));
 	cr_assert_eq(mkfifo(fifo, 0666), 0);
 	td_cr_assert_err(td_mmap_tensor_empty(&t, fifo, TD_DTYPE_I32, 1, shape,
-		td_test_mmap_existsok()),
+						 td_test_mmap_existsok()),
 		TD_ECORRUPT);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, fifo, TD_DTYPE_I32, 1, shape, NULL),
-		TD_ECORRUPT);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, fifo, TD_DTYPE_I32, 1, shape, NULL), TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_tmpdir(), TD_DTYPE_I32, 1, shape, NULL),
 		TD_ECORRUPT);
 	cr_assert(td_test_exists(fifo));
@@ -372,8 +369,7 @@ Test(mmap, zero_element_tensors_map_nothing)
 	cr_assert_eq(td_tensor_numel(&t), 0);
 	td_tensor_release(&t);
 	/* Anonymous: a memfd of zero bytes, which can still be passed on. */
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 2, shape, td_scalar_int(1),
-		NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 2, shape, td_scalar_int(1), NULL));
 	cr_assert_eq(td_buffer_memory(t.buffer), TD_MEMORY_SHM);
 	shm_fd(&t, &off);
 	cr_assert_eq(off, 0);
@@ -432,8 +428,7 @@ Test(mmap, from_tensor_refuses_device_memory_before_making_a_file)
 	td_cr_assert_ok(td_buffer_wrap(&buf, fake, sizeof(fake), &opts));
 	td_cr_assert_ok(td_tensor_from_buffer(&dev, buf, TD_DTYPE_F32, 1, shape, NULL, 0));
 	td_buffer_unref(buf);
-	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, td_test_path("dev"), &dev, NULL),
-		TD_ENOTSUP);
+	td_cr_assert_err(td_mmap_tensor_from_tensor(&t, td_test_path("dev"), &dev, NULL), TD_ENOTSUP);
 	cr_assert_not(td_test_exists(td_test_path("dev")));
 	td_tensor_release(&dev);
 }
@@ -480,14 +475,16 @@ Test(mmap, from_file_checks_arguments_and_bounds)
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, big, NULL), TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I64, 1, shape, NULL), TD_ECORRUPT);
 	td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 2, huge, NULL), TD_EOVERFLOW);
-	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_path("missing"), TD_DTYPE_I32, 1,
-		shape, NULL), TD_ENOTFOUND);
+	td_cr_assert_err(td_mmap_tensor_from_file(&t, td_test_path("missing"), TD_DTYPE_I32, 1, shape,
+						 NULL),
+		TD_ENOTFOUND);
 	if (geteuid() != 0) {
 		cr_assert_eq(chmod(p, 0444), 0);
-		td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape,
-			td_test_mmap_rw()), TD_EREADONLY);
+		td_cr_assert_err(td_mmap_tensor_from_file(&t, p, TD_DTYPE_I32, 1, shape, td_test_mmap_rw()),
+			TD_EREADONLY);
 		td_cr_assert_err(td_mmap_tensor_zeros(&t, p, TD_DTYPE_I32, 1, shape,
-			td_test_mmap_existsok()), TD_EREADONLY);
+							 td_test_mmap_existsok()),
+			TD_EREADONLY);
 	}
 	td_test_assert_poisoned(&t);
 }
@@ -524,11 +521,10 @@ Test(mmap, anonymous_tensors_live_in_a_memfd)
 	cr_assert_geq(fcntl(fd, F_GETFD), 0);
 	td_tensor_release(&v);
 
-	td_cr_assert_ok(td_mmap_tensor_empty(&t, NULL, TD_DTYPE_I16, 1, shape,
-		td_test_mmap_existsok()));
+	td_cr_assert_ok(
+		td_mmap_tensor_empty(&t, NULL, TD_DTYPE_I16, 1, shape, td_test_mmap_existsok()));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_I16, 1, shape, td_scalar_int(-2),
-		NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_I16, 1, shape, td_scalar_int(-2), NULL));
 	assert_all(&t, -2.0);
 	td_tensor_release(&t);
 }
@@ -574,8 +570,8 @@ Test(mmap, from_fd_maps_the_same_memory)
 
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t, NULL, TD_DTYPE_I32, 1, shape, NULL));
 	fd = shm_fd(&t, &base);
-	td_cr_assert_ok(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, two, base + 8,
-		td_test_mmap_rw()));
+	td_cr_assert_ok(
+		td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, two, base + 8, td_test_mmap_rw()));
 	cr_assert_eq(td_buffer_memory(u.buffer), TD_MEMORY_SHM);
 	cr_assert_neq(u.buffer, t.buffer);
 	td_cr_assert_ok(td_tensor_fill(&u, td_scalar_int(42)));
@@ -616,8 +612,7 @@ Test(mmap, from_fd_checks_the_descriptor_and_the_range)
 	td_test_poison(&u);
 	td_cr_assert_err(td_shm_tensor_from_fd(NULL, fd, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
 	td_cr_assert_err(td_shm_tensor_from_fd(&u, -1, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
-	td_cr_assert_err(td_shm_tensor_from_fd(&u, 4000, TD_DTYPE_I32, 1, shape, 0, NULL),
-		TD_EINVAL);
+	td_cr_assert_err(td_shm_tensor_from_fd(&u, 4000, TD_DTYPE_I32, 1, shape, 0, NULL), TD_EINVAL);
 	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 0, &bad_version),
 		TD_EINVAL);
 	td_cr_assert_err(td_shm_tensor_from_fd(&u, fd, TD_DTYPE_I32, 1, shape, 2, NULL), TD_EINVAL);
@@ -771,10 +766,10 @@ static int child_write(td_tensor *t, td_dict *d, td_dict *src)
 	int ok;
 
 	ok = td_tensor_fill(t, td_scalar_int(77)) == 0 && td_key_new(&k1, "sub.obs") == 0 &&
-	     td_key_new(&k2, "f64") == 0 && td_dict_get_tensor_key(&obs, d, k1) == 0 &&
-	     td_dict_get_tensor_key(&f64, d, k2) == 0 &&
-	     td_tensor_fill((td_tensor *)obs, td_scalar_int(-5)) == 0 &&
-	     td_tensor_set((td_tensor *)f64, at, td_scalar_float(0.5)) == 0;
+		td_key_new(&k2, "f64") == 0 && td_dict_get_tensor_key(&obs, d, k1) == 0 &&
+		td_dict_get_tensor_key(&f64, d, k2) == 0 &&
+		td_tensor_fill((td_tensor *)obs, td_scalar_int(-5)) == 0 &&
+		td_tensor_set((td_tensor *)f64, at, td_scalar_float(0.5)) == 0;
 	td_key_free(k1);
 	td_key_free(k2);
 	td_tensor_release(t);
@@ -817,18 +812,18 @@ static int child_receive_and_write(int sock)
 	int fd = td_test_recv_fd(sock), dfd, ok;
 
 	if (fd < 0 || read(sock, &toff, sizeof(toff)) != (ssize_t)sizeof(toff) ||
-	    read(sock, &off, sizeof(off)) != (ssize_t)sizeof(off))
+		read(sock, &off, sizeof(off)) != (ssize_t)sizeof(off))
 		return 1;
 	dfd = td_test_recv_fd(sock);
 	if (dfd < 0 ||
-	    td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 1, shape, toff, td_test_mmap_rw()) < 0)
+		td_shm_tensor_from_fd(&t, fd, TD_DTYPE_F32, 1, shape, toff, td_test_mmap_rw()) < 0)
 		return 1;
 	close(fd);
 	if (td_shm_tensor_from_fd(&f, dfd, TD_DTYPE_F64, 2, s34, off, td_test_mmap_rw()) < 0)
 		return 1;
 	close(dfd);
 	ok = td_test_element(&f, 7) == 7.0 && td_tensor_fill(&t, td_scalar_float(2.5)) == 0 &&
-	     td_tensor_fill(&f, td_scalar_float(-1.0)) == 0;
+		td_tensor_fill(&f, td_scalar_float(-1.0)) == 0;
 	td_tensor_release(&t);
 	td_tensor_release(&f);
 	return ok ? 0 : 1;

@@ -154,8 +154,8 @@ static td_ring *new_ring(const char *name, int64_t cap, bool prioritized)
 	td_dict *row = row_template();
 	td_ring *r;
 
-	td_cr_assert_ok(td_ring_create(&r, td_test_path(name), row, cap,
-		td_test_ring_create(prioritized)));
+	td_cr_assert_ok(
+		td_ring_create(&r, td_test_path(name), row, cap, td_test_ring_create(prioritized)));
 	td_dict_free(row);
 	return r;
 }
@@ -409,8 +409,8 @@ Test(ring, sampling_is_uniform_over_the_published_rows)
 		bool distinct = c % 2 != 0;
 		int64_t n = distinct ? CAP / 2 : CAP;
 
-		td_cr_assert_ok(td_ring_sample(distinct ? half : out, idx, r,
-			distinct ? TD_RING_NO_REPLACEMENT : 0));
+		td_cr_assert_ok(
+			td_ring_sample(distinct ? half : out, idx, r, distinct ? TD_RING_NO_REPLACEMENT : 0));
 		for (i = 0; i < n; i++, total++) {
 			cr_assert_neq(idx[i], 8, "the unpublished slot was drawn");
 			counts[idx[i] < 8 ? idx[i] : idx[i] - 1]++;
@@ -431,8 +431,7 @@ typedef struct draws {
 
 static draws *draws_new(void)
 {
-	draws *d = mmap(NULL, sizeof(draws), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-		-1, 0);
+	draws *d = mmap(NULL, sizeof(draws), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	cr_assert(d != MAP_FAILED);
 	memset(d, 0, sizeof(*d));
@@ -541,8 +540,7 @@ Test(ring, a_handle_inherited_through_fork_writes_under_a_slot_of_its_own)
 	if (pid == 0) {
 		td_ring_stats cst;
 		uint64_t first = 0;
-		int ok = put_rows(r, 100, 4, &first) == 4 && first == 4 &&
-			td_ring_stat(&cst, r) == 0;
+		int ok = put_rows(r, 100, 4, &first) == 4 && first == 4 && td_ring_stat(&cst, r) == 0;
 
 		d->writers_seen = (int)cst.writers;
 		/* Closing the copy frees the child's slot, never the parent's. */
@@ -835,7 +833,7 @@ static void put_text(const char *dir, const char *name, const char *text)
 Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
 {
 	static const char kid[] = "{\"shape\": [], \"device\": \"cpu\", "
-		"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}";
+							  "\"_type\": \"<class 'tensordict._td.TensorDict'>\"}";
 	td_dict *row = row_template(), *kids[2], *lz;
 	char dir[4400], path[4500], *meta;
 	td_ring *r;
@@ -885,7 +883,8 @@ Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
 	free(meta);
 	snprintf(path, sizeof(path), "%s/lz", dir);
 	cr_assert_eq(mkdir(path, 0777), 0);
-	put_text(dir, "lz/meta.json", "{\"_type\": \"<class 'tensordict._lazy."
+	put_text(dir, "lz/meta.json",
+		"{\"_type\": \"<class 'tensordict._lazy."
 		"LazyStackedTensorDict'>\", \"stack_dim\": 0}");
 	snprintf(path, sizeof(path), "%s/lz/0", dir);
 	cr_assert_eq(mkdir(path, 0777), 0);
@@ -894,8 +893,7 @@ Test(ring, lazy_stacks_are_refused_in_rows_and_in_ring_stores)
 	put_text(dir, "lz/0/meta.json", kid);
 	put_text(dir, "lz/1/meta.json", kid);
 	td_cr_assert_err(td_ring_open(&r, dir, NULL), TD_ECORRUPT);
-	cr_assert(strstr(td_error_last()->message, "lazy") != NULL, "%s",
-		td_error_last()->message);
+	cr_assert(strstr(td_error_last()->message, "lazy") != NULL, "%s", td_error_last()->message);
 	td_dict_free(row);
 }
 
@@ -987,7 +985,8 @@ Test(ring, bad_arguments_are_refused)
 	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), NULL, 4, NULL), TD_EINVAL);
 	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 0, NULL), TD_EINVAL);
 	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), row, 4,
-		&(td_ring_create_opts){ 0, false, TD_SYNC_FULL }), TD_EINVAL);
+						 &(td_ring_create_opts){ 0, false, TD_SYNC_FULL }),
+		TD_EINVAL);
 	td_cr_assert_ok(td_dict_new(&bad, 1, b2));
 	td_cr_assert_err(td_ring_create(&r, td_test_path("x"), bad, 4, NULL), TD_EINVAL);
 	td_dict_free(bad);
@@ -1037,8 +1036,7 @@ Test(ring, bad_arguments_are_refused)
 	td_cr_assert_err(td_ring_batch_new(&bad, r, -1), TD_EINVAL);
 	td_cr_assert_err(td_ring_stat(NULL, r), TD_EINVAL);
 	td_cr_assert_err(td_ring_sample_prioritized(out, NULL, NULL, r), TD_ENOTSUP);
-	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 0 }, (double[]){ 1 }, 1),
-		TD_ENOTSUP);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 0 }, (double[]){ 1 }, 1), TD_ENOTSUP);
 	put_rows(r, 0, 2, NULL);
 	/* A destination that is not contiguous is refused. */
 	{
@@ -1105,8 +1103,8 @@ Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 		poke(path, i, &b, 1);
 		td_error_clear();
 		rc = td_ring_open(&r, td_test_path("r"), td_test_ring_rw());
-		cr_assert(rc == TD_ECORRUPT || (i >= 8 && i < 12 && rc == TD_EVERSION),
-			"byte %d: %d", i, rc);
+		cr_assert(rc == TD_ECORRUPT || (i >= 8 && i < 12 && rc == TD_EVERSION), "byte %d: %d", i,
+			rc);
 		cr_assert_null(r);
 		poke(path, i, &hdr[i], 1);
 	}
@@ -1128,8 +1126,8 @@ Test(ring, a_damaged_ring_file_is_refused_never_trusted)
 		td_cr_assert_ok(td_dict_new(&row, 0, NULL));
 		td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F32, 1, (int64_t[]){ 3 }));
 		td_cr_assert_ok(td_dict_set_tensor_take(row, "x", &t));
-		td_cr_assert_ok(td_ring_create(&other, td_test_path("o"), row, 8,
-			td_test_ring_create(true)));
+		td_cr_assert_ok(
+			td_ring_create(&other, td_test_path("o"), row, 8, td_test_ring_create(true)));
 		td_ring_close(other);
 		td_dict_free(row);
 		copy_file(td_test_path("o/.tdstore-ring"), path);
@@ -1161,8 +1159,7 @@ Test(ring, garbage_in_the_live_words_never_crashes_a_reader)
 		poke(td_test_path("r/.tdstore-ring"), 128, &junk[0], 8);
 		poke(td_test_path("r/.tdstore-ring"), 192, &junk[1], 8);
 		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + (round % 8) * 8, &junk[2], 8);
-		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + 64 + (round % 16) * 8,
-			&junk[3], 8);
+		poke(td_test_path("r/.tdstore-ring"), RING_SEQ_OFFSET + 64 + (round % 16) * 8, &junk[3], 8);
 		got = td_ring_sample(out, NULL, r, 0);
 		cr_assert(got == 0 || got == TD_ENOTFOUND);
 		got = td_ring_sample_prioritized(out, NULL, NULL, r);
@@ -1332,8 +1329,8 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 		cr_assert_float_eq(prob[i], 0.25, 1e-12);
 		cr_assert(row_ok(&p, i));
 	}
-	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
-		(double[]){ 0, 0, 1, 3 }, 4));
+	td_cr_assert_ok(
+		td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 }, (double[]){ 0, 0, 1, 3 }, 4));
 	td_cr_assert_ok(td_ring_sample_prioritized(out, idx, prob, r));
 	for (i = 0; i < 4000; i++) {
 		counts[idx[i]]++;
@@ -1350,10 +1347,8 @@ Test(ring, prioritized_sampling_follows_the_priorities)
 		if (idx[i] == 4)
 			cr_assert_float_eq(prob[i], 3.0 / 7.0, 1e-12);
 	/* Errors. */
-	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 6 }, (double[]){ 1 }, 1),
-		TD_EINDEX);
-	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ -1 }, 1),
-		TD_EINVAL);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 6 }, (double[]){ 1 }, 1), TD_EINDEX);
+	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ -1 }, 1), TD_EINVAL);
 	td_cr_assert_err(td_ring_update_priority(r, (int64_t[]){ 1 }, (double[]){ 0.0 / 0.0 }, 1),
 		TD_EINVAL);
 	td_cr_assert_err(td_ring_update_priority(r, NULL, NULL, 1), TD_EINVAL);
@@ -1371,8 +1366,8 @@ Test(ring, priorities_carry_on_after_a_reopen)
 	double prob[2000];
 
 	put_rows(r, 0, 4, NULL);
-	td_cr_assert_ok(td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 },
-		(double[]){ 0, 0, 1, 3 }, 4));
+	td_cr_assert_ok(
+		td_ring_update_priority(r, (int64_t[]){ 0, 1, 2, 3 }, (double[]){ 0, 0, 1, 3 }, 4));
 	td_ring_close(r);
 	/* Another process reopens it: the priorities, and the largest one (3) that
 	 * new rows get, are those in the file. */
@@ -1412,8 +1407,8 @@ Test(ring, priority_updates_from_several_processes_add_up)
 			/* Process k owns slots k, k+4, ...; each ends at priority 0 or 2. */
 			for (j = 0; ok && j < rounds; j++) {
 				int64_t s = k + 4 * (j % 16);
-				double pr = (j + 1 == rounds || j >= rounds - 16) ?
-					(s % 8 == 0 ? 2.0 : 0.0) : (double)(j % 5);
+				double pr = (j + 1 == rounds || j >= rounds - 16) ? (s % 8 == 0 ? 2.0 : 0.0) :
+																	(double)(j % 5);
 
 				ok = td_ring_update_priority(c, &s, &pr, 1) == 0;
 			}
@@ -1431,8 +1426,8 @@ Test(ring, priority_updates_from_several_processes_add_up)
 	for (i = 0; i < 1000; i++)
 		counts[idx[i]]++;
 	for (i = 0; i < 64; i++)
-		cr_assert(i % 8 == 0 ? counts[i] > 50 : counts[i] == 0, "slot %lld: %lld",
-			(long long)i, (long long)counts[i]);
+		cr_assert(i % 8 == 0 ? counts[i] > 50 : counts[i] == 0, "slot %lld: %lld", (long long)i,
+			(long long)counts[i]);
 	td_dict_free(out);
 	td_ring_close(r);
 }
@@ -1448,8 +1443,8 @@ typedef struct shared {
 
 static shared *shared_new(void)
 {
-	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE,
-		MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	shared *sh = mmap(NULL, sizeof(shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+		0);
 
 	cr_assert(sh != MAP_FAILED);
 	memset(sh, 0, sizeof(*sh));
@@ -1622,9 +1617,8 @@ static void stress(bool prioritized)
 		for (i = 0; i < 256; i++)
 			cr_assert(row_ok(&p, i));
 	}
-	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled or read, %llu dropped",
-		WRITERS, (long long)rows, (long long)atomic_load(&sh->sampled),
-		(unsigned long long)st.dropped);
+	cr_log_info("stress: %d writers x %lld rows, %lld rows sampled or read, %llu dropped", WRITERS,
+		(long long)rows, (long long)atomic_load(&sh->sampled), (unsigned long long)st.dropped);
 	td_dict_free(b);
 	td_ring_close(r);
 	munmap(sh, sizeof(*sh));
@@ -1728,7 +1722,7 @@ Test(ring, writers_killed_at_random_points_leave_a_consistent_usable_ring)
 			cr_assert(row_ok(&p, i));
 	}
 	td_dict_free(b);
-	cr_log_info("kill test: %d iterations, %llu rows reclaimed by td_ring_reclaim",
-		iterations, (unsigned long long)total_reclaimed);
+	cr_log_info("kill test: %d iterations, %llu rows reclaimed by td_ring_reclaim", iterations,
+		(unsigned long long)total_reclaimed);
 	td_ring_close(r);
 }

@@ -98,8 +98,8 @@ Test(shm_arena, small_tensors_are_aligned_blocks_of_one_chunk)
 
 	td_cr_assert_ok(td_mmap_tensor_empty(&t[0], NULL, TD_DTYPE_F32, 3, s345, NULL));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&t[1], NULL, TD_DTYPE_F32, 3, s345, NULL));
-	td_cr_assert_ok(td_mmap_tensor_full(&t[2], NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(2), NULL));
+	td_cr_assert_ok(
+		td_mmap_tensor_full(&t[2], NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(2), NULL));
 	for (i = 0; i < 3; i++) {
 		cr_assert_eq(td_buffer_memory(t[i].buffer), TD_MEMORY_SHM);
 		cr_assert_eq(td_buffer_size(t[i].buffer), 240);
@@ -143,8 +143,8 @@ Test(shm_arena, a_released_block_is_reused_and_zeros_clears_it)
 	cr_assert(all_equal(&t, 0.0), "zeros() left an earlier tensor's bytes");
 	td_cr_assert_ok(td_tensor_fill(&t, td_scalar_float(7)));
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(-3), NULL));
+	td_cr_assert_ok(
+		td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(-3), NULL));
 	cr_assert_eq(td_tensor_data(&t), p);
 	cr_assert(all_equal(&t, -3.0));
 	td_tensor_release(&t);
@@ -278,7 +278,7 @@ static size_t env_max_in_child(const char *value)
 
 		setenv("TDSTORE_SHM_ARENA_MAX", value, 1);
 		if (td_shm_arena_stat(&st) < 0 ||
-		    write(fds[1], &st.max_bytes, sizeof(st.max_bytes)) != sizeof(st.max_bytes))
+			write(fds[1], &st.max_bytes, sizeof(st.max_bytes)) != sizeof(st.max_bytes))
 			_exit(1);
 		_exit(0);
 	}
@@ -402,10 +402,9 @@ Test(shm_arena, a_descriptor_passed_over_a_socket_shares_the_block)
 		_exit(child_map_and_write(sv[1]));
 	}
 	close(sv[1]);
-	td_cr_assert_ok(td_mmap_tensor_full(&before, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(3), NULL));
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(1), NULL));
+	td_cr_assert_ok(
+		td_mmap_tensor_full(&before, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(3), NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(1), NULL));
 	off = offset_of(&t, &fd);
 	td_test_send_fd(sv[0], fd);
 	cr_assert_eq(write(sv[0], &off, sizeof(off)), (ssize_t)sizeof(off));
@@ -436,8 +435,7 @@ static bool get_byte(int fd)
  * Child side of the fork test. `t`, `x` and `y` were made before the
  * fork; the parent has meanwhile released its `t` and made a new tensor.
  */
-static int fork_child(td_tensor *t, td_tensor *x, td_tensor *y, int from_parent,
-	int to_parent)
+static int fork_child(td_tensor *t, td_tensor *x, td_tensor *y, int from_parent, int to_parent)
 {
 	td_tensor u;
 	int ok;
@@ -449,8 +447,7 @@ static int fork_child(td_tensor *t, td_tensor *x, td_tensor *y, int from_parent,
 	ok = ok && td_tensor_fill(y, td_scalar_float(6)) == 0;
 	/* Neither x's released block nor any other of the parent's is reused. */
 	td_tensor_release(x);
-	ok = ok && td_mmap_tensor_full(&u, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(4), NULL) == 0;
+	ok = ok && td_mmap_tensor_full(&u, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(4), NULL) == 0;
 	/* Wait for the parent's checks (or its end) before releasing. */
 	if (put_byte(to_parent))
 		get_byte(from_parent);
@@ -468,10 +465,8 @@ Test(shm_arena, after_fork_neither_process_reuses_a_shared_block)
 
 	cr_assert_eq(pipe(p2c), 0);
 	cr_assert_eq(pipe(c2p), 0);
-	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(1), NULL));
-	td_cr_assert_ok(td_mmap_tensor_full(&x, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(5), NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&t, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(1), NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&x, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(5), NULL));
 	td_cr_assert_ok(td_mmap_tensor_zeros(&y, NULL, TD_DTYPE_F32, 3, s345, NULL));
 	pid = fork();
 	cr_assert_geq(pid, 0);
@@ -485,8 +480,7 @@ Test(shm_arena, after_fork_neither_process_reuses_a_shared_block)
 	close(c2p[1]);
 	/* t's block is free here now, but the child still uses it. */
 	td_tensor_release(&t);
-	td_cr_assert_ok(td_mmap_tensor_full(&w, NULL, TD_DTYPE_F32, 3, s345,
-		td_scalar_float(2), NULL));
+	td_cr_assert_ok(td_mmap_tensor_full(&w, NULL, TD_DTYPE_F32, 3, s345, td_scalar_float(2), NULL));
 	cr_assert(put_byte(p2c[1]));
 	cr_assert(get_byte(c2p[0]), "the child ended early");
 	cr_assert(all_equal(&y, 6.0), "the child's write is not shared");
@@ -512,8 +506,8 @@ Test(shm_arena, after_fork_neither_process_reuses_a_shared_block)
 static void *thread_body(void *arg)
 {
 	/* Blocks of 64 bytes to 16 KiB, and one size above the arena's maximum. */
-	static const int64_t sizes[][1] = { { 4 }, { 60 }, { 250 }, { 1300 }, { 4000 },
-		{ 16 }, { 100 }, { 16400 } };
+	static const int64_t sizes[][1] = { { 4 }, { 60 }, { 250 }, { 1300 }, { 4000 }, { 16 }, { 100 },
+		{ 16400 } };
 	uintptr_t id = (uintptr_t)arg;
 	td_tensor slot[SLOTS];
 	bool used[SLOTS] = { false };
@@ -529,7 +523,7 @@ static void *thread_body(void *arg)
 		}
 		value[i] = (double)(id * 100000 + (uintptr_t)r);
 		used[i] = td_mmap_tensor_full(&slot[i], NULL, TD_DTYPE_F32, 1,
-			sizes[td_test_rand(&rng) % 8], td_scalar_float(value[i]), NULL) == 0;
+					  sizes[td_test_rand(&rng) % 8], td_scalar_float(value[i]), NULL) == 0;
 		bad |= !used[i];
 	}
 	for (i = 0; i < SLOTS; i++) {

@@ -68,8 +68,7 @@ static const char *read_text(const char *path)
 	return buf;
 }
 
-static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
-	const int64_t *shape)
+static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim, const int64_t *shape)
 {
 	td_tensor t;
 
@@ -199,10 +198,10 @@ Test(store_dir, nested_dicts_and_strings_get_their_own_directories)
 	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("n"),
 		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_NOSYNC)));
 	td_store_close(st);
-	cr_assert(strstr(read_text(td_test_path("n/meta.json")),
-		"\"sub\": {\"type\": \"TensorDict\"}"));
-	cr_assert(strstr(read_text(td_test_path("n/meta.json")),
-		"\"name\": {\"type\": \"NonTensorData\"}"));
+	cr_assert(
+		strstr(read_text(td_test_path("n/meta.json")), "\"sub\": {\"type\": \"TensorDict\"}"));
+	cr_assert(
+		strstr(read_text(td_test_path("n/meta.json")), "\"name\": {\"type\": \"NonTensorData\"}"));
 	cr_assert_str_eq(read_text(td_test_path("n/name/meta.json")),
 		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
 		"\"data\": \"hello\", \"_metadata\": null, \"_is_non_tensor\": true}");
@@ -243,8 +242,7 @@ Test(store_dir, read_write_stores_write_through_to_the_files)
 	td_cr_assert_ok(td_dict_get(&va, td_store_dict(ro), "x"));
 	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
 	/* A read-only store refuses writes and leaves the data alone. */
-	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(1)),
-		TD_EREADONLY);
+	td_cr_assert_err(td_tensor_fill((td_tensor *)&va->tensor, td_scalar_float(1)), TD_EREADONLY);
 	td_cr_assert_ok(td_tensor_zeros(&t, TD_DTYPE_F64, 1, b));
 	td_cr_assert_err(td_dict_set_tensor_inplace(td_store_dict(ro), "x", &t), TD_EREADONLY);
 	cr_assert_eq(((double *)td_tensor_data(&va->tensor))[0], 7.5);
@@ -436,10 +434,19 @@ Test(store_dir, keys_are_encoded_as_tensordict_encodes_them)
 	static const struct {
 		const char *key, *enc;
 	} cases[] = {
-		{ "", "%" }, { ".", "%2E" }, { "..", "%2E%2E" }, { "...", "..." },
-		{ "a/b/c", "a%2Fb%2Fc" }, { "my key", "my%20key" }, { "50%", "50%25" },
-		{ "a.b", "a.b" }, { "tab\there", "tab%09here" }, { "<>:\"|?*\\", "%3C%3E%3A%22%7C%3F%2A%5C" },
-		{ "\x7f", "%7F" }, { "héllo", "héllo" }, { "plain_Key-1", "plain_Key-1" },
+		{ "", "%" },
+		{ ".", "%2E" },
+		{ "..", "%2E%2E" },
+		{ "...", "..." },
+		{ "a/b/c", "a%2Fb%2Fc" },
+		{ "my key", "my%20key" },
+		{ "50%", "50%25" },
+		{ "a.b", "a.b" },
+		{ "tab\there", "tab%09here" },
+		{ "<>:\"|?*\\", "%3C%3E%3A%22%7C%3F%2A%5C" },
+		{ "\x7f", "%7F" },
+		{ "héllo", "héllo" },
+		{ "plain_Key-1", "plain_Key-1" },
 	};
 	char buf[64];
 	size_t i;
@@ -541,7 +548,8 @@ Test(store_dir, memmap_refuses_bad_arguments_and_writes_nothing)
 	cr_assert_null(st);
 	td_cr_assert_err(td_store_memmap(&st, d, NULL, NULL), TD_EINVAL);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("a"),
-		&(td_store_memmap_opts){ 0, TD_PLACEMENT_DIRECTORY, false, false, TD_SYNC_FULL }),
+						 &(td_store_memmap_opts){ 0, TD_PLACEMENT_DIRECTORY, false, false,
+							 TD_SYNC_FULL }),
 		TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("a")));
 
@@ -736,7 +744,7 @@ Test(store_dir, symlinks_where_leaves_go_are_refused)
 	cr_assert_eq(mkdir(td_test_path("sl"), 0777), 0);
 	link_to_victim("sl/x.memmap", 3);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("sl"),
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
+						 td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_eq(td_test_file_size(td_test_path("victim")), 3);
 	td_dict_free(d);
@@ -766,9 +774,11 @@ Test(store_dir, a_failed_reservation_is_an_error_not_a_crash)
 
 /* ---- bad directories ---- */
 
-#define LEAF(k, dt, shp) "\"" k "\": {\"device\": \"cpu\", \"shape\": " shp ", \"dtype\": \"" dt \
+#define LEAF(k, dt, shp) \
+	"\"" k "\": {\"device\": \"cpu\", \"shape\": " shp ", \"dtype\": \"" dt \
 	"\", \"is_nested\": false}"
-#define TAIL(shp) "\"shape\": " shp ", \"device\": \"cpu\", \"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
+#define TAIL(shp) \
+	"\"shape\": " shp ", \"device\": \"cpu\", \"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
 
 Test(store_dir, open_refuses_bad_arguments_and_missing_directories)
 {
@@ -810,18 +820,18 @@ Test(store_dir, broken_meta_json_is_corrupt)
 		{ "{" LEAF("x", "float32", "[3]") ", " TAIL("[3]"), TD_ECORRUPT },
 		{ "{\"x\": {\"dtype\": 7, \"shape\": [3]}, " TAIL("[3]"), TD_ECORRUPT },
 		{ "{\"x\": {\"dtype\": \"torch.int8\", \"shape\": [3], \"is_nested\": 1}, " TAIL("[3]"),
-		  TD_ECORRUPT },
+			TD_ECORRUPT },
 		{ "{" LEAF("x", "torch.qint8", "[3]") ", " TAIL("[3]"), TD_ENOTSUP },
 		{ "{" LEAF("x", "torch.complex32", "[3]") ", " TAIL("[3]"), TD_ENOTSUP },
 		{ "{\"x\": {\"dtype\": \"torch.int8\", \"shape\": [3], \"is_nested\": true}, " TAIL("[3]"),
-		  TD_ENOTSUP },
+			TD_ENOTSUP },
 		{ "{" LEAF("x", "torch.float64", "[3, 4611686018427387904]") ", " TAIL("[3]"),
-		  TD_EOVERFLOW },
+			TD_EOVERFLOW },
 		{ "{" LEAF("x", "torch.float64", "[9223372036854775807, 2]") ", " TAIL("[]"),
-		  TD_EOVERFLOW },
+			TD_EOVERFLOW },
 		/* A lazy stack without its child 0/. */
 		{ "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", \"stack_dim\": 0}",
-		  TD_ECORRUPT },
+			TD_ECORRUPT },
 		{ "{\"_type\": \"<class 'my.Unknown'>\"}", TD_ENOTSUP },
 	};
 	char name[32];
@@ -835,8 +845,7 @@ Test(store_dir, broken_meta_json_is_corrupt)
 }
 
 /* A lazy stack directory whose children have the meta.json texts given. */
-static const char *lazy_dir(const char *name, const char *meta, const char *const *kids,
-	size_t n)
+static const char *lazy_dir(const char *name, const char *meta, const char *const *kids, size_t n)
 {
 	static char dir[4096];
 	char path[4300];
@@ -852,13 +861,14 @@ static const char *lazy_dir(const char *name, const char *meta, const char *cons
 	return dir;
 }
 
-#define LAZY(dim) "{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", " \
+#define LAZY(dim) \
+	"{\"_type\": \"<class 'tensordict._lazy.LazyStackedTensorDict'>\", " \
 	"\"stack_dim\": " dim "}"
 
 Test(store_dir, lazy_stacks_and_their_bad_forms)
 {
 	const char *two[2] = { "{" LEAF("x", "torch.int8", "[0]") ", " TAIL("[]"),
-			       "{" LEAF("y", "torch.int8", "[2, 0]") ", " TAIL("[]") };
+		"{" LEAF("y", "torch.int8", "[2, 0]") ", " TAIL("[]") };
 	const char *b12[2] = { "{" TAIL("[1]"), "{" TAIL("[2]") };
 	const char *bad[2] = { "{" TAIL("[1]"), "{" };
 	char path[4300];
@@ -878,8 +888,11 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	assert_open_fails(lazy_dir("dimtype", LAZY("\"0\""), two, 2), NULL, TD_ECORRUPT);
 	assert_open_fails(lazy_dir("dimrange", LAZY("5"), two, 2), NULL, TD_ECORRUPT);
 	assert_open_fails(lazy_dir("dimhuge", LAZY("99999999999"), two, 2), NULL, TD_ECORRUPT);
-	assert_open_fails(lazy_dir("nodim", "{\"_type\": \"<class "
-		"'tensordict._lazy.LazyStackedTensorDict'>\"}", two, 2), NULL, TD_ECORRUPT);
+	assert_open_fails(lazy_dir("nodim",
+						  "{\"_type\": \"<class "
+						  "'tensordict._lazy.LazyStackedTensorDict'>\"}",
+						  two, 2),
+		NULL, TD_ECORRUPT);
 	assert_open_fails(lazy_dir("batches", LAZY("0"), b12, 2), NULL, TD_ENOTSUP);
 	assert_open_fails(lazy_dir("badkid", LAZY("0"), bad, 2), NULL, TD_ECORRUPT);
 	/* A child that is a symbolic link. */
@@ -887,8 +900,8 @@ Test(store_dir, lazy_stacks_and_their_bad_forms)
 	cr_assert_eq(symlink("0", path), 0);
 	assert_open_fails(td_test_path("link"), NULL, TD_ECORRUPT);
 	/* Named inside a dict: without children it is corrupt, as at the top. */
-	snprintf(path, sizeof(path), "%s/sub", dir_with_meta("inner",
-		"{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[]")));
+	snprintf(path, sizeof(path), "%s/sub",
+		dir_with_meta("inner", "{\"sub\": {\"type\": \"LazyStackedTensorDict\"}, " TAIL("[]")));
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/sub/meta.json", td_test_path("inner"));
 	write_text(path, LAZY("0"));
@@ -976,17 +989,21 @@ Test(store_dir, symlinked_or_broken_sub_directories_are_refused)
 	write_text(path, "{" TAIL("[3]")); /* batch does not extend the parent's */
 	assert_open_fails(dir, NULL, TD_ECORRUPT);
 	/* A NonTensorStack must fit the batch, like a tensor. */
-	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\", "
-			 "\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\", \"c\"]}");
+	write_text(path,
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorStack'>\", "
+		"\"stack_dim\": 0, \"device\": null, \"data\": [\"a\", \"b\", \"c\"]}");
 	assert_open_fails(dir, NULL, TD_ECORRUPT);
-	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
-			 "\"data\": 3, \"_metadata\": null}");
+	write_text(path,
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+		"\"data\": 3, \"_metadata\": null}");
 	assert_open_fails(dir, NULL, TD_ENOTSUP);
-	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
-			 "\"_metadata\": null}");
+	write_text(path,
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+		"\"_metadata\": null}");
 	assert_open_fails(dir, NULL, TD_ENOTSUP);
-	write_text(path, "{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
-			 "\"data\": \"ok\", \"_metadata\": null}");
+	write_text(path,
+		"{\"_type\": \"<class 'tensordict.tensorclass.NonTensorData'>\", "
+		"\"data\": \"ok\", \"_metadata\": null}");
 	td_store_close(open_ok(dir, NULL));
 }
 
@@ -996,8 +1013,8 @@ static const char *tensorclass_store(const char *name)
 	static char dir[4096];
 	char path[4200];
 
-	snprintf(dir, sizeof(dir), "%s", dir_with_meta(name, "{\"obs\": {\"type\": \"Obs\"}, "
-		TAIL("[4]")));
+	snprintf(dir, sizeof(dir), "%s",
+		dir_with_meta(name, "{\"obs\": {\"type\": \"Obs\"}, " TAIL("[4]")));
 	snprintf(path, sizeof(path), "%s/obs", dir);
 	cr_assert_eq(mkdir(path, 0777), 0);
 	snprintf(path, sizeof(path), "%s/obs/meta.json", dir);
@@ -1058,7 +1075,7 @@ Test(store_dir, a_failed_save_keeps_the_old_meta_json_and_leaves_no_temporary_fi
 	put_arange(d, "y", TD_DTYPE_I32, 1, b);
 	link_to_victim("f/y.memmap", 16);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("f"),
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
+						 td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_str_eq(read_text(td_test_path("f/meta.json")), old_meta);
 	dir = opendir(td_test_path("f"));
@@ -1095,7 +1112,8 @@ static const char *dir_with_stack(const char *name, const char *batch, const cha
 	return dir;
 }
 
-#define STACK(data) "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"," \
+#define STACK(data) \
+	"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"," \
 	"\"stack_dim\":0,\"device\":null,\"data\":" data "}"
 
 Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
@@ -1103,7 +1121,8 @@ Test(store_dir, non_tensor_stacks_open_by_the_shape_of_their_lists)
 	const td_strings *s;
 	td_store *st;
 
-	st = open_ok(dir_with_stack("a", "[2]", STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
+	st = open_ok(dir_with_stack("a", "[2]",
+					 STACK("[[\"a\", \"b\", \"c\"], [\"d\", \"e\", \"f\"]]")),
 		NULL);
 	td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(st), "lst"));
 	cr_assert_eq(s->ndim, 2);
@@ -1140,12 +1159,14 @@ Test(store_dir, malformed_or_unsupported_non_tensor_stacks_are_refused)
 	cr_assert(strstr(td_error_last()->message, "pickle"), "%s", td_error_last()->message);
 	assert_open_fails(dir_with_stack("f", "[2]", STACK("{\"a\": 1}")), NULL, TD_ECORRUPT);
 	assert_open_fails(dir_with_stack("g", "[2]",
-		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"}"), NULL, TD_ENOTSUP);
+						  "{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\"}"),
+		NULL, TD_ENOTSUP);
 	/* The stack's shape must start with the batch shape. */
 	assert_open_fails(dir_with_stack("h", "[3]", STACK("[\"a\", \"b\"]")), NULL, TD_ECORRUPT);
 	/* More nesting than a dict has dims. */
 	assert_open_fails(dir_with_stack("i", "[1]",
-		STACK("[[[[[[[[[[[[[[[[[\"deep\"]]]]]]]]]]]]]]]]]")), NULL, TD_ENOTSUP);
+						  STACK("[[[[[[[[[[[[[[[[[\"deep\"]]]]]]]]]]]]]]]]]")),
+		NULL, TD_ENOTSUP);
 	/* A NUL escaped in JSON is refused by the parser: corrupt. */
 	assert_open_fails(dir_with_stack("j", "[1]", STACK("[\"a\\u0000b\"]")), NULL, TD_ECORRUPT);
 }
@@ -1175,8 +1196,8 @@ Test(store_dir, arrays_of_strings_are_saved_as_tensordict_saves_them_and_grow)
 		"{\"_type\":\"<class 'tensordict.tensorclass.NonTensorStack'>\",\"_format_version\":1,"
 		"\"_class\":\"tensordict:NonTensorStack\",\"stack_dim\":0,\"device\":null,"
 		"\"data\":[[\"a\",\"b\",\"c\"],[\"d\",\"e\",\"\\u00e9\"]]}");
-	cr_assert(strstr(read_text(td_test_path("s/meta.json")),
-		"\"grid\": {\"type\": \"NonTensorStack\"}"));
+	cr_assert(
+		strstr(read_text(td_test_path("s/meta.json")), "\"grid\": {\"type\": \"NonTensorStack\"}"));
 
 	/* Growth pads every array with empty strings, in the same commit as the leaves. */
 	td_cr_assert_ok(td_store_grow(st, 4));
@@ -1304,7 +1325,7 @@ Test(store_dir, a_failed_save_into_a_new_directory_leaves_no_meta_json)
 	cr_assert_eq(mkdir(td_test_path("n/z"), 0777), 0);
 	link_to_victim("n/z/y.memmap", 16);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("n"),
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
+						 td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 		TD_ECORRUPT);
 	cr_assert_not(td_test_exists(td_test_path("n/meta.json")));
 	cr_assert_not(dir_holds("n", "tdstore-tmp"));

@@ -86,8 +86,7 @@ static void assert_no_temporaries(const char *dir)
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
-		cr_assert(strncmp(e->d_name, ".tdstore-tmp", 12) != 0, "%s/%s left behind", dir,
-			e->d_name);
+		cr_assert(strncmp(e->d_name, ".tdstore-tmp", 12) != 0, "%s/%s left behind", dir, e->d_name);
 		snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
 		if (lstat(sub, &sb) == 0 && S_ISDIR(sb.st_mode))
 			assert_no_temporaries(sub);
@@ -114,8 +113,7 @@ static void write_through(td_store *st, int value)
 	td_dict_iter *it;
 	td_item item;
 
-	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED |
-		TD_ITER_LEAVES_ONLY));
+	td_cr_assert_ok(td_dict_iter_new(&it, td_store_dict(st), TD_ITER_NESTED | TD_ITER_LEAVES_ONLY));
 	while (td_dict_iter_next(&item, it) == 1)
 		if (item.value->kind == TD_VALUE_TENSOR)
 			memset(td_tensor_data(&item.value->tensor), value,
@@ -209,7 +207,8 @@ Test(store_full, space_for_files_sized_but_not_written_is_reserved)
 	}
 	/* And a tensor that does not fit is refused. */
 	td_cr_assert_err(td_mmap_tensor_empty(&t, in(mnt, "no.memmap"), TD_DTYPE_U8, 1,
-		(const int64_t[]){ 1 << 20 }, NULL), TD_ENOSPC);
+						 (const int64_t[]){ 1 << 20 }, NULL),
+		TD_ENOSPC);
 	td_dict_free(d);
 }
 

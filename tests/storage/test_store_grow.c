@@ -94,7 +94,8 @@ static void assert_grown(const td_dict *d, int64_t rows)
 		cr_assert_eq(((const int32_t *)td_tensor_data(t))[i], i < 4 ? i : 0, "a[%lld]",
 			(long long)i);
 	t = leaf(d, img, 1);
-	cr_assert(t->ndim == 3 && td_tensor_shape(t)[0] == rows && td_tensor_shape(t)[1] == 2 && td_tensor_shape(t)[2] == 3);
+	cr_assert(t->ndim == 3 && td_tensor_shape(t)[0] == rows && td_tensor_shape(t)[1] == 2 &&
+		td_tensor_shape(t)[2] == 3);
 	for (i = 0; i < rows * 6; i++)
 		cr_assert_eq(((const float *)td_tensor_data(t))[i], i < 24 ? (float)i : 0.0f);
 	td_cr_assert_ok(td_dict_get(&v, d, "sub"));
@@ -134,24 +135,22 @@ Test(store_grow, every_dict_and_leaf_grows_and_keeps_its_values)
 	cr_assert_not(td_test_exists(td_test_path("g/e.memmap")));
 	cr_assert_not(td_test_exists(td_test_path("g/.tdstore-journal")));
 	meta = slurp(td_test_path("g/sub/meta.json"));
-	cr_assert_not_null(strstr(meta, "\"shape\": [10, 5], \"dtype\": \"torch.int64\""), "%s",
-		meta);
+	cr_assert_not_null(strstr(meta, "\"shape\": [10, 5], \"dtype\": \"torch.int64\""), "%s", meta);
 	cr_assert_not_null(strstr(meta, "\"shape\": [10, 5], \"device\": \"cpu\""), "%s", meta);
 	free(meta);
 	meta = slurp(td_test_path("g/meta.json"));
-	cr_assert_not_null(strstr(meta, "\"e\": {\"device\": \"cpu\", \"shape\": [10, 0]"), "%s",
-		meta);
+	cr_assert_not_null(strstr(meta, "\"e\": {\"device\": \"cpu\", \"shape\": [10, 0]"), "%s", meta);
 	free(meta);
 	/* The grown store is usable: written, grown again, reopened. */
 	((int32_t *)td_tensor_data(leaf(td_store_dict(st), (const char *[]){ "a" }, 1)))[9] = 9;
 	td_cr_assert_ok(td_store_grow(st, 12));
-	cr_assert_eq(((const int32_t *)td_tensor_data(leaf(td_store_dict(st),
-		(const char *[]){ "a" }, 1)))[9], 9);
+	cr_assert_eq(((const int32_t *)td_tensor_data(
+					 leaf(td_store_dict(st), (const char *[]){ "a" }, 1)))[9],
+		9);
 	td_store_close(st);
 	td_cr_assert_ok(td_store_open(&ro, td_test_path("g"), NULL));
 	cr_assert_eq(td_dict_batch_shape(td_store_dict(ro))[0], 12);
-	cr_assert_eq(td_tensor_numel(leaf(td_store_dict(ro), (const char *[]){ "sub", "x" }, 2)),
-		60);
+	cr_assert_eq(td_tensor_numel(leaf(td_store_dict(ro), (const char *[]){ "sub", "x" }, 2)), 60);
 	td_store_close(ro);
 }
 
@@ -238,8 +237,7 @@ Test(store_grow, a_full_disk_fails_the_growth_and_commits_nothing)
 	td_error_clear();
 	rc = td_store_grow(st, 1 << 20);
 	cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
-	cr_assert(rc == TD_ENOSPC || rc == TD_EOVERFLOW, "got %d: %s", rc,
-		td_error_last()->message);
+	cr_assert(rc == TD_ENOSPC || rc == TD_EOVERFLOW, "got %d: %s", rc, td_error_last()->message);
 	cr_assert_eq(td_store_generation(st), g0);
 	assert_grown(td_store_dict(st), 4);
 	cr_assert_not(td_test_exists(td_test_path("full/.tdstore-journal")));
@@ -374,7 +372,7 @@ Test(store_grow, views_in_another_process_keep_sharing_the_first_rows)
 			hp = td_tensor_data(&held);
 			cp = td_tensor_data(leaf(td_store_dict(mine), a, 1));
 			ok = td_tensor_shape(&held)[0] == 4 && hp[2] == 222 && cp[2] == 222 && cp[5] == 555 &&
-			     td_dict_batch_shape(td_store_dict(mine))[0] == 8;
+				td_dict_batch_shape(td_store_dict(mine))[0] == 8;
 			hp[1] = 111; /* through the view taken before the growth */
 			cp[6] = 666; /* through the new dict */
 			td_tensor_release(&held);
@@ -551,8 +549,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 	}
 	td_cr_assert_ok(td_store_open(&st, td_test_path("race"), NULL));
 	/* The largest target won, and every leaf has that many rows. */
-	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0],
-		race_target(RACERS - 1, PER_RACER - 1));
+	cr_assert_eq(td_dict_batch_shape(td_store_dict(st))[0], race_target(RACERS - 1, PER_RACER - 1));
 	assert_grown(td_store_dict(st), race_target(RACERS - 1, PER_RACER - 1));
 	for (i = 0; i < RACERS; i++)
 		for (j = 0; j < PER_RACER; j++) {
@@ -560,7 +557,7 @@ Test(store_grow, processes_racing_growth_and_adds_lose_nothing)
 
 			snprintf(key, sizeof(key), "p%d_%d", i, j);
 			t = (j % 2) ? leaf(td_store_dict(st), (const char *[]){ key, "v" }, 2) :
-				leaf(td_store_dict(st), (const char *[]){ key }, 1);
+						  leaf(td_store_dict(st), (const char *[]){ key }, 1);
 			cr_assert_eq(td_tensor_shape(t)[0], race_target(RACERS - 1, PER_RACER - 1));
 			cr_assert_eq(((const int64_t *)td_tensor_data(t))[0], i * 100 + j);
 		}
@@ -596,16 +593,16 @@ static int64_t check_killed_store(const td_dict *root, size_t *nleaves)
 		(*nleaves)++;
 		if (!strcmp(item.key, "base"))
 			continue;
-		cr_assert(item.depth == 1 ? sscanf(item.key, "k%d", &k) == 1 :
-			item.depth == 2 && !strcmp(item.key, "v") && sscanf(item.path[0], "d%d", &k) == 1,
+		cr_assert(item.depth == 1 ?
+				sscanf(item.key, "k%d", &k) == 1 :
+				item.depth == 2 && !strcmp(item.key, "v") && sscanf(item.path[0], "d%d", &k) == 1,
 			"key %s", item.key);
 		p = td_tensor_data(&item.value->tensor);
 		cr_assert_eq(p[0], k, "%s holds %lld", item.key, (long long)p[0]);
 		for (r = 1; r < rows && p[r] == k; r++)
 			;
 		for (; r < rows; r++)
-			cr_assert_eq(p[r], 0, "%s[%lld] holds %lld", item.key, (long long)r,
-				(long long)p[r]);
+			cr_assert_eq(p[r], 0, "%s[%lld] holds %lld", item.key, (long long)r, (long long)p[r]);
 	}
 	td_dict_iter_free(it);
 	return rows;
@@ -628,8 +625,7 @@ static void remove_added(td_store *st)
 			td_cr_assert_ok(td_store_remove(st, copy[i]));
 }
 
-Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
-	.timeout = 600)
+Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact, .timeout = 600)
 {
 	const int iterations = td_test_under_valgrind() ? 12 : 200;
 	td_store *st = new_store("kill"), *watch = NULL, *rw = NULL;
@@ -674,8 +670,7 @@ Test(store_grow, writers_killed_while_growing_leave_a_store_that_reopens_intact,
 		 */
 		td_test_writer w = { path, it * 100000 };
 
-		td_test_kill_writer(watch, td_test_schema_writer, &w, it % 2 ? journal_path : NULL,
-			delay);
+		td_test_kill_writer(watch, td_test_schema_writer, &w, it % 2 ? journal_path : NULL, delay);
 		journal = td_test_exists(td_test_path("kill/.tdstore-journal"));
 		journals_left += journal;
 		/* A reader that cannot write sees a whole state (the journal's, if one is left)... */

@@ -45,8 +45,8 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 
 		cr_assert_eq(x->dtype, y->dtype, "%s: dtype", key);
 		cr_assert_eq(x->ndim, y->ndim, "%s: ndim", key);
-		cr_assert_arr_eq(td_tensor_shape(x), td_tensor_shape(y), (size_t)x->ndim * sizeof(int64_t), "%s: shape",
-			key);
+		cr_assert_arr_eq(td_tensor_shape(x), td_tensor_shape(y), (size_t)x->ndim * sizeof(int64_t),
+			"%s: shape", key);
 		if (td_tensor_nbytes(x) == 0)
 			break;
 		td_cr_assert_ok(td_tensor_contiguous(&cx, x));
@@ -65,8 +65,8 @@ static void assert_same_value(const td_value *a, const td_value *b, const char *
 		cr_assert_arr_eq(a->strings->shape, b->strings->shape,
 			(size_t)a->strings->ndim * sizeof(int64_t), "%s", key);
 		for (i = 0; i < a->strings->numel; i++)
-			cr_assert_str_eq(td_strings_at(NULL, a->strings, i),
-				td_strings_at(NULL, b->strings, i), "%s[%lld]", key, (long long)i);
+			cr_assert_str_eq(td_strings_at(NULL, a->strings, i), td_strings_at(NULL, b->strings, i),
+				"%s[%lld]", key, (long long)i);
 		break;
 	default:
 		cr_assert_eq(a->blob.length, b->blob.length, "%s", key);
@@ -256,8 +256,7 @@ static void write_index(const char *store, const td__dirindex *dx)
 }
 
 /* A tensor of `dtype` and shape [3, ...] holding 0, 1, 2, ... */
-static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
-	const int64_t *shape)
+static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim, const int64_t *shape)
 {
 	td_key *k = td_test_key(&key, 1);
 	td_tensor t;
@@ -274,8 +273,8 @@ static void put_arange(td_dict *d, const char *key, td_dtype dtype, int ndim,
  */
 static td_dict *rich_dict(void)
 {
-	static const char *const odd_keys[] = { "a/b", "my key", "50%", "", ".", "..",
-		"tab\there", "colon:x", "q?*", "h\xc3\xa9llo" };
+	static const char *const odd_keys[] = { "a/b", "my key", "50%", "", ".", "..", "tab\there",
+		"colon:x", "q?*", "h\xc3\xa9llo" };
 	static const int64_t s32[] = { 3, 2 }, s30[] = { 3, 0 }, s325[] = { 3, 2, 5 };
 	static const char *const texts[] = { "x", "", "w\xc3\xb6rld", "d", "e", "f" };
 	td_dict *d, *sub, *deeper, *empty;
@@ -383,8 +382,8 @@ Test(store_index, saves_of_every_shape_of_tree_write_an_index_that_opens)
 	/* 0-dim leaves; `like` and TD_SYNC_NONE saves. */
 	td_cr_assert_ok(td_dict_new(&d, 0, NULL));
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "k", (t = filled(TD_DTYPE_I64, 0, NULL, 7), &t)));
-	assert_index_matches_json(save(d, "scalar",
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_LIKE | TD_TEST_NOSYNC)));
+	assert_index_matches_json(
+		save(d, "scalar", td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_LIKE | TD_TEST_NOSYNC)));
 	td_dict_free(d);
 }
 
@@ -487,10 +486,11 @@ static const char *hand_made(const char *name, const char *const (*files)[2], si
 	return path;
 }
 
-#define TAIL(shape) "\"shape\": " shape ", \"device\": \"cpu\", " \
+#define TAIL(shape) \
+	"\"shape\": " shape ", \"device\": \"cpu\", " \
 	"\"_type\": \"<class 'tensordict._td.TensorDict'>\"}"
-#define LEAF(dtype, shape) "{\"device\": \"cpu\", \"shape\": " shape ", \"dtype\": \"" dtype \
-	"\", \"is_nested\": false}"
+#define LEAF(dtype, shape) \
+	"{\"device\": \"cpu\", \"shape\": " shape ", \"dtype\": \"" dtype "\", \"is_nested\": false}"
 
 /* A tensorclass at the root and one nested, legacy raw directory names, as tensordict wrote them. */
 static const char *tensorclass_store(void)
@@ -498,20 +498,21 @@ static const char *tensorclass_store(void)
 	static const char *const files[][2] = {
 		{ "meta.json", "{\"_type\": \"<class '__main__.Outer'>\"}" },
 		{ "_tensordict", NULL },
-		{ "_tensordict/meta.json", "{\"obs\": {\"type\": \"Obs\"}, \"my sub\": {\"type\": "
+		{ "_tensordict/meta.json",
+			"{\"obs\": {\"type\": \"Obs\"}, \"my sub\": {\"type\": "
 			"\"TensorDict\"}, \"my s\": {\"type\": \"NonTensorData\"}, " TAIL("[4]") },
 		{ "_tensordict/obs", NULL },
 		{ "_tensordict/obs/meta.json", "{\"_type\": \"<class '__main__.Obs'>\"}" },
 		{ "_tensordict/obs/_tensordict", NULL },
-		{ "_tensordict/obs/_tensordict/meta.json", "{\"pixels\": " LEAF("torch.uint8", "[4, 3]")
-			", " TAIL("[4]") },
+		{ "_tensordict/obs/_tensordict/meta.json",
+			"{\"pixels\": " LEAF("torch.uint8", "[4, 3]") ", " TAIL("[4]") },
 		{ "_tensordict/obs/_tensordict/pixels.memmap", "abcdefghijkl" },
 		{ "_tensordict/my sub", NULL },
-		{ "_tensordict/my sub/meta.json", "{\"v\": " LEAF("torch.int8", "[4]") ", "
-			TAIL("[4]") },
+		{ "_tensordict/my sub/meta.json", "{\"v\": " LEAF("torch.int8", "[4]") ", " TAIL("[4]") },
 		{ "_tensordict/my sub/v.memmap", "wxyz" },
 		{ "_tensordict/my s", NULL },
-		{ "_tensordict/my s/meta.json", "{\"_type\": \"<class 'tensordict.tensorclass."
+		{ "_tensordict/my s/meta.json",
+			"{\"_type\": \"<class 'tensordict.tensorclass."
 			"NonTensorData'>\", \"data\": \"text\", \"_metadata\": null, \"_is_non_tensor\": "
 			"true}" },
 	};
@@ -674,8 +675,8 @@ Test(store_index, lazy_stacks_are_read_from_their_meta_json_files)
 	td_dict_free(d);
 	cr_assert(td_test_exists(index_path(path)));
 	lazy = small_stack();
-	td_cr_assert_ok(td_store_memmap(&st, lazy, path,
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, lazy, path, td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_store_close(st);
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
@@ -697,8 +698,8 @@ Test(store_index, lazy_stacks_nested_in_dicts_are_read_from_their_meta_json_file
 	td_dict_free(d);
 	td_cr_assert_ok(td_dict_new(&d, 1, (const int64_t[]){ 2 }));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "inner.lz", lazy));
-	td_cr_assert_ok(td_store_memmap(&st, d, path,
-		td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)));
 	td_store_close(st);
 	cr_assert_not(td_test_exists(index_path(path)), "the stale index was removed");
 	assert_falls_back(path, TD_DIX_ABSENT, TD_ENOTFOUND);
@@ -835,8 +836,7 @@ Test(store_index, a_meta_json_rewritten_by_python_is_detected)
 	path = small_store("again");
 	text = read_file(tpath("again/sub/meta.json"), &len);
 	write_file(tpath("again/sub/meta.json.tmp"), text, len);
-	cr_assert_eq(rename(tpath("again/sub/meta.json.tmp"),
-		tpath("again/sub/meta.json")), 0);
+	cr_assert_eq(rename(tpath("again/sub/meta.json.tmp"), tpath("again/sub/meta.json")), 0);
 	free(text);
 	assert_index_matches_json(path);
 	/* A directory removed, a meta.json removed, a file where a directory was. */
@@ -936,16 +936,15 @@ Test(store_index, missing_truncated_and_damaged_index_files_are_refused)
 		bool seal;
 		int code;
 	} fields[] = {
-		{ 0, "TDSDIRIY", 8, true, TD_ECORRUPT },
-		{ 8, v2, 4, true, TD_EVERSION },
-		{ 12, one, 4, true, TD_ECORRUPT },          /* header_size */
-		{ 16, one, 4, true, TD_ENOTSUP },           /* flags */
-		{ 28, one, 4, true, TD_ECORRUPT },          /* reserved0 */
-		{ 48, one, 4, true, TD_ECORRUPT },          /* reserved1 */
-		{ 56, zero8, 8, false, TD_ECORRUPT },       /* checksum */
-		{ 20, big, 4, true, TD_ECORRUPT },          /* dir_count: 2^30 */
-		{ 24, one, 4, true, TD_ECORRUPT },          /* raw_count */
-		{ 32, big, 4, true, TD_ECORRUPT },          /* index_length */
+		{ 0, "TDSDIRIY", 8, true, TD_ECORRUPT }, { 8, v2, 4, true, TD_EVERSION },
+		{ 12, one, 4, true, TD_ECORRUPT },    /* header_size */
+		{ 16, one, 4, true, TD_ENOTSUP },     /* flags */
+		{ 28, one, 4, true, TD_ECORRUPT },    /* reserved0 */
+		{ 48, one, 4, true, TD_ECORRUPT },    /* reserved1 */
+		{ 56, zero8, 8, false, TD_ECORRUPT }, /* checksum */
+		{ 20, big, 4, true, TD_ECORRUPT },    /* dir_count: 2^30 */
+		{ 24, one, 4, true, TD_ECORRUPT },    /* raw_count */
+		{ 32, big, 4, true, TD_ECORRUPT },    /* index_length */
 	};
 	const char *path = small_store("bad");
 	uint8_t *good;
@@ -1023,8 +1022,14 @@ static void set_key(td__dirindex *dx, uint32_t r, const char *key)
 	rec->key_len = strlen(key);
 }
 
-static void m_drop_last_dir(td__dirindex *dx) { dx->ndirs--; }
-static void m_dir_for_a_tensor(td__dirindex *dx) { dir_of(dx, rec_of(dx, "sub"))->record = rec_of(dx, "b"); }
+static void m_drop_last_dir(td__dirindex *dx)
+{
+	dx->ndirs--;
+}
+static void m_dir_for_a_tensor(td__dirindex *dx)
+{
+	dir_of(dx, rec_of(dx, "sub"))->record = rec_of(dx, "b");
+}
 static void m_swap_dirs(td__dirindex *dx)
 {
 	td__dirent t = dx->dirs[0];
@@ -1032,8 +1037,14 @@ static void m_swap_dirs(td__dirindex *dx)
 	dx->dirs[0] = dx->dirs[1];
 	dx->dirs[1] = t;
 }
-static void m_raw_root(td__dirindex *dx) { dx->dirs[0].flags = TD_DIRINDEX_DIR_RAW; }
-static void m_raw_plain_key(td__dirindex *dx) { dir_of(dx, rec_of(dx, "sub"))->flags = TD_DIRINDEX_DIR_RAW; }
+static void m_raw_root(td__dirindex *dx)
+{
+	dx->dirs[0].flags = TD_DIRINDEX_DIR_RAW;
+}
+static void m_raw_plain_key(td__dirindex *dx)
+{
+	dir_of(dx, rec_of(dx, "sub"))->flags = TD_DIRINDEX_DIR_RAW;
+}
 static void m_raw_slash_key(td__dirindex *dx)
 {
 	uint32_t r = rec_of(dx, "sub");
@@ -1048,17 +1059,50 @@ static void m_raw_dotdot_key(td__dirindex *dx)
 	set_key(dx, r, "..");
 	dir_of(dx, r)->flags = TD_DIRINDEX_DIR_RAW;
 }
-static void m_unknown_dir_flag(td__dirindex *dx) { dx->dirs[0].flags = 0x80; }
-static void m_wrong_role(td__dirindex *dx) { dir_of(dx, rec_of(dx, "s"))->role = TD_DIRINDEX_STRINGS; }
-static void m_shell_without_home(td__dirindex *dx) { dx->dirs[0].role = TD_DIRINDEX_SHELL; }
-static void m_meta_length_zero(td__dirindex *dx) { dx->dirs[0].meta_length = 0; }
-static void m_meta_length_huge(td__dirindex *dx) { dx->dirs[0].meta_length = (64u << 20) + 1; }
-static void m_raw_for_a_dict(td__dirindex *dx) { td__dirindex_push_raw(dx, rec_of(dx, "sub")); }
-static void m_raw_plain_leaf(td__dirindex *dx) { td__dirindex_push_raw(dx, rec_of(dx, "a")); }
-static void m_raw_out_of_range(td__dirindex *dx) { td__dirindex_push_raw(dx, 1000); }
-static void m_duplicate_key(td__dirindex *dx) { set_key(dx, rec_of(dx, "b"), "a"); }
-static void m_reserved_key(td__dirindex *dx) { set_key(dx, rec_of(dx, "b"), "shape"); }
-static void m_non_utf8_key(td__dirindex *dx) { set_key(dx, rec_of(dx, "b"), "\xff\xfe"); }
+static void m_unknown_dir_flag(td__dirindex *dx)
+{
+	dx->dirs[0].flags = 0x80;
+}
+static void m_wrong_role(td__dirindex *dx)
+{
+	dir_of(dx, rec_of(dx, "s"))->role = TD_DIRINDEX_STRINGS;
+}
+static void m_shell_without_home(td__dirindex *dx)
+{
+	dx->dirs[0].role = TD_DIRINDEX_SHELL;
+}
+static void m_meta_length_zero(td__dirindex *dx)
+{
+	dx->dirs[0].meta_length = 0;
+}
+static void m_meta_length_huge(td__dirindex *dx)
+{
+	dx->dirs[0].meta_length = (64u << 20) + 1;
+}
+static void m_raw_for_a_dict(td__dirindex *dx)
+{
+	td__dirindex_push_raw(dx, rec_of(dx, "sub"));
+}
+static void m_raw_plain_leaf(td__dirindex *dx)
+{
+	td__dirindex_push_raw(dx, rec_of(dx, "a"));
+}
+static void m_raw_out_of_range(td__dirindex *dx)
+{
+	td__dirindex_push_raw(dx, 1000);
+}
+static void m_duplicate_key(td__dirindex *dx)
+{
+	set_key(dx, rec_of(dx, "b"), "a");
+}
+static void m_reserved_key(td__dirindex *dx)
+{
+	set_key(dx, rec_of(dx, "b"), "shape");
+}
+static void m_non_utf8_key(td__dirindex *dx)
+{
+	set_key(dx, rec_of(dx, "b"), "\xff\xfe");
+}
 static void m_not_preorder(td__dirindex *dx)
 {
 	/* The string after the nested dict's leaf moves before it: parent order breaks. */
@@ -1077,9 +1121,18 @@ static void m_extent(td__dirindex *dx)
 	r->offset = 4096;
 	r->capacity = 4096;
 }
-static void m_packed_index(td__dirindex *dx) { dx->ix.flags = 0; }
-static void m_generation(td__dirindex *dx) { dx->ix.generation++; }
-static void m_length(td__dirindex *dx) { dx->ix.recs[rec_of(dx, "a")].length += 4; }
+static void m_packed_index(td__dirindex *dx)
+{
+	dx->ix.flags = 0;
+}
+static void m_generation(td__dirindex *dx)
+{
+	dx->ix.generation++;
+}
+static void m_length(td__dirindex *dx)
+{
+	dx->ix.recs[rec_of(dx, "a")].length += 4;
+}
 
 Test(store_index, well_sealed_but_inconsistent_indexes_are_refused)
 {
@@ -1122,8 +1175,8 @@ Test(store_index, well_sealed_but_inconsistent_indexes_are_refused)
 		cases[i].m(&dx);
 		write_index(path, &dx);
 		td__dirindex_free(&dx);
-		cr_assert_eq(parse_status(path), cases[i].code, "%s: parse gives %d (%s)",
-			cases[i].name, parse_status(path), td_error_last()->message);
+		cr_assert_eq(parse_status(path), cases[i].code, "%s: parse gives %d (%s)", cases[i].name,
+			parse_status(path), td_error_last()->message);
 		assert_falls_back(path, TD_DIX_REFUSED, cases[i].code);
 		/* Put the good index back (the next change writes it). */
 		{
@@ -1212,7 +1265,8 @@ Test(store_index, the_worked_example_of_the_spec_is_what_tdstore_writes)
 	cr_assert_eq(dx.dirs[0].meta_length, meta_len);
 	cr_assert_eq(dx.dirs[0].meta_hash, XXH3_64bits(meta, meta_len));
 	got = read_file(index_path(path), &got_len);
-	cr_assert(got_len == len && memcmp(got, example, len) == 0, "the example is not what "
+	cr_assert(got_len == len && memcmp(got, example, len) == 0,
+		"the example is not what "
 		"td_store_memmap writes");
 	assert_index_matches_json(path);
 	td__dirindex_free(&dx);
@@ -1271,19 +1325,19 @@ Test(store_index, writers_killed_at_random_points_leave_an_index_that_is_right_o
 		used += state == TD_DIX_USED;
 		stale += state == TD_DIX_STALE;
 		cr_assert(state == TD_DIX_USED || state == TD_DIX_STALE || state == TD_DIX_JOURNAL ||
-			state == TD_DIX_ABSENT, "iteration %d: state %d", it, state);
+				state == TD_DIX_ABSENT,
+			"iteration %d: state %d", it, state);
 		/* A writer recovers the store; its next change leaves a right index. */
 		td_cr_assert_ok(td_store_open(&st, path, td_test_rw()));
 		cr_assert_not(td_test_exists(journal));
 		td_cr_assert_ok(td_test_add_filled(st, "probe", it));
 		td_cr_assert_ok(td_store_remove(st, "probe"));
 		td_store_close(st);
-		cr_assert_eq(assert_reopens_as_json(path, NULL), TD_DIX_USED,
-			"iteration %d", it);
+		cr_assert_eq(assert_reopens_as_json(path, NULL), TD_DIX_USED, "iteration %d", it);
 	}
 	td_store_close(watch);
-	cr_log_info("after %d kills: index used %d times, stale %d, %d journals left", iterations,
-		used, stale, journals);
+	cr_log_info("after %d kills: index used %d times, stale %d, %d journals left", iterations, used,
+		stale, journals);
 	if (!td_test_under_valgrind()) {
 		cr_assert(used > 0, "no kill left a usable index");
 		cr_assert(stale + journals > 0, "no kill left the index behind the meta.json files");

@@ -27,15 +27,15 @@ static const int64_t B4[] = { 4 };
 
 typedef struct jent {
 	const char *path;
-	size_t path_len;      /* 0: strlen(path) */
+	size_t path_len; /* 0: strlen(path) */
 	const char *name;
 } jent;
 
 typedef struct jopts {
-	uint32_t version;     /* 0: 1 */
+	uint32_t version; /* 0: 1 */
 	uint32_t flags;
-	int32_t count;        /* -1: the number of entries */
-	size_t extra;         /* zero bytes appended to the body */
+	int32_t count; /* -1: the number of entries */
+	size_t extra;  /* zero bytes appended to the body */
 } jopts;
 
 static void put16(unsigned char *p, uint32_t v)
@@ -311,14 +311,30 @@ Test(store_journal, garbled_journals_mean_the_commit_never_happened)
 		forge_growth(name, true);
 		memcpy(bad, good, len);
 		switch (variant) {
-		case 0: blen = len - 1; break;                 /* the checksum cut short */
-		case 1: blen = len - 8; break;                 /* no checksum */
-		case 2: blen = 20; break;                      /* a header cut short */
-		case 3: blen = 0; break;                       /* created, nothing written */
-		case 4: bad[40] ^= 0x20; break;                /* a byte of an entry changed */
-		case 5: bad[len - 3] ^= 0x01; break;           /* the checksum changed */
-		case 6: bad[0] = 'X'; break;                   /* the magic */
-		default: put64(bad + 24, 1000); break;         /* body_size beyond the file */
+		case 0:
+			blen = len - 1;
+			break; /* the checksum cut short */
+		case 1:
+			blen = len - 8;
+			break; /* no checksum */
+		case 2:
+			blen = 20;
+			break; /* a header cut short */
+		case 3:
+			blen = 0;
+			break; /* created, nothing written */
+		case 4:
+			bad[40] ^= 0x20;
+			break; /* a byte of an entry changed */
+		case 5:
+			bad[len - 3] ^= 0x01;
+			break; /* the checksum changed */
+		case 6:
+			bad[0] = 'X';
+			break; /* the magic */
+		default:
+			put64(bad + 24, 1000);
+			break; /* body_size beyond the file */
 		}
 		write_file(store_path(name, ".tdstore-journal"), bad, blen);
 		/* Readers see the old state; the temporary files are ignored. */
@@ -388,8 +404,7 @@ Test(store_journal, journals_that_break_the_rules_are_refused_and_change_nothing
 	assert_refused("b", (const jent[]){ { "", 0, "meta.json" } }, 1, &plain, TD_ECORRUPT);
 	assert_refused("b", (const jent[]){ { "", 0, "../meta.json" } }, 1, &plain, TD_ECORRUPT);
 	assert_refused("b", (const jent[]){ { "", 0, ".tdstore-tmp." } }, 1, &plain, TD_ECORRUPT);
-	assert_refused("b", (const jent[]){ { "", 0, ".tdstore-tmp.1/2" } }, 1, &plain,
-		TD_ECORRUPT);
+	assert_refused("b", (const jent[]){ { "", 0, ".tdstore-tmp.1/2" } }, 1, &plain, TD_ECORRUPT);
 	assert_refused("b", (const jent[]){ { "", 0, ".tdstore-tmp.5" } }, 1, &plain, TD_ECORRUPT);
 	assert_refused("b", (const jent[]){ { "", 0, ".tdstore-tmp.6" } }, 1, &plain, TD_ECORRUPT);
 	assert_refused("b", &root, 1, &v2, TD_EVERSION);
@@ -441,8 +456,8 @@ Test(store_journal, commits_of_several_directories_leave_no_journal_or_temporary
 
 			cr_assert_not_null(dir, "%s", dirs[i]);
 			while ((de = readdir(dir)) != NULL)
-				cr_assert_null(strstr(de->d_name, "tdstore-tmp"), "%s/%s left behind",
-					dirs[i], de->d_name);
+				cr_assert_null(strstr(de->d_name, "tdstore-tmp"), "%s/%s left behind", dirs[i],
+					de->d_name);
 			closedir(dir);
 		}
 	}

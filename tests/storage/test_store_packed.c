@@ -260,8 +260,8 @@ static td_store *small_store(const char *name)
 	td_cr_assert_ok(td_dict_new(&d, 1, B4));
 	td_test_arange(&t, TD_DTYPE_I32, 1, B4);
 	td_cr_assert_ok(td_dict_set_tensor_take(d, "base", &t));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, td_test_path(name), td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_dict_free(d);
 	return st;
 }
@@ -294,8 +294,7 @@ Test(store_packed, every_dtype_nested_dicts_strings_and_empty_leaves_round_trip)
 	cr_assert_str_eq(item.key, "bool");
 	do {
 		if (item.value->kind == TD_VALUE_TENSOR && td_tensor_numel(&item.value->tensor))
-			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->tensor) % 4096, 0,
-				"%s", item.key);
+			cr_assert_eq((uintptr_t)td_tensor_data(&item.value->tensor) % 4096, 0, "%s", item.key);
 	} while (td_dict_iter_next(&item, it) == 1);
 	td_dict_iter_free(it);
 	/* A read-only store is mapped read-only. */
@@ -325,8 +324,8 @@ Test(store_packed, strided_and_expanded_sources_are_gathered)
 	td_cr_assert_ok(td_tensor_full(&one, TD_DTYPE_I16, 0, NULL, td_scalar_int(7)));
 	td_cr_assert_ok(td_tensor_expand(&ex, &one, 2, s4x));
 	td_cr_assert_ok(td_dict_set_tensor(d, "x", &ex));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("s.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, td_test_path("s.tds"), td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_dict_clone(&want, d));
 	cr_assert(dicts_equal(td_store_dict(st), want));
 	td_store_close(st);
@@ -344,8 +343,8 @@ Test(store_packed, existsok_replaces_and_like_allocates_zeros)
 	td_store *st;
 	const char *path = td_test_path("e.tds");
 
-	td_cr_assert_ok(td_store_memmap(&st, d, path,
-		td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_NOSYNC)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_NOSYNC)));
 	td_store_close(st);
 	td_cr_assert_err(td_store_memmap(&st, d, path, td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EEXISTS);
@@ -427,8 +426,7 @@ Test(store_packed, golden_files_of_version_1_open_and_are_written_byte_for_byte)
 			td_cr_assert_ok(td_dict_get(&v, td_store_dict(ro), "nested.added"));
 			cr_assert_eq(td_tensor_shape(&v->tensor)[0], 3);
 			cr_assert_eq(td_test_element(&v->tensor, 2), 5.0);
-			td_cr_assert_err(td_dict_get(&v, td_store_dict(ro), "uint8"),
-				TD_ENOTFOUND);
+			td_cr_assert_err(td_dict_get(&v, td_store_dict(ro), "uint8"), TD_ENOTFOUND);
 			cr_assert_eq(td_store_generation(ro), 3);
 		}
 		td_store_close(ro);
@@ -602,7 +600,7 @@ Test(store_packed, every_block_of_a_saved_file_is_allocated)
 		int fd;
 
 		td_cr_assert_ok(td_dict_new(&d, 0, NULL));
-		p[0] = "odd";   /* 5000 bytes: an extent of 8192 */
+		p[0] = "odd"; /* 5000 bytes: an extent of 8192 */
 		put_arange(d, p, 1, TD_DTYPE_F32, 1, s1);
 		p[0] = "byte";
 		put_arange(d, p, 1, TD_DTYPE_U8, 1, s2);
@@ -617,11 +615,10 @@ Test(store_packed, every_block_of_a_saved_file_is_allocated)
 		cr_assert(fd >= 0);
 		cr_assert_eq(fstat(fd, &sb), 0);
 		cr_assert_geq((int64_t)sb.st_blocks * 512, (int64_t)sb.st_size,
-			"flags 0x%x: %lld blocks of 512 for %lld bytes", flags[i],
-			(long long)sb.st_blocks, (long long)sb.st_size);
+			"flags 0x%x: %lld blocks of 512 for %lld bytes", flags[i], (long long)sb.st_blocks,
+			(long long)sb.st_size);
 		if (!(flags[i] & TD_TEST_LIKE))
-			cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "flags 0x%x: a hole",
-				flags[i]);
+			cr_assert_eq(lseek(fd, 0, SEEK_HOLE), sb.st_size, "flags 0x%x: a hole", flags[i]);
 		close(fd);
 		if (!(flags[i] & TD_TEST_LIKE)) {
 			td_dict *want;
@@ -716,7 +713,7 @@ Test(store_packed, damaged_headers_and_slots_are_refused_or_survived)
 	const char *x[1] = { "x" };
 	td_store *st;
 	const td_value *v;
-	uint32_t v2 = 2, flag = 2; /* bit 1: unknown in the header */
+	uint32_t v2 = 2, flag = 2;       /* bit 1: unknown in the header */
 	uint32_t iflag = 8, dirflag = 2; /* index bit 3: unknown; bit 1: the directory placement */
 
 	snprintf(path, sizeof(path), "%s", two_slots("f.tds"));
@@ -820,8 +817,8 @@ Test(store_packed, well_sealed_but_inconsistent_indexes_are_refused)
 	/* Records: the root (48 + 8 = 56 bytes), "base" (48 + 8 + 4 -> 64), "x" (48 + 8 + 1 -> 64). */
 	base = ix + 64 + 56;
 	x = base + 64;
-	cr_assert_eq(get_le64(path, base + 24), 16);  /* base: 4 int32 */
-	cr_assert_eq(get_le64(path, x + 24), 32);     /* x: 4 int64 */
+	cr_assert_eq(get_le64(path, base + 24), 16); /* base: 4 int32 */
+	cr_assert_eq(get_le64(path, x + 24), 32);    /* x: 4 int64 */
 
 	copy_file(path, work);
 	put_le64(work, x + 16, get_le64(path, base + 16));
@@ -892,30 +889,33 @@ Test(store_packed, bad_arguments_and_paths)
 	static const uint8_t bytes[2] = { 1, 2 };
 
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("no/such/dir/x.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)), TD_ENOTFOUND);
+						 td_test_memmap(TD_PLACEMENT_PACKED, 0)),
+		TD_ENOTFOUND);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds/"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
+						 td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("x.tds"),
-		&(td_store_memmap_opts){ 0, TD_PLACEMENT_PACKED, false, false, TD_SYNC_FULL }),
+						 &(td_store_memmap_opts){ 0, TD_PLACEMENT_PACKED, false, false,
+							 TD_SYNC_FULL }),
 		TD_EINVAL);
 	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
 	td_cr_assert_ok(td_dict_set_bytes(b, "raw", bytes, sizeof(bytes)));
 	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
+						 td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
 	cr_assert_not(td_test_exists(td_test_path("b.tds")));
 	td_dict_free(b);
 	td_cr_assert_ok(td_dict_new(&b, 0, NULL));
 	td_cr_assert_ok(td_dict_set_string(b, "shape", "reserved"));
 	td_cr_assert_err(td_store_memmap(&st, b, td_test_path("b.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)),
+						 td_test_memmap(TD_PLACEMENT_PACKED, 0)),
 		TD_EINVAL);
 	td_dict_free(b);
 	/* A directory where the file goes. */
 	cr_assert_eq(mkdir(td_test_path("dir.tds"), 0777), 0);
 	td_cr_assert_err(td_store_memmap(&st, d, td_test_path("dir.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_EXISTSOK)), TD_EEXISTS);
+						 td_test_memmap(TD_PLACEMENT_PACKED, TD_TEST_EXISTSOK)),
+		TD_EEXISTS);
 	/* A file that is not a store. */
 	{
 		FILE *f = fopen(td_test_path("junk"), "wb");
@@ -989,8 +989,8 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 				td_tensor t;
 
 				snprintf(key, sizeof(key), "k%d", k);
-				rc = td_tensor_full(&t, TD_DTYPE_I64, 1,
-					td_dict_batch_shape(td_store_dict(w)), td_scalar_int(k));
+				rc = td_tensor_full(&t, TD_DTYPE_I64, 1, td_dict_batch_shape(td_store_dict(w)),
+					td_scalar_int(k));
 				if (rc == 0)
 					rc = td_store_add_tensor(w, key, &t);
 				td_tensor_release(&t);
@@ -1010,8 +1010,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 		cr_assert(td_store_generation(watch) > g0, "iteration %d: the writer committed nothing",
 			it);
 		/* Every reopen succeeds and every committed leaf holds its value. */
-		td_cr_assert_ok(td_store_open(&st, td_test_path("kill.tds"),
-			it % 2 ? td_test_rw() : NULL));
+		td_cr_assert_ok(td_store_open(&st, td_test_path("kill.tds"), it % 2 ? td_test_rw() : NULL));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));
 		while (td_dict_iter_next(&item, iter) == 1) {
 			const int64_t *p = td_tensor_data(&item.value->tensor);
@@ -1024,8 +1023,7 @@ Test(store_packed, writers_killed_at_random_points_leave_a_file_that_opens_intac
 			cr_assert_eq(p[3], k);
 			/* Rows past the leaf's first size are its value or zero (grown). */
 			last = p[td_tensor_shape(&item.value->tensor)[0] - 1];
-			cr_assert(last == k || last == 0, "%s ends with %lld", item.key,
-				(long long)last);
+			cr_assert(last == k || last == 0, "%s ends with %lld", item.key, (long long)last);
 		}
 		td_dict_iter_free(iter);
 		td_store_close(st);
@@ -1115,8 +1113,8 @@ static off_t find_bytes(const char *path, off_t from, const void *needle, size_t
 }
 
 /* Forge field `off` of a record (8 bytes), reseal, and expect `want` from an open. */
-static void forge64(const char *good, const char *work, off_t ix, off_t at, uint64_t v,
-	int want, const char *why)
+static void forge64(const char *good, const char *work, off_t ix, off_t at, uint64_t v, int want,
+	const char *why)
 {
 	td_store *st;
 	int rc;
@@ -1135,8 +1133,7 @@ static void forge64(const char *good, const char *work, off_t ix, off_t at, uint
  * its batch shape (rec + 48 + 8) made to agree: the open must still refuse
  * it (the records present do not match).
  */
-static void forge_child_count(const char *good, const char *work, off_t ix, off_t rec,
-	uint64_t n)
+static void forge_child_count(const char *good, const char *work, off_t ix, off_t rec, uint64_t n)
 {
 	td_store *st;
 	int rc;
@@ -1152,8 +1149,8 @@ static void forge_child_count(const char *good, const char *work, off_t ix, off_
 		td_error_last()->message);
 }
 
-static void forge_bytes(const char *good, const char *work, off_t ix, off_t at,
-	const void *bytes, size_t len, int want, const char *why)
+static void forge_bytes(const char *good, const char *work, off_t ix, off_t at, const void *bytes,
+	size_t len, int want, const char *why)
 {
 	td_store *st;
 	int rc;
@@ -1198,7 +1195,6 @@ Test(store_packed, arrays_of_strings_round_trip_grow_and_bad_records_are_refused
 	for (i = 0; i < 5; i++)
 		cr_assert_str_eq(td_strings_at(NULL, s, i), i < 3 ? want[i] : "");
 	{
-
 		td_cr_assert_ok(td_dict_get_strings(&s, td_store_dict(ro), "nested.grid"));
 		cr_assert_eq(s->shape[0], 5);
 		cr_assert_eq(s->shape[1], 2);
@@ -1243,8 +1239,8 @@ Test(store_packed, a_leaf_of_a_dict_without_batch_dims_grows_alone)
 	td_cr_assert_ok(td_dict_set_string(d, "s", "text"));
 	td_cr_assert_ok(td_dict_new(&sub, 1, s5));
 	td_cr_assert_ok(td_dict_set_dict_take(d, "n", sub));
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("l.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, td_test_path("l.tds"), td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_dict_free(d);
 
 	td_cr_assert_err(td_store_grow(st, 8), TD_EINVAL); /* no batch dims */
@@ -1277,13 +1273,12 @@ static bool trees_equal(const td_dict *a, const td_dict *b)
 	size_t n, i;
 
 	if (td_dict_batch_ndim(a) != td_dict_batch_ndim(b) ||
-	    memcmp(td_dict_batch_shape(a), td_dict_batch_shape(b),
-		    (size_t)td_dict_batch_ndim(a) * sizeof(int64_t)) != 0)
+		memcmp(td_dict_batch_shape(a), td_dict_batch_shape(b),
+			(size_t)td_dict_batch_ndim(a) * sizeof(int64_t)) != 0)
 		return false;
 	if (td_dict_is_lazy(a) || td_dict_is_lazy(b)) {
-		if (!td_dict_is_lazy(a) || !td_dict_is_lazy(b) ||
-		    td_lazy_count(a) != td_lazy_count(b) ||
-		    td_lazy_stack_dim(a) != td_lazy_stack_dim(b))
+		if (!td_dict_is_lazy(a) || !td_dict_is_lazy(b) || td_lazy_count(a) != td_lazy_count(b) ||
+			td_lazy_stack_dim(a) != td_lazy_stack_dim(b))
 			return false;
 		for (i = 0; i < td_lazy_count(a); i++)
 			if (!trees_equal(td_lazy_child(a, i), td_lazy_child(b, i)))
@@ -1303,19 +1298,19 @@ static bool trees_equal(const td_dict *a, const td_dict *b)
 			break;
 		case TD_VALUE_TENSOR:
 			if (va[i]->tensor.dtype != vb[i]->tensor.dtype ||
-			    td_tensor_equal(&va[i]->tensor, &vb[i]->tensor) != 1)
+				td_tensor_equal(&va[i]->tensor, &vb[i]->tensor) != 1)
 				return false;
 			break;
 		case TD_VALUE_STRINGS:
 			if (va[i]->strings->numel != vb[i]->strings->numel ||
-			    va[i]->strings->ndim != vb[i]->strings->ndim ||
-			    memcmp(va[i]->strings->bytes, vb[i]->strings->bytes,
-				    (size_t)va[i]->strings->offsets[va[i]->strings->numel]) != 0)
+				va[i]->strings->ndim != vb[i]->strings->ndim ||
+				memcmp(va[i]->strings->bytes, vb[i]->strings->bytes,
+					(size_t)va[i]->strings->offsets[va[i]->strings->numel]) != 0)
 				return false;
 			break;
 		default:
 			if (va[i]->blob.length != vb[i]->blob.length ||
-			    memcmp(va[i]->blob.data, vb[i]->blob.data, va[i]->blob.length))
+				memcmp(va[i]->blob.data, vb[i]->blob.data, va[i]->blob.length))
 				return false;
 			break;
 		}
@@ -1384,8 +1379,8 @@ static void check_round_trip(const td_dict *d, const char *name)
 {
 	td_store *st, *ro;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path(name),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, td_test_path(name), td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	cr_assert_eq(td_dict_is_lazy(td_store_dict(st)), td_dict_is_lazy(d));
 	cr_assert(trees_equal(td_store_dict(st), d), "%s: the written store", name);
 	td_store_close(st);
@@ -1441,8 +1436,8 @@ Test(store_packed, a_store_holding_a_lazy_stack_writes_data_but_refuses_schema_c
 	td_tensor t, got;
 	const td_value *v;
 
-	td_cr_assert_ok(td_store_memmap(&st, d, td_test_path("w.tds"),
-		td_test_memmap(TD_PLACEMENT_PACKED, 0)));
+	td_cr_assert_ok(
+		td_store_memmap(&st, d, td_test_path("w.tds"), td_test_memmap(TD_PLACEMENT_PACKED, 0)));
 	td_cr_assert_ok(td_tensor_full(&t, TD_DTYPE_I64, 1, B3, td_scalar_int(1)));
 	td_cr_assert_err(td_store_add_tensor(st, "stack.a", &t), TD_ENOTSUP);
 	td_cr_assert_err(td_store_remove(st, "a"), TD_ENOTSUP);
@@ -1522,8 +1517,7 @@ Test(store_packed, well_sealed_but_bad_lazy_stack_records_are_refused)
 	/* A child that is not a dict (a string: no dims, no fields). */
 	forge_bytes(good, work, ix, kid, "\3", 1, TD_ECORRUPT, "child of kind string");
 	/* A child after a parent that does not come before it. */
-	forge_bytes(good, work, ix, kid + 4, "\xff\xff\0\0", 4, TD_ECORRUPT,
-		"child's parent after it");
+	forge_bytes(good, work, ix, kid + 4, "\xff\xff\0\0", 4, TD_ECORRUPT, "child's parent after it");
 	/* Unused fields of the stack record. */
 	forge64(good, work, ix, rec + 32, 4096, TD_ECORRUPT, "stack with a capacity");
 	forge_bytes(good, work, ix, rec + 1, "\5", 1, TD_ECORRUPT, "stack with a dtype");

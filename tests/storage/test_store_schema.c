@@ -104,10 +104,8 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 	td_cr_assert_err(td_store_add_tensor(st, "x", &t), TD_EEXISTS);
 	td_cr_assert_err(td_store_add_tensor(st, "base.q", &t), TD_ETYPE);
 	td_cr_assert_err(td_store_add_tensor(st, "shape", &t), TD_EINVAL);
-	td_cr_assert_err(td_store_add_tensor(st, "a._class", &t),
-		TD_EINVAL);
-	td_cr_assert_err(td_store_add_empty(st, "z", TD_DTYPE_I8, 1, (const int64_t[]){ 5 }),
-		TD_ETYPE);
+	td_cr_assert_err(td_store_add_tensor(st, "a._class", &t), TD_EINVAL);
+	td_cr_assert_err(td_store_add_empty(st, "z", TD_DTYPE_I8, 1, (const int64_t[]){ 5 }), TD_ETYPE);
 	td_cr_assert_err(td_store_add_tensor(st, "", &t), TD_EINVAL);
 	td_cr_assert_err(td_store_add_tensor(st, NULL, &t), TD_EINVAL);
 	td_cr_assert_err(td_store_add_tensor(st, "z", NULL), TD_EINVAL);
@@ -133,7 +131,7 @@ Test(store_schema, leaves_are_added_and_removed_on_disk)
 Test(store_schema, keys_come_dotted_or_as_handles)
 {
 	static const char *const dotted[] = { "cfg", "lr.0" }, *const empty[] = { "e", "" },
-				 *const reserved[] = { "a", "shape" };
+							 *const reserved[] = { "a", "shape" };
 	static const int64_t s3[] = { 3 };
 	const char *deep[TD_KEY_MAX_DEPTH];
 	char longkey[2 * TD_KEY_MAX_DEPTH];
@@ -525,8 +523,7 @@ Test(store_schema, writers_killed_at_random_points_leave_a_store_that_opens_inta
 		td_dict_iter *iter;
 		td_item item;
 
-		td_test_kill_writer(watch, adding_writer, &it, NULL,
-			(long)(td_test_rand(&seed) % 4000000));
+		td_test_kill_writer(watch, adding_writer, &it, NULL, (long)(td_test_rand(&seed) % 4000000));
 		/* Every reopen succeeds and every committed leaf holds its value. */
 		td_cr_assert_ok(td_store_open(&st, td_test_path("kill"), NULL));
 		td_cr_assert_ok(td_dict_iter_new(&iter, td_store_dict(st), 0));

@@ -98,7 +98,8 @@ static void check_lists(const td_strings *s, int dim, const json_t *want, int64_
 
 	cr_assert(dim < s->ndim && json_is_array(want), "dim %d", dim);
 	cr_assert_eq(s->shape[dim], (int64_t)json_array_size(want), "dim %d", dim);
-	json_array_foreach(want, j, w) {
+	json_array_foreach(want, j, w)
+	{
 		if (dim + 1 < s->ndim)
 			check_lists(s, dim + 1, w, at);
 		else
@@ -114,7 +115,8 @@ static bool inside_lazy(const td_item *item, const json_t *lazy)
 	const json_t *l;
 	size_t i, j;
 
-	json_array_foreach(lazy, i, l) {
+	json_array_foreach(lazy, i, l)
+	{
 		const char *parts[8];
 		size_t n = json_path(json_object_get(l, "path"), parts);
 
@@ -144,7 +146,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 	cr_assert_str_eq(json_string_value(json_object_get(node, "kind")), "tensordict");
 	assert_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d),
 		json_object_get(node, "batch_size"));
-	json_array_foreach(leaves, i, l) {
+	json_array_foreach(leaves, i, l)
+	{
 		const char *parts[8], *kind = json_string_value(json_object_get(l, "kind"));
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		td_key *k = td_test_key(parts, n);
@@ -172,7 +175,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 		}
 		nleaves++;
 	}
-	json_array_foreach(dicts, i, l) {
+	json_array_foreach(dicts, i, l)
+	{
 		const char *parts[8];
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		td_key *k = td_test_key(parts, n);
@@ -184,7 +188,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 		assert_shape(td_dict_batch_ndim(v->dict), td_dict_batch_shape(v->dict),
 			json_object_get(l, "batch_size"));
 	}
-	json_array_foreach(lazy, i, l) {
+	json_array_foreach(lazy, i, l)
+	{
 		const char *parts[8];
 		size_t n = json_path(json_object_get(l, "path"), parts);
 		td_key *k = td_test_key(parts, n);
@@ -197,8 +202,8 @@ static void check_dict(const td_dict *d, const json_t *node)
 		check_lazy(v->dict, json_object_get(l, "stack"));
 	}
 	/* Nothing more than expected (the stacks' leaves were counted there). */
-	td_cr_assert_ok(td_dict_iter_new(&it, d,
-		TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
+	td_cr_assert_ok(
+		td_dict_iter_new(&it, d, TD_ITER_NESTED | TD_ITER_LEAVES_ONLY | TD_ITER_KEYS_ONLY));
 	i = 0;
 	while (td_dict_iter_next(&item, it) == 1)
 		i += !inside_lazy(&item, lazy);
@@ -257,10 +262,10 @@ static void assert_written_as_tensordict(const char *const *files, size_t n)
 		size_t la, lb;
 		char *a = slurp(fixture_root, files[k], &la), *b = slurp(td_test_tmpdir(), files[k], &lb);
 
-		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu:\n%.*s\n%.*s", files[k], lb,
-			la, (int)lb, b, (int)la, a);
-		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b,
-			(int)la, a);
+		cr_assert_eq(la, lb, "%s: %zu bytes, tensordict wrote %zu:\n%.*s\n%.*s", files[k], lb, la,
+			(int)lb, b, (int)la, a);
+		cr_assert_eq(memcmp(a, b, la), 0, "%s differs:\n%.*s\n%.*s", files[k], (int)lb, b, (int)la,
+			a);
 		free(a);
 		free(b);
 	}
@@ -278,8 +283,7 @@ static void check_lazy(const td_dict *d, const json_t *node)
 	assert_shape(td_dict_batch_ndim(d), td_dict_batch_shape(d),
 		json_object_get(node, "batch_size"));
 	cr_assert_eq(td_lazy_count(d), json_array_size(children));
-	json_array_foreach(children, i, c)
-		check_dict(td_lazy_child(d, i), c);
+	json_array_foreach(children, i, c) check_dict(td_lazy_child(d, i), c);
 }
 
 Test(store_tensordict, lazy_stacks_open_with_every_child)
@@ -325,10 +329,16 @@ Test(store_tensordict, lazy_stacks_open_with_every_child)
 Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 {
 	static const char *files[] = {
-		"lazy_stack/meta.json", "lazy_stack/0/meta.json", "lazy_stack/1/meta.json",
-		"lazy_stack/0/x.memmap", "lazy_stack/1/x.memmap", "lazy_stack/1/k.memmap",
-		"lazy_stack_dense/meta.json", "lazy_stack_dense/0/meta.json",
-		"lazy_stack_dense/1/meta.json", "lazy_stack_dense/0/only0.memmap",
+		"lazy_stack/meta.json",
+		"lazy_stack/0/meta.json",
+		"lazy_stack/1/meta.json",
+		"lazy_stack/0/x.memmap",
+		"lazy_stack/1/x.memmap",
+		"lazy_stack/1/k.memmap",
+		"lazy_stack_dense/meta.json",
+		"lazy_stack_dense/0/meta.json",
+		"lazy_stack_dense/1/meta.json",
+		"lazy_stack_dense/0/only0.memmap",
 	};
 	static const char *names[] = { "lazy_stack", "lazy_stack_dense" };
 	json_t *e = load_expected();
@@ -361,7 +371,7 @@ Test(store_tensordict, lazy_stacks_are_written_back_as_tensordict_writes_them)
 
 			td_cr_assert_ok(td_lazy_stack(&one, &kid, 1, 0, 0));
 			td_cr_assert_err(td_store_memmap(&copy, one, out,
-				td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
+								 td_test_memmap(TD_PLACEMENT_DIRECTORY, TD_TEST_EXISTSOK)),
 				TD_EEXISTS);
 			td_dict_free(one);
 		}
@@ -410,14 +420,23 @@ Test(store_tensordict, lazy_stacks_nested_in_dicts_open_with_every_value)
 Test(store_tensordict, lazy_stacks_nested_in_dicts_are_written_as_tensordict_writes_them)
 {
 	static const char *files[] = {
-		"lazy_nested/meta.json", "lazy_nested/a.memmap", "lazy_nested/z/meta.json",
-		"lazy_nested/z/0/meta.json", "lazy_nested/z/1/meta.json",
-		"lazy_nested/z/0/x.memmap", "lazy_nested/z/1/x.memmap",
-		"lazy_nested/z/0/n/meta.json", "lazy_nested/z/1/n/meta.json",
-		"lazy_nested/z/1/n/y.memmap", "lazy_nested/sub/meta.json",
-		"lazy_nested/sub/v.memmap", "lazy_nested/sub/w/meta.json",
-		"lazy_nested/sub/w/0/meta.json", "lazy_nested/sub/w/1/meta.json",
-		"lazy_nested/sub/w/0/r.memmap", "lazy_nested/sub/w/1/r.memmap",
+		"lazy_nested/meta.json",
+		"lazy_nested/a.memmap",
+		"lazy_nested/z/meta.json",
+		"lazy_nested/z/0/meta.json",
+		"lazy_nested/z/1/meta.json",
+		"lazy_nested/z/0/x.memmap",
+		"lazy_nested/z/1/x.memmap",
+		"lazy_nested/z/0/n/meta.json",
+		"lazy_nested/z/1/n/meta.json",
+		"lazy_nested/z/1/n/y.memmap",
+		"lazy_nested/sub/meta.json",
+		"lazy_nested/sub/v.memmap",
+		"lazy_nested/sub/w/meta.json",
+		"lazy_nested/sub/w/0/meta.json",
+		"lazy_nested/sub/w/1/meta.json",
+		"lazy_nested/sub/w/0/r.memmap",
+		"lazy_nested/sub/w/1/r.memmap",
 	};
 	json_t *e = load_expected();
 	td_store *st, *copy;
@@ -478,8 +497,8 @@ static char *slurp(const char *dir, const char *name, size_t *len)
 
 Test(store_tensordict, written_back_files_match_tensordicts_byte_for_byte)
 {
-	static const char *names[] = { "flat", "nested", "encoded_keys", "zero_elem_inner",
-		"strings", "strings_nd" };
+	static const char *names[] = { "flat", "nested", "encoded_keys", "zero_elem_inner", "strings",
+		"strings_nd" };
 	json_t *e = load_expected();
 	size_t k;
 
@@ -498,7 +517,8 @@ Test(store_tensordict, written_back_files_match_tensordicts_byte_for_byte)
 		td_cr_assert_ok(td_store_open(&copy, out, NULL));
 		cr_assert_eq(td_dict_equal(td_store_dict(copy), td_store_dict(st)), 1);
 		check_dict(td_store_dict(copy), fixture(e, names[k]));
-		json_array_foreach(leaves, i, l) {
+		json_array_foreach(leaves, i, l)
+		{
 			const char *disk = json_string_value(json_object_get(l, "disk_path"));
 			const json_t *nb = json_object_get(l, "nbytes");
 			struct stat sb;
@@ -530,11 +550,21 @@ Test(store_tensordict, written_back_files_match_tensordicts_byte_for_byte)
 Test(store_tensordict, written_back_meta_json_matches_tensordicts_byte_for_byte)
 {
 	static const char *files[] = {
-		"flat/meta.json", "nested/meta.json", "nested/sub/meta.json",
-		"nested/sub/deeper/meta.json", "nested/name/meta.json", "encoded_keys/meta.json",
-		"encoded_keys/sub%2Fdir/meta.json", "zero_elem/meta.json", "strings/meta.json",
-		"strings/s/meta.json", "strings/lst/meta.json", "strings/utf8/meta.json",
-		"strings_nd/meta.json", "strings_nd/pairs/meta.json", "strings_nd/sub/meta.json",
+		"flat/meta.json",
+		"nested/meta.json",
+		"nested/sub/meta.json",
+		"nested/sub/deeper/meta.json",
+		"nested/name/meta.json",
+		"encoded_keys/meta.json",
+		"encoded_keys/sub%2Fdir/meta.json",
+		"zero_elem/meta.json",
+		"strings/meta.json",
+		"strings/s/meta.json",
+		"strings/lst/meta.json",
+		"strings/utf8/meta.json",
+		"strings_nd/meta.json",
+		"strings_nd/pairs/meta.json",
+		"strings_nd/sub/meta.json",
 		"strings_nd/sub/grid/meta.json",
 	};
 	static const char *names[] = { "flat", "nested", "encoded_keys", "zero_elem", "strings",
