@@ -13,24 +13,7 @@
 
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
-static const td_dtype all_dtypes[] = {
-	TD_DTYPE_BOOL,
-	TD_DTYPE_U8,
-	TD_DTYPE_I8,
-	TD_DTYPE_I16,
-	TD_DTYPE_I32,
-	TD_DTYPE_I64,
-	TD_DTYPE_U16,
-	TD_DTYPE_U32,
-	TD_DTYPE_U64,
-	TD_DTYPE_F16,
-	TD_DTYPE_BF16,
-	TD_DTYPE_F32,
-	TD_DTYPE_F64,
-	TD_DTYPE_C64,
-	TD_DTYPE_C128,
-};
-#define NDTYPES LEN(all_dtypes)
+#define NDTYPES LEN(td_test_all_dtypes)
 
 static const td_binop all_ops[] = {
 	TD_OP_ADD,
@@ -554,8 +537,8 @@ Test(tensor_ops, every_op_and_dtype_pair_matches_the_reference_with_broadcasting
 		for (j = 0; j < NDTYPES; j++) {
 			td_tensor a, b;
 
-			make(&a, all_dtypes[i], 2, sa, 1 + i);
-			make(&b, all_dtypes[j], 1, sb, 100 + j);
+			make(&a, td_test_all_dtypes[i], 2, sa, 1 + i);
+			make(&b, td_test_all_dtypes[j], 1, sb, 100 + j);
 			for (k = 0; k < LEN(all_ops); k++) {
 				check_binary(&a, &b, all_ops[k]);
 				check_binary(&b, &a, all_ops[k]);
@@ -575,10 +558,10 @@ Test(tensor_ops, non_contiguous_operands_match_the_reference)
 		for (j = 0; j < NDTYPES; j++) {
 			td_tensor tr, st, ex, row;
 
-			make_transposed(&tr, all_dtypes[i], 7 + i);
-			make_stepped(&st, all_dtypes[j], 70 + j);
-			make_expanded(&ex, all_dtypes[j], 700 + j);
-			make(&row, all_dtypes[i], 2, srow, 7000 + i);
+			make_transposed(&tr, td_test_all_dtypes[i], 7 + i);
+			make_stepped(&st, td_test_all_dtypes[j], 70 + j);
+			make_expanded(&ex, td_test_all_dtypes[j], 700 + j);
+			make(&row, td_test_all_dtypes[i], 2, srow, 7000 + i);
 			for (k = 0; k < LEN(all_ops); k++) {
 				check_binary(&tr, &st, all_ops[k]);
 				check_binary(&ex, &tr, all_ops[k]);
@@ -757,8 +740,8 @@ Test(tensor_ops, every_scalar_kind_with_every_dtype_matches_the_reference)
 	for (i = 0; i < NDTYPES; i++) {
 		td_tensor a, tr;
 
-		make(&a, all_dtypes[i], 2, s, 3 + i);
-		make_transposed(&tr, all_dtypes[i], 30 + i);
+		make(&a, td_test_all_dtypes[i], 2, s, 3 + i);
+		make_transposed(&tr, td_test_all_dtypes[i], 30 + i);
 		for (j = 0; j < LEN(test_scalars); j++) {
 			for (k = 0; k < LEN(all_ops); k++) {
 				check_scalar(&a, test_scalars[j], all_ops[k]);
@@ -780,8 +763,8 @@ Test(tensor_ops, scalar_in_place_on_every_dtype_matches_the_reference)
 			for (k = 0; k < 4; k++) {
 				td_tensor a, st;
 
-				make(&a, all_dtypes[i], 2, s, 5 + i);
-				make_stepped(&st, all_dtypes[i], 50 + i);
+				make(&a, td_test_all_dtypes[i], 2, s, 5 + i);
+				make_stepped(&st, td_test_all_dtypes[i], 50 + i);
 				check_scalar_inplace(&a, test_scalars[j], all_ops[k]);
 				check_scalar_inplace(&st, test_scalars[j], all_ops[k]);
 				td_tensor_release(&a);
@@ -987,10 +970,10 @@ Test(tensor_ops, in_place_every_dtype_pair_matches_the_reference_or_is_refused)
 			for (k = 0; k < 4; k++) {
 				td_tensor a, b, tr, ex;
 
-				make(&a, all_dtypes[i], 2, sa, 9 + i);
-				make(&b, all_dtypes[j], 1, sb, 90 + j);
-				make_transposed(&tr, all_dtypes[i], 900 + i);
-				make_expanded(&ex, all_dtypes[j], 9000 + j);
+				make(&a, td_test_all_dtypes[i], 2, sa, 9 + i);
+				make(&b, td_test_all_dtypes[j], 1, sb, 90 + j);
+				make_transposed(&tr, td_test_all_dtypes[i], 900 + i);
+				make_expanded(&ex, td_test_all_dtypes[j], 9000 + j);
 				check_inplace(&a, &b, all_ops[k]);
 				check_inplace(&tr, &ex, all_ops[k]);
 				td_tensor_release(&a);
@@ -1162,12 +1145,12 @@ Test(tensor_ops, equal_compares_shape_and_promoted_values)
 	for (i = 0; i < NDTYPES; i++) {
 		td_tensor x, y;
 
-		make(&x, all_dtypes[i], 2, s, i);
+		make(&x, td_test_all_dtypes[i], 2, s, i);
 		td_cr_assert_ok(td_tensor_clone(&y, &x));
-		cr_assert_eq(td_tensor_equal(&x, &y), 1, "%s", td_dtype_name(all_dtypes[i]));
+		cr_assert_eq(td_tensor_equal(&x, &y), 1, "%s", td_dtype_name(td_test_all_dtypes[i]));
 		td_cr_assert_ok(td_tensor_binary_scalar_inplace(&y, td_scalar_bool(true), TD_OP_ADD));
-		if (all_dtypes[i] != TD_DTYPE_BOOL)
-			cr_assert_eq(td_tensor_equal(&x, &y), 0, "%s", td_dtype_name(all_dtypes[i]));
+		if (td_test_all_dtypes[i] != TD_DTYPE_BOOL)
+			cr_assert_eq(td_tensor_equal(&x, &y), 0, "%s", td_dtype_name(td_test_all_dtypes[i]));
 		td_tensor_release(&x);
 		td_tensor_release(&y);
 	}
